@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/backend-cpu
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/backend-cuda
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/backend-metal
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,115 @@
+import { availableParallelism } from "node:os";
+import {
+  type GgufKV,
+  GgufValueType,
+  fileTypeOf,
+  ggmlTypeByName,
+  planQuantization,
+  readGguf,
+  readTensorRange,
+  writeGguf,
+} from "@minfer/gguf";
+import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { CliError } from "../errors.js";
+import { ProgressBar } from "../progress.js";
+import { ConvertPool } from "../worker-pool.js";
+
+export const quantizeOptions: OptionSpec[] = [
+  { flags: ["-t", "--threads"], kind: "integer", metavar: "N", help: "worker threads (default: all cores)" },
+  { flags: ["--allow-requantize"], kind: "boolean", help: "allow converting tensors that are already quantized" },
+];
+
+/** Elements per conversion job: whole rows, about four million elements. */
+const JOB_ELEMENTS = 1 << 22;
+
+interface Job {
+  tensor: number;
+  start: number;
+  bytes: number;
+  elements: number;
+}
+
+export async function quantizeCommand(argv: string[]): Promise<number> {
+  const { options, positionals } = parseArgs(argv, quantizeOptions);
+  const [input, output, typeName] = expectPositionals(positionals, ["IN", "OUT", "TYPE"]);
+  const threads = (options.threads as number | undefined) ?? availableParallelism();
+  if (threads < 1) throw new CliError("BAD_VALUE", `--threads must be at least 1, got ${threads}`);
+  const target = ggmlTypeByName(typeName!);
+  const file = await readGguf(input!);
+  const plan = planQuantization(file.tensors, target, Boolean(options.allowRequantize));
+  for (const p of plan) if (p.note) process.stderr.write(`note: ${p.name}: ${p.note}\n`);
+
+  // Cut every tensor into jobs of whole rows.
+  const jobsOf: Job[][] = file.tensors.map((t, i) => {
+    const row = t.dims[0] ?? 1;
+    const rows = t.nElements / Math.max(row, 1);
+    const rowBytes = t.byteSize / Math.max(rows, 1);
+    const perJob = Math.max(1, Math.floor(JOB_ELEMENTS / Math.max(row, 1)));
+    const jobs: Job[] = [];
+    for (let r = 0; r < rows || jobs.length === 0; r += perJob) {
+      const n = Math.min(perJob, rows - r);
+      jobs.push({ tensor: i, start: r * rowBytes, bytes: n * rowBytes, elements: n * row });
+    }
+    return jobs;
+  });
+  const allJobs = jobsOf.flat();
+  const pool = new ConvertPool(threads);
+  const results = new Map<Job, Promise<Uint8Array>>();
+  let started = 0;
+  const lookahead = threads * 2;
+  const startUpTo = (k: number) => {
+    for (; started < Math.min(k, allJobs.length); started++) {
+      const job = allJobs[started]!;
+      const t = file.tensors[job.tensor]!;
+      const p = plan[job.tensor]!;
+      const r = readTensorRange(file, t, job.start, job.bytes).then((data) =>
+        pool.convert(data, p.from.id, p.to.id, job.elements),
+      );
+      r.catch(() => {}); // awaited in order below; avoid an unhandled rejection meanwhile
+      results.set(job, r);
+    }
+  };
+
+  const fileType = fileTypeOf(target.id);
+  const metadata: GgufKV[] = [...file.metadata.entries()].filter(
+    (kv) => kv.key !== "general.file_type" && kv.key !== "general.quantization_version",
+  );
+  if (fileType !== undefined) metadata.push({ key: "general.file_type", type: GgufValueType.UINT32, value: fileType });
+  if (target.quantized) metadata.push({ key: "general.quantization_version", type: GgufValueType.UINT32, value: 2 });
+
+  const totalIn = file.tensors.reduce((a, t) => a + t.byteSize, 0);
+  const bar = new ProgressBar(`quantize ${target.name}`, totalIn);
+  let doneIn = 0;
+  let index = 0;
+  try {
+    const layout = await writeGguf(
+      output!,
+      metadata,
+      file.tensors.map((t, i) => ({
+        name: t.name,
+        type: plan[i]!.to.id,
+        dims: t.dims,
+        data: async function* () {
+          for (const job of jobsOf[i]!) {
+            startUpTo(index + 1 + lookahead);
+            const out = await results.get(job)!;
+            results.delete(job);
+            index++;
+            doneIn += job.bytes;
+            bar.update(doneIn, t.name);
+            yield out;
+          }
+        },
+      })),
+      { version: file.version as 2 | 3 },
+    );
+    const converted = plan.filter((p) => p.to.id === target.id && p.from.id !== target.id).length;
+    bar.done(
+      `${output}: ${converted} of ${plan.length} tensors to ${target.name}, ${plan.length - converted} kept or fallen back; ` +
+        `${(totalIn / 1048576).toFixed(1)} MiB -> ${(layout.fileSize / 1048576).toFixed(1)} MiB with ${threads} threads`,
+    );
+  } finally {
+    await pool.close();
+  }
+  return 0;
+}

@@ -1,0 +1,35 @@
+import { SYNTH_ARCHS, SYNTH_PRESETS, readGguf, synthesizeModel, writeGguf } from "@minfer/gguf";
+import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { CliError } from "../errors.js";
+import { ProgressBar } from "../progress.js";
+
+export const synthOptions: OptionSpec[] = [
+  { flags: ["--arch"], kind: "string", metavar: "ARCH", help: `architecture: ${SYNTH_ARCHS.join(", ")} (implied by most presets)` },
+  { flags: ["--preset"], kind: "string", metavar: "NAME", help: `shapes: ${Object.keys(SYNTH_PRESETS).join(", ")}` },
+  { flags: ["--vocab"], kind: "string", metavar: "VOCAB.gguf", help: "copy the tokenizer from this GGUF (default: 259 byte tokens)" },
+  { flags: ["--type"], kind: "string", metavar: "TYPE", help: "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, … (default f16)" },
+  { flags: ["-o", "--output"], kind: "string", metavar: "OUT", help: "file to write" },
+  { flags: ["-s", "--seed"], kind: "integer", metavar: "N", help: "seed of the random weights (default 1)" },
+];
+
+export async function synthCommand(argv: string[]): Promise<number> {
+  const { options, positionals } = parseArgs(argv, synthOptions);
+  expectPositionals(positionals, []);
+  if (options.preset === undefined) throw new CliError("MISSING_ARGUMENT", "--preset NAME is required");
+  if (options.output === undefined) throw new CliError("MISSING_ARGUMENT", "-o OUT is required");
+  const vocab = options.vocab !== undefined ? (await readGguf(options.vocab as string)).metadata : undefined;
+  const model = synthesizeModel({
+    preset: options.preset as string,
+    arch: options.arch as string | undefined,
+    type: options.type as string | undefined,
+    seed: options.seed as number | undefined,
+    vocab,
+  });
+  for (const n of model.notes) process.stderr.write(`note: ${n}\n`);
+  const bar = new ProgressBar("synth", 1);
+  const layout = await writeGguf(options.output as string, model.metadata, model.tensors, {
+    onProgress: (w, total, name) => bar.update(w / total, name),
+  });
+  bar.done(`${options.output}: ${model.tensors.length} tensors, ${(layout.fileSize / 1048576).toFixed(1)} MiB`);
+  return 0;
+}

@@ -1,0 +1,4 @@
+/**
+ * @module minfer
+ */
+export { main } from "./main.js";

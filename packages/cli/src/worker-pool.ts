@@ -1,0 +1,62 @@
+import { Worker } from "node:worker_threads";
+import type { ConvertJob } from "./quantize-worker.js";
+
+interface Pending {
+  resolve(data: Uint8Array): void;
+  reject(e: Error): void;
+}
+
+/** A fixed set of conversion workers; jobs queue until a worker is free. */
+export class ConvertPool {
+  readonly #workers: Worker[] = [];
+  readonly #idle: Worker[] = [];
+  readonly #queue: { job: ConvertJob; p: Pending }[] = [];
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 0;
+
+  constructor(threads: number) {
+    const url = new URL("./quantize-worker.js", import.meta.url);
+    for (let i = 0; i < threads; i++) {
+      const w = new Worker(url);
+      w.on("message", (msg: { id: number; data?: Uint8Array; error?: string }) => {
+        const p = this.#pending.get(msg.id)!;
+        this.#pending.delete(msg.id);
+        if (msg.error !== undefined) p.reject(new Error(msg.error));
+        else p.resolve(msg.data!);
+        this.#release(w);
+      });
+      w.on("error", (e) => {
+        for (const p of this.#pending.values()) p.reject(e);
+        this.#pending.clear();
+      });
+      this.#workers.push(w);
+      this.#idle.push(w);
+    }
+  }
+
+  #release(w: Worker): void {
+    const next = this.#queue.shift();
+    if (next) this.#send(w, next.job, next.p);
+    else this.#idle.push(w);
+  }
+
+  #send(w: Worker, job: ConvertJob, p: Pending): void {
+    this.#pending.set(job.id, p);
+    w.postMessage(job, [job.data.buffer as ArrayBuffer]);
+  }
+
+  /** Converts `data` (which is transferred to the worker) from one type to another. */
+  convert(data: Uint8Array, from: number, to: number, nElements: number): Promise<Uint8Array> {
+    const job: ConvertJob = { id: this.#nextId++, data, from, to, nElements };
+    return new Promise((resolve, reject) => {
+      const p = { resolve, reject };
+      const w = this.#idle.pop();
+      if (w) this.#send(w, job, p);
+      else this.#queue.push({ job, p });
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((w) => w.terminate()));
+  }
+}

@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/engine
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,26 @@
+import { GgmlType } from "./ggml-types.js";
+
+/**
+ * llama.cpp's `general.file_type` values (`enum llama_ftype`) for files whose weights are all of
+ * one type. Mixed K-quant recipes (Q4_K_M, …) are not produced here, so the `_S` ids are used.
+ */
+const FILE_TYPE: ReadonlyMap<number, number> = new Map([
+  [GgmlType.F32, 0],
+  [GgmlType.F16, 1],
+  [GgmlType.Q4_0, 2],
+  [GgmlType.Q4_1, 3],
+  [GgmlType.Q8_0, 7],
+  [GgmlType.Q5_0, 8],
+  [GgmlType.Q5_1, 9],
+  [GgmlType.Q2_K, 10],
+  [GgmlType.Q3_K, 11],
+  [GgmlType.Q4_K, 14],
+  [GgmlType.Q5_K, 16],
+  [GgmlType.Q6_K, 18],
+  [GgmlType.BF16, 32],
+]);
+
+/** The `general.file_type` for a file whose weights are of `type`, or `undefined` if it has none. */
+export function fileTypeOf(type: number): number | undefined {
+  return FILE_TYPE.get(type);
+}

@@ -1,0 +1,137 @@
+// Reference (scalar) conversion between f32 values and ggml's stored tensor types: dispatch by
+// type id, argument checks, and the lists of supported types.
+import { GgufError } from "../errors.js";
+import { GGML_TYPES, GgmlType, type GgmlTypeName, ggmlTypeInfo } from "../ggml-types.js";
+import { dequantizeQ2K, dequantizeQ3K, dequantizeQ4K, dequantizeQ5K, dequantizeQ6K } from "./k-dequant.js";
+import { quantizeQ4K, quantizeQ5K, quantizeQ6K } from "./k-quant.js";
+import {
+  dequantizeQ4_0,
+  dequantizeQ4_1,
+  dequantizeQ5_0,
+  dequantizeQ5_1,
+  dequantizeQ8_0,
+  quantizeQ4_0,
+  quantizeQ4_1,
+  quantizeQ5_0,
+  quantizeQ5_1,
+  quantizeQ8_0,
+} from "./legacy.js";
+import {
+  dequantizeBF16,
+  dequantizeF16,
+  dequantizeF32,
+  quantizeBF16,
+  quantizeF16,
+  quantizeF32,
+} from "./plain.js";
+
+export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from "./f16.js";
+
+type DequantizeKernel = (src: Uint8Array, out: Float32Array) => void;
+type QuantizeKernel = (values: Float32Array, dst: Uint8Array) => void;
+
+const DEQUANTIZERS: ReadonlyMap<number, DequantizeKernel> = new Map<number, DequantizeKernel>([
+  [GgmlType.F32, dequantizeF32],
+  [GgmlType.F16, dequantizeF16],
+  [GgmlType.BF16, dequantizeBF16],
+  [GgmlType.Q4_0, dequantizeQ4_0],
+  [GgmlType.Q4_1, dequantizeQ4_1],
+  [GgmlType.Q5_0, dequantizeQ5_0],
+  [GgmlType.Q5_1, dequantizeQ5_1],
+  [GgmlType.Q8_0, dequantizeQ8_0],
+  [GgmlType.Q2_K, dequantizeQ2K],
+  [GgmlType.Q3_K, dequantizeQ3K],
+  [GgmlType.Q4_K, dequantizeQ4K],
+  [GgmlType.Q5_K, dequantizeQ5K],
+  [GgmlType.Q6_K, dequantizeQ6K],
+]);
+
+const QUANTIZERS: ReadonlyMap<number, QuantizeKernel> = new Map<number, QuantizeKernel>([
+  [GgmlType.F32, quantizeF32],
+  [GgmlType.F16, quantizeF16],
+  [GgmlType.BF16, quantizeBF16],
+  [GgmlType.Q4_0, quantizeQ4_0],
+  [GgmlType.Q4_1, quantizeQ4_1],
+  [GgmlType.Q5_0, quantizeQ5_0],
+  [GgmlType.Q5_1, quantizeQ5_1],
+  [GgmlType.Q8_0, quantizeQ8_0],
+  [GgmlType.Q4_K, quantizeQ4K],
+  [GgmlType.Q5_K, quantizeQ5K],
+  [GgmlType.Q6_K, quantizeQ6K],
+]);
+
+function namesOf(kernels: ReadonlyMap<number, unknown>): readonly GgmlTypeName[] {
+  return Object.freeze(GGML_TYPES.filter((t) => kernels.has(t.id)).map((t) => t.name));
+}
+
+/** Names of the types {@link dequantize} reads, in type-id order. */
+export const DEQUANTIZE_TYPES: readonly GgmlTypeName[] = namesOf(DEQUANTIZERS);
+/** Names of the types {@link quantize} writes, in type-id order. */
+export const QUANTIZE_TYPES: readonly GgmlTypeName[] = namesOf(QUANTIZERS);
+
+function describeType(type: number): string {
+  const known = GGML_TYPES.find((t) => t.id === type);
+  return known ? `${known.name} (id ${type})` : `id ${type} (not a ggml type)`;
+}
+
+function kernelFor<K>(
+  kernels: ReadonlyMap<number, K>,
+  type: number,
+  verb: string,
+  names: readonly string[],
+): K {
+  const kernel = kernels.get(type);
+  if (!kernel) {
+    throw new GgufError(
+      "UNSUPPORTED_TYPE",
+      `cannot ${verb} ggml type ${describeType(type)}; supported: ${names.join(", ")}`,
+    );
+  }
+  return kernel;
+}
+
+/**
+ * Decodes `nElements` values of ggml type `type` from `data` (any byte offset; only the first
+ * nElements / blockSize blocks are read). Throws `UNSUPPORTED_TYPE` for a type without a
+ * dequantizer and `INVALID_ARGUMENT` when `nElements` is not a whole number of blocks or `data`
+ * is too short.
+ */
+export function dequantize(type: number, data: Uint8Array, nElements: number): Float32Array {
+  const kernel = kernelFor(DEQUANTIZERS, type, "dequantize", DEQUANTIZE_TYPES);
+  const { name, blockSize, typeSize } = ggmlTypeInfo(type);
+  if (!Number.isSafeInteger(nElements) || nElements < 0 || nElements % blockSize !== 0) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `element count ${nElements} is not a whole number of ${name} blocks of ${blockSize}`,
+    );
+  }
+  const bytes = (nElements / blockSize) * typeSize;
+  if (data.length < bytes) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `${nElements} ${name} elements need ${bytes} bytes, but the buffer holds ${data.length}`,
+    );
+  }
+  const out = new Float32Array(nElements);
+  kernel(data, out);
+  return out;
+}
+
+/**
+ * Encodes `values` as ggml type `type`, returning the packed blocks. Throws `UNSUPPORTED_TYPE`
+ * for a type without a quantizer and `INVALID_ARGUMENT` when `values.length` is not a multiple of
+ * the type's block size.
+ */
+export function quantize(type: number, values: Float32Array): Uint8Array {
+  const kernel = kernelFor(QUANTIZERS, type, "quantize", QUANTIZE_TYPES);
+  const { name, blockSize, typeSize } = ggmlTypeInfo(type);
+  if (values.length % blockSize !== 0) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `${values.length} values are not a whole number of ${name} blocks: the ${name} block size is ${blockSize}`,
+    );
+  }
+  const out = new Uint8Array((values.length / blockSize) * typeSize);
+  kernel(values, out);
+  return out;
+}

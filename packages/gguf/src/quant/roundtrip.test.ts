@@ -1,0 +1,216 @@
+// Round-trip quality on seeded N(0, 1) data, idempotence of the reference legacy quantizers, and
+// the error table of QUANTIZATION.md. Print the table with:
+//   QUANT_ERROR_TABLE=1 vitest run src/quant/roundtrip.test.ts
+import { describe, expect, it } from "vitest";
+import { GgufError } from "../errors.js";
+import { GgmlType, type GgmlTypeName, ggmlTypeInfo } from "../ggml-types.js";
+import { DEQUANTIZE_TYPES, dequantize, QUANTIZE_TYPES, quantize } from "./index.js";
+
+/** Seeded PRNG (mulberry32): uniform in [0, 1). */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `n` N(0, 1) samples (Box–Muller) from a seeded stream. */
+function normals(n: number, seed: number): Float32Array {
+  const rnd = mulberry32(seed);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const u = 1 - rnd(); // (0, 1]
+    const v = rnd();
+    const r = Math.sqrt(-2 * Math.log(u));
+    out[i] = r * Math.cos(2 * Math.PI * v);
+    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * v);
+  }
+  return out;
+}
+
+interface Stats {
+  /** RMS of the error over RMS of the input. */
+  relRms: number;
+  /** Largest |error| over RMS of the input. */
+  relMax: number;
+  bitsPerWeight: number;
+}
+
+function roundTrip(name: GgmlTypeName, x: Float32Array): Stats {
+  const info = ggmlTypeInfo(GgmlType[name]);
+  const y = dequantize(info.id, quantize(info.id, x), x.length);
+  let se = 0;
+  let sx = 0;
+  let max = 0;
+  for (let i = 0; i < x.length; i++) {
+    const e = y[i] - x[i];
+    se += e * e;
+    sx += x[i] * x[i];
+    max = Math.max(max, Math.abs(e));
+  }
+  const rms = Math.sqrt(sx / x.length);
+  return {
+    relRms: Math.sqrt(se / x.length) / rms,
+    relMax: max / rms,
+    bitsPerWeight: (8 * info.typeSize) / info.blockSize,
+  };
+}
+
+// Upper bounds on relative RMS error for N(0, 1) data (measured values are in QUANTIZATION.md;
+// these leave about 10% headroom).
+const RMS_BOUND: Record<string, number> = {
+  F32: 0,
+  F16: 2.5e-4,
+  BF16: 2e-3,
+  Q4_0: 0.095,
+  Q4_1: 0.087,
+  Q5_0: 0.048,
+  Q5_1: 0.042,
+  Q8_0: 0.006,
+  Q4_K: 0.078,
+  Q5_K: 0.039,
+  Q6_K: 0.02,
+};
+
+const N = 65536;
+const X = normals(N, 0x5eed);
+
+describe("round trip on N(0, 1)", () => {
+  const table: string[] = [];
+  for (const name of QUANTIZE_TYPES) {
+    it(`${name} stays within its error bound`, () => {
+      const s = roundTrip(name, X);
+      expect(s.relRms).toBeLessThanOrEqual(RMS_BOUND[name]!);
+      table.push(
+        `| ${name} | ${s.bitsPerWeight.toFixed(2)} | ${s.relRms.toExponential(3)} | ${s.relMax.toExponential(3)} |`,
+      );
+    });
+  }
+
+  it("Q4_K beats Q4_0, Q5_K beats Q5_0, Q6_K beats Q5_K", () => {
+    expect(roundTrip("Q4_K", X).relRms).toBeLessThan(roundTrip("Q4_0", X).relRms);
+    expect(roundTrip("Q5_K", X).relRms).toBeLessThan(roundTrip("Q5_0", X).relRms);
+    expect(roundTrip("Q6_K", X).relRms).toBeLessThan(roundTrip("Q5_K", X).relRms);
+  });
+
+  it("prints the table when QUANT_ERROR_TABLE=1", () => {
+    if (process.env.QUANT_ERROR_TABLE !== "1") return;
+    console.log(
+      [
+        `N(0,1), ${N} elements, seed 0x5eed`,
+        "| type | bits/weight | RMS err / RMS | max abs err / RMS |",
+        "| --- | --- | --- | --- |",
+        ...table,
+      ].join("\n"),
+    );
+  });
+});
+
+describe("idempotence on the quantizer's own grid", () => {
+  // quantize(dequantize(quantize(x))) === quantize(x) byte for byte. Holds for the ggml reference
+  // algorithms of Q4_0, Q5_0 and Q8_0 (the abs-max element maps to an exact grid end); the
+  // K-quant searches refit scales from the (changed) data and are not guaranteed idempotent.
+  for (const name of ["Q4_0", "Q5_0", "Q8_0"] as const) {
+    it(name, () => {
+      const id = GgmlType[name];
+      const x = normals(4096, 7);
+      const q1 = quantize(id, x);
+      const q2 = quantize(id, dequantize(id, q1, x.length));
+      expect(Buffer.from(q2).equals(Buffer.from(q1))).toBe(true);
+    });
+  }
+});
+
+describe("edge blocks", () => {
+  for (const name of QUANTIZE_TYPES) {
+    it(`${name}: zeros, a constant block and a single spike decode sensibly`, () => {
+      const id = GgmlType[name];
+      const n = 256;
+      const zeros = new Float32Array(n);
+      expect([...dequantize(id, quantize(id, zeros), n)].every((v) => v === 0)).toBe(true);
+      const neg = new Float32Array(n).fill(-0.75);
+      const yn = dequantize(id, quantize(id, neg), n);
+      for (const v of yn) expect(Math.abs(v + 0.75)).toBeLessThan(0.01);
+      const spike = new Float32Array(n);
+      spike[37] = 3;
+      const ys = dequantize(id, quantize(id, spike), n);
+      expect(Math.abs(ys[37] - 3)).toBeLessThan(0.01);
+      for (let i = 0; i < n; i++) if (i !== 37) expect(Math.abs(ys[i])).toBeLessThan(0.01);
+    });
+  }
+});
+
+describe("errors", () => {
+  const code = (f: () => unknown): string | undefined => {
+    try {
+      f();
+    } catch (e) {
+      expect(e).toBeInstanceOf(GgufError);
+      return (e as GgufError).code;
+    }
+    return undefined;
+  };
+
+  it("refuses types without a kernel, listing the supported ones", () => {
+    expect(code(() => dequantize(GgmlType.IQ2_XXS, new Uint8Array(66), 256))).toBe("UNSUPPORTED_TYPE");
+    expect(code(() => dequantize(999, new Uint8Array(4), 1))).toBe("UNSUPPORTED_TYPE");
+    expect(code(() => quantize(GgmlType.Q2_K, new Float32Array(256)))).toBe("UNSUPPORTED_TYPE");
+    expect(code(() => quantize(4, new Float32Array(32)))).toBe("UNSUPPORTED_TYPE"); // removed id
+    expect(() => quantize(GgmlType.Q3_K, new Float32Array(256))).toThrow(/Q3_K.*Q4_0, Q4_1/);
+    expect(() => dequantize(GgmlType.Q8_K, new Uint8Array(292), 256)).toThrow(/Q8_K.*Q6_K/);
+  });
+
+  it("refuses lengths that are not whole blocks, and short buffers", () => {
+    expect(code(() => quantize(GgmlType.Q4_K, new Float32Array(100)))).toBe("INVALID_ARGUMENT");
+    expect(() => quantize(GgmlType.Q4_K, new Float32Array(100))).toThrow(/Q4_K.*256/);
+    expect(code(() => quantize(GgmlType.Q8_0, new Float32Array(33)))).toBe("INVALID_ARGUMENT");
+    expect(code(() => dequantize(GgmlType.Q4_0, new Uint8Array(18), 31))).toBe("INVALID_ARGUMENT");
+    expect(code(() => dequantize(GgmlType.Q4_0, new Uint8Array(35), 64))).toBe("INVALID_ARGUMENT");
+    expect(code(() => dequantize(GgmlType.F32, new Uint8Array(7), 2))).toBe("INVALID_ARGUMENT");
+    expect(code(() => dequantize(GgmlType.F16, new Uint8Array(8), -1))).toBe("INVALID_ARGUMENT");
+  });
+
+  it("lists the supported types", () => {
+    expect(DEQUANTIZE_TYPES).toEqual([
+      "F32",
+      "F16",
+      "Q4_0",
+      "Q4_1",
+      "Q5_0",
+      "Q5_1",
+      "Q8_0",
+      "Q2_K",
+      "Q3_K",
+      "Q4_K",
+      "Q5_K",
+      "Q6_K",
+      "BF16",
+    ]);
+    expect(QUANTIZE_TYPES).toEqual([
+      "F32",
+      "F16",
+      "Q4_0",
+      "Q4_1",
+      "Q5_0",
+      "Q5_1",
+      "Q8_0",
+      "Q4_K",
+      "Q5_K",
+      "Q6_K",
+      "BF16",
+    ]);
+    expect(Object.isFrozen(QUANTIZE_TYPES)).toBe(true);
+  });
+
+  it("reads only the blocks asked for, and zero elements from an empty buffer", () => {
+    expect(dequantize(GgmlType.Q8_0, new Uint8Array(0), 0).length).toBe(0);
+    const two = quantize(GgmlType.Q8_0, normals(64, 3));
+    expect([...dequantize(GgmlType.Q8_0, two, 32)]).toEqual([
+      ...dequantize(GgmlType.Q8_0, two, 64).subarray(0, 32),
+    ]);
+  });
+});

@@ -1,0 +1,138 @@
+import { GgufError } from "../errors.js";
+import { type GgmlTypeInfo, ggmlTypeByName } from "../ggml-types.js";
+import { fileTypeOf } from "../file-type.js";
+import type { GgufKV, GgufMetadata } from "../metadata.js";
+import { chooseType } from "../quantize-plan.js";
+import { QUANTIZE_TYPES, quantize } from "../quant/index.js";
+import { GgufValueType } from "../value-types.js";
+import type { GgufTensorToWrite } from "../write.js";
+import { type SynthArch, resolvePreset } from "./presets.js";
+import { SeededRandom } from "./rng.js";
+import { byteVocabulary } from "./vocab.js";
+
+/** Options of {@link synthesizeModel}. */
+export interface SynthOptions {
+  /** A preset name from `SYNTH_PRESETS`, e.g. `"tiny"` or `"qwen2-0.5b"`. */
+  preset: string;
+  /** The architecture; required for shape-only presets such as `tiny`, else implied by the preset. */
+  arch?: string;
+  /** Weight type name (`"f32"`, `"f16"`, `"q8_0"`, `"q4_k"`, …). Default: `"f16"`. */
+  type?: string;
+  /** The metadata of a vocabulary GGUF whose `tokenizer.*` keys are copied; default: 259 byte tokens. */
+  vocab?: GgufMetadata;
+  /** Seed of the weights. Default: 1. */
+  seed?: number;
+}
+
+/** A model ready for `writeGguf`, and the tensors that did not get the requested type. */
+export interface SynthModel {
+  readonly metadata: GgufKV[];
+  readonly tensors: GgufTensorToWrite[];
+  readonly notes: string[];
+}
+
+interface WeightSpec {
+  name: string;
+  dims: number[];
+  /** Norm weights are drawn around 1, everything else around 0. */
+  mean: number;
+}
+
+const STD = 0.02;
+const u32 = (key: string, value: number): GgufKV => ({ key, type: GgufValueType.UINT32, value });
+const f32 = (key: string, value: number): GgufKV => ({ key, type: GgufValueType.FLOAT32, value });
+const str = (key: string, value: string): GgufKV => ({ key, type: GgufValueType.STRING, value });
+
+function weights(arch: SynthArch, p: ReturnType<typeof resolvePreset>["preset"], nVocab: number): WeightSpec[] {
+  const hd = p.headDim ?? p.nEmbd / p.nHead;
+  const w = (name: string, ...dims: number[]): WeightSpec => ({ name, dims, mean: 0 });
+  const norm = (name: string, n: number): WeightSpec => ({ name, dims: [n], mean: 1 });
+  const out: WeightSpec[] = [w("token_embd.weight", p.nEmbd, nVocab), norm("output_norm.weight", p.nEmbd)];
+  if (!p.tiedOutput) out.push(w("output.weight", p.nEmbd, nVocab));
+  for (let i = 0; i < p.nLayer; i++) {
+    const b = `blk.${i}.`;
+    out.push(norm(`${b}attn_norm.weight`, p.nEmbd));
+    out.push(w(`${b}attn_q.weight`, p.nEmbd, p.nHead * hd));
+    out.push(w(`${b}attn_k.weight`, p.nEmbd, p.nHeadKv * hd));
+    out.push(w(`${b}attn_v.weight`, p.nEmbd, p.nHeadKv * hd));
+    if (arch === "qwen2") {
+      out.push(w(`${b}attn_q.bias`, p.nHead * hd));
+      out.push(w(`${b}attn_k.bias`, p.nHeadKv * hd));
+      out.push(w(`${b}attn_v.bias`, p.nHeadKv * hd));
+    }
+    if (arch === "qwen3") {
+      out.push(norm(`${b}attn_q_norm.weight`, hd));
+      out.push(norm(`${b}attn_k_norm.weight`, hd));
+    }
+    out.push(w(`${b}attn_output.weight`, p.nHead * hd, p.nEmbd));
+    out.push(norm(`${b}ffn_norm.weight`, p.nEmbd));
+    out.push(w(`${b}ffn_gate.weight`, p.nEmbd, p.nFf));
+    out.push(w(`${b}ffn_up.weight`, p.nEmbd, p.nFf));
+    out.push(w(`${b}ffn_down.weight`, p.nFf, p.nEmbd));
+  }
+  return out;
+}
+
+/** Rows per generated chunk: about a million elements, whole rows, so chunks quantize independently. */
+function* generate(spec: WeightSpec, type: GgmlTypeInfo, rng: SeededRandom): Generator<Uint8Array> {
+  const row = spec.dims[0]!;
+  const rows = spec.dims.length > 1 ? spec.dims[1]! : 1;
+  const perChunk = Math.max(1, Math.floor((1 << 20) / row));
+  for (let r = 0; r < rows; r += perChunk) {
+    const n = Math.min(perChunk, rows - r) * row;
+    const values = new Float32Array(n);
+    rng.fillNormal(values, spec.mean, STD);
+    yield quantize(type.id, values);
+  }
+}
+
+/**
+ * Describes a model of random weights (normal, std 0.02; norm weights near 1) at a preset's
+ * shapes, with the tokenizer of a vocabulary GGUF. Data is generated lazily while it is written,
+ * so presets of billions of parameters stream straight to disk.
+ */
+export function synthesizeModel(options: SynthOptions): SynthModel {
+  const { preset, arch } = resolvePreset(options.preset, options.arch);
+  const target = ggmlTypeByName(options.type ?? "f16");
+  if (!QUANTIZE_TYPES.includes(target.name)) {
+    throw new GgufError("UNSUPPORTED_TYPE", `cannot write weights as ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`);
+  }
+  const vocab = options.vocab
+    ? [...options.vocab.entries()].filter((kv) => kv.key.startsWith("tokenizer."))
+    : byteVocabulary();
+  const tokens = vocab.find((kv) => kv.key === "tokenizer.ggml.tokens");
+  const nVocab = tokens && typeof tokens.value === "object" ? tokens.value.items.length : 0;
+  if (nVocab === 0) throw new GgufError("MISSING_KEY", "the vocabulary has no tokenizer.ggml.tokens", { key: "tokenizer.ggml.tokens" });
+  const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
+  const fileType = fileTypeOf(target.id);
+  const metadata: GgufKV[] = [
+    str("general.architecture", arch),
+    str("general.name", `minfer synth ${options.preset} (random weights)`),
+    ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
+    ...(target.quantized ? [u32("general.quantization_version", 2)] : []),
+    u32(`${arch}.context_length`, preset.contextLength),
+    u32(`${arch}.embedding_length`, preset.nEmbd),
+    u32(`${arch}.block_count`, preset.nLayer),
+    u32(`${arch}.feed_forward_length`, preset.nFf),
+    u32(`${arch}.attention.head_count`, preset.nHead),
+    u32(`${arch}.attention.head_count_kv`, preset.nHeadKv),
+    u32(`${arch}.attention.key_length`, hd),
+    u32(`${arch}.attention.value_length`, hd),
+    u32(`${arch}.rope.dimension_count`, hd),
+    f32(`${arch}.rope.freq_base`, preset.ropeFreqBase),
+    f32(`${arch}.attention.layer_norm_rms_epsilon`, preset.rmsEps),
+    u32(`${arch}.vocab_size`, nVocab),
+    ...vocab,
+  ];
+  const seed = options.seed ?? 1;
+  const notes: string[] = [];
+  // Vectors (norms, biases) are F32 whatever the type, as llama.cpp writes them.
+  const tensors = weights(arch, preset, nVocab).map((spec, i): GgufTensorToWrite => {
+    const { to, note } = chooseType(spec.dims, target);
+    if (note) notes.push(`${spec.name}: ${note}`);
+    // Each tensor has its own stream, so its values do not depend on the order tensors are made in.
+    const rng = () => new SeededRandom((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0);
+    return { name: spec.name, type: to.id, dims: spec.dims, data: () => generate(spec, to, rng()) };
+  });
+  return { metadata, tensors, notes };
+}

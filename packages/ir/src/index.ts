@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/ir
+ * Not implemented yet.
+ */
+export {};

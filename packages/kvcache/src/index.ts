@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/kvcache
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/models
+ * Not implemented yet.
+ */
+export {};

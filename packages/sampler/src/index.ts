@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/sampler
+ * Not implemented yet.
+ */
+export {};

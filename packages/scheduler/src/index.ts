@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/scheduler
+ * Not implemented yet.
+ */
+export {};

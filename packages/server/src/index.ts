@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/server
+ * Not implemented yet.
+ */
+export {};

@@ -1,0 +1,5 @@
+/**
+ * @module @minfer/tokenizer
+ * Not implemented yet.
+ */
+export {};
