@@ -13,7 +13,11 @@ const pnpmVersion = pkg.packageManager.split("@")[1];
 
 // turbo runs each package's scripts through pnpm, which the root devDependencies provide.
 const bin = join(root, "node_modules", ".bin");
-const env = { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ""}`, TURBO_TELEMETRY_DISABLED: "1" };
+const env = {
+  ...process.env,
+  PATH: `${bin}${delimiter}${process.env.PATH ?? ""}`,
+  TURBO_TELEMETRY_DISABLED: "1",
+};
 
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, env, stdio: "inherit", shell: process.platform === "win32" });
@@ -25,7 +29,9 @@ function run(cmd, args) {
 
 function pnpmCommand() {
   try {
-    const v = execSync("pnpm --version", { stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+    const v = execSync("pnpm --version", { stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
     if (v === pnpmVersion) return ["pnpm", []];
   } catch {
     // not on PATH: use npx below
@@ -35,7 +41,8 @@ function pnpmCommand() {
 
 const marker = join(root, "node_modules", ".modules.yaml");
 const lock = join(root, "pnpm-lock.yaml");
-const installed = existsSync(marker) && (!existsSync(lock) || statSync(lock).mtimeMs <= statSync(marker).mtimeMs);
+const installed =
+  existsSync(marker) && (!existsSync(lock) || statSync(lock).mtimeMs <= statSync(marker).mtimeMs);
 if (!installed) {
   const [cmd, pre] = pnpmCommand();
   const frozen = process.env.CI ? ["--frozen-lockfile"] : [];

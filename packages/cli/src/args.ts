@@ -22,7 +22,10 @@ function convert(spec: OptionSpec, flag: string, raw: string): string | number {
   if (spec.kind === "string") return raw;
   const n = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(n) || (spec.kind === "integer" && !Number.isInteger(n))) {
-    throw new CliError("BAD_VALUE", `${flag} expects ${spec.kind === "integer" ? "an integer" : "a number"}, got "${raw}"`);
+    throw new CliError(
+      "BAD_VALUE",
+      `${flag} expects ${spec.kind === "integer" ? "an integer" : "a number"}, got "${raw}"`,
+    );
   }
   return n;
 }
@@ -31,7 +34,10 @@ function convert(spec: OptionSpec, flag: string, raw: string): string | number {
  * Parses `argv` against `specs`: `--flag value`, `--flag=value`, `-t 4`, booleans without a value,
  * `--` ends options. Anything unknown is an error that lists the valid options.
  */
-export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[]): { options: ParsedOptions; positionals: string[] } {
+export function parseArgs(
+  argv: readonly string[],
+  specs: readonly OptionSpec[],
+): { options: ParsedOptions; positionals: string[] } {
   const byFlag = new Map<string, OptionSpec>();
   for (const s of specs) for (const f of s.flags) byFlag.set(f, s);
   const options: ParsedOptions = {};
@@ -51,7 +57,10 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[])
     const spec = byFlag.get(flag);
     if (!spec) {
       const valid = specs.map((s) => s.flags.join("/")).join(", ");
-      throw new CliError("UNKNOWN_OPTION", `unknown option ${flag}${valid ? `; valid options: ${valid}` : ""}`);
+      throw new CliError(
+        "UNKNOWN_OPTION",
+        `unknown option ${flag}${valid ? `; valid options: ${valid}` : ""}`,
+      );
     }
     const key = optionKey(spec);
     if (spec.kind === "boolean") {
@@ -65,7 +74,8 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[])
       raw = argv[i + 1];
       i++;
     }
-    if (raw === undefined) throw new CliError("MISSING_VALUE", `${flag} needs a value (${spec.metavar ?? spec.kind})`);
+    if (raw === undefined)
+      throw new CliError("MISSING_VALUE", `${flag} needs a value (${spec.metavar ?? spec.kind})`);
     options[key] = convert(spec, flag, raw);
   }
   return { options, positionals };
@@ -73,7 +83,10 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[])
 
 /** Usage lines for a set of options. */
 export function formatOptions(specs: readonly OptionSpec[]): string {
-  const rows = specs.map((s) => [`${s.flags.join(", ")}${s.kind === "boolean" ? "" : ` ${s.metavar ?? s.kind.toUpperCase()}`}`, s.help]);
+  const rows = specs.map((s) => [
+    `${s.flags.join(", ")}${s.kind === "boolean" ? "" : ` ${s.metavar ?? s.kind.toUpperCase()}`}`,
+    s.help,
+  ]);
   const w = Math.max(0, ...rows.map((r) => r[0]!.length));
   return rows.map(([a, b]) => `  ${a!.padEnd(w)}  ${b}`).join("\n");
 }

@@ -1,5 +1,11 @@
 /** Ways the command line itself can be misused. */
-export type CliErrorCode = "UNKNOWN_COMMAND" | "UNKNOWN_OPTION" | "MISSING_VALUE" | "BAD_VALUE" | "MISSING_ARGUMENT" | "EXTRA_ARGUMENT";
+export type CliErrorCode =
+  | "UNKNOWN_COMMAND"
+  | "UNKNOWN_OPTION"
+  | "MISSING_VALUE"
+  | "BAD_VALUE"
+  | "MISSING_ARGUMENT"
+  | "EXTRA_ARGUMENT";
 
 /** A usage error: printed with the command's usage, exit status 2. */
 export class CliError extends Error {

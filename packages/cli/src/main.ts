@@ -39,7 +39,8 @@ const GGUF_COMMANDS: Record<string, Command> = {
     run: mergeCommand,
   },
   synth: {
-    usage: "minfer gguf synth [--arch ARCH] --preset NAME [--vocab VOCAB.gguf] [--type TYPE] -o OUT [--seed N]",
+    usage:
+      "minfer gguf synth [--arch ARCH] --preset NAME [--vocab VOCAB.gguf] [--type TYPE] -o OUT [--seed N]",
     summary: "write random weights (std 0.02) at a real architecture's shapes",
     options: synthOptions,
     run: synthCommand,
@@ -61,7 +62,12 @@ function usage(): string {
 }
 
 function commandHelp(c: Command): string {
-  return [`usage: ${c.usage}`, "", c.summary, ...(c.options?.length ? ["", "options:", formatOptions(c.options)] : [])].join("\n");
+  return [
+    `usage: ${c.usage}`,
+    "",
+    c.summary,
+    ...(c.options?.length ? ["", "options:", formatOptions(c.options)] : []),
+  ].join("\n");
 }
 
 /** Runs the command line and returns the exit status: 0 success, 1 failure, 2 usage error. */

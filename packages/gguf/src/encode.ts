@@ -93,7 +93,7 @@ const INT_RANGE: Partial<Record<number, [number, number]>> = {
   [GgufValueType.INT32]: [-0x80000000, 0x7fffffff],
 };
 
-const TYPED_CTOR: Partial<Record<number, Function>> = {
+const TYPED_CTOR: Partial<Record<number, abstract new (...args: never[]) => unknown>> = {
   [GgufValueType.UINT8]: Uint8Array,
   [GgufValueType.INT8]: Int8Array,
   [GgufValueType.UINT16]: Uint16Array,
@@ -152,7 +152,8 @@ function writeScalar(s: Sink, key: string, type: GgufValueTypeId, v: GgufScalar)
         bad(key, `${String(v)} is not a 64-bit integer`);
       }
       const b = BigInt(v);
-      const ok = type === GgufValueType.UINT64 ? b >= 0n && b < 1n << 64n : b >= -(1n << 63n) && b < 1n << 63n;
+      const ok =
+        type === GgufValueType.UINT64 ? b >= 0n && b < 1n << 64n : b >= -(1n << 63n) && b < 1n << 63n;
       if (!ok) bad(key, `${b} is out of range for ${valueTypeName(type)}`);
       s.room(8);
       if (type === GgufValueType.UINT64) s.view.setBigUint64(s.pos, b, true);
@@ -174,12 +175,14 @@ function writeArray(s: Sink, key: string, arr: GgufArray, depth: number): void {
   s.u64(items.length);
   const ctor = TYPED_CTOR[itemType];
   if (ctor) {
-    if (!(items instanceof ctor)) bad(key, `items of an array of ${valueTypeName(itemType)} must be a ${ctor.name}`);
+    if (!(items instanceof ctor))
+      bad(key, `items of an array of ${valueTypeName(itemType)} must be a ${ctor.name}`);
     const t = items as Uint8Array;
     s.bytes(new Uint8Array(t.buffer, t.byteOffset, t.byteLength));
     return;
   }
-  if (!Array.isArray(items)) bad(key, `items of an array of ${valueTypeName(itemType)} must be a plain array`);
+  if (!Array.isArray(items))
+    bad(key, `items of an array of ${valueTypeName(itemType)} must be a plain array`);
   if (itemType === GgufValueType.ARRAY) {
     for (const inner of items as GgufArray[]) writeArray(s, key, inner, depth + 1);
   } else {
@@ -208,12 +211,15 @@ export function encodeHeader(
   let alignment = 32;
   const keys = new Set<string>();
   for (const kv of kvs) {
-    if (keys.has(kv.key)) throw new GgufError("DUPLICATE_KEY", `duplicate metadata key "${kv.key}"`, { key: kv.key });
+    if (keys.has(kv.key))
+      throw new GgufError("DUPLICATE_KEY", `duplicate metadata key "${kv.key}"`, { key: kv.key });
     keys.add(kv.key);
     if (kv.key === "general.alignment") {
       const a = kv.value;
       if (kv.type !== GgufValueType.UINT32 || typeof a !== "number" || a === 0 || (a & (a - 1)) !== 0) {
-        throw new GgufError("BAD_ALIGNMENT", "general.alignment must be a power-of-two uint32", { key: kv.key });
+        throw new GgufError("BAD_ALIGNMENT", "general.alignment must be a power-of-two uint32", {
+          key: kv.key,
+        });
       }
       alignment = a;
     }
@@ -235,10 +241,14 @@ export function encodeHeader(
   const names = new Set<string>();
   let offset = 0;
   for (const t of tensors) {
-    if (names.has(t.name)) throw new GgufError("DUPLICATE_TENSOR", `duplicate tensor name "${t.name}"`, { key: t.name });
+    if (names.has(t.name))
+      throw new GgufError("DUPLICATE_TENSOR", `duplicate tensor name "${t.name}"`, { key: t.name });
     names.add(t.name);
     if (t.dims.length > MAX_DIMS) {
-      throw new GgufError("TOO_MANY_DIMS", `tensor "${t.name}" has ${t.dims.length} dimensions; at most ${MAX_DIMS}`);
+      throw new GgufError(
+        "TOO_MANY_DIMS",
+        `tensor "${t.name}" has ${t.dims.length} dimensions; at most ${MAX_DIMS}`,
+      );
     }
     for (const d of t.dims) {
       if (!Number.isSafeInteger(d) || d < 0) {

@@ -54,7 +54,10 @@ export class GgufError extends Error {
     ]
       .filter(Boolean)
       .join(" ");
-    super(where ? `${message} (${where})` : message, details.cause !== undefined ? { cause: details.cause } : {});
+    super(
+      where ? `${message} (${where})` : message,
+      details.cause !== undefined ? { cause: details.cause } : {},
+    );
     this.code = code;
     this.offset = details.offset;
     this.path = details.path;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -84,7 +84,12 @@ describe("every GGUF under the shared fixtures", () => {
     await writeGguf(
       out,
       g.metadata.entries(),
-      g.tensors.map((t) => ({ name: t.name, type: t.type, dims: t.dims, data: () => tensorDataChunks(g, t, 4096) })),
+      g.tensors.map((t) => ({
+        name: t.name,
+        type: t.type,
+        dims: t.dims,
+        data: () => tensorDataChunks(g, t, 4096),
+      })),
       { version: g.version as 3 },
     );
     const a = readFileSync(path);

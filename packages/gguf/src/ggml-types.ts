@@ -111,7 +111,9 @@ for (const [name, blockSize, typeSize] of LAYOUT) {
 }
 
 /** Every type this package knows, in id order. */
-export const GGML_TYPES: readonly GgmlTypeInfo[] = Object.freeze([...BY_ID.values()].sort((a, b) => a.id - b.id));
+export const GGML_TYPES: readonly GgmlTypeInfo[] = Object.freeze(
+  [...BY_ID.values()].sort((a, b) => a.id - b.id),
+);
 
 /** The layout of a type id; throws `UNKNOWN_TENSOR_TYPE` naming the id for an id not in the table. */
 export function ggmlTypeInfo(id: number): GgmlTypeInfo {

@@ -1,8 +1,20 @@
 import { GgufError } from "./errors.js";
 import { type GgmlTypeId, type GgmlTypeName, ggmlTypeInfo } from "./ggml-types.js";
-import { type GgufArray, type GgufArrayItems, type GgufKV, GgufMetadata, type GgufScalar } from "./metadata.js";
+import {
+  type GgufArray,
+  type GgufArrayItems,
+  type GgufKV,
+  GgufMetadata,
+  type GgufScalar,
+} from "./metadata.js";
 import { Utf8Reader } from "./utf8.js";
-import { GgufValueType, type GgufValueTypeId, isValueType, minEncodedSize, valueTypeName } from "./value-types.js";
+import {
+  GgufValueType,
+  type GgufValueTypeId,
+  isValueType,
+  minEncodedSize,
+  valueTypeName,
+} from "./value-types.js";
 
 /** The four bytes every GGUF file starts with: "GGUF". */
 export const GGUF_MAGIC = 0x46554747;
@@ -81,7 +93,12 @@ class Cursor {
     this.utf8 = new Utf8Reader(bytes);
   }
 
-  fail(code: ConstructorParameters<typeof GgufError>[0], message: string, offset = this.pos, key?: string): never {
+  fail(
+    code: ConstructorParameters<typeof GgufError>[0],
+    message: string,
+    offset = this.pos,
+    key?: string,
+  ): never {
     throw new GgufError(code, message, { offset, path: this.path, key });
   }
 
@@ -89,7 +106,10 @@ class Cursor {
   need(n: number, what: Label): void {
     const end = this.pos + n;
     if (end > this.fileSize) {
-      this.fail("TRUNCATED", `file ends inside ${label(what)}: needs ${n} bytes, ${this.fileSize - this.pos} remain`);
+      this.fail(
+        "TRUNCATED",
+        `file ends inside ${label(what)}: needs ${n} bytes, ${this.fileSize - this.pos} remain`,
+      );
     }
     if (end > this.bytes.length) this.grow(end);
   }
@@ -97,7 +117,8 @@ class Cursor {
   grow(end: number): void {
     if (!this.readMore) throw new NeedMoreBytes(end);
     const bytes = this.readMore(Math.min(this.fileSize, Math.max(end, this.bytes.length * 2)));
-    if (bytes.length < end) this.fail("TRUNCATED", `file is shorter than its size (${bytes.length} < ${end})`);
+    if (bytes.length < end)
+      this.fail("TRUNCATED", `file is shorter than its size (${bytes.length} < ${end})`);
     this.bytes = bytes;
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.utf8 = new Utf8Reader(bytes);
@@ -223,7 +244,8 @@ function readValueType(c: Cursor, what: string): GgufValueTypeId {
 }
 
 function readArray(c: Cursor, what: string, depth: number): GgufArray {
-  if (depth > MAX_ARRAY_NESTING) c.fail("NESTING_TOO_DEEP", `${what} nests arrays deeper than ${MAX_ARRAY_NESTING}`);
+  if (depth > MAX_ARRAY_NESTING)
+    c.fail("NESTING_TOO_DEEP", `${what} nests arrays deeper than ${MAX_ARRAY_NESTING}`);
   const itemType = readValueType(c, `${what} item`);
   const at = c.pos;
   const count = c.u64n(`${what} count`);
@@ -291,7 +313,8 @@ function readTensorInfo(c: Cursor, index: number, part: number, alignment: numbe
   const what = `tensor "${name}"`;
   const atDims = c.pos;
   const nDims = c.u32(`${what} dimension count`);
-  if (nDims > MAX_DIMS) c.fail("TOO_MANY_DIMS", `${what} has ${nDims} dimensions; at most ${MAX_DIMS}`, atDims, name);
+  if (nDims > MAX_DIMS)
+    c.fail("TOO_MANY_DIMS", `${what} has ${nDims} dimensions; at most ${MAX_DIMS}`, atDims, name);
   const dims: number[] = [];
   let nElements = 1;
   for (let i = 0; i < nDims; i++) {
@@ -320,7 +343,12 @@ function readTensorInfo(c: Cursor, index: number, part: number, alignment: numbe
   const atOffset = c.pos;
   const offset = c.u64n(`${what} offset`);
   if (offset % alignment !== 0) {
-    c.fail("MISALIGNED_TENSOR", `${what} data offset ${offset} is not a multiple of the alignment ${alignment}`, atOffset, name);
+    c.fail(
+      "MISALIGNED_TENSOR",
+      `${what} data offset ${offset} is not a multiple of the alignment ${alignment}`,
+      atOffset,
+      name,
+    );
   }
   const byteSize = (nElements / info.blockSize) * info.typeSize;
   return { name, dims, type: info.id, typeName: info.name, offset, byteSize, nElements, part };
@@ -341,7 +369,11 @@ export function parseHeader(
   const c: Cursor = new Cursor(bytes, fileSize, path, readMore);
   const magic = c.u32("magic");
   if (magic !== GGUF_MAGIC) {
-    c.fail("BAD_MAGIC", `not a GGUF file: magic bytes are 0x${magic.toString(16).padStart(8, "0")}, expected "GGUF"`, 0);
+    c.fail(
+      "BAD_MAGIC",
+      `not a GGUF file: magic bytes are 0x${magic.toString(16).padStart(8, "0")}, expected "GGUF"`,
+      0,
+    );
   }
   const version = c.u32("version");
   if (version !== 2 && version !== 3) {
@@ -351,7 +383,11 @@ export function parseHeader(
         : version > 0xffff
           ? "; this looks like a big-endian file, which is not supported"
           : "";
-    c.fail("UNSUPPORTED_VERSION", `GGUF version ${version} is not supported (versions 2 and 3 are)${hint}`, 4);
+    c.fail(
+      "UNSUPPORTED_VERSION",
+      `GGUF version ${version} is not supported (versions 2 and 3 are)${hint}`,
+      4,
+    );
   }
   const atCounts = c.pos;
   const nTensors = c.u64n("tensor count");
@@ -378,7 +414,12 @@ export function parseHeader(
   if (alignKv) {
     const a = alignKv.value;
     if (alignKv.type !== GgufValueType.UINT32 || typeof a !== "number" || a === 0 || (a & (a - 1)) !== 0) {
-      c.fail("BAD_ALIGNMENT", `general.alignment must be a power-of-two uint32, got ${String(a)}`, atCounts, "general.alignment");
+      c.fail(
+        "BAD_ALIGNMENT",
+        `general.alignment must be a power-of-two uint32, got ${String(a)}`,
+        atCounts,
+        "general.alignment",
+      );
     }
     alignment = a;
   }

@@ -1,6 +1,6 @@
 import { GgufError } from "./errors.js";
 import { GgmlType, type GgmlTypeInfo, ggmlTypeInfo } from "./ggml-types.js";
-import { DEQUANTIZE_TYPES, QUANTIZE_TYPES, dequantize, quantize } from "./quant/index.js";
+import { DEQUANTIZE_TYPES, dequantize, QUANTIZE_TYPES, quantize } from "./quant/index.js";
 
 /** What happens to one tensor when a file is quantized. */
 export interface TensorPlan {
@@ -16,7 +16,10 @@ export interface TensorPlan {
  * a matrix whose rows are not whole blocks of `target` falls back to Q8_0 (rows of 32s) or F16,
  * as llama.cpp does, and the fallback is reported in `note`.
  */
-export function chooseType(dims: readonly number[], target: GgmlTypeInfo): { to: GgmlTypeInfo; note?: string } {
+export function chooseType(
+  dims: readonly number[],
+  target: GgmlTypeInfo,
+): { to: GgmlTypeInfo; note?: string } {
   if (dims.length < 2) return { to: ggmlTypeInfo(GgmlType.F32) };
   const row = dims[0]!;
   if (row % target.blockSize === 0) return { to: target };
@@ -37,12 +40,18 @@ export function planQuantization(
   allowRequantize = false,
 ): TensorPlan[] {
   if (!QUANTIZE_TYPES.includes(target.name)) {
-    throw new GgufError("UNSUPPORTED_TYPE", `cannot quantize to ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`);
+    throw new GgufError(
+      "UNSUPPORTED_TYPE",
+      `cannot quantize to ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
+    );
   }
   return tensors.map((t) => {
     const from = ggmlTypeInfo(t.type);
     if (!DEQUANTIZE_TYPES.includes(from.name)) {
-      throw new GgufError("UNSUPPORTED_TYPE", `tensor "${t.name}" is ${from.name}, which cannot be read back to f32`);
+      throw new GgufError(
+        "UNSUPPORTED_TYPE",
+        `tensor "${t.name}" is ${from.name}, which cannot be read back to f32`,
+      );
     }
     const { to, note } = chooseType(t.dims, target);
     if (from.quantized && from.id !== to.id && !allowRequantize) {

@@ -9,7 +9,10 @@ const FIRST_READ = 1 << 20;
 
 function ioError(path: string, e: unknown): GgufError {
   const err = e as NodeJS.ErrnoException;
-  return new GgufError("IO", `cannot read ${path}: ${err.code ?? ""} ${err.message}`.trim(), { path, cause: e });
+  return new GgufError("IO", `cannot read ${path}: ${err.code ?? ""} ${err.message}`.trim(), {
+    path,
+    cause: e,
+  });
 }
 
 /** Parses a GGUF held entirely in memory (a single file; a split part is parsed as itself). */

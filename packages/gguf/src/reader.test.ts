@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  type GgufKV,
+  encodeGguf,
   GgmlType,
   GgufError,
+  type GgufKV,
   GgufMetadata,
-  GgufValueType as T,
-  encodeGguf,
   parseGguf,
+  GgufValueType as T,
   tensorBytes,
 } from "./index.js";
 
@@ -156,7 +156,9 @@ describe("tensors", () => {
   });
 
   it("refuses data of the wrong size", () => {
-    expect(() => encodeGguf([], [{ name: "x", type: GgmlType.F32, dims: [4], data: f32 }])).toThrow(/12 bytes of data; its type and shape need 16/);
+    expect(() => encodeGguf([], [{ name: "x", type: GgmlType.F32, dims: [4], data: f32 }])).toThrow(
+      /12 bytes of data; its type and shape need 16/,
+    );
   });
 });
 

@@ -31,7 +31,9 @@ export function splitPartPaths(path: string, count: number): string[] {
     );
   }
   if (Number(m[3]) !== count) {
-    throw new GgufError("BAD_SPLIT", `file name says ${Number(m[3])} parts but split.count is ${count}`, { path });
+    throw new GgufError("BAD_SPLIT", `file name says ${Number(m[3])} parts but split.count is ${count}`, {
+      path,
+    });
   }
   const prefix = join(dirname(path), m[1]!);
   return Array.from({ length: count }, (_, i) => splitPartName(prefix, i, count));

@@ -4,7 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { fixturesDir } from "./fixtures-dir.js";
-import { GgufError, SPLIT_KEYS, mergeGguf, planSplit, readGguf, readGgufSync, readTensorData, splitGguf } from "./index.js";
+import {
+  GgufError,
+  mergeGguf,
+  planSplit,
+  readGguf,
+  readGgufSync,
+  readTensorData,
+  SPLIT_KEYS,
+  splitGguf,
+} from "./index.js";
 
 const source = join(fixturesDir(), "models/stories260K.gguf");
 const tmp = mkdtempSync(join(tmpdir(), "minfer-gguf-split-"));
@@ -33,7 +42,11 @@ describe("split and merge", () => {
     expect(whole.metadata.architecture).toBe("llama");
     expect(whole.metadata.integer(SPLIT_KEYS.count)).toBe(3);
     // Later parts carry only the split keys.
-    expect([...whole.parts[1]!.metadata.keys()]).toEqual([SPLIT_KEYS.index, SPLIT_KEYS.count, SPLIT_KEYS.tensorCount]);
+    expect([...whole.parts[1]!.metadata.keys()]).toEqual([
+      SPLIT_KEYS.index,
+      SPLIT_KEYS.count,
+      SPLIT_KEYS.tensorCount,
+    ]);
     const last = g.tensors.at(-1)!;
     expect(await readTensorData(whole, last.name)).toEqual(await readTensorData(g, last.name));
 

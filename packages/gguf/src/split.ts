@@ -26,7 +26,10 @@ function dataOf(file: GgufFile, t: GgufTensorInfo) {
 export function planSplit(tensors: readonly GgufTensorInfo[], options: SplitOptions): GgufTensorInfo[][] {
   const { maxTensors, maxBytes } = options;
   if (maxTensors === undefined && maxBytes === undefined) {
-    throw new GgufError("INVALID_ARGUMENT", "give a limit: maxTensors (--split-max-tensors) or maxBytes (--split-max-size)");
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      "give a limit: maxTensors (--split-max-tensors) or maxBytes (--split-max-size)",
+    );
   }
   if (maxTensors !== undefined && !(Number.isInteger(maxTensors) && maxTensors >= 1)) {
     throw new GgufError("INVALID_ARGUMENT", `maxTensors must be a positive integer, got ${maxTensors}`);
@@ -40,7 +43,8 @@ export function planSplit(tensors: readonly GgufTensorInfo[], options: SplitOpti
   for (const t of tensors) {
     const full =
       cur.length > 0 &&
-      ((maxTensors !== undefined && cur.length >= maxTensors) || (maxBytes !== undefined && bytes + t.byteSize > maxBytes));
+      ((maxTensors !== undefined && cur.length >= maxTensors) ||
+        (maxBytes !== undefined && bytes + t.byteSize > maxBytes));
     if (full) {
       groups.push(cur);
       cur = [];
@@ -50,7 +54,8 @@ export function planSplit(tensors: readonly GgufTensorInfo[], options: SplitOpti
     bytes += t.byteSize;
   }
   if (cur.length > 0 || groups.length === 0) groups.push(cur);
-  if (groups.length > 65535) throw new GgufError("INVALID_ARGUMENT", `${groups.length} parts exceed the 65535 allowed`);
+  if (groups.length > 65535)
+    throw new GgufError("INVALID_ARGUMENT", `${groups.length} parts exceed the 65535 allowed`);
   return groups;
 }
 
@@ -73,10 +78,15 @@ export async function splitGguf(file: GgufFile, outPrefix: string, options: Spli
     const align = file.metadata.get("general.alignment");
     if (i > 0 && align) base.push(align);
     const path = splitPartName(outPrefix, i, n);
-    await writeGguf(path, [...base, ...splitKvs], group.map((t) => dataOf(file, t)), {
-      version: file.version as 2 | 3,
-      onProgress: options.onProgress,
-    });
+    await writeGguf(
+      path,
+      [...base, ...splitKvs],
+      group.map((t) => dataOf(file, t)),
+      {
+        version: file.version as 2 | 3,
+        onProgress: options.onProgress,
+      },
+    );
     paths.push(path);
   }
   return paths;
@@ -89,8 +99,13 @@ export async function mergeGguf(
   options: Pick<GgufWriteOptions, "onProgress"> = {},
 ): Promise<void> {
   const metadata = [...file.metadata.entries()].filter((kv) => !isSplitKey(kv.key));
-  await writeGguf(outPath, metadata, file.tensors.map((t) => dataOf(file, t)), {
-    version: file.version as 2 | 3,
-    onProgress: options.onProgress,
-  });
+  await writeGguf(
+    outPath,
+    metadata,
+    file.tensors.map((t) => dataOf(file, t)),
+    {
+      version: file.version as 2 | 3,
+      onProgress: options.onProgress,
+    },
+  );
 }

@@ -12,9 +12,13 @@ function find(file: GgufFile, tensor: GgufTensorInfo | string): GgufTensorInfo {
 function location(file: GgufFile, t: GgufTensorInfo): { path: string; start: number } {
   const part = file.parts[t.part];
   if (!part?.path) {
-    throw new GgufError("INVALID_ARGUMENT", `tensor "${t.name}" was parsed from memory; use tensorBytes() with the buffer`, {
-      key: t.name,
-    });
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `tensor "${t.name}" was parsed from memory; use tensorBytes() with the buffer`,
+      {
+        key: t.name,
+      },
+    );
   }
   return { path: part.path, start: part.dataOffset + t.offset };
 }
@@ -89,7 +93,10 @@ export async function readTensorRange(
 ): Promise<Uint8Array> {
   const t = find(file, tensor);
   if (start < 0 || length < 0 || start + length > t.byteSize) {
-    throw new GgufError("INVALID_ARGUMENT", `range ${start}+${length} is outside tensor "${t.name}" (${t.byteSize} bytes)`);
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `range ${start}+${length} is outside tensor "${t.name}" (${t.byteSize} bytes)`,
+    );
   }
   const { path, start: base } = location(file, t);
   const fh = await open(path, "r").catch((e: Error) => {
@@ -101,7 +108,10 @@ export async function readTensorRange(
     while (got < length) {
       const { bytesRead } = await fh.read(buf, got, length - got, base + start + got);
       if (bytesRead === 0) {
-        throw new GgufError("TRUNCATED", `file ends inside the data of tensor "${t.name}"`, { path, key: t.name });
+        throw new GgufError("TRUNCATED", `file ends inside the data of tensor "${t.name}"`, {
+          path,
+          key: t.name,
+        });
       }
       got += bytesRead;
     }

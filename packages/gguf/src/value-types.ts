@@ -18,10 +18,9 @@ export const GgufValueType = {
 /** A GGUF metadata value type id. */
 export type GgufValueTypeId = (typeof GgufValueType)[keyof typeof GgufValueType];
 
-const NAMES = Object.fromEntries(Object.entries(GgufValueType).map(([k, v]) => [v, k.toLowerCase()])) as Record<
-  number,
-  string
->;
+const NAMES = Object.fromEntries(
+  Object.entries(GgufValueType).map(([k, v]) => [v, k.toLowerCase()]),
+) as Record<number, string>;
 
 /** `"uint32"`, `"string"`, ... for a value type id; `"type N"` for an id outside the enum. */
 export function valueTypeName(type: number): string {

@@ -1,5 +1,5 @@
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
-import { type GgufLayout, type GgufTensorSpec, encodeHeader } from "./encode.js";
+import { encodeHeader, type GgufLayout, type GgufTensorSpec } from "./encode.js";
 import { GgufError } from "./errors.js";
 import type { GgufKV } from "./metadata.js";
 
@@ -38,9 +38,13 @@ export function encodeGguf(
 
 function checkSize(name: string, got: number, want: number): void {
   if (got !== want) {
-    throw new GgufError("INVALID_ARGUMENT", `tensor "${name}" has ${got} bytes of data; its type and shape need ${want}`, {
-      key: name,
-    });
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `tensor "${name}" has ${got} bytes of data; its type and shape need ${want}`,
+      {
+        key: name,
+      },
+    );
   }
 }
 

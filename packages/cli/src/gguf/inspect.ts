@@ -7,7 +7,7 @@ import {
   readGguf,
   valueTypeName,
 } from "@minfer/gguf";
-import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 
 /** Arrays longer than this are shown abbreviated. */
 const ARRAY_PREVIEW = 8;
@@ -34,11 +34,18 @@ function scalarJson(v: unknown, type?: number): JsonValue {
   return v as JsonValue;
 }
 
-function arrayJson(arr: GgufArray): { itemType: string; length: number; items: JsonValue[]; truncated: boolean } {
+function arrayJson(arr: GgufArray): {
+  itemType: string;
+  length: number;
+  items: JsonValue[];
+  truncated: boolean;
+} {
   const n = arr.items.length;
   const shown = Array.from({ length: Math.min(n, ARRAY_PREVIEW) }, (_, i) => {
     const item = (arr.items as ArrayLike<unknown>)[i];
-    return arr.itemType === GgufValueType.ARRAY ? (arrayJson(item as GgufArray) as never) : scalarJson(item, arr.itemType);
+    return arr.itemType === GgufValueType.ARRAY
+      ? (arrayJson(item as GgufArray) as never)
+      : scalarJson(item, arr.itemType);
   });
   return { itemType: valueTypeName(arr.itemType), length: n, items: shown, truncated: n > ARRAY_PREVIEW };
 }
@@ -64,7 +71,12 @@ export function inspectReport(file: GgufFile, path: string) {
     version: file.version,
     architecture: md.has("general.architecture") ? md.string("general.architecture") : null,
     alignment: file.alignment,
-    parts: file.parts.map((p) => ({ path: p.path ?? null, bytes: p.fileSize, dataOffset: p.dataOffset, tensors: p.tensors.length })),
+    parts: file.parts.map((p) => ({
+      path: p.path ?? null,
+      bytes: p.fileSize,
+      dataOffset: p.dataOffset,
+      tensors: p.tensors.length,
+    })),
     metadataCount: md.size,
     tensorCount: file.tensors.length,
     metadata: Object.fromEntries([...md.entries()].map((kv) => [kv.key, kvJson(kv)])),
@@ -93,9 +105,20 @@ function formatJsonValue(v: JsonValue): string {
 }
 
 function formatKv(v: JsonValue): [string, string] {
-  const o = v as { type: string; value?: JsonValue; itemType?: string; length?: number; items?: JsonValue[]; truncated?: boolean };
+  const o = v as {
+    type: string;
+    value?: JsonValue;
+    itemType?: string;
+    length?: number;
+    items?: JsonValue[];
+    truncated?: boolean;
+  };
   if (o.type !== "array") return [o.type, formatJsonValue(o.value!)];
-  const items = o.items!.map((x) => (typeof x === "object" && x !== null ? `[${(x as { itemType: string }).itemType} × ${(x as { length: number }).length}]` : formatJsonValue(x)));
+  const items = o.items!.map((x) =>
+    typeof x === "object" && x !== null
+      ? `[${(x as { itemType: string }).itemType} × ${(x as { length: number }).length}]`
+      : formatJsonValue(x),
+  );
   return [`[${o.itemType} × ${o.length}]`, `[${items.join(", ")}${o.truncated ? ", …" : ""}]`];
 }
 
@@ -108,26 +131,36 @@ export function formatInspect(r: ReturnType<typeof inspectReport>): string {
   out.push(
     `${r.metadataCount} metadata keys, ${r.tensorCount} tensors, alignment ${r.alignment}, ${r.parts.length} file${r.parts.length > 1 ? "s" : ""}`,
   );
-  for (const p of r.parts) out.push(`  ${p.path}: ${p.bytes} bytes, data at ${p.dataOffset}, ${p.tensors} tensors`);
+  for (const p of r.parts)
+    out.push(`  ${p.path}: ${p.bytes} bytes, data at ${p.dataOffset}, ${p.tensors} tensors`);
   out.push("", "metadata:");
   const keyW = Math.max(...Object.keys(r.metadata).map((k) => k.length), 3);
   const rows = Object.entries(r.metadata).map(([k, v]) => [k, ...formatKv(v)] as const);
   const typeW = Math.max(...rows.map((x) => x[1].length), 4);
-  for (const [k, t, v] of rows) out.push(`  ${k.padEnd(keyW)}  ${t.padEnd(typeW)}  ${v.length > 160 ? `${v.slice(0, 157)}…` : v}`);
+  for (const [k, t, v] of rows)
+    out.push(`  ${k.padEnd(keyW)}  ${t.padEnd(typeW)}  ${v.length > 160 ? `${v.slice(0, 157)}…` : v}`);
   if (r.tensors.length > 0) {
     out.push("", "tensors:");
     const nameW = Math.max(...r.tensors.map((t) => t.name.length), 4);
-    out.push(`  ${"#".padStart(4)}  ${"name".padEnd(nameW)}  ${"type".padEnd(7)}  ${"shape".padEnd(20)}  ${"bytes".padStart(12)}  offset`);
+    out.push(
+      `  ${"#".padStart(4)}  ${"name".padEnd(nameW)}  ${"type".padEnd(7)}  ${"shape".padEnd(20)}  ${"bytes".padStart(12)}  offset`,
+    );
     r.tensors.forEach((t, i) => {
       const shape = `[${t.dims.join(", ")}]`;
-      out.push(`  ${String(i).padStart(4)}  ${t.name.padEnd(nameW)}  ${t.type.padEnd(7)}  ${shape.padEnd(20)}  ${String(t.bytes).padStart(12)}  ${t.offset}${r.parts.length > 1 ? ` (part ${t.part + 1})` : ""}`);
+      out.push(
+        `  ${String(i).padStart(4)}  ${t.name.padEnd(nameW)}  ${t.type.padEnd(7)}  ${shape.padEnd(20)}  ${String(t.bytes).padStart(12)}  ${t.offset}${r.parts.length > 1 ? ` (part ${t.part + 1})` : ""}`,
+      );
     });
   }
   out.push("", "totals by type:");
   for (const [type, row] of Object.entries(r.totals.byType)) {
-    out.push(`  ${type.padEnd(7)}  ${String(row.tensors).padStart(5)} tensors  ${String(row.elements).padStart(14)} elements  ${mib(row.bytes).padStart(14)}`);
+    out.push(
+      `  ${type.padEnd(7)}  ${String(row.tensors).padStart(5)} tensors  ${String(row.elements).padStart(14)} elements  ${mib(row.bytes).padStart(14)}`,
+    );
   }
-  out.push(`  ${"all".padEnd(7)}  ${String(r.tensorCount).padStart(5)} tensors  ${String(r.totals.elements).padStart(14)} elements  ${mib(r.totals.bytes).padStart(14)}`);
+  out.push(
+    `  ${"all".padEnd(7)}  ${String(r.tensorCount).padStart(5)} tensors  ${String(r.totals.elements).padStart(14)} elements  ${mib(r.totals.bytes).padStart(14)}`,
+  );
   return out.join("\n");
 }
 

@@ -1,22 +1,26 @@
 import { availableParallelism } from "node:os";
 import {
+  fileTypeOf,
   type GgufKV,
   GgufValueType,
-  fileTypeOf,
   ggmlTypeByName,
   planQuantization,
   readGguf,
   readTensorRange,
   writeGguf,
 } from "@minfer/gguf";
-import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
 import { ConvertPool } from "../worker-pool.js";
 
 export const quantizeOptions: OptionSpec[] = [
   { flags: ["-t", "--threads"], kind: "integer", metavar: "N", help: "worker threads (default: all cores)" },
-  { flags: ["--allow-requantize"], kind: "boolean", help: "allow converting tensors that are already quantized" },
+  {
+    flags: ["--allow-requantize"],
+    kind: "boolean",
+    help: "allow converting tensors that are already quantized",
+  },
 ];
 
 /** Elements per conversion job: whole rows, about four million elements. */
@@ -74,8 +78,10 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   const metadata: GgufKV[] = [...file.metadata.entries()].filter(
     (kv) => kv.key !== "general.file_type" && kv.key !== "general.quantization_version",
   );
-  if (fileType !== undefined) metadata.push({ key: "general.file_type", type: GgufValueType.UINT32, value: fileType });
-  if (target.quantized) metadata.push({ key: "general.quantization_version", type: GgufValueType.UINT32, value: 2 });
+  if (fileType !== undefined)
+    metadata.push({ key: "general.file_type", type: GgufValueType.UINT32, value: fileType });
+  if (target.quantized)
+    metadata.push({ key: "general.quantization_version", type: GgufValueType.UINT32, value: 2 });
 
   const totalIn = file.tensors.reduce((a, t) => a + t.byteSize, 0);
   const bar = new ProgressBar(`quantize ${target.name}`, totalIn);

@@ -1,11 +1,16 @@
 import { mergeGguf, planSplit, readGguf, splitGguf } from "@minfer/gguf";
-import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
 
 export const splitOptions: OptionSpec[] = [
   { flags: ["--split-max-tensors"], kind: "integer", metavar: "N", help: "most tensors per part" },
-  { flags: ["--split-max-size"], kind: "string", metavar: "SIZE", help: "most bytes per part, e.g. 500M or 2G" },
+  {
+    flags: ["--split-max-size"],
+    kind: "string",
+    metavar: "SIZE",
+    help: "most bytes per part, e.g. 500M or 2G",
+  },
   { flags: ["--dry-run"], kind: "boolean", help: "print the parts without writing them" },
 ];
 

@@ -1,13 +1,33 @@
-import { SYNTH_ARCHS, SYNTH_PRESETS, readGguf, synthesizeModel, writeGguf } from "@minfer/gguf";
-import { type OptionSpec, expectPositionals, parseArgs } from "../args.js";
+import { readGguf, SYNTH_ARCHS, SYNTH_PRESETS, synthesizeModel, writeGguf } from "@minfer/gguf";
+import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
 
 export const synthOptions: OptionSpec[] = [
-  { flags: ["--arch"], kind: "string", metavar: "ARCH", help: `architecture: ${SYNTH_ARCHS.join(", ")} (implied by most presets)` },
-  { flags: ["--preset"], kind: "string", metavar: "NAME", help: `shapes: ${Object.keys(SYNTH_PRESETS).join(", ")}` },
-  { flags: ["--vocab"], kind: "string", metavar: "VOCAB.gguf", help: "copy the tokenizer from this GGUF (default: 259 byte tokens)" },
-  { flags: ["--type"], kind: "string", metavar: "TYPE", help: "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, … (default f16)" },
+  {
+    flags: ["--arch"],
+    kind: "string",
+    metavar: "ARCH",
+    help: `architecture: ${SYNTH_ARCHS.join(", ")} (implied by most presets)`,
+  },
+  {
+    flags: ["--preset"],
+    kind: "string",
+    metavar: "NAME",
+    help: `shapes: ${Object.keys(SYNTH_PRESETS).join(", ")}`,
+  },
+  {
+    flags: ["--vocab"],
+    kind: "string",
+    metavar: "VOCAB.gguf",
+    help: "copy the tokenizer from this GGUF (default: 259 byte tokens)",
+  },
+  {
+    flags: ["--type"],
+    kind: "string",
+    metavar: "TYPE",
+    help: "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, … (default f16)",
+  },
   { flags: ["-o", "--output"], kind: "string", metavar: "OUT", help: "file to write" },
   { flags: ["-s", "--seed"], kind: "integer", metavar: "N", help: "seed of the random weights (default 1)" },
 ];
@@ -30,6 +50,8 @@ export async function synthCommand(argv: string[]): Promise<number> {
   const layout = await writeGguf(options.output as string, model.metadata, model.tensors, {
     onProgress: (w, total, name) => bar.update(w / total, name),
   });
-  bar.done(`${options.output}: ${model.tensors.length} tensors, ${(layout.fileSize / 1048576).toFixed(1)} MiB`);
+  bar.done(
+    `${options.output}: ${model.tensors.length} tensors, ${(layout.fileSize / 1048576).toFixed(1)} MiB`,
+  );
   return 0;
 }

@@ -104,20 +104,35 @@ export const SYNTH_PRESETS: Readonly<Record<string, SynthPreset>> = {
 };
 
 /** Resolves a preset name and architecture; an unknown name or a mismatched pair is an error. */
-export function resolvePreset(name: string, arch: string | undefined): { preset: SynthPreset; arch: SynthArch } {
+export function resolvePreset(
+  name: string,
+  arch: string | undefined,
+): { preset: SynthPreset; arch: SynthArch } {
   const preset = SYNTH_PRESETS[name];
   if (!preset) {
-    throw new GgufError("INVALID_ARGUMENT", `unknown preset "${name}"; presets: ${Object.keys(SYNTH_PRESETS).join(", ")}`);
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `unknown preset "${name}"; presets: ${Object.keys(SYNTH_PRESETS).join(", ")}`,
+    );
   }
   if (arch !== undefined && !SYNTH_ARCHS.includes(arch as SynthArch)) {
-    throw new GgufError("INVALID_ARGUMENT", `unknown architecture "${arch}"; supported: ${SYNTH_ARCHS.join(", ")}`);
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `unknown architecture "${arch}"; supported: ${SYNTH_ARCHS.join(", ")}`,
+    );
   }
   const chosen = (arch as SynthArch | undefined) ?? preset.arch;
   if (!chosen) {
-    throw new GgufError("INVALID_ARGUMENT", `preset "${name}" fits any architecture; choose one with --arch (${SYNTH_ARCHS.join(", ")})`);
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `preset "${name}" fits any architecture; choose one with --arch (${SYNTH_ARCHS.join(", ")})`,
+    );
   }
   if (preset.arch && chosen !== preset.arch) {
-    throw new GgufError("INVALID_ARGUMENT", `preset "${name}" is a ${preset.arch} model; use --arch ${preset.arch} or another preset`);
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `preset "${name}" is a ${preset.arch} model; use --arch ${preset.arch} or another preset`,
+    );
   }
   return { preset, arch: chosen };
 }

@@ -2,11 +2,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fixturesDir } from "../fixtures-dir.js";
 import {
+  dequantize,
+  encodeGguf,
   GgmlType,
   GgufMetadata,
   GgufValueType,
-  dequantize,
-  encodeGguf,
   parseGguf,
   readGgufSync,
   synthesizeModel,
@@ -17,7 +17,11 @@ function vocabOf(n: number): GgufMetadata {
   const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
   return new GgufMetadata([
     { key: "tokenizer.ggml.model", type: GgufValueType.STRING, value: "gpt2" },
-    { key: "tokenizer.ggml.tokens", type: GgufValueType.ARRAY, value: { itemType: GgufValueType.STRING, items: tokens } },
+    {
+      key: "tokenizer.ggml.tokens",
+      type: GgufValueType.ARRAY,
+      value: { itemType: GgufValueType.STRING, items: tokens },
+    },
   ]);
 }
 
@@ -127,6 +131,8 @@ describe("synthesizeModel", () => {
     expect(() => synthesizeModel({ preset: "tiny", arch: "gpt9" })).toThrow(/unknown architecture "gpt9"/);
     expect(() => synthesizeModel({ preset: "tiny" })).toThrow(/choose one with --arch/);
     expect(() => synthesizeModel({ preset: "qwen2-0.5b", arch: "llama" })).toThrow(/is a qwen2 model/);
-    expect(() => synthesizeModel({ preset: "tiny", arch: "llama", type: "q2_k" })).toThrow(/cannot write weights as Q2_K/);
+    expect(() => synthesizeModel({ preset: "tiny", arch: "llama", type: "q2_k" })).toThrow(
+      /cannot write weights as Q2_K/,
+    );
   });
 });

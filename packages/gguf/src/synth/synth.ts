@@ -1,12 +1,12 @@
 import { GgufError } from "../errors.js";
-import { type GgmlTypeInfo, ggmlTypeByName } from "../ggml-types.js";
 import { fileTypeOf } from "../file-type.js";
+import { type GgmlTypeInfo, ggmlTypeByName } from "../ggml-types.js";
 import type { GgufKV, GgufMetadata } from "../metadata.js";
-import { chooseType } from "../quantize-plan.js";
 import { QUANTIZE_TYPES, quantize } from "../quant/index.js";
+import { chooseType } from "../quantize-plan.js";
 import { GgufValueType } from "../value-types.js";
 import type { GgufTensorToWrite } from "../write.js";
-import { type SynthArch, resolvePreset } from "./presets.js";
+import { resolvePreset, type SynthArch } from "./presets.js";
 import { SeededRandom } from "./rng.js";
 import { byteVocabulary } from "./vocab.js";
 
@@ -43,7 +43,11 @@ const u32 = (key: string, value: number): GgufKV => ({ key, type: GgufValueType.
 const f32 = (key: string, value: number): GgufKV => ({ key, type: GgufValueType.FLOAT32, value });
 const str = (key: string, value: string): GgufKV => ({ key, type: GgufValueType.STRING, value });
 
-function weights(arch: SynthArch, p: ReturnType<typeof resolvePreset>["preset"], nVocab: number): WeightSpec[] {
+function weights(
+  arch: SynthArch,
+  p: ReturnType<typeof resolvePreset>["preset"],
+  nVocab: number,
+): WeightSpec[] {
   const hd = p.headDim ?? p.nEmbd / p.nHead;
   const w = (name: string, ...dims: number[]): WeightSpec => ({ name, dims, mean: 0 });
   const norm = (name: string, n: number): WeightSpec => ({ name, dims: [n], mean: 1 });
@@ -95,14 +99,20 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
   const { preset, arch } = resolvePreset(options.preset, options.arch);
   const target = ggmlTypeByName(options.type ?? "f16");
   if (!QUANTIZE_TYPES.includes(target.name)) {
-    throw new GgufError("UNSUPPORTED_TYPE", `cannot write weights as ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`);
+    throw new GgufError(
+      "UNSUPPORTED_TYPE",
+      `cannot write weights as ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
+    );
   }
   const vocab = options.vocab
     ? [...options.vocab.entries()].filter((kv) => kv.key.startsWith("tokenizer."))
     : byteVocabulary();
   const tokens = vocab.find((kv) => kv.key === "tokenizer.ggml.tokens");
   const nVocab = tokens && typeof tokens.value === "object" ? tokens.value.items.length : 0;
-  if (nVocab === 0) throw new GgufError("MISSING_KEY", "the vocabulary has no tokenizer.ggml.tokens", { key: "tokenizer.ggml.tokens" });
+  if (nVocab === 0)
+    throw new GgufError("MISSING_KEY", "the vocabulary has no tokenizer.ggml.tokens", {
+      key: "tokenizer.ggml.tokens",
+    });
   const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
   const fileType = fileTypeOf(target.id);
   const metadata: GgufKV[] = [
