@@ -13,6 +13,7 @@ import {
   type GgufValueTypeId,
   isValueType,
   minEncodedSize,
+  scalarSize,
   valueTypeName,
 } from "./value-types.js";
 
@@ -169,50 +170,48 @@ class Cursor {
 }
 
 function readScalar(c: Cursor, type: GgufValueTypeId, what: Label): GgufScalar {
-  const v = c.view;
   const at = c.pos;
+  const size = scalarSize(type);
+  // need() may read more of the file and replace the buffer, so the view is taken after it.
+  if (size > 0) c.need(size, what);
+  const v = c.view;
   switch (type) {
     case GgufValueType.UINT8:
-      return c.u8(what);
+      c.pos += 1;
+      return v.getUint8(at);
     case GgufValueType.INT8:
-      c.need(1, what);
       c.pos += 1;
       return v.getInt8(at);
     case GgufValueType.UINT16:
-      c.need(2, what);
       c.pos += 2;
       return v.getUint16(at, true);
     case GgufValueType.INT16:
-      c.need(2, what);
       c.pos += 2;
       return v.getInt16(at, true);
     case GgufValueType.UINT32:
-      return c.u32(what);
+      c.pos += 4;
+      return v.getUint32(at, true);
     case GgufValueType.INT32:
-      c.need(4, what);
       c.pos += 4;
       return v.getInt32(at, true);
     case GgufValueType.FLOAT32:
-      c.need(4, what);
       c.pos += 4;
       return v.getFloat32(at, true);
     case GgufValueType.BOOL: {
-      const b = c.u8(what);
+      const b = v.getUint8(at);
       if (b > 1) c.fail("BAD_VALUE", `${label(what)} is a bool stored as ${b}; only 0 and 1 are valid`, at);
+      c.pos += 1;
       return b === 1;
     }
     case GgufValueType.STRING:
       return c.string(what);
     case GgufValueType.UINT64:
-      c.need(8, what);
       c.pos += 8;
       return v.getBigUint64(at, true);
     case GgufValueType.INT64:
-      c.need(8, what);
       c.pos += 8;
       return v.getBigInt64(at, true);
     case GgufValueType.FLOAT64:
-      c.need(8, what);
       c.pos += 8;
       return v.getFloat64(at, true);
     default:
@@ -261,7 +260,8 @@ function readArray(c: Cursor, what: string, depth: number): GgufArray {
   if (ctor) {
     const bytes = count * ctor.BYTES_PER_ELEMENT;
     c.need(bytes, what);
-    const copy = c.bytes.slice(c.pos, c.pos + bytes);
+    // A real copy (Buffer#slice would return a view of the whole file).
+    const copy = Uint8Array.prototype.slice.call(c.bytes, c.pos, c.pos + bytes);
     c.pos += bytes;
     if (!LITTLE_ENDIAN_HOST) c.fail("IO", "big-endian hosts are not supported");
     return { itemType, items: new ctor(copy.buffer) };
@@ -401,9 +401,11 @@ export function parseHeader(
   }
   const kvs: GgufKV[] = [];
   const seen = new Set<string>();
+  let atAlignment = atCounts;
   for (let i = 0; i < nKv; i++) {
     const at = c.pos;
     const kv = readKV(c, i);
+    if (kv.key === "general.alignment") atAlignment = at;
     if (seen.has(kv.key)) c.fail("DUPLICATE_KEY", `duplicate metadata key "${kv.key}"`, at, kv.key);
     seen.add(kv.key);
     kvs.push(kv);
@@ -417,7 +419,7 @@ export function parseHeader(
       c.fail(
         "BAD_ALIGNMENT",
         `general.alignment must be a power-of-two uint32, got ${String(a)}`,
-        atCounts,
+        atAlignment,
         "general.alignment",
       );
     }

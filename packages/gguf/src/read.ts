@@ -7,6 +7,11 @@ import { firstPartInfo, splitInfo, splitPartPaths } from "./split-names.js";
 /** How much of a file is read first; more is read as the header needs it. */
 const FIRST_READ = 1 << 20;
 
+/** Errors from the operating system (ENOENT, EISDIR, …) become `IO`; anything else is a defect and propagates. */
+function isSystemError(e: unknown): e is NodeJS.ErrnoException {
+  return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === "string" && "syscall" in e;
+}
+
 function ioError(path: string, e: unknown): GgufError {
   const err = e as NodeJS.ErrnoException;
   return new GgufError("IO", `cannot read ${path}: ${err.code ?? ""} ${err.message}`.trim(), {
@@ -61,8 +66,8 @@ function parsePartSync(path: string, index: number): GgufPart {
   try {
     return parseOpenFile(fd, fstatSync(fd).size, path, index);
   } catch (e) {
-    if (e instanceof GgufError) throw e;
-    throw ioError(path, e);
+    if (isSystemError(e)) throw ioError(path, e);
+    throw e;
   } finally {
     closeSync(fd);
   }
@@ -87,8 +92,8 @@ async function parsePart(path: string, index: number): Promise<GgufPart> {
     }
     return parseOpenFile(fh.fd, size, path, index, first.subarray(0, got));
   } catch (e) {
-    if (e instanceof GgufError) throw e;
-    throw ioError(path, e);
+    if (isSystemError(e)) throw ioError(path, e);
+    throw e;
   } finally {
     await fh.close();
   }

@@ -1,3 +1,6 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   encodeGguf,
@@ -6,8 +9,11 @@ import {
   type GgufKV,
   GgufMetadata,
   parseGguf,
+  readGguf,
+  readTensorData,
   GgufValueType as T,
   tensorBytes,
+  writeGguf,
 } from "./index.js";
 
 const arr = (itemType: number, items: unknown) => ({ itemType, items }) as never;
@@ -153,6 +159,32 @@ describe("tensors", () => {
     expect(bytes.length).toBe(g.parts[0]!.dataOffset + 128);
     expect(tensorBytes(bytes, g, "b")).toEqual(data);
     expect(new Float32Array(tensorBytes(bytes, g, "a").slice().buffer)).toEqual(new Float32Array([1, 2, 3]));
+  });
+
+  it("streams the same layout to a file, padding after every tensor", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "minfer-gguf-write-"));
+    try {
+      const path = join(dir, "t.gguf");
+      const chunked = () => [data.subarray(0, 5), data.subarray(5)];
+      await writeGguf(
+        path,
+        [{ key: "general.alignment", type: T.UINT32, value: 64 }],
+        [
+          { name: "a", type: GgmlType.F32, dims: [3], data: f32 },
+          { name: "b", type: GgmlType.Q4_0, dims: [32, 2], data: chunked },
+        ],
+      );
+      expect(Buffer.compare(readFileSync(path), bytes)).toBe(0);
+      const file = await readGguf(path);
+      expect(await readTensorData(file, "b")).toEqual(data);
+      await expect(
+        writeGguf(path, [], [{ name: "a", type: GgmlType.F32, dims: [4], data: () => [f32] }]),
+      ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      // The failed write left the earlier file alone and no partial file behind.
+      expect(readdirSync(dir)).toEqual(["t.gguf"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses data of the wrong size", () => {
