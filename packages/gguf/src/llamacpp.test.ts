@@ -7,15 +7,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type GgufKV,
-  GgmlType,
-  GgufValueType as T,
   byteVocabulary,
   dequantize,
   encodeGguf,
   f32ToF16,
+  GgmlType,
+  type GgufKV,
   ggmlTypeByName,
   quantize,
+  GgufValueType as T,
 } from "./index.js";
 
 type Llama = Awaited<ReturnType<typeof import("node-llama-cpp")["getLlama"]>>;
@@ -45,7 +45,9 @@ function embeddingBytes(typeName: string, r: () => number): Uint8Array {
   const values = normal(N_EMBD * N_VOCAB, 1, r);
   if (typeName !== "Q2_K" && typeName !== "Q3_K") return quantize(info.id, values);
   // No quantizer for these: random bits are valid blocks once the f16 scales are sane.
-  const bytes = new Uint8Array((N_EMBD * N_VOCAB * info.typeSize) / info.blockSize).map(() => (r() * 256) | 0);
+  const bytes = new Uint8Array((N_EMBD * N_VOCAB * info.typeSize) / info.blockSize).map(
+    () => (r() * 256) | 0,
+  );
   const dv = new DataView(bytes.buffer);
   for (let b = 0; b < bytes.length; b += info.typeSize) {
     if (typeName === "Q2_K") {
@@ -63,7 +65,12 @@ const f32 = (a: Float32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLe
 const u32 = (key: string, value: number): GgufKV => ({ key, type: T.UINT32, value });
 
 /** A one-layer llama whose layer is the identity (all its weights zero). */
-function modelFile(typeName: string, embedding: Uint8Array, output: Float32Array, norm: Float32Array): Uint8Array {
+function modelFile(
+  typeName: string,
+  embedding: Uint8Array,
+  output: Float32Array,
+  norm: Float32Array,
+): Uint8Array {
   const ffn = 256;
   const metadata: GgufKV[] = [
     { key: "general.architecture", type: T.STRING, value: "llama" },
@@ -80,7 +87,12 @@ function modelFile(typeName: string, embedding: Uint8Array, output: Float32Array
   const F = GgmlType.F32;
   const square = { type: F, dims: [N_EMBD, N_EMBD], data: zeros(N_EMBD * N_EMBD) };
   return encodeGguf(metadata, [
-    { name: "token_embd.weight", type: ggmlTypeByName(typeName).id, dims: [N_EMBD, N_VOCAB], data: embedding },
+    {
+      name: "token_embd.weight",
+      type: ggmlTypeByName(typeName).id,
+      dims: [N_EMBD, N_VOCAB],
+      data: embedding,
+    },
     { name: "output_norm.weight", type: F, dims: [N_EMBD], data: f32(norm) },
     { name: "output.weight", type: F, dims: [N_EMBD, N_VOCAB], data: f32(output) },
     { name: "blk.0.attn_norm.weight", type: F, dims: [N_EMBD], data: zeros(N_EMBD) },
@@ -108,7 +120,7 @@ function referenceProbs(x: Float32Array, output: Float32Array, norm: Float32Arra
   }
   const max = Math.max(...logits);
   let sum = 0;
-  for (let j = 0; j < N_VOCAB; j++) sum += (logits[j] = Math.exp(logits[j]! - max));
+  for (let j = 0; j < N_VOCAB; j++) sum += logits[j] = Math.exp(logits[j]! - max);
   return logits.map((v) => v / sum);
 }
 
@@ -130,36 +142,53 @@ afterAll(async () => {
 });
 
 describe("llama.cpp reads minfer's bit layouts", () => {
-  const types = ["F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"];
+  const types = [
+    "F16",
+    "BF16",
+    "Q4_0",
+    "Q4_1",
+    "Q5_0",
+    "Q5_1",
+    "Q8_0",
+    "Q2_K",
+    "Q3_K",
+    "Q4_K",
+    "Q5_K",
+    "Q6_K",
+  ];
 
-  it.each(types)("%s token embedding: llama.cpp's probabilities equal a float64 model of minfer's dequantize", async (typeName) => {
-    if (!llama) throw new Error(`node-llama-cpp could not load llama.cpp here: ${unavailable}`);
-    const r = rng(typeName.length * 7919 + typeName.charCodeAt(1));
-    const embedding = embeddingBytes(typeName, r);
-    const output = normal(N_EMBD * N_VOCAB, 0.25, r);
-    const norm = normal(N_EMBD, 0.3, r).map((v) => 1 + v);
-    const path = join(tmp, `${typeName}.gguf`);
-    writeFileSync(path, modelFile(typeName, embedding, output, norm));
-    const rows = dequantize(ggmlTypeByName(typeName).id, embedding, N_EMBD * N_VOCAB);
+  it.each(types)(
+    "%s token embedding: llama.cpp's probabilities equal a float64 model of minfer's dequantize",
+    async (typeName) => {
+      if (!llama) throw new Error(`node-llama-cpp could not load llama.cpp here: ${unavailable}`);
+      const r = rng(typeName.length * 7919 + typeName.charCodeAt(1));
+      const embedding = embeddingBytes(typeName, r);
+      const output = normal(N_EMBD * N_VOCAB, 0.25, r);
+      const norm = normal(N_EMBD, 0.3, r).map((v) => 1 + v);
+      const path = join(tmp, `${typeName}.gguf`);
+      writeFileSync(path, modelFile(typeName, embedding, output, norm));
+      const rows = dequantize(ggmlTypeByName(typeName).id, embedding, N_EMBD * N_VOCAB);
 
-    const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
-    try {
-      const ctx = await model.createContext({ contextSize: 64, batchSize: 8 });
-      const seq = ctx.getSequence();
-      for (const token of TOKENS) {
-        await seq.clearHistory();
-        const [res] = await seq.controlledEvaluate([[token, { generateNext: { probabilities: true } }]]);
-        const got = res!.next!.probabilities!;
-        const want = referenceProbs(rows.subarray(token * N_EMBD, (token + 1) * N_EMBD), output, norm);
-        let maxDiff = 0;
-        for (let j = 0; j < N_VOCAB; j++) maxDiff = Math.max(maxDiff, Math.abs((got.get(j) ?? 0) - want[j]!));
-        // The distributions are peaked (max probability ≫ 1/259), so a wrong layout is far off.
-        expect(Math.max(...want)).toBeGreaterThan(0.05);
-        expect(maxDiff, `token ${token}`).toBeLessThan(2e-4);
+      const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+      try {
+        const ctx = await model.createContext({ contextSize: 64, batchSize: 8 });
+        const seq = ctx.getSequence();
+        for (const token of TOKENS) {
+          await seq.clearHistory();
+          const [res] = await seq.controlledEvaluate([[token, { generateNext: { probabilities: true } }]]);
+          const got = res!.next!.probabilities!;
+          const want = referenceProbs(rows.subarray(token * N_EMBD, (token + 1) * N_EMBD), output, norm);
+          let maxDiff = 0;
+          for (let j = 0; j < N_VOCAB; j++)
+            maxDiff = Math.max(maxDiff, Math.abs((got.get(j) ?? 0) - want[j]!));
+          // The distributions are peaked (max probability ≫ 1/259), so a wrong layout is far off.
+          expect(Math.max(...want)).toBeGreaterThan(0.05);
+          expect(maxDiff, `token ${token}`).toBeLessThan(2e-4);
+        }
+        await ctx.dispose();
+      } finally {
+        await model.dispose();
       }
-      await ctx.dispose();
-    } finally {
-      await model.dispose();
-    }
-  });
+    },
+  );
 });
