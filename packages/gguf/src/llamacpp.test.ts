@@ -19,6 +19,7 @@ import {
 } from "./index.js";
 
 type Llama = Awaited<ReturnType<typeof import("node-llama-cpp")["getLlama"]>>;
+type Token = import("node-llama-cpp").Token;
 
 const N_EMBD = 256; // one K-quant super-block per row
 const N_VOCAB = 259; // byteVocabulary()
@@ -175,12 +176,14 @@ describe("llama.cpp reads minfer's bit layouts", () => {
         const seq = ctx.getSequence();
         for (const token of TOKENS) {
           await seq.clearHistory();
-          const [res] = await seq.controlledEvaluate([[token, { generateNext: { probabilities: true } }]]);
+          const [res] = await seq.controlledEvaluate([
+            [token as Token, { generateNext: { probabilities: true } }],
+          ]);
           const got = res!.next!.probabilities!;
           const want = referenceProbs(rows.subarray(token * N_EMBD, (token + 1) * N_EMBD), output, norm);
           let maxDiff = 0;
           for (let j = 0; j < N_VOCAB; j++)
-            maxDiff = Math.max(maxDiff, Math.abs((got.get(j) ?? 0) - want[j]!));
+            maxDiff = Math.max(maxDiff, Math.abs((got.get(j as Token) ?? 0) - want[j]!));
           // The distributions are peaked (max probability ≫ 1/259), so a wrong layout is far off.
           expect(Math.max(...want)).toBeGreaterThan(0.05);
           expect(maxDiff, `token ${token}`).toBeLessThan(2e-4);
