@@ -1,10 +1,13 @@
 import { GgufError } from "@minfer/gguf";
+import { TokenizerError } from "@minfer/tokenizer";
 import { formatOptions } from "./args.js";
 import { CliError } from "./errors.js";
 import { inspectCommand, inspectOptions } from "./gguf/inspect.js";
 import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
 import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
+import { templateCommand, templateOptions } from "./text/template.js";
+import { tokenizeCommand, tokenizeOptions } from "./text/tokenize.js";
 import { VERSION } from "./version.js";
 
 interface Command {
@@ -47,6 +50,22 @@ const GGUF_COMMANDS: Record<string, Command> = {
   },
 };
 
+const COMMANDS: Record<string, Command> = {
+  tokenize: {
+    usage: "minfer tokenize -m FILE (-p TEXT | -f TEXTFILE) [--ids] [--no-special]",
+    summary: "print the token ids of a text (with their pieces, or as one JSON array with --ids)",
+    options: tokenizeOptions,
+    run: tokenizeCommand,
+  },
+  template: {
+    usage:
+      "minfer template -m FILE --messages MESSAGES.json [--tools TOOLS.json] [--no-generation-prompt] [--kwargs JSON] [--chat-template-file F]",
+    summary: "print the prompt a model's chat template makes of a conversation",
+    options: templateOptions,
+    run: templateCommand,
+  },
+};
+
 function usage(): string {
   const lines = [
     `minfer ${VERSION}: LLM inference for GGUF models`,
@@ -54,9 +73,10 @@ function usage(): string {
     "usage: minfer <command> [options]",
     "",
     "commands:",
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(14)} ${c.summary}`),
     ...Object.entries(GGUF_COMMANDS).map(([name, c]) => `  gguf ${name.padEnd(9)} ${c.summary}`),
     "",
-    "Run `minfer gguf <command> --help` for a command's options.",
+    "Run `minfer <command> --help` for a command's options.",
   ];
   return lines.join("\n");
 }
@@ -92,6 +112,9 @@ export async function main(argv: string[]): Promise<number> {
       );
       return 2;
     }
+  } else if (COMMANDS[first]) {
+    command = COMMANDS[first];
+    args = argv.slice(1);
   } else {
     process.stderr.write(`minfer: unknown command "${first}"\n\n${usage()}\n`);
     return 2;
@@ -107,7 +130,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`minfer: ${e.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (e instanceof GgufError) {
+    if (e instanceof GgufError || e instanceof TokenizerError) {
       process.stderr.write(`minfer: error [${e.code}]: ${e.message}\n`);
       return 1;
     }

@@ -1,5 +1,16 @@
 /**
+ * Tokenizers built from GGUF metadata (byte-level BPE, SentencePiece, WordPiece), streaming
+ * detokenization and chat templates.
  * @module @minfer/tokenizer
- * Not implemented yet.
  */
-export {};
+
+export type { ChatMessage, ChatTemplateMetadata, ChatTemplateRenderOptions } from "./chat-template.js";
+export { ChatTemplate, chatTemplatesFromMetadata } from "./chat-template.js";
+export type { TokenizerErrorCode } from "./errors.js";
+export { TokenizerError } from "./errors.js";
+export { PRE_TOKENIZERS } from "./pre-tokenizers.js";
+export { StreamDecoder } from "./stream-decoder.js";
+export type { DecodeOptions, EncodeOptions, TokenizerOptions } from "./tokenizer.js";
+export { Tokenizer } from "./tokenizer.js";
+export type { SpecialIds, TokenizerModel, Vocab } from "./vocab.js";
+export { loadVocab, TOKENIZER_MODELS, TokenType } from "./vocab.js";
