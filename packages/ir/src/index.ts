@@ -1,5 +1,53 @@
 /**
+ * Tensors, dtypes, ops, the graph builder, fusion, the program encoding and the backend contract.
  * @module @minfer/ir
- * Not implemented yet.
  */
-export {};
+
+export type {
+  BackendBuffer,
+  BackendEntry,
+  Device,
+  DeviceCaps,
+  DeviceInitOptions,
+  DeviceMemory,
+  DeviceRuntime,
+  ExecuteOptions,
+  ExecuteResult,
+  OpQuery,
+} from "./backend.js";
+export { BACKEND_API_VERSION } from "./backend.js";
+export type { DTypeName } from "./dtype.js";
+export {
+  blockOf,
+  DType,
+  dtypeName,
+  FLOAT_DTYPES,
+  isDType,
+  isQuantized,
+  rowBytes,
+  WEIGHT_DTYPES,
+} from "./dtype.js";
+export type { IrErrorCode } from "./errors.js";
+export { IrError } from "./errors.js";
+export type { Graph, RopeParams } from "./graph.js";
+export { GraphBuilder } from "./graph.js";
+export type { OutputSpec } from "./infer.js";
+export { canRepeat, inferOutputs } from "./infer.js";
+export { programHeaderSource } from "./native-header.js";
+export type { OpName, OpSpec, ParamKind } from "./ops.js";
+export { MAX_PARAMS, OP_SPECS, Op, opSpec, RopeMode } from "./ops.js";
+export type { ProgramNode, ProgramSpec, ProgramTensor } from "./program.js";
+export {
+  decodeProgram,
+  encodeProgram,
+  MAX_NODE_INPUTS,
+  MAX_NODE_OUTPUTS,
+  NODE_RECORD_BYTES,
+  PROGRAM_HEADER_BYTES,
+  PROGRAM_MAGIC,
+  PROGRAM_MAX_PARAMS,
+  PROGRAM_VERSION,
+  TENSOR_RECORD_BYTES,
+} from "./program.js";
+export type { Node, Shape, Tensor, TensorKind } from "./tensor.js";
+export { byteSpan, contiguousStrides, describe, isContiguous, numel, viewRoot } from "./tensor.js";

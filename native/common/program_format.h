@@ -1,0 +1,279 @@
+// Generated from @minfer/ir (packages/ir/src/native-header.ts) by `pnpm --filter @minfer/ir gen:native`.
+// Do not edit: change the TypeScript and regenerate. A test fails when the two differ.
+#pragma once
+#include <cstdint>
+
+namespace minfer::program {
+
+constexpr uint32_t kMagic = 0x4750464du;
+constexpr uint32_t kVersion = 1;
+constexpr int kHeaderBytes = 32;
+constexpr int kTensorRecordBytes = 80;
+constexpr int kNodeRecordBytes = 128;
+constexpr int kMaxInputs = 8;
+constexpr int kMaxOutputs = 4;
+constexpr int kMaxParams = 16;
+
+enum class DType : int32_t {
+  F32 = 0,
+  F16 = 1,
+  BF16 = 30,
+  I32 = 26,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+};
+
+// Elements and bytes per block of each dtype (1 and the element size for plain types).
+struct BlockLayout {
+  int32_t dtype;
+  int32_t block_size;
+  int32_t type_size;
+};
+constexpr BlockLayout kBlockLayouts[] = {
+    {0, 1, 4},  // F32
+    {1, 1, 2},  // F16
+    {30, 1, 2},  // BF16
+    {26, 1, 4},  // I32
+    {2, 32, 18},  // Q4_0
+    {3, 32, 20},  // Q4_1
+    {6, 32, 22},  // Q5_0
+    {7, 32, 24},  // Q5_1
+    {8, 32, 34},  // Q8_0
+    {9, 32, 36},  // Q8_1
+    {10, 256, 84},  // Q2_K
+    {11, 256, 110},  // Q3_K
+    {12, 256, 144},  // Q4_K
+    {13, 256, 176},  // Q5_K
+    {14, 256, 210},  // Q6_K
+    {15, 256, 292},  // Q8_K
+};
+
+enum class Op : int32_t {
+  GET_ROWS = 1,  // out[:, i] = a[:, idx[i]] (a may be quantized; out F32)
+  MUL_MAT = 2,  // out[m, n] = sum_k a[k, m] * b[k, n], broadcasting a over b's dims 2 and 3
+  ADD = 3,  // out = a + b, b broadcast over a
+  MUL = 4,  // out = a * b, b broadcast over a
+  SCALE = 5,  // out = a * scale + bias
+  RMS_NORM = 6,  // out = a / sqrt(mean(a^2) + eps), per row
+  NORM = 7,  // out = (a - mean(a)) / sqrt(var(a) + eps), per row
+  ROPE = 8,  // rotary embedding of a [headDim, nHead, nTokens] at positions pos (I32 [nTokens]); optional freqFactors F32 [nDims/2]
+  SOFTMAX = 9,  // out = softmax(a * scale + mask), per row
+  ATTENTION = 10,  // out = softmax(softcap(q·k * scale) + mask) · v; q [hd, nHead, nQ], k [hd, nKvHead, nKv], v [hdv, nKvHead, nKv], mask F32 [nKv, nQ] or spans I32 [2, nQ]
+  SILU = 11,  // out = a * sigmoid(a)
+  GELU = 12,  // out = gelu(a) (tanh approximation)
+  SWIGLU = 13,  // out = silu(gate) * up
+  CPY = 14,  // out = a converted to the output's dtype (the output may be a view of another tensor)
+  SET_ROWS = 15,  // dst[:, idx[i]] = src[:, i]; the output is dst (written in place)
+  CONCAT = 16,  // out = a and b joined along dim
+  ARGSORT = 17,  // out (I32) = indices that sort each row
+  TOP_K = 18,  // out (I32 [k, rows]) = indices of the k largest of each row, largest first
+  MUL_MAT_ID = 19,  // out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)
+  RMS_NORM_MUL = 32,  // out = rms_norm(a, eps) * w (fused)
+  MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) for weights w_1..w_n sharing x (fused)
+};
+
+// Parameter word indices of each op (i32 values or f32 bit patterns), and input/output counts.
+namespace param {
+namespace GET_ROWS {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace GET_ROWS
+namespace MUL_MAT {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace MUL_MAT
+namespace ADD {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace ADD
+namespace MUL {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace MUL
+namespace SCALE {
+constexpr int scale = 0;  // f32
+constexpr int bias = 1;  // f32
+constexpr int kCount = 2;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace SCALE
+namespace RMS_NORM {
+constexpr int eps = 0;  // f32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace RMS_NORM
+namespace NORM {
+constexpr int eps = 0;  // f32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace NORM
+namespace ROPE {
+constexpr int mode = 0;  // i32
+constexpr int nDims = 1;  // i32
+constexpr int nCtxOrig = 2;  // i32
+constexpr int freqBase = 3;  // f32
+constexpr int freqScale = 4;  // f32
+constexpr int extFactor = 5;  // f32
+constexpr int attnFactor = 6;  // f32
+constexpr int betaFast = 7;  // f32
+constexpr int betaSlow = 8;  // f32
+constexpr int kCount = 9;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 3;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace ROPE
+namespace SOFTMAX {
+constexpr int scale = 0;  // f32
+constexpr int maxBias = 1;  // f32
+constexpr int kCount = 2;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace SOFTMAX
+namespace ATTENTION {
+constexpr int scale = 0;  // f32
+constexpr int softcap = 1;  // f32
+constexpr int kCount = 2;
+constexpr int kMinInputs = 4;
+constexpr int kMaxInputs = 4;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace ATTENTION
+namespace SILU {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace SILU
+namespace GELU {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace GELU
+namespace SWIGLU {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace SWIGLU
+namespace CPY {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace CPY
+namespace SET_ROWS {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 3;
+constexpr int kMaxInputs = 3;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace SET_ROWS
+namespace CONCAT {
+constexpr int dim = 0;  // i32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace CONCAT
+namespace ARGSORT {
+constexpr int descending = 0;  // i32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace ARGSORT
+namespace TOP_K {
+constexpr int k = 0;  // i32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace TOP_K
+namespace MUL_MAT_ID {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 3;
+constexpr int kMaxInputs = 3;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace MUL_MAT_ID
+namespace RMS_NORM_MUL {
+constexpr int eps = 0;  // f32
+constexpr int kCount = 1;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace RMS_NORM_MUL
+namespace MUL_MAT_MULTI {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 3;
+constexpr int kMaxInputs = 4;
+constexpr int kMinOutputs = 2;
+constexpr int kMaxOutputs = 3;
+}  // namespace MUL_MAT_MULTI
+}  // namespace param
+
+#pragma pack(push, 1)
+struct Header {
+  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, reserved;
+};
+struct TensorRecord {
+  int32_t dtype;
+  int32_t buffer;
+  int64_t offset;
+  int64_t ne[4];
+  int64_t nb[4];
+};
+struct NodeRecord {
+  int32_t op, n_inputs, n_outputs, n_params;
+  int32_t inputs[kMaxInputs];
+  int32_t outputs[kMaxOutputs];
+  uint32_t params[kMaxParams];
+};
+#pragma pack(pop)
+static_assert(sizeof(Header) == kHeaderBytes, "header layout");
+static_assert(sizeof(TensorRecord) == kTensorRecordBytes, "tensor record layout");
+static_assert(sizeof(NodeRecord) == kNodeRecordBytes, "node record layout");
+
+}  // namespace minfer::program

@@ -1,0 +1,105 @@
+import type { DType } from "./dtype.js";
+import type { Op } from "./ops.js";
+import type { Shape } from "./tensor.js";
+
+/**
+ * The version of the contract below. A backend whose entry has another `apiVersion` is refused
+ * by the registry, with both numbers.
+ */
+export const BACKEND_API_VERSION = 1;
+
+/** What a backend package exports as `backend`: found by the registry at startup. */
+export interface BackendEntry {
+  /** Must equal {@link BACKEND_API_VERSION}. */
+  readonly apiVersion: number;
+  /** "cpu", "cuda", "metal", … */
+  readonly name: string;
+  /** How suited the backend is to this host; 0 = unusable here (the reason is in `diagnostics()`). */
+  score(): number;
+  /** Why the backend is or is not usable (native binary missing, no device, SIMD level, …). */
+  diagnostics(): readonly string[];
+  devices(): readonly Device[];
+  /** Backend-specific extras, by name; `undefined` when the backend has none of that name. */
+  getExtension?(name: string): unknown;
+}
+
+export interface DeviceMemory {
+  /** Bytes free now. */
+  readonly free: number;
+  readonly total: number;
+}
+
+export interface DeviceCaps {
+  /** Buffers are host memory: weights can be mapped from a file in place. */
+  readonly hostMemory: boolean;
+  /** Fixed overhead of one `execute` call in microseconds (for the assignment's cost model). */
+  readonly launchCostUs: number;
+  /** Bytes per second a copy from host to this device moves (for the cost model). */
+  readonly hostToDeviceBandwidth: number;
+}
+
+/** An op as `supportsOp` sees it: the op, its parameters and its tensors' types and layouts. */
+export interface OpQuery {
+  readonly op: Op;
+  readonly params: readonly number[];
+  readonly inputs: readonly { dtype: DType; ne: Shape; nb: Shape }[];
+  readonly outputs: readonly { dtype: DType; ne: Shape; nb: Shape }[];
+}
+
+export interface DeviceInitOptions {
+  /** Worker threads (CPU). Default: the backend's choice (physical cores for the CPU). */
+  threads?: number;
+  /** Force an instruction-set level ("scalar", "avx2", "avx512", …) instead of the best one found. */
+  simd?: string;
+}
+
+export interface Device {
+  /** Unique within the process, e.g. "cpu" or "cuda:0". */
+  readonly name: string;
+  readonly type: "cpu" | "gpu" | "accelerator";
+  /** The backend entry's name. */
+  readonly backend: string;
+  readonly caps: DeviceCaps;
+  memory(): DeviceMemory;
+  /** Whether this device can run the op with these types and layouts. Decided by capability, never by trying. */
+  supportsOp(query: OpQuery): boolean;
+  /** Starts the device (threads, streams); one runtime per device is enough for a process. */
+  init(options?: DeviceInitOptions): Promise<DeviceRuntime>;
+}
+
+/** Memory owned by a device runtime. Using it after `dispose()` throws. */
+export interface BackendBuffer {
+  readonly size: number;
+  readonly device: string;
+  readonly label: string;
+  readonly disposed: boolean;
+  dispose(): void;
+}
+
+export interface ExecuteOptions {
+  /** Measure each node; the result carries the times. Default: false. */
+  profile?: boolean;
+}
+
+export interface ExecuteResult {
+  /** Microseconds per node, in program order, when profiling. */
+  readonly nodeMicros?: Float64Array;
+}
+
+/** A started device: buffers, transfers and program execution. */
+export interface DeviceRuntime {
+  readonly device: Device;
+  /** New device memory of `bytes` bytes (zero-filled). */
+  allocate(bytes: number, label: string): BackendBuffer;
+  /** A buffer holding `length` bytes of a file from `offset` (mapped in place where the device can). */
+  mapFile(path: string, offset: number, length: number, label: string): Promise<BackendBuffer>;
+  write(buffer: BackendBuffer, offset: number, data: ArrayBufferView): Promise<void>;
+  read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array>;
+  /** Runs an encoded program over the given buffers (in slot order); resolves when done. */
+  execute(
+    program: Uint8Array,
+    buffers: readonly BackendBuffer[],
+    options?: ExecuteOptions,
+  ): Promise<ExecuteResult>;
+  dispose(): void;
+}

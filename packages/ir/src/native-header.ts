@@ -1,0 +1,99 @@
+import { blockOf, DType } from "./dtype.js";
+import { OP_SPECS } from "./ops.js";
+import {
+  MAX_NODE_INPUTS,
+  MAX_NODE_OUTPUTS,
+  NODE_RECORD_BYTES,
+  PROGRAM_HEADER_BYTES,
+  PROGRAM_MAGIC,
+  PROGRAM_MAX_PARAMS,
+  PROGRAM_VERSION,
+  TENSOR_RECORD_BYTES,
+} from "./program.js";
+
+/**
+ * The C++ mirror of the program encoding (native/common/program_format.h), generated from the
+ * same constants so the two cannot drift; a test compares the committed file with this text.
+ */
+export function programHeaderSource(): string {
+  const L: string[] = [];
+  L.push(
+    "// Generated from @minfer/ir (packages/ir/src/native-header.ts) by `pnpm --filter @minfer/ir gen:native`.",
+  );
+  L.push("// Do not edit: change the TypeScript and regenerate. A test fails when the two differ.");
+  L.push("#pragma once");
+  L.push("#include <cstdint>");
+  L.push("");
+  L.push("namespace minfer::program {");
+  L.push("");
+  L.push(`constexpr uint32_t kMagic = 0x${PROGRAM_MAGIC.toString(16)}u;`);
+  L.push(`constexpr uint32_t kVersion = ${PROGRAM_VERSION};`);
+  L.push(`constexpr int kHeaderBytes = ${PROGRAM_HEADER_BYTES};`);
+  L.push(`constexpr int kTensorRecordBytes = ${TENSOR_RECORD_BYTES};`);
+  L.push(`constexpr int kNodeRecordBytes = ${NODE_RECORD_BYTES};`);
+  L.push(`constexpr int kMaxInputs = ${MAX_NODE_INPUTS};`);
+  L.push(`constexpr int kMaxOutputs = ${MAX_NODE_OUTPUTS};`);
+  L.push(`constexpr int kMaxParams = ${PROGRAM_MAX_PARAMS};`);
+  L.push("");
+  L.push("enum class DType : int32_t {");
+  for (const [name, id] of Object.entries(DType)) L.push(`  ${name} = ${id},`);
+  L.push("};");
+  L.push("");
+  L.push("// Elements and bytes per block of each dtype (1 and the element size for plain types).");
+  L.push("struct BlockLayout {");
+  L.push("  int32_t dtype;");
+  L.push("  int32_t block_size;");
+  L.push("  int32_t type_size;");
+  L.push("};");
+  L.push("constexpr BlockLayout kBlockLayouts[] = {");
+  for (const [name, id] of Object.entries(DType)) {
+    const b = blockOf(id);
+    L.push(`    {${id}, ${b.blockSize}, ${b.typeSize}},  // ${name}`);
+  }
+  L.push("};");
+  L.push("");
+  L.push("enum class Op : int32_t {");
+  for (const s of OP_SPECS) L.push(`  ${s.name} = ${s.code},  // ${s.doc.replace(/\s+/g, " ")}`);
+  L.push("};");
+  L.push("");
+  L.push("// Parameter word indices of each op (i32 values or f32 bit patterns), and input/output counts.");
+  L.push("namespace param {");
+  for (const s of OP_SPECS) {
+    L.push(`namespace ${s.name} {`);
+    s.params.forEach(([p, kind], i) => L.push(`constexpr int ${p} = ${i};  // ${kind}`));
+    L.push(`constexpr int kCount = ${s.params.length};`);
+    L.push(`constexpr int kMinInputs = ${s.inputs[0]};`);
+    L.push(`constexpr int kMaxInputs = ${s.inputs[1]};`);
+    L.push(`constexpr int kMinOutputs = ${s.outputs[0]};`);
+    L.push(`constexpr int kMaxOutputs = ${s.outputs[1]};`);
+    L.push(`}  // namespace ${s.name}`);
+  }
+  L.push("}  // namespace param");
+  L.push("");
+  L.push("#pragma pack(push, 1)");
+  L.push("struct Header {");
+  L.push(
+    "  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, reserved;",
+  );
+  L.push("};");
+  L.push("struct TensorRecord {");
+  L.push("  int32_t dtype;");
+  L.push("  int32_t buffer;");
+  L.push("  int64_t offset;");
+  L.push("  int64_t ne[4];");
+  L.push("  int64_t nb[4];");
+  L.push("};");
+  L.push("struct NodeRecord {");
+  L.push("  int32_t op, n_inputs, n_outputs, n_params;");
+  L.push("  int32_t inputs[kMaxInputs];");
+  L.push("  int32_t outputs[kMaxOutputs];");
+  L.push("  uint32_t params[kMaxParams];");
+  L.push("};");
+  L.push("#pragma pack(pop)");
+  L.push('static_assert(sizeof(Header) == kHeaderBytes, "header layout");');
+  L.push('static_assert(sizeof(TensorRecord) == kTensorRecordBytes, "tensor record layout");');
+  L.push('static_assert(sizeof(NodeRecord) == kNodeRecordBytes, "node record layout");');
+  L.push("");
+  L.push("}  // namespace minfer::program");
+  return `${L.join("\n")}\n`;
+}
