@@ -52,6 +52,18 @@ function shape4(ne: Dims, what: string): Shape {
   return [ne[0] ?? 1, ne[1] ?? 1, ne[2] ?? 1, ne[3] ?? 1];
 }
 
+/** Byte strides given for the leading dimensions, extended over the rest as if contiguous. */
+function fillStrides(nb: Dims, ne: Shape, what: string): Shape {
+  if (nb.length < 1 || nb.length > 4)
+    throw new IrError("BAD_VIEW", `${what}: give 1 to 4 strides, got ${nb.length}`);
+  const out = [...nb];
+  for (let i = out.length; i < 4; i++) out.push(out[i - 1]! * ne[i - 1]!);
+  for (const s of out)
+    if (!Number.isSafeInteger(s) || s < 0)
+      throw new IrError("BAD_VIEW", `${what}: stride ${s} is not a byte count`);
+  return out as unknown as Shape;
+}
+
 /**
  * Builds a graph op by op, inferring and checking shapes as it goes. Tensors are named for
  * debugging: `b.name(t, "attn_norm", layer)` names the tensor and the node computing it.
@@ -121,7 +133,7 @@ export class GraphBuilder {
   /** A view with its own shape and byte strides at a byte offset into `t`. */
   view(t: Tensor, ne: Dims, nb: Dims | undefined, offset: number, name = `${t.name}.view`): Tensor {
     const shape = shape4(ne, name);
-    const strides = nb === undefined ? contiguousStrides(t.dtype, shape) : shape4(nb, name);
+    const strides = nb === undefined ? contiguousStrides(t.dtype, shape) : fillStrides(nb, shape, name);
     const v = { dtype: t.dtype, ne: shape, nb: strides };
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + byteSpan(v) > byteSpan(t)) {
       throw new IrError(

@@ -29,6 +29,9 @@ export {
 } from "./dtype.js";
 export type { IrErrorCode } from "./errors.js";
 export { IrError } from "./errors.js";
+export { graphToDot, graphToJson } from "./export.js";
+export type { FusionOptions } from "./fusion.js";
+export { fuse } from "./fusion.js";
 export type { Graph, RopeParams } from "./graph.js";
 export { GraphBuilder } from "./graph.js";
 export type { OutputSpec } from "./infer.js";
@@ -49,5 +52,6 @@ export {
   PROGRAM_VERSION,
   TENSOR_RECORD_BYTES,
 } from "./program.js";
+export { replay } from "./replay.js";
 export type { Node, Shape, Tensor, TensorKind } from "./tensor.js";
 export { byteSpan, contiguousStrides, describe, isContiguous, numel, viewRoot } from "./tensor.js";

@@ -1,0 +1,120 @@
+import type { Graph, GraphBuilder } from "./graph.js";
+import { canRepeat } from "./infer.js";
+import { Op } from "./ops.js";
+import { replay } from "./replay.js";
+import type { Node, Tensor } from "./tensor.js";
+
+/** Which fusions {@link fuse} applies; all default to true. */
+export interface FusionOptions {
+  /** rms_norm(x) * w → RMS_NORM_MUL(x, w). */
+  rmsNormMul?: boolean;
+  /** silu(gate) * up → SWIGLU(gate, up). */
+  swiglu?: boolean;
+  /** Up to three mul_mat(w_i, x) sharing x, with 2-D weights of one dtype → MUL_MAT_MULTI. */
+  mulMatMulti?: boolean;
+}
+
+/** How many nodes (and graph outputs) read each tensor, views counting as reads of their root. */
+function useCounts(graph: Graph): Map<Tensor, number> {
+  const uses = new Map<Tensor, number>();
+  const add = (t: Tensor) => {
+    let cur: Tensor | undefined = t;
+    while (cur) {
+      uses.set(cur, (uses.get(cur) ?? 0) + 1);
+      cur = cur.viewOf;
+    }
+  };
+  for (const n of graph.nodes) for (const t of n.inputs) add(t);
+  for (const t of graph.outputs) add(t);
+  return uses;
+}
+
+const sameShape = (a: Tensor, b: Tensor) => a.ne.every((n, i) => n === b.ne[i]);
+
+/**
+ * Rewrites compositions into fused nodes (never hand-built per model): the result computes the
+ * same values with fewer passes over memory. A fusion applies only where the intermediate is
+ * read by nothing else.
+ */
+export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
+  const uses = useCounts(graph);
+  const onlyUse = (t: Tensor) => t.kind === "result" && (uses.get(t) ?? 0) === 1;
+  const producer = (t: Tensor, op: Op): Node | undefined =>
+    t.node?.op === op && t.kind === "result" ? t.node : undefined;
+
+  // Decide every fusion first; replay then emits fused nodes and drops the folded ones.
+  const fusedAt = new Map<Node, (map: (t: Tensor) => Tensor, b: GraphBuilder) => Tensor[]>();
+  const dropped = new Set<Node>();
+  /** Outputs of folded mul_mat nodes → the fused node's matching outputs. */
+  const later = new Map<Tensor, Tensor>();
+
+  for (const node of graph.nodes) {
+    if (node.op !== Op.MUL) continue;
+    const [a, w] = node.inputs as [Tensor, Tensor];
+    const norm = producer(a, Op.RMS_NORM);
+    if ((options.rmsNormMul ?? true) && norm && onlyUse(a) && w.ne[0] === a.ne[0] && canRepeat(w.ne, a.ne)) {
+      dropped.add(norm);
+      fusedAt.set(node, (map, b) =>
+        b.node(Op.RMS_NORM_MUL, [map(norm.inputs[0]!), map(w)], norm.params, node.name),
+      );
+      continue;
+    }
+    for (const [s, u] of [
+      [a, w],
+      [w, a],
+    ] as const) {
+      const silu = producer(s, Op.SILU);
+      if ((options.swiglu ?? true) && silu && onlyUse(s) && sameShape(s, u)) {
+        dropped.add(silu);
+        fusedAt.set(node, (map, b) => b.node(Op.SWIGLU, [map(silu.inputs[0]!), map(u)], [], node.name));
+        break;
+      }
+    }
+  }
+
+  if (options.mulMatMulti ?? true) {
+    const grouped = new Set<Node>();
+    graph.nodes.forEach((first, i) => {
+      if (first.op !== Op.MUL_MAT || grouped.has(first)) return;
+      const [w0, x] = first.inputs as [Tensor, Tensor];
+      const eligible = (w: Tensor) =>
+        w.kind === "weight" && w.ne[2] === 1 && w.ne[3] === 1 && w.dtype === w0.dtype;
+      if (!eligible(w0)) return;
+      const group = [first];
+      for (const other of graph.nodes.slice(i + 1)) {
+        if (group.length === 3) break;
+        if (
+          other.op !== Op.MUL_MAT ||
+          grouped.has(other) ||
+          other.inputs[1] !== x ||
+          !eligible(other.inputs[0]!)
+        )
+          continue;
+        group.push(other);
+      }
+      if (group.length < 2) return;
+      for (const n of group) grouped.add(n);
+      for (const n of group.slice(1)) dropped.add(n);
+      fusedAt.set(first, (map, b) => {
+        const outs = b.node(
+          Op.MUL_MAT_MULTI,
+          [map(x), ...group.map((n) => map(n.inputs[0]!))],
+          [],
+          group.map((n) => n.name).join("+"),
+        );
+        // Later members' outputs are the fused node's other outputs.
+        group.slice(1).forEach((n, k) => later.set(n.outputs[0]!, outs[k + 1]!));
+        return [outs[0]!];
+      });
+    });
+  }
+  return replay(graph, (node, map, b) => {
+    const f = fusedAt.get(node);
+    if (f) return f(map, b);
+    if (dropped.has(node)) {
+      const o = later.get(node.outputs[0]!);
+      return o ? [o] : null;
+    }
+    return undefined;
+  });
+}

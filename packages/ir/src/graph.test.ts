@@ -1,0 +1,197 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import {
+  DType,
+  decodeProgram,
+  encodeProgram,
+  fuse,
+  GraphBuilder,
+  graphToDot,
+  graphToJson,
+  IrError,
+  isContiguous,
+  Op,
+  programHeaderSource,
+  viewRoot,
+} from "./index.js";
+
+function irError(f: () => unknown): IrError {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(IrError);
+    return e as IrError;
+  }
+  throw new Error("no error");
+}
+
+describe("shape inference", () => {
+  it("gives mul_mat [m, n] and broadcasts weights over heads", () => {
+    const b = new GraphBuilder();
+    const w = b.weight("w", DType.Q4_K, [256, 512]);
+    const x = b.input("x", DType.F32, [256, 7]);
+    const y = b.mulMat(w, x);
+    expect(y.ne).toEqual([512, 7, 1, 1]);
+    const k = b.input("k", DType.F16, [64, 10, 2]);
+    const q = b.input("q", DType.F32, [64, 3, 8]);
+    expect(b.mulMat(k, q).ne).toEqual([10, 3, 8, 1]);
+  });
+
+  it("names the node, the op and the shapes on a mismatch", () => {
+    const b = new GraphBuilder();
+    const w = b.weight("w", DType.F16, [4096, 11008]);
+    const x = b.input("x", DType.F32, [4095, 7]);
+    const e = irError(() => b.mulMat(w, x, "ffn_up-0"));
+    expect(e.code).toBe("SHAPE_MISMATCH");
+    expect(e.message).toBe(
+      "ffn_up-0: mul_mat operands disagree on k: 4096 vs 4095 (inputs: F16 [4096, 11008], F32 [4095, 7])",
+    );
+    expect(e.node).toBe("ffn_up-0");
+  });
+
+  it("checks dtypes, broadcast and parameters", () => {
+    const b = new GraphBuilder();
+    const a = b.input("a", DType.F32, [8, 4]);
+    expect(irError(() => b.add(a, b.input("b", DType.F32, [3, 4]))).message).toContain("does not broadcast");
+    expect(
+      irError(() => b.rope(a, b.input("p", DType.F32, [4]), { mode: "neox", nDims: 8 })).message,
+    ).toContain("positions must be I32");
+    const h = b.input("h", DType.F32, [8, 2, 4]);
+    const pos = b.input("pos", DType.I32, [4]);
+    expect(irError(() => b.rope(h, pos, { mode: "neox", nDims: 9 })).code).toBe("BAD_PARAM");
+    expect(b.rope(h, pos, { mode: "neox", nDims: 8 }).ne).toEqual([8, 2, 4, 1]);
+    expect(irError(() => b.topK(a, 9)).message).toContain("must be 1–8");
+  });
+
+  it("attention takes a mask or spans and grouped KV heads", () => {
+    const b = new GraphBuilder();
+    const q = b.input("q", DType.F32, [64, 8, 5]);
+    const k = b.input("k", DType.F16, [64, 2, 32]);
+    const v = b.input("v", DType.F16, [64, 2, 32]);
+    expect(b.attention(q, k, v, b.input("mask", DType.F32, [32, 5]), { scale: 0.125 }).ne).toEqual([
+      64, 8, 5, 1,
+    ]);
+    expect(b.attention(q, k, v, b.input("spans", DType.I32, [2, 5]), { scale: 0.125 }).ne).toEqual([
+      64, 8, 5, 1,
+    ]);
+    const k3 = b.input("k3", DType.F16, [64, 3, 32]);
+    expect(
+      irError(() => b.attention(q, k3, k3, b.input("m2", DType.F32, [32, 5]), { scale: 1 })).message,
+    ).toContain("multiple of kv heads");
+  });
+});
+
+describe("views", () => {
+  it("are zero-copy: they alias their root at an offset", () => {
+    const b = new GraphBuilder();
+    const cache = b.state("k_cache", DType.F16, [128, 8, 1024]);
+    const layer = b.view(cache, [128, 8, 16], [2, 256, 2048], 2048 * 4);
+    const t = b.transpose(layer);
+    expect(t.ne).toEqual([8, 128, 16, 1]);
+    expect(t.nb).toEqual([256, 2, 2048, 2048 * 16]);
+    expect(viewRoot(t)).toEqual({ root: cache, offset: 8192 });
+    expect(isContiguous(t)).toBe(false);
+    expect(irError(() => b.reshape(t, [1024, 16])).code).toBe("BAD_VIEW");
+    expect(irError(() => b.view(cache, [128, 8, 1024], undefined, 2)).message).toContain("does not fit");
+  });
+
+  it("set_rows writes into the state tensor it is given", () => {
+    const b = new GraphBuilder();
+    const cache = b.state("k_cache", DType.F16, [64, 100]);
+    const rows = b.input("k", DType.F32, [64, 3]);
+    const idx = b.input("cells", DType.I32, [3]);
+    const written = b.setRows(cache, rows, idx);
+    expect(viewRoot(written).root).toBe(cache);
+    expect(written.node?.op).toBe(Op.SET_ROWS);
+  });
+});
+
+function llamaBlock() {
+  const b = new GraphBuilder();
+  const x = b.input("x", DType.F32, [256, 4]);
+  const wq = b.weight("wq", DType.Q8_0, [256, 256]);
+  const wk = b.weight("wk", DType.Q8_0, [256, 64]);
+  const wv = b.weight("wv", DType.Q8_0, [256, 64]);
+  const g = b.weight("norm", DType.F32, [256]);
+  const h = b.name(b.mul(b.rmsNorm(x, 1e-5), g), "attn_norm", 0);
+  const q = b.mulMat(wq, h, "q");
+  const k = b.mulMat(wk, h, "k");
+  const v = b.mulMat(wv, h, "v");
+  const gate = b.mulMat(b.weight("wg", DType.Q4_K, [256, 512]), h, "gate");
+  const up = b.mulMat(b.weight("wu", DType.Q4_K, [256, 512]), h, "up");
+  const act = b.mul(b.silu(gate), up, "act");
+  b.output(q);
+  b.output(k);
+  b.output(v);
+  b.output(act);
+  return b.build();
+}
+
+describe("fusion", () => {
+  it("fuses rms_norm×weight, swiglu and the q/k/v and gate/up products", () => {
+    const g = llamaBlock();
+    const f = fuse(g);
+    const ops = f.nodes.map((n) => n.op);
+    expect(ops).toEqual([Op.RMS_NORM_MUL, Op.MUL_MAT_MULTI, Op.MUL_MAT_MULTI, Op.SWIGLU]);
+    expect(f.nodes[0]!.name).toBe("attn_norm-0");
+    expect(f.nodes[1]!.outputs.map((t) => t.name)).toEqual(["q", "k", "v"]);
+    expect(f.outputs.map((t) => t.name)).toEqual(["q", "k", "v", "act"]);
+    expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
+  });
+
+  it("leaves an intermediate alone when something else reads it", () => {
+    const b = new GraphBuilder();
+    const x = b.input("x", DType.F32, [8, 2]);
+    const n = b.rmsNorm(x, 1e-6);
+    const y = b.mul(n, b.weight("w", DType.F32, [8]));
+    b.output(y);
+    b.output(n);
+    expect(fuse(b.build()).nodes.map((k) => k.op)).toEqual([Op.RMS_NORM, Op.MUL]);
+  });
+});
+
+describe("export", () => {
+  it("writes JSON and DOT naming every node", () => {
+    const g = llamaBlock();
+    const json = graphToJson(g);
+    expect(json.nodes.map((n) => n.op)).toContain("RMS_NORM");
+    expect(json.tensors.find((t) => t.name === "wq")).toMatchObject({
+      kind: "weight",
+      dtype: "Q8_0",
+      ne: [256, 256, 1, 1],
+    });
+    const dot = graphToDot(g);
+    expect(dot.startsWith("digraph minfer {")).toBe(true);
+    expect(dot).toContain("attn_norm-0");
+    expect(dot.match(/->/g)!.length).toBeGreaterThanOrEqual(g.nodes.reduce((a, n) => a + n.inputs.length, 0));
+  });
+});
+
+describe("program encoding", () => {
+  it("round-trips and refuses tensors outside their buffer", () => {
+    const spec = {
+      bufferSizes: [1024, 64],
+      tensors: [
+        { dtype: DType.F32, buffer: 0, offset: 0, ne: [4, 4, 1, 1], nb: [4, 16, 64, 64] },
+        { dtype: DType.F32, buffer: 1, offset: 48, ne: [4, 1, 1, 1], nb: [4, 16, 16, 16] },
+      ],
+      nodes: [{ op: Op.SCALE, inputs: [0], outputs: [0], params: [0.5, -1] }],
+    } as const;
+    const bytes = encodeProgram(spec);
+    expect(decodeProgram(bytes)).toEqual(spec);
+    expect(() =>
+      encodeProgram({ ...spec, tensors: [spec.tensors[0], { ...spec.tensors[1], offset: 52 }] }),
+    ).toThrow(/does not fit in buffer 1/);
+    expect(() => encodeProgram({ ...spec, nodes: [{ ...spec.nodes[0], params: [1] }] })).toThrow(
+      /has 1 parameters, expects 2/,
+    );
+  });
+
+  it("native/common/program_format.h is generated from these constants", () => {
+    const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+    const header = readFileSync(resolve(root, "native/common/program_format.h"), "utf8");
+    expect(header).toBe(programHeaderSource());
+  });
+});
