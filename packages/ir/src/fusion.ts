@@ -103,7 +103,9 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
           group.map((n) => n.name).join("+"),
         );
         // Later members' outputs are the fused node's other outputs.
-        group.slice(1).forEach((n, k) => later.set(n.outputs[0]!, outs[k + 1]!));
+        group.slice(1).forEach((n, k) => {
+          later.set(n.outputs[0]!, outs[k + 1]!);
+        });
         return [outs[0]!];
       });
     });

@@ -95,6 +95,10 @@ describe("views", () => {
     expect(isContiguous(t)).toBe(false);
     expect(irError(() => b.reshape(t, [1024, 16])).code).toBe("BAD_VIEW");
     expect(irError(() => b.view(cache, [128, 8, 1024], undefined, 2)).message).toContain("does not fit");
+    // A transposed view reaches as far as its largest stride, not its first row.
+    const m = b.state("m", DType.F32, [4, 3]);
+    expect(() => b.view(m, [3, 4], [16, 4], 4)).toThrow(/does not fit/);
+    expect(b.view(m, [3, 4], [16, 4], 0).ne).toEqual([3, 4, 1, 1]);
   });
 
   it("set_rows writes into the state tensor it is given", () => {
@@ -105,6 +109,7 @@ describe("views", () => {
     const written = b.setRows(cache, rows, idx);
     expect(viewRoot(written).root).toBe(cache);
     expect(written.node?.op).toBe(Op.SET_ROWS);
+    expect(() => b.state("k_cache", DType.F16, [64, 100])).toThrow(/state key "k_cache" is already used/);
   });
 });
 

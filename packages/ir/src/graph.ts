@@ -1,4 +1,4 @@
-import { type DType, dtypeName } from "./dtype.js";
+import { DType, dtypeName, FLOAT_DTYPES, rowBytes, WEIGHT_DTYPES } from "./dtype.js";
 import { IrError } from "./errors.js";
 import { inferOutputs } from "./infer.js";
 import { Op, opSpec, RopeMode } from "./ops.js";
@@ -109,9 +109,14 @@ export class GraphBuilder {
     return this.#tensor("weight", name, dtype, shape4(ne, name), undefined, undefined, source);
   }
 
-  /** Memory that outlives one run, such as a KV cache. */
-  state(name: string, dtype: DType, ne: Dims): Tensor {
-    return this.#tensor("state", name, dtype, shape4(ne, name));
+  /**
+   * Memory that outlives one run, such as a KV cache. `key` (default: the name) identifies it to
+   * the scheduler, which binds it to the same buffer in every graph; keys are unique in a graph.
+   */
+  state(name: string, dtype: DType, ne: Dims, key = name): Tensor {
+    const clash = this.#tensors.find((t) => t.kind === "state" && t.source === key);
+    if (clash) throw new IrError("BAD_GRAPH", `state key "${key}" is already used by ${clash.name}`, name);
+    return this.#tensor("state", name, dtype, shape4(ne, name), undefined, undefined, key);
   }
 
   /** Names a tensor (and the node computing it): `name("attn_norm", 3)` → "attn_norm-3". */
@@ -318,11 +323,22 @@ export class GraphBuilder {
         name,
       );
     }
+    this.#writable(dst.dtype, dst.ne[0], name);
     return this.#op(Op.CPY, [a], [], name, dst)[0]!;
   }
 
   /** A contiguous copy of `a` in `dtype` (default: a's dtype). */
+  /** A cpy/cont destination must be a float type, I32, or a block type the rows fill whole. */
+  #writable(dtype: DType, rowLength: number, name?: string): void {
+    if (dtype === DType.I32 || FLOAT_DTYPES.includes(dtype)) return;
+    if (!WEIGHT_DTYPES.includes(dtype)) {
+      throw new IrError("BAD_DTYPE", `cannot copy into ${dtypeName(dtype)}`, name);
+    }
+    rowBytes(dtype, rowLength);
+  }
+
   cont(a: Tensor, dtype: DType = a.dtype, name?: string): Tensor {
+    this.#writable(dtype, a.ne[0], name);
     return this.#op(Op.CPY, [a], [], name, { dtype })[0]!;
   }
 

@@ -83,6 +83,7 @@ export function inferOutputs(
   const F32 = [DType.F32];
   switch (op) {
     case Op.GET_ROWS: {
+      needDtype(name, node, a, [...WEIGHT_DTYPES, DType.I32], "a", inputs);
       needDtype(name, node, b, [DType.I32], "the index", inputs);
       if (b.ne[2] !== 1 || b.ne[3] !== 1) fail(name, node, "takes a 1-D or 2-D index", inputs);
       if (b.ne[1] !== 1 && b.ne[1] !== a.ne[2]) fail(name, node, "index rows must match a's dim 2", inputs);
@@ -172,6 +173,7 @@ export function inferOutputs(
     }
     case Op.CPY:
       // The output's dtype and shape come from the destination given to the builder.
+      needDtype(name, node, a, [...FLOAT_DTYPES, DType.I32], "the source", inputs);
       return [{ aliasOf: -1 }];
     case Op.SET_ROWS: {
       needDtype(name, node, c, [DType.I32], "the index", inputs);

@@ -60,7 +60,9 @@ export function programHeaderSource(): string {
   L.push("namespace param {");
   for (const s of OP_SPECS) {
     L.push(`namespace ${s.name} {`);
-    s.params.forEach(([p, kind], i) => L.push(`constexpr int ${p} = ${i};  // ${kind}`));
+    s.params.forEach(([p, kind], i) => {
+      L.push(`constexpr int ${p} = ${i};  // ${kind}`);
+    });
     L.push(`constexpr int kCount = ${s.params.length};`);
     L.push(`constexpr int kMinInputs = ${s.inputs[0]};`);
     L.push(`constexpr int kMaxInputs = ${s.inputs[1]};`);

@@ -116,8 +116,12 @@ export function encodeProgram(p: ProgramSpec): Uint8Array {
     const start = at;
     for (const v of [n.op, n.inputs.length, n.outputs.length, n.params.length]) i32(v);
     at = start + 16;
-    n.inputs.forEach((t, k) => dv.setInt32(start + 16 + 4 * k, t, true));
-    n.outputs.forEach((t, k) => dv.setInt32(start + 16 + 4 * MAX_NODE_INPUTS + 4 * k, t, true));
+    n.inputs.forEach((t, k) => {
+      dv.setInt32(start + 16 + 4 * k, t, true);
+    });
+    n.outputs.forEach((t, k) => {
+      dv.setInt32(start + 16 + 4 * MAX_NODE_INPUTS + 4 * k, t, true);
+    });
     const pBase = start + 16 + 4 * MAX_NODE_INPUTS + 4 * MAX_NODE_OUTPUTS;
     s.params.forEach(([, kind], k) => {
       if (kind === "i32") dv.setInt32(pBase + 4 * k, n.params[k]!, true);

@@ -29,7 +29,7 @@ export function replay(
         break;
       case "view":
         if (!t.viewOf) throw new IrError("BAD_GRAPH", `view ${t.name} has no base`);
-        if (t.node && t.node.outputs.includes(t) && t.node.inputs.length > 0) {
+        if (t.node?.outputs.includes(t) && t.node.inputs.length > 0) {
           throw new IrError("BAD_GRAPH", `tensor ${t.name} is used before the node that writes it`);
         }
         out = b.view(map(t.viewOf), t.ne, t.nb, t.viewOffset, t.name);

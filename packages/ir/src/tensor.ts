@@ -24,7 +24,7 @@ export interface Tensor {
   readonly viewOffset: number;
   /** The node computing it (results, and views made by ops that write in place). */
   node: Node | undefined;
-  /** For weights: the name of the data (e.g. the GGUF tensor name). */
+  /** For weights: the name of the data (e.g. the GGUF tensor name); for state: its key. */
   readonly source: string | undefined;
 }
 
@@ -56,10 +56,15 @@ export function isContiguous(t: Tensor): boolean {
   return true;
 }
 
-/** Bytes between the first and one past the last byte the tensor touches. */
+/**
+ * Bytes from the tensor's first byte to one past the last byte it touches, for any strides
+ * (transposed and permuted views included). Along dim 0 a block type steps one block at a time.
+ */
 export function byteSpan(t: { dtype: DType; ne: Shape; nb: Shape }): number {
   if (numel(t) === 0) return 0;
-  let last = rowBytes(t.dtype, t.ne[0]);
+  const { blockSize, typeSize } = blockOf(t.dtype);
+  rowBytes(t.dtype, t.ne[0]); // whole blocks, or an error
+  let last = (t.ne[0] / blockSize - 1) * t.nb[0] + typeSize;
   for (let i = 1; i < 4; i++) last += (t.ne[i]! - 1) * t.nb[i]!;
   return last;
 }

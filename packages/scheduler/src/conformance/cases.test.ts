@@ -1,0 +1,70 @@
+import { dtypeName, OP_SPECS } from "@minfer/ir";
+import { beforeAll, describe, expect, it } from "vitest";
+import { referenceBackend } from "../reference-device.js";
+import { buildCase, CONFORMANCE_CASES } from "./cases.js";
+import { compareOutputs, runCase, unsupportedReason } from "./harness.js";
+
+const device = referenceBackend().devices()[0]!;
+let runtime: Awaited<ReturnType<typeof device.init>>;
+beforeAll(async () => {
+  runtime = await device.init();
+});
+
+describe("the conformance table", () => {
+  it("covers every op in OP_SPECS", () => {
+    const ops = new Set(CONFORMANCE_CASES.map((c) => c.op));
+    expect(OP_SPECS.filter((s) => !ops.has(s.name)).map((s) => s.name)).toEqual([]);
+    const combos = new Set(CONFORMANCE_CASES.map((c) => `${c.op}:${c.dtypes.join("/")}`));
+    console.log(`${CONFORMANCE_CASES.length} cases, ${ops.size} ops, ${combos.size} op × dtype combinations`);
+  });
+
+  it("names each case's tensors with real dtypes", () => {
+    for (const c of CONFORMANCE_CASES) {
+      const g = buildCase(c);
+      for (const t of g.tensors) expect(() => dtypeName(t.dtype)).not.toThrow();
+    }
+  });
+
+  // Every case must build and run on the reference itself with finite outputs; a case that
+  // silently produced zeros or NaN would make the suite pass for the wrong reason.
+  it.each(CONFORMANCE_CASES.map((c) => [c.name, c] as const))(
+    "runs on the reference: %s",
+    async (_name, c) => {
+      expect(unsupportedReason(device, buildCase(c))).toBeUndefined();
+      const outs = await runCase(c, runtime);
+      expect(outs.length).toBeGreaterThan(0);
+      for (const o of outs) {
+        expect(o.every(Number.isFinite)).toBe(true);
+        if (c.tolerance > 0 && o.length > 1) expect(o.some((v) => v !== 0)).toBe(true);
+      }
+    },
+  );
+});
+
+describe("the comparison", () => {
+  const onePerOp = [...new Map(CONFORMANCE_CASES.map((c) => [c.op, c])).values()];
+
+  it("passes a second device that computes the same (one case per op, through the whole scheduler)", async () => {
+    const twin = await referenceBackend({ name: "twin" }).devices()[0]!.init();
+    for (const c of onePerOp) {
+      const want = await runCase(c, runtime);
+      const got = await runCase(c, twin);
+      for (const [i, o] of got.entries())
+        expect(compareOutputs(want[i]!, o).nmse).toBeLessThanOrEqual(c.tolerance);
+    }
+  });
+
+  it("fails a device that is off by more than the tolerance (1%+), or that swaps two indices (mutation check)", async () => {
+    for (const c of onePerOp) {
+      const want = (await runCase(c, runtime))[0]!;
+      const bad = Float64Array.from(want);
+      if (c.tolerance === 0) [bad[0], bad[1]] = [want[1]!, want[0]!];
+      else {
+        // 1% off, or twice the tolerance's RMS for loose (quantized-output) cases.
+        const f = 1 + Math.max(0.01, 2 * Math.sqrt(c.tolerance));
+        for (let i = 0; i < bad.length; i++) bad[i]! *= f;
+      }
+      expect(compareOutputs(want, bad).nmse, c.name).toBeGreaterThan(c.tolerance);
+    }
+  });
+});

@@ -1,0 +1,556 @@
+import {
+  blockOf,
+  DType,
+  dtypeName,
+  FLOAT_DTYPES,
+  GraphBuilder,
+  isQuantized,
+  Op,
+  type OpName,
+  type Tensor,
+  WEIGHT_DTYPES,
+} from "@minfer/ir";
+import { canWrite } from "../reference/dtype-io.js";
+import type { Rng } from "./prng.js";
+
+/**
+ * Largest normalised mean squared error, Σ(out − ref)² / Σ ref², a device may show against the
+ * float64 reference; 0 = exact (integer outputs). Per dtype: what rounding inputs, activations
+ * (ggml quantizes activations to Q8 for quantized weights) or outputs to that dtype may cost.
+ */
+export const TOLERANCE: Readonly<Record<string, number>> = {
+  F32: 1e-6,
+  F16: 1e-5,
+  BF16: 1e-4,
+  I32: 0,
+  Q8_0: 5e-4,
+  QUANTIZED: 5e-4,
+  /** Outputs written in a quantized dtype (CPY, SET_ROWS): rounding choices may differ. */
+  QUANTIZED_OUTPUT: 1e-2,
+};
+
+/** One op-conformance case: a tiny one-op graph, its inputs' data, and its tolerance. */
+export interface ConformanceCase {
+  /** Unique, e.g. `"MUL_MAT a=Q4_K b=F32 [256, 33]×[256, 7]"`; also the seed of its inputs. */
+  readonly name: string;
+  readonly op: OpName;
+  /** The dtypes the case exercises (for the coverage count). */
+  readonly dtypes: readonly string[];
+  /** Builds the graph (inputs, weights, state, the op, outputs) on a fresh builder. */
+  build(b: GraphBuilder): void;
+  /** Values for tensors (by name) that must not be uniform in [−1, 1): indices, positions, masks. */
+  readonly data?: Readonly<Record<string, (rng: Rng, t: Tensor) => number[]>>;
+  /** Max NMSE against the reference (0 = exact). */
+  readonly tolerance: number;
+}
+
+const { F32, F16, BF16, I32 } = DType;
+const n = dtypeName;
+
+function tol(...dtypes: DType[]): number {
+  return Math.max(...dtypes.map((d) => (isQuantized(d) ? TOLERANCE.QUANTIZED! : TOLERANCE[n(d)]!)));
+}
+
+/** A row length that is a whole number of blocks: `odd` for float types, else the block size × k. */
+function rowLen(d: DType, odd: number, blocks = 1): number {
+  const bs = blockOf(d).blockSize;
+  return bs === 1 ? odd : bs * blocks;
+}
+
+const cases: ConformanceCase[] = [];
+function add(c: ConformanceCase): void {
+  if (cases.some((x) => x.name === c.name)) throw new Error(`duplicate conformance case ${c.name}`);
+  cases.push(c);
+}
+
+const shape = (ne: readonly number[]) => `[${ne.join(", ")}]`;
+const ints = (values: number[]) => () => values;
+const iota = (count: number, limit: number) => (rng: Rng) =>
+  Array.from({ length: count }, () => rng.int(0, limit));
+
+/** A non-contiguous F32 [ne0, ne1] input: the transpose of a [ne1, ne0] input. */
+function transposed(b: GraphBuilder, name: string, ne0: number, ne1: number): Tensor {
+  return b.transpose(b.input(`${name}_t`, F32, [ne1, ne0]), name);
+}
+
+/** A row-strided F32 [ne0, ne1] view (rows padded by 3 elements) of a larger input. */
+function padded(b: GraphBuilder, name: string, ne0: number, ne1: number, d: DType = F32): Tensor {
+  const src = b.input(`${name}_pad`, d, [ne0 + 3, ne1]);
+  return b.view(src, [ne0, ne1], [src.nb[0], src.nb[1]], 0, name);
+}
+
+// ---- GET_ROWS: every weight dtype, one row and several, 3-D with per-slice indices ----
+for (const d of WEIGHT_DTYPES) {
+  const ne0 = rowLen(d, 33);
+  for (const rows of [1, 5]) {
+    add({
+      name: `GET_ROWS a=${n(d)} ${shape([ne0, 10])} rows=${rows}`,
+      op: "GET_ROWS",
+      dtypes: [n(d)],
+      build: (b) => b.output(b.getRows(b.input("a", d, [ne0, 10]), b.input("idx", I32, [rows]))),
+      data: { idx: iota(rows, 10) },
+      tolerance: tol(d),
+    });
+  }
+}
+add({
+  name: "GET_ROWS a=F32 [65, 6, 3] idx=[4, 3]",
+  op: "GET_ROWS",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.getRows(b.input("a", F32, [65, 6, 3]), b.input("idx", I32, [4, 3]))),
+  data: { idx: iota(12, 6) },
+  tolerance: tol(F32),
+});
+
+// ---- MUL_MAT: every weight dtype × every activation dtype × one/many tokens; odd k; batches; views ----
+for (const a of WEIGHT_DTYPES)
+  for (const bd of FLOAT_DTYPES)
+    for (const tokens of [1, 7]) {
+      const k = 256;
+      add({
+        name: `MUL_MAT a=${n(a)} b=${n(bd)} ${shape([k, 33])}×${shape([k, tokens])}`,
+        op: "MUL_MAT",
+        dtypes: [n(a), n(bd)],
+        build: (b) => b.output(b.mulMat(b.weight("w", a, [k, 33]), b.input("x", bd, [k, tokens]))),
+        tolerance: tol(a, bd),
+      });
+    }
+for (const d of FLOAT_DTYPES)
+  for (const [k, m, tokens] of [
+    [33, 17, 1],
+    [65, 9, 7],
+    [257, 3, 2],
+  ] as const) {
+    add({
+      name: `MUL_MAT a=${n(d)} b=F32 odd ${shape([k, m])}×${shape([k, tokens])}`,
+      op: "MUL_MAT",
+      dtypes: [n(d), "F32"],
+      build: (b) => b.output(b.mulMat(b.input("a", d, [k, m]), b.input("x", F32, [k, tokens]))),
+      tolerance: tol(d),
+    });
+  }
+add({
+  name: "MUL_MAT a=F32 b=F32 broadcast [64, 5, 2, 1]×[64, 3, 4, 2]",
+  op: "MUL_MAT",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.mulMat(b.input("a", F32, [64, 5, 2, 1]), b.input("x", F32, [64, 3, 4, 2]))),
+  tolerance: tol(F32),
+});
+add({
+  name: "MUL_MAT a=F16 b=F32 broadcast [32, 7, 2]×[32, 1, 6]",
+  op: "MUL_MAT",
+  dtypes: ["F16", "F32"],
+  build: (b) => b.output(b.mulMat(b.input("a", F16, [32, 7, 2]), b.input("x", F32, [32, 1, 6]))),
+  tolerance: tol(F16),
+});
+add({
+  name: "MUL_MAT a=Q8_0 b=F32 transposed-b [64, 9]×[64, 5]",
+  op: "MUL_MAT",
+  dtypes: ["Q8_0", "F32"],
+  build: (b) => b.output(b.mulMat(b.weight("w", DType.Q8_0, [64, 9]), transposed(b, "x", 64, 5))),
+  tolerance: tol(DType.Q8_0),
+});
+add({
+  name: "MUL_MAT a=F32 b=F32 row-strided [33, 7]×[33, 4]",
+  op: "MUL_MAT",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.mulMat(padded(b, "a", 33, 7), padded(b, "x", 33, 4))),
+  tolerance: tol(F32),
+});
+add({
+  name: "MUL_MAT a=F16 b=F32 transposed-b [33, 7]×[33, 3]",
+  op: "MUL_MAT",
+  dtypes: ["F16", "F32"],
+  build: (b) => b.output(b.mulMat(b.input("a", F16, [33, 7]), transposed(b, "x", 33, 3))),
+  tolerance: tol(F16),
+});
+
+// ---- ADD / MUL: same shape, broadcast rows/columns/batches, one token, non-contiguous ----
+for (const op of ["ADD", "MUL"] as const) {
+  const f = (b: GraphBuilder, x: Tensor, y: Tensor) => (op === "ADD" ? b.add(x, y) : b.mul(x, y));
+  for (const [an, bn] of [
+    [
+      [33, 7],
+      [33, 7],
+    ],
+    [[33, 7], [33]],
+    [
+      [33, 7, 4],
+      [33, 1, 4],
+    ],
+    [
+      [33, 7, 4],
+      [1, 7, 1],
+    ],
+    [[257], [257]],
+    [
+      [12, 5, 3, 2],
+      [4, 1, 3, 1],
+    ],
+  ] as const) {
+    add({
+      name: `${op} F32 ${shape(an)} ${shape(bn)}`,
+      op,
+      dtypes: ["F32"],
+      build: (b) => b.output(f(b, b.input("a", F32, an), b.input("b", F32, bn))),
+      tolerance: tol(F32),
+    });
+  }
+  add({
+    name: `${op} F32 transposed [33, 7] + [33, 7]`,
+    op,
+    dtypes: ["F32"],
+    build: (b) => b.output(f(b, transposed(b, "a", 33, 7), b.input("b", F32, [33, 7]))),
+    tolerance: tol(F32),
+  });
+}
+
+// ---- unary ops: SCALE, SILU, GELU, RMS_NORM, NORM ----
+const unaryShapes = [[33, 7], [257], [5, 3, 2, 2]] as const;
+const unary: [OpName, (b: GraphBuilder, a: Tensor) => Tensor][] = [
+  ["SCALE", (b, a) => b.scale(a, 0.37, 0.25)],
+  ["SILU", (b, a) => b.silu(a)],
+  ["GELU", (b, a) => b.gelu(a)],
+  ["RMS_NORM", (b, a) => b.rmsNorm(a, 1e-6)],
+  ["NORM", (b, a) => b.norm(a, 1e-5)],
+];
+for (const [op, f] of unary) {
+  for (const ne of unaryShapes) {
+    add({
+      name: `${op} F32 ${shape(ne)}`,
+      op,
+      dtypes: ["F32"],
+      build: (b) => b.output(f(b, b.input("a", F32, ne))),
+      data: {
+        a: (rng, t) =>
+          Array.from({ length: t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3] }, () => rng.uniform(-4, 4)),
+      },
+      tolerance: tol(F32),
+    });
+  }
+  add({
+    name: `${op} F32 row-strided [65, 3]`,
+    op,
+    dtypes: ["F32"],
+    build: (b) => b.output(f(b, padded(b, "a", 65, 3))),
+    tolerance: tol(F32),
+  });
+}
+
+// ---- RMS_NORM_MUL (fused), SWIGLU ----
+for (const [an, wn] of [
+  [[33, 7], [33]],
+  [
+    [64, 5, 3],
+    [64, 5],
+  ],
+  [[257], [257]],
+] as const) {
+  add({
+    name: `RMS_NORM_MUL F32 ${shape(an)} w=${shape(wn)}`,
+    op: "RMS_NORM_MUL",
+    dtypes: ["F32"],
+    build: (b) =>
+      b.output(b.node(Op.RMS_NORM_MUL, [b.input("a", F32, an), b.input("w", F32, wn)], [1e-5])[0]!),
+    tolerance: tol(F32),
+  });
+}
+for (const ne of [[33, 7], [257], [16, 3, 2]] as const) {
+  add({
+    name: `SWIGLU F32 ${shape(ne)}`,
+    op: "SWIGLU",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.swiglu(b.input("gate", F32, ne), b.input("up", F32, ne))),
+    data: { gate: (rng, t) => Array.from({ length: t.ne[0] * t.ne[1] * t.ne[2] }, () => rng.uniform(-4, 4)) },
+    tolerance: tol(F32),
+  });
+}
+
+// ---- ROPE: normal and neox × one/many tokens × plain, partial, freq factors, linear, YaRN ----
+const ropeVariants = [
+  { tag: "plain", nDims: 64, p: {} },
+  { tag: "partial nDims=32", nDims: 32, p: {} },
+  { tag: "base=500000 freqScale=0.5", nDims: 64, p: { freqBase: 500000, freqScale: 0.5 } },
+  {
+    tag: "YaRN",
+    nDims: 64,
+    p: { freqScale: 0.25, extFactor: 1, attnFactor: 1, betaFast: 32, betaSlow: 1, nCtxOrig: 4096 },
+  },
+  { tag: "freq factors", nDims: 64, p: {}, factors: true },
+] as const;
+for (const mode of ["normal", "neox"] as const)
+  for (const tokens of [1, 5])
+    for (const v of ropeVariants) {
+      const factors = "factors" in v;
+      add({
+        name: `ROPE ${mode} ${v.tag} [64, 3, ${tokens}]`,
+        op: "ROPE",
+        dtypes: ["F32", "I32"],
+        build: (b) => {
+          const x = b.input("x", F32, [64, 3, tokens]);
+          const pos = b.input("pos", I32, [tokens]);
+          const ff = factors ? b.input("ff", F32, [v.nDims / 2]) : undefined;
+          b.output(b.rope(x, pos, { mode, nDims: v.nDims, ...v.p }, ff));
+        },
+        data: {
+          pos: iota(tokens, 100),
+          ff: (rng, t) => Array.from({ length: t.ne[0] }, () => rng.uniform(1, 8)),
+        },
+        tolerance: tol(F32),
+      });
+    }
+for (const mode of ["normal", "neox"] as const) {
+  add({
+    name: `ROPE ${mode} permuted view [32, 4, 3]`,
+    op: "ROPE",
+    dtypes: ["F32", "I32"],
+    build: (b) => {
+      const x = b.permute(b.input("x_src", F32, [32, 3, 4]), [0, 2, 1, 3], "x");
+      b.output(b.rope(x, b.input("pos", I32, [3]), { mode, nDims: 32 }));
+    },
+    data: { pos: ints([0, 7, 42]) },
+    tolerance: tol(F32),
+  });
+}
+
+// ---- SOFTMAX: plain, F32/F16 masks (more rows than needed), scale, ALiBi, one row ----
+/** A causal-like mask [nKv, rows]: row i sees cells ≤ nKv − rows + i (0), the rest −∞. */
+const causalMask = (nKv: number, nQ: number) => (_rng: Rng, t: Tensor) =>
+  Array.from({ length: t.ne[0] * t.ne[1] }, (_, j) => {
+    const cell = j % t.ne[0];
+    const row = Math.floor(j / t.ne[0]);
+    return cell <= nKv - nQ + Math.min(row, nQ - 1) ? 0 : Number.NEGATIVE_INFINITY;
+  });
+const softmaxCases = [
+  { tag: "plain", ne: [33, 7], mask: undefined, scale: 1, maxBias: 0 },
+  { tag: "one row", ne: [257], mask: undefined, scale: 1, maxBias: 0 },
+  { tag: "mask F32 scale 0.125", ne: [33, 7], mask: F32, maskRows: 7, scale: 0.125, maxBias: 0 },
+  { tag: "mask F16 padded rows", ne: [33, 7], mask: F16, maskRows: 8, scale: 1, maxBias: 0 },
+  { tag: "mask F32 ALiBi 8 heads", ne: [33, 7, 8], mask: F32, maskRows: 7, scale: 0.5, maxBias: 8 },
+  { tag: "mask F16 ALiBi 6 heads", ne: [17, 3, 6], mask: F16, maskRows: 3, scale: 1, maxBias: 8 },
+] as const;
+for (const c of softmaxCases) {
+  add({
+    name: `SOFTMAX F32 ${c.tag} ${shape(c.ne)}`,
+    op: "SOFTMAX",
+    dtypes: c.mask ? ["F32", n(c.mask)] : ["F32"],
+    build: (b) => {
+      const a = b.input("a", F32, c.ne);
+      const mask = c.mask ? b.input("mask", c.mask, [c.ne[0], "maskRows" in c ? c.maskRows : 1]) : undefined;
+      b.output(b.softmax(a, { mask, scale: c.scale, maxBias: c.maxBias }));
+    },
+    data: {
+      a: (rng, t) => Array.from({ length: t.ne[0] * t.ne[1] * t.ne[2] }, () => rng.uniform(-5, 5)),
+      mask: causalMask(c.ne[0], c.ne[1] ?? 1),
+    },
+    tolerance: tol(F32, c.mask ?? F32),
+  });
+}
+
+// ---- ATTENTION: k/v dtypes × mask F32/F16/spans × decode GQA / prefill GQA / MHA softcap; views ----
+const attnShapes = [
+  { tag: "decode GQA 4:1", hd: 64, hdv: 64, nHead: 4, nKvHead: 1, nQ: 1, nKv: 33, softcap: 0 },
+  { tag: "prefill GQA 4:2", hd: 64, hdv: 64, nHead: 4, nKvHead: 2, nQ: 7, nKv: 65, softcap: 0 },
+  { tag: "MHA softcap 2 hdv 32", hd: 32, hdv: 32, nHead: 3, nKvHead: 3, nQ: 5, nKv: 17, softcap: 2 },
+] as const;
+/** Spans I32 [2, nQ]: query i sees [start_i, nKv − nQ + i + 1), start_i small and random. */
+const spansData = (nKv: number, nQ: number) => (rng: Rng) =>
+  Array.from({ length: nQ }, (_, i) => [rng.int(0, 4), nKv - nQ + i + 1]).flat();
+for (const kv of FLOAT_DTYPES)
+  for (const maskKind of ["F32", "F16", "spans"] as const)
+    for (const s of attnShapes) {
+      add({
+        name: `ATTENTION k/v=${n(kv)} ${maskKind} ${s.tag} q=[${s.hd}, ${s.nHead}, ${s.nQ}] nKv=${s.nKv}`,
+        op: "ATTENTION",
+        dtypes: ["F32", n(kv), maskKind === "spans" ? "I32" : maskKind],
+        build: (b) => {
+          const q = b.input("q", F32, [s.hd, s.nHead, s.nQ]);
+          const k = b.input("k", kv, [s.hd, s.nKvHead, s.nKv]);
+          const v = b.input("v", kv, [s.hdv, s.nKvHead, s.nKv]);
+          const m =
+            maskKind === "spans"
+              ? b.input("spans", I32, [2, s.nQ])
+              : b.input("mask", maskKind === "F32" ? F32 : F16, [s.nKv, s.nQ]);
+          b.output(b.attention(q, k, v, m, { scale: 1 / Math.sqrt(s.hd), softcap: s.softcap }));
+        },
+        data: { spans: spansData(s.nKv, s.nQ), mask: causalMask(s.nKv, s.nQ) },
+        tolerance: tol(F32, kv, maskKind === "F16" ? F16 : F32),
+      });
+    }
+for (const kv of [F32, F16]) {
+  add({
+    name: `ATTENTION k/v=${n(kv)} permuted KV views (cache [hd, nKv, nKvHead]) mask F32`,
+    op: "ATTENTION",
+    dtypes: ["F32", n(kv)],
+    build: (b) => {
+      const q = b.input("q", F32, [32, 4, 3]);
+      const k = b.permute(b.input("k_cache", kv, [32, 20, 2]), [0, 2, 1, 3], "k");
+      const v = b.permute(b.input("v_cache", kv, [32, 20, 2]), [0, 2, 1, 3], "v");
+      b.output(b.attention(q, k, v, b.input("mask", F32, [20, 3]), { scale: 0.2 }));
+    },
+    data: { mask: causalMask(20, 3) },
+    tolerance: tol(F32, kv),
+  });
+}
+
+// ---- CPY: F32 into every writable dtype; float to float; permuted source; into a view of state ----
+for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))]) {
+  add({
+    name: `CPY F32→${n(d)} [256, 3]`,
+    op: "CPY",
+    dtypes: ["F32", n(d)],
+    build: (b) => b.output(b.cont(b.input("a", F32, [256, 3]), d)),
+    tolerance: isQuantized(d) ? (d === DType.Q8_0 ? 1e-3 : TOLERANCE.QUANTIZED_OUTPUT!) : tol(d),
+  });
+}
+for (const [from, to] of [
+  [F16, F32],
+  [BF16, F32],
+  [F16, F16],
+  [F16, BF16],
+] as const) {
+  add({
+    name: `CPY ${n(from)}→${n(to)} [33, 7]`,
+    op: "CPY",
+    dtypes: [n(from), n(to)],
+    build: (b) => b.output(b.cont(b.input("a", from, [33, 7]), to)),
+    tolerance: tol(from, to),
+  });
+}
+add({
+  name: "CPY F32 transposed [33, 7] → contiguous",
+  op: "CPY",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.cont(transposed(b, "a", 33, 7))),
+  tolerance: tol(F32),
+});
+add({
+  name: "CPY F32 [64, 2] → F16 view of state rows 3..4 of [64, 10]",
+  op: "CPY",
+  dtypes: ["F32", "F16"],
+  build: (b) => {
+    const cache = b.state("cache", F16, [64, 10]);
+    b.output(
+      b.cpy(b.input("a", F32, [64, 2]), b.view(cache, [64, 2], undefined, 3 * cache.nb[1], "cache.rows")),
+    );
+  },
+  tolerance: tol(F16),
+});
+
+// ---- SET_ROWS: into state of every KV-like dtype, one row and several ----
+for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))])
+  for (const rows of [1, 5]) {
+    const ne0 = rowLen(d, 64, 1);
+    add({
+      name: `SET_ROWS dst=${n(d)} ${shape([ne0, 16])} rows=${rows}`,
+      op: "SET_ROWS",
+      dtypes: ["F32", "I32", n(d)],
+      build: (b) => {
+        const dst = b.state("cache", d, [ne0, 16]);
+        b.output(b.setRows(dst, b.input("src", F32, [ne0, rows]), b.input("idx", I32, [rows])));
+      },
+      data: { idx: (rng) => rng.distinct(rows, 16) },
+      tolerance: isQuantized(d) ? TOLERANCE.QUANTIZED_OUTPUT! : tol(d),
+    });
+  }
+
+// ---- CONCAT: dims 0–2, F32/F16/I32 ----
+for (const [d, dim] of [
+  [F32, 0],
+  [F32, 1],
+  [F32, 2],
+  [F16, 1],
+  [I32, 0],
+] as const) {
+  const ne = [33, 7, 2];
+  const other = [...ne];
+  other[dim] = 5;
+  add({
+    name: `CONCAT ${n(d)} dim=${dim} ${shape(ne)}+${shape(other)}`,
+    op: "CONCAT",
+    dtypes: [n(d)],
+    build: (b) => b.output(b.concat(b.input("a", d, ne), b.input("b", d, other), dim)),
+    data: d === I32 ? { a: iota(33 * 7 * 2, 1000), b: iota(other[0]! * other[1]! * other[2]!, 1000) } : {},
+    tolerance: tol(d),
+  });
+}
+
+// ---- ARGSORT / TOP_K: exact ----
+for (const [ne, desc] of [
+  [[33, 7], false],
+  [[33, 7], true],
+  [[257], true],
+  [[8, 3, 2], false],
+] as const) {
+  add({
+    name: `ARGSORT F32 ${desc ? "desc" : "asc"} ${shape(ne)}`,
+    op: "ARGSORT",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.argsort(b.input("a", F32, ne), desc)),
+    tolerance: 0,
+  });
+}
+for (const [ne, k] of [
+  [[33, 7], 1],
+  [[33, 7], 5],
+  [[257], 40],
+] as const) {
+  add({
+    name: `TOP_K F32 k=${k} ${shape(ne)}`,
+    op: "TOP_K",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.topK(b.input("a", F32, ne), k)),
+    tolerance: 0,
+  });
+}
+
+// ---- MUL_MAT_ID: every weight dtype × b per expert slot or shared ----
+for (const d of WEIGHT_DTYPES)
+  for (const shared of [false, true]) {
+    const k = rowLen(d, 64, 1);
+    const nUsed = 2;
+    const nTok = 3;
+    add({
+      name: `MUL_MAT_ID experts=${n(d)} ${shape([k, 17, 4])} b=${shared ? "shared" : "per-slot"} used=${nUsed} tokens=${nTok}`,
+      op: "MUL_MAT_ID",
+      dtypes: [n(d), "F32", "I32"],
+      build: (b) => {
+        const experts = b.weight("experts", d, [k, 17, 4]);
+        const x = b.input("x", F32, [k, shared ? 1 : nUsed, nTok]);
+        b.output(b.mulMatId(experts, x, b.input("ids", I32, [nUsed, nTok])));
+      },
+      data: { ids: (rng) => Array.from({ length: nTok }, () => rng.distinct(nUsed, 4)).flat() },
+      tolerance: tol(d),
+    });
+  }
+
+// ---- MUL_MAT_MULTI (fused): 2 and 3 weights of mixed dtypes, F32 and F16 activations ----
+for (const [x, ws] of [
+  [F32, [F32, F32]],
+  [F32, [DType.Q8_0, DType.Q4_K, DType.Q6_K]],
+  [F32, [F16, DType.Q4_0]],
+  [F16, [F16, F16, F16]],
+] as const) {
+  const k = 256;
+  add({
+    name: `MUL_MAT_MULTI x=${n(x)} w=${ws.map(n).join("+")} [${k}, 5]`,
+    op: "MUL_MAT_MULTI",
+    dtypes: [n(x), ...ws.map(n)],
+    build: (b) => {
+      const xs = b.input("x", x, [k, 5]);
+      const weights = ws.map((d, i) => b.weight(`w${i}`, d, [k, 9 + i]));
+      for (const o of b.node(Op.MUL_MAT_MULTI, [xs, ...weights], [])) b.output(o);
+    },
+    tolerance: tol(x, ...ws),
+  });
+}
+
+/** The op-conformance table: every op × the dtypes it accepts × several shapes and layouts. */
+export const CONFORMANCE_CASES: readonly ConformanceCase[] = cases;
+
+/** Builds a case's graph. */
+export function buildCase(c: ConformanceCase) {
+  const b = new GraphBuilder();
+  c.build(b);
+  return b.build();
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { SchedulerError } from "./errors.js";
+import { referenceBackend } from "./reference-device.js";
+import { Scheduler } from "./scheduler.js";
+import { bindAll, gpuAndCpu, valuesFor } from "./test-fixtures/devices.js";
+import { chainGraph, mlpGraph } from "./test-fixtures/graphs.js";
+
+describe("Executor", () => {
+  it("returns a per-op timing table when asked", async () => {
+    const { gpu, cpu } = gpuAndCpu();
+    const graph = mlpGraph();
+    const gpuRt = await gpu.init();
+    const cpuRt = await cpu.init();
+    const { bindings } = await bindAll(graph, gpuRt);
+    const s = new Scheduler({ runtimes: [gpuRt, cpuRt], weights: bindings, profile: true });
+    const x = graph.tensors.find((t) => t.name === "x")!;
+    const r = await s.prepare(graph).executor.run(new Map([[x, Float32Array.from(valuesFor(x))]]));
+    const table = r.timing!.format();
+    expect(table.split("\n")[0]).toMatch(/^op\s+node\s+device\s+µs\s+%$/);
+    expect(table).toMatch(/MUL_MAT\s+up\s+gpu:0\s+\d+\.\d\s+\d+\.\d/);
+    expect(table).toMatch(/SILU\s+act\s+cpu/);
+    expect(table).toMatch(/COPY\s+up\s+gpu:0 → cpu/);
+    expect(r.timing!.rows).toHaveLength(5);
+    const pct = r.timing!.rows.reduce((acc, row) => acc + row.micros, 0);
+    expect(pct).toBeCloseTo(r.timing!.totalMicros, 6);
+    const quiet = await s
+      .prepare(graph)
+      .executor.run(new Map([[x, Float32Array.from(valuesFor(x))]]), { profile: false });
+    expect(quiet.timing).toBeUndefined();
+  });
+
+  it("refuses a missing or mis-sized input by name", async () => {
+    const runtime = await referenceBackend().devices()[0]!.init();
+    const graph = chainGraph(2, 16);
+    const p = new Scheduler({ runtimes: [runtime] }).prepare(graph);
+    await expect(p.executor.run(new Map())).rejects.toThrow(/input "x" was not given/);
+    await expect(p.executor.run(new Map([[graph.tensors[0]!, new Float32Array(3)]]))).rejects.toThrow(
+      /needs 64 bytes, 12 were given/,
+    );
+    await expect(p.executor.run(new Map())).rejects.toBeInstanceOf(SchedulerError);
+  });
+
+  it("computes a chain right (scale 0.5 then silu)", async () => {
+    const runtime = await referenceBackend().devices()[0]!.init();
+    const graph = chainGraph(2, 4);
+    const r = await new Scheduler({ runtimes: [runtime] })
+      .prepare(graph)
+      .executor.run(new Map([[graph.tensors[0]!, Float32Array.of(0, 2, -2, 4)]]));
+    const silu = (v: number) => v / (1 + Math.exp(-v));
+    expect([...r.float32(graph.outputs[0]!)]).toEqual([0, 1, -1, 2].map((v) => Math.fround(silu(v))));
+  });
+});

@@ -1,0 +1,141 @@
+import type { BackendBuffer, DeviceRuntime, Tensor } from "@minfer/ir";
+import { SchedulerError } from "./errors.js";
+import type { BufferRef, ExecutionPlan, Location } from "./plan.js";
+import { decodeValues } from "./reference/dtype-io.js";
+import { opLabel, type TimingReport, type TimingRow, timingReport } from "./timing.js";
+
+/** Options of an {@link Executor} (and of `Scheduler`, which passes them on). */
+export interface ExecutorOptions {
+  /**
+   * Measure every node (the backend's own per-node times) and every copy; the run's result then
+   * carries a `timing` report with a formatted table. Default: false.
+   */
+  profile?: boolean;
+}
+
+/** What the executor runs on: a started runtime and an arena buffer per device. */
+export interface ExecutionContext {
+  readonly runtimes: ReadonlyMap<string, DeviceRuntime>;
+  /** Current arena of each device (looked up at every run, so a grown arena is picked up). */
+  arena(device: string): BackendBuffer;
+}
+
+/** The outputs of one run. */
+export interface RunResult {
+  /** Each graph output's bytes (from its element 0 over its extent), as the device left them. */
+  readonly outputs: ReadonlyMap<Tensor, Uint8Array>;
+  /** Per-op timing, when profiling was on. */
+  readonly timing: TimingReport | undefined;
+  /** An output's values as float64 (any dtype, any strides). */
+  values(t: Tensor): Float64Array;
+  /** An output's values as a Float32Array (e.g. the logits). */
+  float32(t: Tensor): Float32Array;
+}
+
+/**
+ * Runs a lowered graph: writes the inputs, executes each split's program on its device in
+ * order (copying the tensors that cross devices before the split that reads them), and reads
+ * the outputs back. Allocates nothing: the arenas and bound buffers already exist.
+ */
+export class Executor {
+  readonly plan: ExecutionPlan;
+  readonly #context: ExecutionContext;
+  readonly #options: ExecutorOptions;
+
+  constructor(plan: ExecutionPlan, context: ExecutionContext, options: ExecutorOptions = {}) {
+    this.plan = plan;
+    this.#context = context;
+    this.#options = options;
+  }
+
+  #runtime(device: string): DeviceRuntime {
+    const r = this.#context.runtimes.get(device);
+    if (!r) throw new SchedulerError("BACKEND_MISSING", `no runtime for device ${device}`);
+    return r;
+  }
+
+  #buffer(ref: BufferRef): BackendBuffer {
+    return ref.kind === "arena" ? this.#context.arena(ref.device) : ref.buffer;
+  }
+
+  async #read(loc: Location): Promise<Uint8Array> {
+    return this.#runtime(loc.device).read(this.#buffer(loc.buffer), loc.offset, loc.bytes);
+  }
+
+  /**
+   * One run. `inputs` holds the bytes of every graph input (a typed array in the tensor's dtype:
+   * Float32Array for F32, Int32Array for I32, raw bytes for F16/quantized), contiguous.
+   */
+  async run(inputs: ReadonlyMap<Tensor, ArrayBufferView>, options: ExecutorOptions = {}): Promise<RunResult> {
+    const profile = options.profile ?? this.#options.profile ?? false;
+    const { plan } = this;
+    for (const [t, locations] of plan.inputs) {
+      const data = inputs.get(t);
+      if (!data) {
+        const names = [...plan.inputs.keys()].map((x) => x.name).join(", ");
+        throw new SchedulerError(
+          "BAD_INPUT",
+          `input "${t.name}" was not given (the graph's inputs: ${names})`,
+        );
+      }
+      if (data.byteLength !== locations[0]!.bytes)
+        throw new SchedulerError(
+          "BAD_INPUT",
+          `input "${t.name}" needs ${locations[0]!.bytes} bytes, ${data.byteLength} were given`,
+          { tensor: t.name, expected: locations[0]!.bytes, got: data.byteLength },
+        );
+      for (const loc of locations)
+        await this.#runtime(loc.device).write(this.#buffer(loc.buffer), loc.offset, data);
+    }
+    for (const t of inputs.keys())
+      if (!plan.inputs.has(t) && !plan.assignment.graph.tensors.includes(t))
+        throw new SchedulerError("BAD_INPUT", `input "${t.name}" is not a tensor of this graph`);
+
+    const rows: TimingRow[] = [];
+    for (const step of plan.steps) {
+      if (step.kind === "copy") {
+        const start = performance.now();
+        const bytes = await this.#read(step.from);
+        await this.#runtime(step.to.device).write(this.#buffer(step.to.buffer), step.to.offset, bytes);
+        if (profile)
+          rows.push({
+            op: "COPY",
+            name: step.tensor.name,
+            device: `${step.from.device} → ${step.to.device}`,
+            micros: (performance.now() - start) * 1000,
+          });
+        continue;
+      }
+      const runtime = this.#runtime(step.device);
+      const result = await runtime.execute(
+        step.program,
+        step.slots.map((s) => this.#buffer(s)),
+        { profile },
+      );
+      if (profile) {
+        step.nodes.forEach((n, i) => {
+          rows.push({
+            op: opLabel(n.op),
+            name: n.name,
+            device: step.device,
+            micros: result.nodeMicros?.[i] ?? 0,
+          });
+        });
+      }
+    }
+
+    const outputs = new Map<Tensor, Uint8Array>();
+    for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc));
+    const get = (t: Tensor) => {
+      const b = outputs.get(t);
+      if (!b) throw new SchedulerError("BAD_INPUT", `"${t.name}" is not an output of this graph`);
+      return b;
+    };
+    return {
+      outputs,
+      timing: profile ? timingReport(rows) : undefined,
+      values: (t) => decodeValues(t, get(t)),
+      float32: (t) => Float32Array.from(decodeValues(t, get(t))),
+    };
+  }
+}
