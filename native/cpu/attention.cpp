@@ -1,0 +1,189 @@
+// ATTENTION: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
+// with q F32 [hd, nHead, nQ], k F32/F16/BF16 [hd, nKvHead, nKv], v F32/F16/BF16 [hdv, nKvHead, nKv]
+// (any strides; each k/v row must be contiguous), and as 4th input either a mask F32/F16
+// [nKv, >= nQ] (-inf hides a cell) or spans I32 [2, nQ] (query j sees cells [start_j, end_j)).
+// GQA: head h reads kv head h / (nHead / nKvHead). Output F32 [hdv, nHead, nQ].
+//
+// Batch invariance: each (head, query) is reduced in one pass of online softmax (running max and
+// sum) over its own visible cells only, in ascending cell order, with per-cell arithmetic that
+// depends on nothing else. Hidden cells are skipped, not added as zeros, so the same query gives
+// bit-identical output alone or in a batch, with any number of extra masked or out-of-span cells.
+// Work is split over (query, head) pairs.
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "../common/fp16.h"
+#include "kernel.h"
+
+namespace minfer::cpu {
+
+#define ATTN_ROW_FUNCS                                                                            \
+  float dot(const float* q, const void* k, program::DType kt, int64_t n);                         \
+  void axpby(float* acc, float a, const void* v, program::DType vt, float b, int64_t n);
+
+namespace attn_scalar { ATTN_ROW_FUNCS }
+#if defined(__x86_64__) || defined(_M_X64)
+namespace attn_avx2 { ATTN_ROW_FUNCS }
+namespace attn_avx512 { ATTN_ROW_FUNCS }
+#endif
+
+namespace attn_scalar {
+static inline float load(const void* p, program::DType t, int64_t i) {
+  switch (t) {
+    case program::DType::F16: return fp16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case program::DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+float dot(const float* q, const void* k, program::DType kt, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += static_cast<double>(q[i]) * load(k, kt, i);
+  return static_cast<float>(s);
+}
+// acc = acc * a + v * b
+void axpby(float* acc, float a, const void* v, program::DType vt, float b, int64_t n) {
+  if (a == 1.0f) {
+    for (int64_t i = 0; i < n; i++) acc[i] += load(v, vt, i) * b;
+  } else {
+    for (int64_t i = 0; i < n; i++) acc[i] = acc[i] * a + load(v, vt, i) * b;
+  }
+}
+}  // namespace attn_scalar
+
+namespace {
+
+using program::DType;
+using program::Op;
+namespace P = program::param::ATTENTION;
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+    case DType::Q8_0: return "Q8_0";
+    default: return "a quantized dtype";
+  }
+}
+int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+
+thread_local char g_msg[256];
+template <typename... A>
+const char* fail(const char* fmt, A... a) {
+  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
+  return g_msg;
+}
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+const char* check_attention(const NodeArgs& args) {
+  if (args.n_inputs != 4 || args.n_outputs != 1)
+    return fail("attention: takes 4 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
+  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
+  if (q->dtype != DType::F32) return fail("attention: q must be F32, got %s", dtype_name(q->dtype));
+  if (!is_float(k->dtype)) return fail("attention: k must be F32, F16 or BF16, got %s", dtype_name(k->dtype));
+  if (!is_float(v->dtype)) return fail("attention: v must be F32, F16 or BF16, got %s", dtype_name(v->dtype));
+  if (o->dtype != DType::F32) return fail("attention: the output must be F32, got %s", dtype_name(o->dtype));
+  if (k->nb[0] != elem_size(k->dtype) || v->nb[0] != elem_size(v->dtype))
+    return fail("attention: k and v rows must be contiguous in dim 0 (nb[0] %lld and %lld)", (long long)k->nb[0],
+                (long long)v->nb[0]);
+  if (q->ne[0] != k->ne[0]) return fail("attention: q and k must have the same head size (%lld vs %lld)",
+                                        (long long)q->ne[0], (long long)k->ne[0]);
+  if (k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2])
+    return fail("attention: k and v must have the same heads and length");
+  if (k->ne[1] <= 0 || q->ne[1] % k->ne[1] != 0)
+    return fail("attention: q heads (%lld) must be a multiple of kv heads (%lld)", (long long)q->ne[1],
+                (long long)k->ne[1]);
+  if (q->ne[3] != 1 || k->ne[3] != 1 || v->ne[3] != 1) return fail("attention: takes 3-D q, k and v");
+  if (o->ne[0] != v->ne[0] || o->ne[1] != q->ne[1] || o->ne[2] != q->ne[2] || o->ne[3] != 1)
+    return fail("attention: the output must be [hdv, nHead, nQ]");
+  if (m->dtype == DType::I32) {
+    if (m->ne[0] != 2 || m->ne[1] != q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
+      return fail("attention: spans must be I32 [2, nQ]");
+  } else {
+    if (m->dtype != DType::F32 && m->dtype != DType::F16)
+      return fail("attention: the mask must be F32 or F16 (or spans I32), got %s", dtype_name(m->dtype));
+    if (m->ne[0] != k->ne[2] || m->ne[1] < q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
+      return fail("attention: the mask must be [nKv, >= nQ] = [%lld, %lld], got [%lld, %lld, %lld, %lld]",
+                  (long long)k->ne[2], (long long)q->ne[2], (long long)m->ne[0], (long long)m->ne[1],
+                  (long long)m->ne[2], (long long)m->ne[3]);
+  }
+  return nullptr;
+}
+
+template <float (*Dot)(const float*, const void*, DType, int64_t),
+          void (*Axpby)(float*, float, const void*, DType, float, int64_t)>
+void attend(const NodeArgs& args, int ith, int nth) {
+  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
+  const float scale = param_f32(args, P::scale);
+  const float softcap = param_f32(args, P::softcap);
+  const int64_t hd = q->ne[0], hdv = v->ne[0], n_head = q->ne[1], n_q = q->ne[2];
+  const int64_t n_kv = k->ne[2], group = n_head / k->ne[1];
+  const bool spans = m->dtype == DType::I32;
+  std::vector<float> qbuf(hd), acc(hdv);
+
+  int64_t t0, t1;
+  split_range(n_head * n_q, ith, nth, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t j = t / n_head, h = t % n_head, kvh = h / group;
+    const uint8_t* qr = q->data + h * q->nb[1] + j * q->nb[2];
+    for (int64_t i = 0; i < hd; i++) qbuf[i] = *reinterpret_cast<const float*>(qr + i * q->nb[0]);
+    int64_t c0 = 0, c1 = n_kv;
+    const uint8_t* mrow = nullptr;
+    if (spans) {
+      const uint8_t* sp = m->data + j * m->nb[1];
+      c0 = *reinterpret_cast<const int32_t*>(sp);
+      c1 = *reinterpret_cast<const int32_t*>(sp + m->nb[0]);
+      c0 = c0 < 0 ? 0 : c0;
+      c1 = c1 > n_kv ? n_kv : c1;
+    } else {
+      mrow = m->data + j * m->nb[1];
+    }
+    float mx = -INFINITY, sum = 0.0f;
+    for (int64_t i = 0; i < hdv; i++) acc[i] = 0.0f;
+    const uint8_t* kbase = k->data + kvh * k->nb[1];
+    const uint8_t* vbase = v->data + kvh * v->nb[1];
+    for (int64_t c = c0; c < c1; c++) {
+      float mv = 0.0f;
+      if (mrow) {
+        const uint8_t* mp = mrow + c * m->nb[0];
+        mv = m->dtype == DType::F16 ? fp16_to_f32(*reinterpret_cast<const uint16_t*>(mp))
+                                    : *reinterpret_cast<const float*>(mp);
+        if (mv == -INFINITY) continue;  // hidden: not part of this query's window
+      }
+      float s = Dot(qbuf.data(), kbase + c * k->nb[2], k->dtype, hd) * scale;
+      if (softcap != 0.0f) s = softcap * std::tanh(s / softcap);
+      s += mv;
+      if (s == -INFINITY) continue;
+      const void* vr = vbase + c * v->nb[2];
+      if (s > mx) {
+        const float ms = mx == -INFINITY ? 0.0f : std::exp(mx - s);
+        mx = s;
+        sum = sum * ms + 1.0f;
+        Axpby(acc.data(), ms, vr, v->dtype, 1.0f, hdv);
+      } else {
+        const float vs = std::exp(s - mx);
+        sum += vs;
+        Axpby(acc.data(), 1.0f, vr, v->dtype, vs, hdv);
+      }
+    }
+    uint8_t* orow = o->data + h * o->nb[1] + j * o->nb[2];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int64_t i = 0; i < hdv; i++) *reinterpret_cast<float*>(orow + i * o->nb[0]) = acc[i] * inv;
+  }
+}
+
+void run_attention(const NodeArgs& args, int, int ith, int nth) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (args.simd == SimdLevel::AVX512) return attend<attn_avx512::dot, attn_avx512::axpby>(args, ith, nth);
+  if (args.simd == SimdLevel::AVX2) return attend<attn_avx2::dot, attn_avx2::axpby>(args, ith, nth);
+#endif
+  attend<attn_scalar::dot, attn_scalar::axpby>(args, ith, nth);
+}
+
+const Registrar attention_kernel(Op::ATTENTION, {check_attention, no_scratch, 1, run_attention});
+
+}  // namespace
+}  // namespace minfer::cpu

@@ -1,0 +1,75 @@
+// AVX2 dot products and value accumulation for attention.cpp (keys/values F32, F16 or BF16).
+// Tails go through the same vector arithmetic on zero-padded copies.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "../common/program_format.h"
+
+namespace minfer::cpu::attn_avx2 {
+
+using program::DType;
+
+static inline int64_t esize(DType t) { return t == DType::F32 ? 4 : 2; }
+
+// 8 values of dtype t starting at element i of p (which must have 8 readable elements).
+static inline __m256 load8(const void* p, DType t, int64_t i) {
+  switch (t) {
+    case DType::F16:
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+    case DType::BF16:
+      return _mm256_castsi256_ps(_mm256_slli_epi32(
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i))),
+          16));
+    default:
+      return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+  }
+}
+
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float dot(const float* q, const void* k, DType kt, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, kt, i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(k, kt, i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, kt, i), s0);
+  if (i < n) {
+    alignas(32) float tq[8] = {0};
+    alignas(32) uint8_t tk[32] = {0};
+    std::memcpy(tq, q + i, (n - i) * 4);
+    std::memcpy(tk, static_cast<const uint8_t*>(k) + i * esize(kt), (n - i) * esize(kt));
+    s1 = _mm256_fmadd_ps(_mm256_load_ps(tq), load8(tk, kt, 0), s1);
+  }
+  return hsum(_mm256_add_ps(s0, s1));
+}
+
+void axpby(float* acc, float a, const void* v, DType vt, float b, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 y = _mm256_loadu_ps(acc + i);
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(load8(v, vt, i), vb, a == 1.0f ? y : _mm256_mul_ps(y, va)));
+  }
+  if (i < n) {
+    alignas(32) float ta[8] = {0};
+    alignas(32) uint8_t tv[32] = {0};
+    std::memcpy(ta, acc + i, (n - i) * 4);
+    std::memcpy(tv, static_cast<const uint8_t*>(v) + i * esize(vt), (n - i) * esize(vt));
+    const __m256 y = _mm256_load_ps(ta);
+    _mm256_store_ps(ta, _mm256_fmadd_ps(load8(tv, vt, 0), vb, a == 1.0f ? y : _mm256_mul_ps(y, va)));
+    std::memcpy(acc + i, ta, (n - i) * 4);
+  }
+}
+
+}  // namespace minfer::cpu::attn_avx2
+#endif

@@ -1,0 +1,54 @@
+// AVX-512 dot products and value accumulation for attention.cpp (keys/values F32, F16 or BF16).
+// Tails use masked loads, so every cell goes through the same arithmetic whatever the batch.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "../common/program_format.h"
+
+namespace minfer::cpu::attn_avx512 {
+
+using program::DType;
+
+static inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
+
+// 16 values of dtype t at p + i, as f32; lanes outside `m` are 0.
+static inline __m512 load16(const void* p, DType t, int64_t i, __mmask16 m) {
+  switch (t) {
+    case DType::F16:
+      return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + i));
+    case DType::BF16:
+      return _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + i)), 16));
+    default:
+      return _mm512_maskz_loadu_ps(m, static_cast<const float*>(p) + i);
+  }
+}
+
+float dot(const float* q, const void* k, DType kt, int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), load16(k, kt, i, 0xffff), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), load16(k, kt, i + 16, 0xffff), s1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load16(k, kt, i, m), s0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+void axpby(float* acc, float a, const void* v, DType vt, float b, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512 x = load16(v, vt, i, m);
+    const __m512 y = _mm512_maskz_loadu_ps(m, acc + i);
+    _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(x, vb, a == 1.0f ? y : _mm512_mul_ps(y, va)));
+  }
+}
+
+}  // namespace minfer::cpu::attn_avx512
+#endif

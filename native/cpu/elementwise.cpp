@@ -1,0 +1,286 @@
+// Element-wise kernels: ADD, MUL (b broadcast over a by ggml's rule: b.ne[i] divides a.ne[i]),
+// SCALE (a*scale + bias), SILU, GELU (tanh approximation), SWIGLU (silu(gate) * up).
+// All F32. Rows are split across threads; a row whose operands are contiguous goes through the
+// row functions below (scalar here, AVX2/AVX-512 in elementwise_avx2.cpp / elementwise_avx512.cpp),
+// anything else through a strided element loop.
+#include <cmath>
+#include <cstdio>
+
+#include "kernel.h"
+
+namespace minfer::cpu {
+
+// Row functions shared with softmax.cpp (exp_sub_sum_row) and defined per instruction set.
+namespace ew_scalar {
+void add_row(float* o, const float* a, const float* b, int64_t n);
+void mul_row(float* o, const float* a, const float* b, int64_t n);
+void scale_row(float* o, const float* a, float s, float bias, int64_t n);
+void silu_row(float* o, const float* a, int64_t n);
+void gelu_row(float* o, const float* a, int64_t n);
+void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+float max_row(const float* x, int64_t n);
+double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
+}  // namespace ew_scalar
+#if defined(__x86_64__) || defined(_M_X64)
+namespace ew_avx2 {
+void add_row(float* o, const float* a, const float* b, int64_t n);
+void mul_row(float* o, const float* a, const float* b, int64_t n);
+void scale_row(float* o, const float* a, float s, float bias, int64_t n);
+void silu_row(float* o, const float* a, int64_t n);
+void gelu_row(float* o, const float* a, int64_t n);
+void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+float max_row(const float* x, int64_t n);
+double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
+}  // namespace ew_avx2
+namespace ew_avx512 {
+void add_row(float* o, const float* a, const float* b, int64_t n);
+void mul_row(float* o, const float* a, const float* b, int64_t n);
+void scale_row(float* o, const float* a, float s, float bias, int64_t n);
+void silu_row(float* o, const float* a, int64_t n);
+void gelu_row(float* o, const float* a, int64_t n);
+void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+float max_row(const float* x, int64_t n);
+double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
+}  // namespace ew_avx512
+#define EW_DISPATCH(level, fn, ...)                                        \
+  ((level) == SimdLevel::AVX512 ? ew_avx512::fn(__VA_ARGS__)               \
+   : (level) == SimdLevel::AVX2 ? ew_avx2::fn(__VA_ARGS__)                 \
+                                : ew_scalar::fn(__VA_ARGS__))
+#else
+#define EW_DISPATCH(level, fn, ...) ew_scalar::fn(__VA_ARGS__)
+#endif
+
+namespace ew_scalar {
+static inline float silu1(float x) { return x / (1.0f + std::exp(-x)); }
+// gelu(x) = 0.5 x (1 + tanh(y)) = x * sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3).
+static inline float gelu1(float x) {
+  const float y = 0.7978845608028654f * x * (1.0f + 0.044715f * x * x);
+  return x / (1.0f + std::exp(-2.0f * y));
+}
+void add_row(float* o, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+}
+void mul_row(float* o, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i];
+}
+void scale_row(float* o, const float* a, float s, float bias, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] * s + bias;
+}
+void silu_row(float* o, const float* a, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = silu1(a[i]);
+}
+void gelu_row(float* o, const float* a, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = gelu1(a[i]);
+}
+void swiglu_row(float* o, const float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = silu1(g[i]) * u[i];
+}
+float max_row(const float* x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+double exp_sub_sum_row(float* o, const float* x, float m, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float e = std::exp(x[i] - m);
+    o[i] = e;
+    s += e;
+  }
+  return s;
+}
+}  // namespace ew_scalar
+
+namespace {
+
+using program::DType;
+using program::Op;
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+    case DType::Q8_0: return "Q8_0";
+    default: return "a quantized dtype";
+  }
+}
+
+thread_local char g_msg[256];
+
+template <typename... A>
+const char* fail(const char* fmt, A... a) {
+  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
+  return g_msg;
+}
+
+const char* need_f32(const char* op, const char* what, const Tensor* t) {
+  if (t->dtype != DType::F32) return fail("%s: %s must be F32, got %s", op, what, dtype_name(t->dtype));
+  return nullptr;
+}
+
+bool same_shape(const Tensor* a, const Tensor* b) {
+  for (int i = 0; i < 4; i++)
+    if (a->ne[i] != b->ne[i]) return false;
+  return true;
+}
+
+const char* check_counts(const char* op, const NodeArgs& a, int n_in) {
+  if (a.n_inputs != n_in || a.n_outputs != 1)
+    return fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, a.n_inputs, a.n_outputs);
+  return nullptr;
+}
+
+inline float* f32_at(const Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<float*>(t->data + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
+}
+
+inline int64_t n_rows(const Tensor* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+
+inline void row_coords(const Tensor* t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
+  *i1 = r % t->ne[1];
+  r /= t->ne[1];
+  *i2 = r % t->ne[2];
+  *i3 = r / t->ne[2];
+}
+
+// ---- ADD / MUL ----
+
+const char* check_binary(const NodeArgs& args, const char* op) {
+  if (const char* e = check_counts(op, args, 2)) return e;
+  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
+  if (const char* e = need_f32(op, "a", a)) return e;
+  if (const char* e = need_f32(op, "b", b)) return e;
+  if (const char* e = need_f32(op, "the output", o)) return e;
+  for (int i = 0; i < 4; i++) {
+    if (b->ne[i] <= 0 || a->ne[i] % b->ne[i] != 0)
+      return fail("%s: b [%lld,%lld,%lld,%lld] does not broadcast over a [%lld,%lld,%lld,%lld]", op,
+                  (long long)b->ne[0], (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3],
+                  (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3]);
+  }
+  if (!same_shape(a, o)) return fail("%s: the output must have a's shape", op);
+  return nullptr;
+}
+const char* check_add(const NodeArgs& a) { return check_binary(a, "add"); }
+const char* check_mul(const NodeArgs& a) { return check_binary(a, "mul"); }
+
+template <bool kMul>
+void run_binary(const NodeArgs& args, int, int ith, int nth) {
+  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
+  int64_t r0, r1;
+  split_range(n_rows(a), ith, nth, &r0, &r1);
+  const int64_t ne0 = a->ne[0];
+  const bool a_c = a->nb[0] == 4, o_c = o->nb[0] == 4, b_c = b->nb[0] == 4;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t i1, i2, i3;
+    row_coords(a, r, &i1, &i2, &i3);
+    const float* ar = f32_at(a, 0, i1, i2, i3);
+    const float* br = f32_at(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+    float* orow = f32_at(o, 0, i1, i2, i3);
+    if (a_c && o_c && b->ne[0] == ne0 && b_c) {
+      if (kMul) EW_DISPATCH(args.simd, mul_row, orow, ar, br, ne0);
+      else EW_DISPATCH(args.simd, add_row, orow, ar, br, ne0);
+    } else if (a_c && o_c && b->ne[0] == 1) {
+      if (kMul) EW_DISPATCH(args.simd, scale_row, orow, ar, br[0], 0.0f, ne0);
+      else EW_DISPATCH(args.simd, scale_row, orow, ar, 1.0f, br[0], ne0);
+    } else {
+      const int64_t bn = b->ne[0];
+      for (int64_t i = 0; i < ne0; i++) {
+        const float x = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(ar) + i * a->nb[0]);
+        const float y = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(br) + (i % bn) * b->nb[0]);
+        *reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(orow) + i * o->nb[0]) = kMul ? x * y : x + y;
+      }
+    }
+  }
+}
+
+// ---- unary: SCALE, SILU, GELU ----
+
+const char* check_unary(const NodeArgs& args, const char* op) {
+  if (const char* e = check_counts(op, args, 1)) return e;
+  if (const char* e = need_f32(op, "a", args.in[0])) return e;
+  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.out[0])) return fail("%s: the output must have a's shape", op);
+  return nullptr;
+}
+const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
+const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
+const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
+
+enum class Unary { Scale, Silu, Gelu };
+
+template <Unary kOp>
+void run_unary(const NodeArgs& args, int, int ith, int nth) {
+  const Tensor *a = args.in[0], *o = args.out[0];
+  float s = 1, bias = 0;
+  if (kOp == Unary::Scale) {
+    s = param_f32(args, program::param::SCALE::scale);
+    bias = param_f32(args, program::param::SCALE::bias);
+  }
+  int64_t r0, r1;
+  split_range(n_rows(a), ith, nth, &r0, &r1);
+  const int64_t ne0 = a->ne[0];
+  const bool contiguous = a->nb[0] == 4 && o->nb[0] == 4;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t i1, i2, i3;
+    row_coords(a, r, &i1, &i2, &i3);
+    const float* ar = f32_at(a, 0, i1, i2, i3);
+    float* orow = f32_at(o, 0, i1, i2, i3);
+    if (contiguous) {
+      if (kOp == Unary::Scale) EW_DISPATCH(args.simd, scale_row, orow, ar, s, bias, ne0);
+      else if (kOp == Unary::Silu) EW_DISPATCH(args.simd, silu_row, orow, ar, ne0);
+      else EW_DISPATCH(args.simd, gelu_row, orow, ar, ne0);
+    } else {
+      for (int64_t i = 0; i < ne0; i++) {
+        const float x = *f32_at(a, i, i1, i2, i3);
+        float y;
+        if (kOp == Unary::Scale) ew_scalar::scale_row(&y, &x, s, bias, 1);
+        else if (kOp == Unary::Silu) ew_scalar::silu_row(&y, &x, 1);
+        else ew_scalar::gelu_row(&y, &x, 1);
+        *f32_at(o, i, i1, i2, i3) = y;
+      }
+    }
+  }
+}
+
+// ---- SWIGLU ----
+
+const char* check_swiglu(const NodeArgs& args) {
+  if (const char* e = check_counts("swiglu", args, 2)) return e;
+  if (const char* e = need_f32("swiglu", "gate", args.in[0])) return e;
+  if (const char* e = need_f32("swiglu", "up", args.in[1])) return e;
+  if (const char* e = need_f32("swiglu", "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.in[1])) return fail("swiglu: gate and up must have the same shape");
+  if (!same_shape(args.in[0], args.out[0])) return fail("swiglu: the output must have gate's shape");
+  return nullptr;
+}
+
+void run_swiglu(const NodeArgs& args, int, int ith, int nth) {
+  const Tensor *g = args.in[0], *u = args.in[1], *o = args.out[0];
+  int64_t r0, r1;
+  split_range(n_rows(g), ith, nth, &r0, &r1);
+  const int64_t ne0 = g->ne[0];
+  const bool contiguous = g->nb[0] == 4 && u->nb[0] == 4 && o->nb[0] == 4;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t i1, i2, i3;
+    row_coords(g, r, &i1, &i2, &i3);
+    if (contiguous) {
+      EW_DISPATCH(args.simd, swiglu_row, f32_at(o, 0, i1, i2, i3), f32_at(g, 0, i1, i2, i3),
+                  f32_at(u, 0, i1, i2, i3), ne0);
+    } else {
+      for (int64_t i = 0; i < ne0; i++)
+        ew_scalar::swiglu_row(f32_at(o, i, i1, i2, i3), f32_at(g, i, i1, i2, i3), f32_at(u, i, i1, i2, i3), 1);
+    }
+  }
+}
+
+const Registrar add_kernel(Op::ADD, {check_add, no_scratch, 1, run_binary<false>});
+const Registrar mul_kernel(Op::MUL, {check_mul, no_scratch, 1, run_binary<true>});
+const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, 1, run_unary<Unary::Scale>});
+const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, 1, run_unary<Unary::Silu>});
+const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, 1, run_unary<Unary::Gelu>});
+const Registrar swiglu_kernel(Op::SWIGLU, {check_swiglu, no_scratch, 1, run_swiglu});
+
+}  // namespace
+}  // namespace minfer::cpu

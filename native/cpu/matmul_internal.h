@@ -1,0 +1,38 @@
+// Shared pieces of matmul.cpp (tiled row × column loop), visible to the tests.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernel.h"
+#include "quants_internal.h"
+
+namespace minfer::cpu::mm {
+
+// One weight matrix (rows w + r·w_nb1) against converted activation columns
+// (act + c·act_stride); column c's output row is out_col(ctx, c), written at [r].
+struct TileJob {
+  q::VecDotFn dot;
+  int64_t k;
+  const uint8_t* w;
+  int64_t w_nb1;
+  size_t w_row_bytes;
+  const uint8_t* act;
+  size_t act_stride;
+  float* (*out_col)(const void* ctx, int64_t c);
+  const void* ctx;
+};
+
+// Rows [r0, r1) × columns [c0, c1) of a job, tiled for cache reuse.
+void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
+
+// Thread ith's share of an m-row × n-column job (rows when m is large enough, else columns).
+void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1);
+
+const char* check_weight(const Tensor* a);
+const char* check_act(const Tensor* b);
+const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+size_t align64(size_t x);
+void convert_row(const Tensor* b, int64_t i1, int64_t i2, int64_t i3, q::ActFormat fmt, SimdLevel level, void* dst,
+                 float* tmp);
+
+}  // namespace minfer::cpu::mm

@@ -1,0 +1,164 @@
+// Row normalisations: RMS_NORM (x / sqrt(mean(x^2) + eps)), NORM ((x - mean) / sqrt(var + eps)),
+// RMS_NORM_MUL (rms_norm(x) * w, w broadcast over rows by ggml's rule with w.ne[0] == x.ne[0]).
+// Sums are accumulated in double; the per-row scale is rounded to float once.
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "kernel.h"
+
+namespace minfer::cpu {
+
+#define NORM_ROW_FUNCS                                                               \
+  double sum_row(const float* x, int64_t n);                                         \
+  double sum_sq_row(const float* x, int64_t n);                                      \
+  double sum_sq_centered_row(const float* x, float mean, int64_t n);                 \
+  void sub_scale_row(float* o, const float* x, float mean, float s, int64_t n);      \
+  void scale_mul_row(float* o, const float* x, float s, const float* w, int64_t n);
+
+namespace norm_scalar { NORM_ROW_FUNCS }
+#if defined(__x86_64__) || defined(_M_X64)
+namespace norm_avx2 { NORM_ROW_FUNCS }
+namespace norm_avx512 { NORM_ROW_FUNCS }
+#define NORM_DISPATCH(level, fn, ...)                                    \
+  ((level) == SimdLevel::AVX512 ? norm_avx512::fn(__VA_ARGS__)           \
+   : (level) == SimdLevel::AVX2 ? norm_avx2::fn(__VA_ARGS__)             \
+                                : norm_scalar::fn(__VA_ARGS__))
+#else
+#define NORM_DISPATCH(level, fn, ...) norm_scalar::fn(__VA_ARGS__)
+#endif
+
+namespace norm_scalar {
+double sum_row(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += x[i];
+  return s;
+}
+double sum_sq_row(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+double sum_sq_centered_row(const float* x, float mean, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float d = x[i] - mean;
+    s += static_cast<double>(d) * d;
+  }
+  return s;
+}
+void sub_scale_row(float* o, const float* x, float mean, float s, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mean) * s;
+}
+void scale_mul_row(float* o, const float* x, float s, const float* w, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = (x[i] * s) * w[i];
+}
+}  // namespace norm_scalar
+
+namespace {
+
+using program::DType;
+using program::Op;
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+    case DType::Q8_0: return "Q8_0";
+    default: return "a quantized dtype";
+  }
+}
+
+thread_local char g_msg[256];
+template <typename... A>
+const char* fail(const char* fmt, A... a) {
+  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
+  return g_msg;
+}
+
+const char* check_common(const NodeArgs& args, const char* op, int n_in) {
+  if (args.n_inputs != n_in || args.n_outputs != 1)
+    return fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, args.n_inputs, args.n_outputs);
+  const Tensor *a = args.in[0], *o = args.out[0];
+  if (a->dtype != DType::F32) return fail("%s: a must be F32, got %s", op, dtype_name(a->dtype));
+  if (o->dtype != DType::F32) return fail("%s: the output must be F32, got %s", op, dtype_name(o->dtype));
+  for (int i = 0; i < 4; i++)
+    if (a->ne[i] != o->ne[i]) return fail("%s: the output must have a's shape", op);
+  if (a->ne[0] < 1) return fail("%s: rows must not be empty", op);
+  return nullptr;
+}
+const char* check_rms_norm(const NodeArgs& a) { return check_common(a, "rms_norm", 1); }
+const char* check_norm(const NodeArgs& a) { return check_common(a, "norm", 1); }
+const char* check_rms_norm_mul(const NodeArgs& args) {
+  if (const char* e = check_common(args, "rms_norm_mul", 2)) return e;
+  const Tensor *a = args.in[0], *w = args.in[1];
+  if (w->dtype != DType::F32) return fail("rms_norm_mul: the weight must be F32, got %s", dtype_name(w->dtype));
+  if (w->ne[0] != a->ne[0]) return fail("rms_norm_mul: the weight must match a's rows");
+  for (int i = 1; i < 4; i++)
+    if (w->ne[i] <= 0 || a->ne[i] % w->ne[i] != 0)
+      return fail("rms_norm_mul: the weight does not broadcast over a in dim %d", i);
+  return nullptr;
+}
+
+enum class Kind { Rms, Norm, RmsMul };
+
+inline const float* row_ptr(const Tensor* t, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<const float*>(t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
+}
+
+template <Kind kKind>
+void run_norm(const NodeArgs& args, int, int ith, int nth) {
+  const Tensor *a = args.in[0], *o = args.out[0];
+  const Tensor* w = kKind == Kind::RmsMul ? args.in[1] : nullptr;
+  const float eps = param_f32(args, 0);  // eps is parameter 0 of all three ops
+  const int64_t ne0 = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3];
+  int64_t r0, r1;
+  split_range(rows, ith, nth, &r0, &r1);
+  const bool a_c = a->nb[0] == 4, o_c = o->nb[0] == 4, w_c = !w || w->nb[0] == 4;
+  std::vector<float> xa, xo, xw;
+  if (!a_c) xa.resize(ne0);
+  if (!o_c) xo.resize(ne0);
+  if (!w_c) xw.resize(ne0);
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t i1 = r % a->ne[1], i2 = (r / a->ne[1]) % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+    const float* x = row_ptr(a, i1, i2, i3);
+    if (!a_c) {
+      for (int64_t i = 0; i < ne0; i++)
+        xa[i] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x) + i * a->nb[0]);
+      x = xa.data();
+    }
+    float* y = const_cast<float*>(row_ptr(o, i1, i2, i3));
+    float* yw = o_c ? y : xo.data();
+    if (kKind == Kind::Norm) {
+      const float mean = static_cast<float>(NORM_DISPATCH(args.simd, sum_row, x, ne0) / ne0);
+      const double var = NORM_DISPATCH(args.simd, sum_sq_centered_row, x, mean, ne0) / ne0;
+      const float s = static_cast<float>(1.0 / std::sqrt(var + eps));
+      NORM_DISPATCH(args.simd, sub_scale_row, yw, x, mean, s, ne0);
+    } else {
+      const double ms = NORM_DISPATCH(args.simd, sum_sq_row, x, ne0) / ne0;
+      const float s = static_cast<float>(1.0 / std::sqrt(ms + eps));
+      if (kKind == Kind::Rms) {
+        NORM_DISPATCH(args.simd, sub_scale_row, yw, x, 0.0f, s, ne0);
+      } else {
+        const float* wr = row_ptr(w, i1 % w->ne[1], i2 % w->ne[2], i3 % w->ne[3]);
+        if (!w_c) {
+          for (int64_t i = 0; i < ne0; i++)
+            xw[i] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(wr) + i * w->nb[0]);
+          wr = xw.data();
+        }
+        NORM_DISPATCH(args.simd, scale_mul_row, yw, x, s, wr, ne0);
+      }
+    }
+    if (!o_c)
+      for (int64_t i = 0; i < ne0; i++) *reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(y) + i * o->nb[0]) = yw[i];
+  }
+}
+
+const Registrar rms_norm_kernel(Op::RMS_NORM, {check_rms_norm, no_scratch, 1, run_norm<Kind::Rms>});
+const Registrar norm_kernel(Op::NORM, {check_norm, no_scratch, 1, run_norm<Kind::Norm>});
+const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {check_rms_norm_mul, no_scratch, 1, run_norm<Kind::RmsMul>});
+
+}  // namespace
+}  // namespace minfer::cpu

@@ -1,0 +1,126 @@
+// Internal interface between quants*.cpp and matmul*.cpp: activation formats for integer dot
+// products, and the vec_dot kernels of every weight type at every SIMD level.
+//
+// Activation formats (what the f32/f16 right-hand side of a matmul is converted to, per row):
+//   ActF32  plain f32 (for F32, F16 and BF16 weights).
+//   ActQ8A  blocks of 32 for the 32-element weight types (Q4_0 .. Q8_0):
+//           { f32 d; f32 s = d * sum(qs); i8 qs[32] }, x ≈ d * q, q in -127..127.
+//           `s` lets offset/min terms (Q4_0's −8, Q4_1's m, …) be applied per block in float.
+//   ActQ8K  blocks of 256 for the K-quants (ggml's block_q8_K layout, 292 bytes):
+//           { f32 d; i8 qs[256]; i16 bsums[16] }, bsums[j] = sum of qs[16j .. 16j+15].
+//
+// vec_dot contract: out[c] = Σ_i w[i] · act_c[i] for c < nc (1 ≤ nc ≤ kMaxCols), where w is one
+// weight row of n elements (n a whole number of weight blocks) and act_c = act + c*act_stride
+// bytes holds the same row of activation column c in the weight type's activation format.
+// Integer products are summed per block and scaled per block in float.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../common/program_format.h"
+
+namespace minfer::cpu {
+// Declared in kernel.h; redeclared here so that ISA-specific files need not include kernel.h
+// (its inline functions must not be compiled with AVX flags and merged into baseline code).
+enum class SimdLevel : int;
+}  // namespace minfer::cpu
+
+namespace minfer::cpu::q {
+
+constexpr int kMaxCols = 4;  // columns one vec_dot call handles (weights decoded once for all)
+
+enum class ActFormat : int { F32 = 0, Q8A = 1, Q8K = 2 };
+
+struct BlockQ8A {
+  float d;
+  float s;
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8A) == 40, "BlockQ8A layout");
+
+struct BlockQ8K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
+static_assert(sizeof(BlockQ8K) == 292, "BlockQ8K layout");
+
+using VecDotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nc,
+                          float* out);
+using ActQuantFn = void (*)(const float* x, void* dst, int64_t n);
+
+// Per weight dtype: its block geometry, its activation format and its vec_dot at each level.
+struct WeightTraits {
+  bool supported;
+  int block;      // elements per block
+  int type_size;  // bytes per block
+  ActFormat act;
+  VecDotFn dot[3];  // indexed by SimdLevel Scalar / AVX2 / AVX512 (nullptr → fall back)
+};
+
+// Traits of `t` (supported == false for dtypes matmul cannot take as weights).
+const WeightTraits& weight_traits(program::DType t);
+
+// The vec_dot of `t` at `level` (falling back to lower levels), or nullptr when unsupported.
+VecDotFn vec_dot_for(program::DType t, SimdLevel level);
+
+// Bytes of one activation row of n elements in `fmt` (n a multiple of the format's block).
+size_t act_row_bytes(ActFormat fmt, int64_t n);
+// Element count granularity of an activation format (1, 32, 256).
+int act_block(ActFormat fmt);
+// Converts n f32 values into activation format `fmt` at `level`.
+void quantize_act(ActFormat fmt, SimdLevel level, const float* x, void* dst, int64_t n);
+
+// ---- scalar references (quants.cpp) ----
+void quantize_q8a_scalar(const float* x, void* dst, int64_t n);
+void quantize_q8k_scalar(const float* x, void* dst, int64_t n);
+
+#define MINFER_DECLARE_DOTS(SUFFIX)                                                          \
+  void vec_dot_f32_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);   \
+  void vec_dot_f16_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);   \
+  void vec_dot_bf16_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q4_0_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q4_1_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q5_0_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q5_1_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q8_0_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q2_k_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q3_k_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q4_k_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q5_k_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void vec_dot_q6_k_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);  \
+  void quantize_q8a_##SUFFIX(const float* x, void* dst, int64_t n);                         \
+  void quantize_q8k_##SUFFIX(const float* x, void* dst, int64_t n);
+
+MINFER_DECLARE_DOTS(scalar)
+#if defined(__x86_64__) || defined(_M_X64)
+MINFER_DECLARE_DOTS(avx2)
+MINFER_DECLARE_DOTS(avx512)
+#endif
+
+// ---- small helpers (static: each file keeps its own copy, compiled with its own flags) ----
+static inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+static inline uint32_t rd32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+// Q4_K/Q5_K packed 6-bit scale and min j (0..7) of the 12 bytes at q.
+static inline void scale_min_k4(int j, const uint8_t* q, int* sc, int* mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+// Q3_K's sixteen signed scales (bias removed) from the 12 bytes at q.
+static inline void scales_q3k(const uint8_t* q, int8_t* s) {
+  for (int i = 0; i < 16; i++) {
+    const int low = i < 8 ? (q[i] & 15) : (q[i - 8] >> 4);
+    const int high = (q[8 + (i % 4)] >> (2 * (i / 4))) & 3;
+    s[i] = static_cast<int8_t>((low | (high << 4)) - 32);
+  }
+}
+
+}  // namespace minfer::cpu::q

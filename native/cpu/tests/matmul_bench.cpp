@@ -1,0 +1,157 @@
+// C++ timing of the MUL_MAT kernel (phase 0 + phase 1, persistent spinning threads, like the
+// executor's pool) at Qwen2-0.5B-like decode and prefill shapes. Prints GB/s of weight bytes read
+// and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads]]]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "../kernel.h"
+#include "../quants.h"
+#include "../quants_internal.h"
+
+using namespace minfer;
+using namespace minfer::cpu;
+using program::DType;
+
+static double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Persistent workers running (args, phase) with a spin barrier per phase.
+struct Pool {
+  int nth;
+  std::vector<std::thread> th;
+  std::atomic<int> gen{0};
+  std::atomic<long> done{0};  // never reset: barrier targets grow with each execute
+  std::atomic<long> base{0};
+  std::atomic<bool> quit{false};
+  const KernelDef* kd = nullptr;
+  const NodeArgs* args = nullptr;
+  explicit Pool(int n) : nth(n) {
+    for (int i = 1; i < n; i++)
+      th.emplace_back([this, i] {
+        int seen = 0;
+        for (;;) {
+          while (gen.load(std::memory_order_acquire) == seen && !quit.load()) {
+          }
+          if (quit.load()) return;
+          seen = gen.load();
+          run_all(i, base.load());
+        }
+      });
+  }
+  void run_all(int i, long b) {
+    for (int p = 0; p < kd->n_phases; p++) {
+      kd->run(*args, p, i, nth);
+      // barrier
+      const long target = b + (p + 1) * nth;
+      done.fetch_add(1);
+      while (done.load() < target) {
+      }
+    }
+  }
+  void execute(const KernelDef* k, const NodeArgs* a) {
+    kd = k;
+    args = a;
+    gen.fetch_add(1, std::memory_order_release);
+    run_all(0, base.load());
+    base.fetch_add(static_cast<long>(kd->n_phases) * nth);
+    while (done.load() < base) {
+    }
+  }
+  ~Pool() {
+    quit = true;
+    for (auto& t : th) t.join();
+  }
+};
+
+static const char* name_of(DType t) {
+  switch (t) {
+    case DType::Q4_0: return "Q4_0";
+    case DType::Q8_0: return "Q8_0";
+    case DType::Q4_K: return "Q4_K";
+    case DType::Q6_K: return "Q6_K";
+    case DType::F16: return "F16";
+    default: return "?";
+  }
+}
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const double min_s = argc > 1 ? std::atof(argv[1]) : 0.3;
+  const KernelDef* kd = find_kernel(program::Op::MUL_MAT);
+  struct Case { int64_t k, m, n; };
+  const Case cases[] = {{4864, 896, 1}, {896, 4864, 1}, {896, 151936, 1}, {896, 4864, 128}, {4864, 896, 128}};
+  const DType types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16};
+  std::mt19937 rng(1);
+  std::printf("%-5s %-22s %4s %8s %9s %9s\n", "type", "k x m x n", "thr", "us/call", "GB/s(w)", "GFLOP/s");
+  const char* only_type = argc > 2 ? argv[2] : nullptr;
+  const int only_threads = argc > 3 ? std::atoi(argv[3]) : 0;
+  for (DType dt : types) {
+    if (only_type && std::strcmp(only_type, name_of(dt)) != 0) continue;
+    const q::WeightTraits& tr = q::weight_traits(dt);
+    for (const Case& c0 : cases) {
+      Case c = c0;
+      if (c.k % tr.block) c.k = (c.k + tr.block - 1) / tr.block * tr.block;  // Q4_K: 896 → 1024
+      const size_t row = static_cast<size_t>(c.k / tr.block) * tr.type_size;
+      std::vector<uint8_t> w(row * c.m);
+      // Valid blocks: quantize a few random rows and tile them (timing does not depend on values).
+      {
+        std::normal_distribution<float> nd(0, 0.05f);
+        std::vector<float> x(c.k);
+        std::vector<uint8_t> tmp(row);
+        for (int r = 0; r < 16; r++) {
+          for (auto& v : x) v = nd(rng);
+          if (has_quantize(dt)) quantize_row(dt, x.data(), tmp.data(), c.k);
+          else for (size_t i = 0; i < row; i++) tmp[i] = static_cast<uint8_t>(rng());
+          if (dt == DType::Q4_K)
+            for (size_t bo = 0; bo < row; bo += 144) tmp[bo] = 0x00, tmp[bo + 1] = 0x1c, tmp[bo + 2] = 0, tmp[bo + 3] = 0x1c;
+          for (int64_t rr = r; rr < c.m; rr += 16) std::memcpy(w.data() + rr * row, tmp.data(), row);
+        }
+      }
+      std::vector<float> b(static_cast<size_t>(c.k * c.n)), o(static_cast<size_t>(c.m * c.n));
+      for (auto& v : b) v = std::normal_distribution<float>(0, 1)(rng);
+      Tensor ta{dt, w.data(), {c.k, c.m, 1, 1}, {tr.type_size, (int64_t)row, (int64_t)(row * c.m), (int64_t)(row * c.m)}};
+      Tensor tb{DType::F32, reinterpret_cast<uint8_t*>(b.data()), {c.k, c.n, 1, 1}, {4, c.k * 4, c.k * c.n * 4, c.k * c.n * 4}};
+      Tensor to{DType::F32, reinterpret_cast<uint8_t*>(o.data()), {c.m, c.n, 1, 1}, {4, c.m * 4, c.m * c.n * 4, c.m * c.n * 4}};
+      for (int nth : {1, 2}) {
+        if (only_threads && nth != only_threads) continue;
+        NodeArgs args{};
+        args.op = program::Op::MUL_MAT;
+        args.n_inputs = 2;
+        args.n_outputs = 1;
+        args.in[0] = &ta;
+        args.in[1] = &tb;
+        args.out[0] = &to;
+        args.simd = SimdLevel::AVX512;
+        if (const char* e = kd->check(args)) {
+          std::printf("refused: %s\n", e);
+          continue;
+        }
+        std::vector<uint8_t> scratch(kd->scratch_bytes(args, nth) + 64);
+        args.scratch = scratch.data();
+        Pool pool(nth);
+        pool.execute(kd, &args);  // warm-up
+        int iters = 0;
+        const double t0 = now();
+        double t1;
+        do {
+          pool.execute(kd, &args);
+          iters++;
+          t1 = now();
+        } while (t1 - t0 < min_s);
+        const double per = (t1 - t0) / iters;
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)c.k, (long long)c.m, (long long)c.n);
+        std::printf("%-5s %-22s %4d %8.1f %9.2f %9.1f\n", name_of(dt), shape, nth, per * 1e6,
+                    static_cast<double>(w.size()) / per / 1e9, 2.0 * c.k * c.m * c.n / per / 1e9);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,112 @@
+// Writes test vectors produced by @minfer/gguf's reference TypeScript quantizers to the file
+// named by argv[2], for native/cpu/tests/quant_test.cpp. Needs packages/gguf/dist (pnpm build).
+//
+// Record: i32 kind (0 = dequantize case, 1 = quantize case), i32 ggml type, i32 n, i32 nbytes,
+// nbytes bytes, n f32. Dequantize case: bytes → the TS dequantize output. Quantize case: the f32s
+// are the input and the bytes the TS quantize output.
+import { writeFileSync } from "node:fs";
+import { dequantize, f32ToF16, GgmlType, ggmlTypeInfo, quantize } from "../../../packages/gguf/dist/index.js";
+
+let seed = 12345;
+function rnd() {
+  // mulberry32
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+function gauss() {
+  const u = Math.max(rnd(), 1e-12);
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rnd());
+}
+
+const chunks = [];
+function record(kind, type, n, bytes, floats) {
+  const h = new Int32Array([kind, type, n, bytes.length]);
+  chunks.push(
+    new Uint8Array(h.buffer),
+    Uint8Array.from(bytes),
+    new Uint8Array(Float32Array.from(floats).buffer),
+  );
+}
+
+function values(n) {
+  const x = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const blockScale = Math.exp(2 * gauss()) * (Math.floor(i / 32) % 7 === 3 ? 1e-3 : 1);
+    x[i] = gauss() * blockScale;
+  }
+  // Special blocks: zeros, one spike, exact ties for the rounding rules.
+  for (let i = 0; i < 32 && i < n; i++) x[i] = 0;
+  if (n >= 64) {
+    for (let i = 32; i < 64; i++) x[i] = i === 40 ? -7.5 : (i - 48) * 0.25;
+  }
+  return x;
+}
+
+const halfFields = {
+  Q4_0: [0],
+  Q4_1: [0, 2],
+  Q5_0: [0],
+  Q5_1: [0, 2],
+  Q8_0: [0],
+  Q2_K: [80, 82],
+  Q3_K: [108],
+  Q4_K: [0, 2],
+  Q5_K: [0, 2],
+  Q6_K: [208],
+};
+
+const types = [
+  "F32",
+  "F16",
+  "BF16",
+  "Q4_0",
+  "Q4_1",
+  "Q5_0",
+  "Q5_1",
+  "Q8_0",
+  "Q2_K",
+  "Q3_K",
+  "Q4_K",
+  "Q5_K",
+  "Q6_K",
+];
+const quantizable = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"];
+for (const name of types) {
+  const type = GgmlType[name];
+  const { blockSize, typeSize } = ggmlTypeInfo(type);
+  const n = blockSize === 1 ? 1000 : blockSize * 24;
+  // 1. Round trip through the TS quantizer when there is one (realistic blocks).
+  if (name !== "Q2_K" && name !== "Q3_K") {
+    const x = values(n);
+    const bytes = quantize(type, x);
+    record(0, type, n, bytes, dequantize(type, bytes, n));
+    if (quantizable.includes(name)) record(1, type, n, bytes, x);
+  }
+  // 2. Random bytes with finite f16 scale fields: exercises every bit of the layout.
+  if (blockSize > 1) {
+    const nb = n / blockSize;
+    const bytes = new Uint8Array(nb * typeSize);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rnd() * 256);
+    for (let b = 0; b < nb; b++) {
+      for (const off of halfFields[name]) {
+        const h = f32ToF16((rnd() - 0.3) * 0.1);
+        bytes[b * typeSize + off] = h & 0xff;
+        bytes[b * typeSize + off + 1] = h >> 8;
+      }
+    }
+    record(0, type, n, bytes, dequantize(type, bytes, n));
+  }
+}
+// Re-quantizing Q8_0/Q4_0 of values with exact .5 ties.
+{
+  const x = new Float32Array(64);
+  for (let i = 0; i < 64; i++) x[i] = (i % 2 ? 1 : -1) * (i + 0.5) * 0.125;
+  x[63] = 127 * 0.125 * 2;
+  for (const name of ["Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1"])
+    record(1, GgmlType[name], 64, quantize(GgmlType[name], x), x);
+}
+writeFileSync(process.argv[2], Buffer.concat(chunks));
+console.log(`wrote ${chunks.length / 3} records to ${process.argv[2]}`);
