@@ -1,5 +1,7 @@
 #include "thread_pool.h"
 
+#include <chrono>
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -12,8 +14,12 @@
 namespace minfer::cpu {
 namespace {
 
-constexpr int kBarrierSpins = 1 << 12;  // a few µs–tens of µs: covers the gap between nodes
-constexpr int kIdleSpins = 1 << 14;     // workers linger a little between executes (decode)
+// How long a thread spins before it sleeps, measured in time rather than iterations (the cost of
+// `pause` differs tenfold between CPUs: a count tuned on one machine slept on every barrier on
+// another, costing ~12 µs per node). Between nodes the other threads are microseconds away;
+// between executes (a decode step's JavaScript work) they linger a little longer.
+constexpr auto kBarrierSpin = std::chrono::microseconds(200);
+constexpr auto kIdleSpin = std::chrono::microseconds(300);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -25,10 +31,12 @@ inline void cpu_relax() {
 
 }  // namespace
 
-void ThreadPool::wait_past(Event& e, uint32_t seen, int spins) {
-  for (int i = 0; i < spins; i++) {
+void ThreadPool::wait_past(Event& e, uint32_t seen, std::chrono::microseconds spin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
+  for (int i = 1;; i++) {
     if (e.gen.load(std::memory_order_acquire) != seen) return;
     cpu_relax();
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() >= until) break;
   }
   e.sleepers.fetch_add(1, std::memory_order_seq_cst);
 #if defined(__linux__)
@@ -74,7 +82,7 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int ith) {
   uint32_t seen = 0;
   for (;;) {
-    wait_past(work_, seen, kIdleSpins);
+    wait_past(work_, seen, kIdleSpin);
     seen = work_.gen.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
     task_(ctx_, ith, n_threads_);
@@ -98,7 +106,7 @@ void ThreadPool::barrier() {
     advance(barrier_);
     return;
   }
-  wait_past(barrier_, gen, kBarrierSpins);
+  wait_past(barrier_, gen, kBarrierSpin);
 }
 
 }  // namespace minfer::cpu

@@ -5,6 +5,7 @@
 // One `run` at a time per pool: callers serialise (the runtime holds a mutex around execute).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -34,7 +35,7 @@ class ThreadPool {
     std::mutex mu;  // used where there is no futex
     std::condition_variable cv;
   };
-  static void wait_past(Event& e, uint32_t seen, int spins);
+  static void wait_past(Event& e, uint32_t seen, std::chrono::microseconds spin);
   static void advance(Event& e);
 
   void worker(int ith);

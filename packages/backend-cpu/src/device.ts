@@ -6,6 +6,7 @@ import {
   type DeviceCaps,
   type DeviceInitOptions,
   type DeviceMemory,
+  type DeviceVariant,
   type DType,
   encodeProgram,
   type OpQuery,
@@ -81,6 +82,14 @@ export class CpuDevice implements Device {
     if (this.#answers.size >= MAX_CACHED) this.#answers.clear();
     this.#answers.set(key, answer);
     return answer;
+  }
+
+  /** One variant per SIMD level this host can run, best last: what the conformance suite covers. */
+  variants(): readonly DeviceVariant[] {
+    if (!this.#addon) return [];
+    return this.#addon
+      .features()
+      .usableLevels.map((level) => ({ label: `simd=${level}`, options: { simd: level } }));
   }
 
   /** Why `supportsOp` says no (null when it says yes): the native code and message. */

@@ -53,6 +53,12 @@ export interface DeviceInitOptions {
   simd?: string;
 }
 
+/** One configuration of a device that tests should cover (e.g. one SIMD level of a CPU). */
+export interface DeviceVariant {
+  readonly label: string;
+  readonly options: DeviceInitOptions;
+}
+
 export interface Device {
   /** Unique within the process, e.g. "cpu" or "cuda:0". */
   readonly name: string;
@@ -63,6 +69,11 @@ export interface Device {
   memory(): DeviceMemory;
   /** Whether this device can run the op with these types and layouts. Decided by capability, never by trying. */
   supportsOp(query: OpQuery): boolean;
+  /**
+   * The configurations a conformance run should cover, each a set of init options (the CPU lists
+   * every SIMD level this host can run). Absent: the default configuration only.
+   */
+  variants?(): readonly DeviceVariant[];
   /** Starts the device (threads, streams); one runtime per device is enough for a process. */
   init(options?: DeviceInitOptions): Promise<DeviceRuntime>;
 }

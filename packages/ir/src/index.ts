@@ -11,6 +11,7 @@ export type {
   DeviceInitOptions,
   DeviceMemory,
   DeviceRuntime,
+  DeviceVariant,
   ExecuteOptions,
   ExecuteResult,
   OpQuery,

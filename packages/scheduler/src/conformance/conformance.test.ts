@@ -29,7 +29,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   const lines = [
-    `op conformance: ${CONFORMANCE_CASES.length} cases; devices covered: ${targets.map((d) => d.name).join(", ") || "none besides the reference"}`,
+    `op conformance: ${CONFORMANCE_CASES.length} cases; devices covered: ${[...tally.keys()].join(", ") || "none besides the reference"}`,
     ...[...tally].map(
       ([d, t]) => `  ${d}: ${t.passed} passed, ${t.unsupported} unsupported (skipped), ${t.failed} failed`,
     ),
@@ -44,17 +44,25 @@ describe("op conformance", () => {
     expect(Array.isArray(targets)).toBe(true);
   });
 
-  for (const device of targets) {
-    describe(device.name, () => {
+  // Each device runs in every configuration it asks to be covered in (e.g. each SIMD level).
+  const runs = targets.flatMap((device) =>
+    (device.variants?.() ?? [{ label: "default", options: {} }]).map((v) => ({
+      device,
+      variant: v,
+      key: `${device.name} ${v.label}`,
+    })),
+  );
+  for (const { device, variant, key } of runs) {
+    describe(key, () => {
       let runtime: DeviceRuntime;
       beforeAll(async () => {
-        runtime = await device.init();
-        tally.set(device.name, { passed: 0, unsupported: 0, failed: 0 });
+        runtime = await device.init(variant.options);
+        tally.set(key, { passed: 0, unsupported: 0, failed: 0 });
       });
       afterAll(() => runtime?.dispose());
 
       it.each(CONFORMANCE_CASES.map((c) => [c.name, c] as const))("%s", async (_name, c) => {
-        const t = tally.get(device.name)!;
+        const t = tally.get(key)!;
         if (unsupportedReason(device, buildCase(c))) {
           t.unsupported++;
           return;
