@@ -58,7 +58,7 @@
             "-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
             "-mavx512vnni",
             # GCC 12's own AVX-512 intrinsic headers trip this warning (false positives).
-            "-Wno-maybe-uninitialized"
+            "-Wno-maybe-uninitialized", "-Wno-uninitialized"
           ],
           "xcode_settings": {
             "OTHER_CFLAGS": [
