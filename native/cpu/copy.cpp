@@ -20,8 +20,19 @@ const char* dtype_name(DType t) {
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
     case DType::I32: return "I32";
+    case DType::Q4_0: return "Q4_0";
+    case DType::Q4_1: return "Q4_1";
+    case DType::Q5_0: return "Q5_0";
+    case DType::Q5_1: return "Q5_1";
     case DType::Q8_0: return "Q8_0";
-    default: return "a quantized dtype";
+    case DType::Q8_1: return "Q8_1";
+    case DType::Q2_K: return "Q2_K";
+    case DType::Q3_K: return "Q3_K";
+    case DType::Q4_K: return "Q4_K";
+    case DType::Q5_K: return "Q5_K";
+    case DType::Q6_K: return "Q6_K";
+    case DType::Q8_K: return "Q8_K";
+    default: return "an unknown dtype";
   }
 }
 
@@ -34,7 +45,29 @@ const char* fail(const char* fmt, A... a) {
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
-constexpr int64_t kQ8Block = 32;
+
+// Elements per block of a block dtype (1 for plain dtypes).
+int64_t block_size(DType t) {
+  for (const auto& l : program::kBlockLayouts)
+    if (l.dtype == static_cast<int32_t>(t)) return l.block_size;
+  return 1;
+}
+
+// A block-quantized destination dtype that quantize_row can write (besides the floats).
+bool is_quant_dst(DType t) { return !is_float(t) && t != DType::I32 && has_quantize(t); }
+
+// Why a destination of dtype t with rows of ne0 elements cannot be written, or nullptr.
+const char* check_dst_rows(const char* op, DType t, int64_t ne0, int64_t nb0) {
+  const int64_t bs = block_size(t);
+  if (ne0 % bs != 0)
+    return fail("%s: %s destination rows (%lld elements) are not a whole number of blocks of %lld", op, dtype_name(t),
+                (long long)ne0, (long long)bs);
+  for (const auto& l : program::kBlockLayouts)
+    if (l.dtype == static_cast<int32_t>(t) && nb0 != l.type_size)
+      return fail("%s: %s destination rows must be contiguous (nb[0] %lld, block size %d bytes)", op, dtype_name(t),
+                  (long long)nb0, l.type_size);
+  return nullptr;
+}
 
 inline float load_f(const uint8_t* p, DType t) {
   switch (t) {
@@ -53,9 +86,10 @@ inline void store_f(uint8_t* p, DType t, float x) {
 
 int64_t numel(const Tensor* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
-// Writes the n floats of `src` as dtype `t` to the row at `dst` (element stride nb0; Q8_0 rows are whole blocks).
+// Writes the n floats of `src` as dtype `t` to the row at `dst` (element stride nb0; quantized rows
+// are whole blocks).
 void store_row(uint8_t* dst, DType t, int64_t nb0, const float* src, int64_t n) {
-  if (t == DType::Q8_0) {
+  if (!is_float(t)) {
     quantize_row(t, src, dst, n);
   } else if (t == DType::F32 && nb0 == 4) {
     std::memcpy(dst, src, n * 4);
@@ -74,16 +108,14 @@ const char* check_cpy(const NodeArgs& args) {
   if (!same_plain) {
     if (!is_float(a->dtype))
       return fail("cpy: cannot convert from %s (the source must be F32, F16 or BF16)", dtype_name(a->dtype));
-    if (!is_float(o->dtype) && o->dtype != DType::Q8_0)
-      return fail("cpy: cannot convert %s to %s (the destination must be F32, F16, BF16 or Q8_0)",
+    if (!is_float(o->dtype) && !is_quant_dst(o->dtype))
+      return fail("cpy: cannot convert %s to %s (the destination must be F32, F16, BF16 or a dtype with a quantizer: "
+                  "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
                   dtype_name(a->dtype), dtype_name(o->dtype));
   }
   if (numel(a) != numel(o)) return fail("cpy: source and destination differ in element count");
-  if (o->dtype == DType::Q8_0) {
-    if (!has_quantize(DType::Q8_0)) return fail("cpy: Q8_0 quantization is not available");
-    if (o->ne[0] % kQ8Block != 0)
-      return fail("cpy: Q8_0 destination rows (%lld) are not whole blocks of 32", (long long)o->ne[0]);
-  }
+  if (is_quant_dst(o->dtype))
+    if (const char* e = check_dst_rows("cpy", o->dtype, o->ne[0], o->nb[0])) return e;
   return nullptr;
 }
 
@@ -141,7 +173,8 @@ void run_cpy(const NodeArgs& args, int, int ith, int nth) {
 }
 
 // ---------------- SET_ROWS ----------------
-// Inputs (dst, src, idx); the output aliases dst. dst [ne0, nRows, n2, n3] (F32/F16/BF16/Q8_0),
+// Inputs (dst, src, idx); the output aliases dst. dst [ne0, nRows, n2, n3] (F32/F16/BF16 or any
+// dtype quantize_row writes, rows of whole blocks),
 // src F32 [ne0, n, n2, n3], idx I32 [n, m2, m3] with m2 | n2 and m3 | n3 (ggml's broadcast):
 // dst[:, idx[i, i2 % m2, i3 % m3], i2, i3] = src[:, i, i2, i3].
 
@@ -149,8 +182,9 @@ const char* check_set_rows(const NodeArgs& args) {
   if (args.n_inputs != 3 || args.n_outputs != 1)
     return fail("set_rows: takes 3 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
   const Tensor *d = args.out[0], *src = args.in[1], *idx = args.in[2];
-  if (!is_float(d->dtype) && d->dtype != DType::Q8_0)
-    return fail("set_rows: dst must be F32, F16, BF16 or Q8_0, got %s", dtype_name(d->dtype));
+  if (!is_float(d->dtype) && !is_quant_dst(d->dtype))
+    return fail("set_rows: dst must be F32, F16, BF16 or a dtype with a quantizer (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                "Q4_K, Q5_K, Q6_K), got %s", dtype_name(d->dtype));
   if (args.in[0]->dtype != d->dtype) return fail("set_rows: the output must be dst (same dtype)");
   if (src->dtype != DType::F32) return fail("set_rows: src must be F32, got %s", dtype_name(src->dtype));
   if (idx->dtype != DType::I32) return fail("set_rows: the index must be I32, got %s", dtype_name(idx->dtype));
@@ -161,11 +195,8 @@ const char* check_set_rows(const NodeArgs& args) {
   if (idx->ne[1] <= 0 || idx->ne[2] <= 0 || idx->ne[3] != 1 || src->ne[2] % idx->ne[1] != 0 ||
       src->ne[3] % idx->ne[2] != 0)
     return fail("set_rows: the index does not broadcast over src's dims 2 and 3");
-  if (d->dtype == DType::Q8_0) {
-    if (!has_quantize(DType::Q8_0)) return fail("set_rows: Q8_0 quantization is not available");
-    if (d->ne[0] % kQ8Block != 0)
-      return fail("set_rows: Q8_0 dst rows (%lld) are not whole blocks of 32", (long long)d->ne[0]);
-  }
+  if (is_quant_dst(d->dtype))
+    if (const char* e = check_dst_rows("set_rows", d->dtype, d->ne[0], d->nb[0])) return e;
   return nullptr;
 }
 

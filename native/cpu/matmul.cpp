@@ -1,10 +1,11 @@
 // MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID.
 //
 // Every variant runs in two steps (phases with a barrier between them):
-//   1. the activations (b / x; F32 or F16, rows contiguous, any strides in dims 1-3) are
-//      converted row by row into this node's scratch in the weight type's activation format
-//      (f32 for F32/F16/BF16 weights, int8 blocks of 32 or 256 for the quantized types, see
-//      quants_internal.h), split over threads by row;
+//   1. the activations (b / x; F32, F16 or BF16, any strides — rows with an element stride, as
+//      in a transposed view, are gathered first) are converted row by row into this node's
+//      scratch in the weight type's activation format (f32 for F32/F16/BF16 weights, int8
+//      blocks of 32 or 256 for the quantized types, see quants_internal.h), split over threads
+//      by row;
 //   2. dot products, split over threads by output row (weight row) — or by column when there are
 //      too few rows to go round. The loop is tiled: a tile of weight rows (sized to stay in L1/L2)
 //      is run against groups of up to q::kMaxCols columns, each vec_dot call decoding a weight
@@ -38,8 +39,9 @@ const char* check_weight(const Tensor* a) {
 }
 
 const char* check_act(const Tensor* b) {
-  if (b->dtype != DType::F32 && b->dtype != DType::F16) return "activations must be F32 or F16";
-  if (b->nb[0] != (b->dtype == DType::F32 ? 4 : 2)) return "activation rows must be contiguous (nb[0] = element size)";
+  if (b->dtype != DType::F32 && b->dtype != DType::F16 && b->dtype != DType::BF16)
+    return "activations must be F32, F16 or BF16";
+  // Any element stride (a transposed view): rows are gathered into scratch before quantizing.
   return nullptr;
 }
 
@@ -52,17 +54,27 @@ const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, in
 
 size_t align64(size_t x) { return (x + 63) & ~static_cast<size_t>(63); }
 
-// Converts row (i1, i2, i3) of b into `fmt` at dst; tmp holds k floats for F16 input.
+// Converts row (i1, i2, i3) of b into `fmt` at dst; tmp holds k floats for F16/BF16 input or
+// strided rows (gathered with b->nb[0]).
 void convert_row(const Tensor* b, int64_t i1, int64_t i2, int64_t i3, q::ActFormat fmt, SimdLevel level, void* dst,
                  float* tmp) {
   const int64_t k = b->ne[0];
   const uint8_t* src = b->data + i1 * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
-  const float* x;
-  if (b->dtype == DType::F32) {
-    x = reinterpret_cast<const float*>(src);
+  const int64_t es = b->dtype == DType::F32 ? 4 : 2;
+  const int64_t s0 = b->nb[0];
+  const float* x = tmp;
+  if (s0 == es) {
+    if (b->dtype == DType::F32) x = reinterpret_cast<const float*>(src);
+    else dequantize_row(b->dtype, src, tmp, k);
+  } else if (b->dtype == DType::F32) {
+    for (int64_t i = 0; i < k; i++) std::memcpy(&tmp[i], src + i * s0, 4);
   } else {
-    dequantize_row(DType::F16, src, tmp, k);
-    x = tmp;
+    const bool bf = b->dtype == DType::BF16;
+    for (int64_t i = 0; i < k; i++) {
+      uint16_t h;
+      std::memcpy(&h, src + i * s0, 2);
+      tmp[i] = bf ? bf16_to_f32(h) : fp16_to_f32(h);
+    }
   }
   q::quantize_act(fmt, level, x, dst, k);
 }
@@ -295,7 +307,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
 const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, scratch_mul_mat_multi, 2, run_mul_mat_multi});
 
 // ================================================================================================
-// MUL_MAT_ID: experts a [k, m, nE], b [k, 1 or nUsed, nTok] (F32), ids I32 [nUsed, nTok]
+// MUL_MAT_ID: experts a [k, m, nE], b [k, 1 or nUsed, nTok] (F32/F16/BF16), ids I32 [nUsed, nTok]
 //   out[:, e, t] = a[:, :, ids[e, t]]ᵀ · b[:, e or 0, t]
 // Phase 0 (thread 0): group the (e, t) pairs by expert into scratch (a counting sort), so each
 //   expert's columns are contiguous; an id outside [0, nE) is reported through

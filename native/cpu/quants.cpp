@@ -212,7 +212,8 @@ void deq_q6_k(const uint8_t* s, float* out, int64_t nb) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Quantizers (ggml's reference algorithms, as packages/gguf/src/quant/legacy.ts).
+// Quantizers (ggml's reference algorithms, as packages/gguf/src/quant/legacy.ts; the K-quants
+// as packages/gguf/src/quant/k-quant.ts).
 
 float signed_abs_max(const float* x, int n) {
   float amax = 0.0f, max = 0.0f;
@@ -317,6 +318,239 @@ void quant_q8_0(const float* x, uint8_t* o, int64_t nb) {
   }
 }
 
+// ------------------------------------------------------------------------------------------------
+// K-quant quantizers (Q4_K, Q5_K, Q6_K): ports of packages/gguf/src/quant/k-quant.ts. The TS
+// works in float64 (JS numbers) except where it rounds explicitly (Math.fround → f32,
+// roundToF16 → f16), so these do too, operation by operation, to produce the same bytes.
+
+// IEEE binary16 bits of the double x, rounded to nearest even directly from x (f32ToF16 in f16.ts;
+// f32_to_fp16 would round to f32 first).
+double round_half_even(double v) {
+  const double f = std::floor(v);
+  const double r = v - f;
+  if (r > 0.5) return f + 1;
+  if (r < 0.5) return f;
+  return std::fmod(f, 2.0) == 0.0 ? f : f + 1;
+}
+
+uint16_t f16_bits_from_double(double x) {
+  if (std::isnan(x)) return 0x7e00;
+  const uint32_t sign = std::signbit(x) ? 0x8000u : 0u;
+  const double a = std::fabs(x);
+  if (a >= 65520.0) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a < std::ldexp(1.0, -14)) return static_cast<uint16_t>(sign | static_cast<uint32_t>(round_half_even(a * 16777216.0)));
+  int ex;
+  std::frexp(a, &ex);  // a = f·2^ex, f in [0.5, 1): 2^(ex-1) ≤ a < 2^ex
+  const int e = ex - 1;
+  const int m = static_cast<int>(round_half_even(a * std::ldexp(1.0, 10 - e)));  // 1024..2048
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(((e + 15) << 10) + (m - 1024)));
+}
+
+// The f16 value nearest to x (roundToF16).
+double round_to_f16(double x) { return static_cast<double>(fp16_to_f32(f16_bits_from_double(x))); }
+// Math.fround.
+inline double fround(double x) { return static_cast<double>(static_cast<float>(x)); }
+// Nearest integer, halves away from zero (roundAway).
+inline double round_away(double v) { return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5); }
+// Math.min(Math.max(v, lo), hi) for finite v.
+inline double clampd(double v, double lo, double hi) { return std::min(std::max(v, lo), hi); }
+
+// fitScaleMin: x[0..n) ≈ s·q − m, q in 0..nmax, s ≥ 0, m ≥ 0. Returns s and m.
+void fit_scale_min(const float* x, int n, int nmax, double* s_out, double* m_out) {
+  double lo = 0, hi = -INFINITY;
+  for (int j = 0; j < n; j++) {
+    const double v = x[j];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (!(hi > lo)) {
+    *s_out = 0;
+    *m_out = -lo;
+    return;
+  }
+  double best_s = (hi - lo) / nmax, best_b = lo, best_err = INFINITY;
+  auto try_grid = [&](double iscale, double offset) {
+    double sl = 0, sll = 0, sx = 0, slx = 0;
+    for (int j = 0; j < n; j++) {
+      const double v = x[j];
+      const double l = clampd(round_away((v - offset) * iscale), 0, nmax);
+      sl += l;
+      sll += l * l;
+      sx += v;
+      slx += l * v;
+    }
+    const double det = n * sll - sl * sl;
+    double s, b;
+    if (det > 0) {
+      s = (n * slx - sl * sx) / det;
+      b = (sll * sx - sl * slx) / det;
+    } else {
+      s = 0;
+      b = sx / n;
+    }
+    if (b > 0) {
+      b = 0;
+      s = sll > 0 ? slx / sll : 0;
+    }
+    if (s < 0) s = 0;
+    double err = 0;
+    for (int j = 0; j < n; j++) {
+      const double v = x[j];
+      const double l = s > 0 ? clampd(round_away((v - b) / s), 0, nmax) : 0;
+      const double e = s * l + b - v;
+      err += e * e;
+    }
+    if (err < best_err) {
+      best_err = err;
+      best_s = s;
+      best_b = b;
+    }
+  };
+  for (int k = -10; k <= 15; k++) try_grid((nmax + 0.1 * k) / (hi - lo), lo);
+  for (int pass = 0; pass < 2 && best_s > 0; pass++) try_grid(1 / best_s, best_b);
+  *s_out = best_s;
+  *m_out = -best_b;
+}
+
+// fitScaleSymmetric: x[0..n) ≈ s·q, q in −nneg..nneg−1.
+double fit_scale_symmetric(const float* x, int n, int nneg) {
+  double amax = 0, max = 0;
+  for (int j = 0; j < n; j++) {
+    const double v = x[j];
+    if (std::fabs(v) > amax) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  if (amax == 0) return 0;
+  double best = max / -nneg, best_score = -1;
+  for (int k = -10; k <= 10; k++) {
+    const double iscale = -(nneg + 0.1 * k) / max;
+    double sll = 0, slx = 0;
+    for (int j = 0; j < n; j++) {
+      const double v = x[j];
+      const double l = clampd(round_away(v * iscale), -nneg, nneg - 1);
+      sll += l * l;
+      slx += l * v;
+    }
+    const double score = sll > 0 ? (slx * slx) / sll : 0;
+    if (score > best_score) {
+      best_score = score;
+      best = slx / sll;
+    }
+  }
+  return best;
+}
+
+// quantizeAsymBlock: the shared body of Q4_K and Q5_K for one 256-element block at x; writes d,
+// dmin and the packed scales at o and the 256 codes (natural order) to q.
+void quantize_asym_block(const float* x, int nmax, uint8_t* o, uint8_t* q) {
+  double scales[8], mins[8], max_scale = 0, max_min = 0;
+  for (int k = 0; k < 8; k++) {
+    fit_scale_min(x + 32 * k, 32, nmax, &scales[k], &mins[k]);
+    if (scales[k] > max_scale) max_scale = scales[k];
+    if (mins[k] > max_min) max_min = mins[k];
+  }
+  const double d = round_to_f16(max_scale / 63);
+  const double dmin = round_to_f16(max_min / 63);
+  wr16(o, f16_bits_from_double(d));
+  wr16(o + 2, f16_bits_from_double(dmin));
+  uint8_t ls[8], lm[8];
+  for (int k = 0; k < 8; k++) {
+    const float* xs = x + 32 * k;
+    const int rs = d > 0 ? static_cast<int>(clampd(round_away(scales[k] / d), 0, 63)) : 0;
+    const int rm = dmin > 0 ? static_cast<int>(clampd(round_away(mins[k] / dmin), 0, 63)) : 0;
+    double best_err = INFINITY;
+    ls[k] = 0;
+    lm[k] = 0;
+    for (int cs = std::max(0, rs - 1); cs <= std::min(63, rs + 1); cs++) {
+      for (int cm = std::max(0, rm - 1); cm <= std::min(63, rm + 1); cm++) {
+        const double step = fround(d * cs);
+        const double off = fround(dmin * cm);
+        double err = 0;
+        for (int j = 0; j < 32; j++) {
+          const double v = xs[j];
+          const double l = step > 0 ? clampd(round_away((v + off) / step), 0, nmax) : 0;
+          const double e = step * l - off - v;
+          err += e * e;
+        }
+        if (err < best_err) {
+          best_err = err;
+          ls[k] = static_cast<uint8_t>(cs);
+          lm[k] = static_cast<uint8_t>(cm);
+        }
+      }
+    }
+    const double step = fround(d * ls[k]);
+    const double off = fround(dmin * lm[k]);
+    for (int j = 0; j < 32; j++)
+      q[32 * k + j] = step > 0 ? static_cast<uint8_t>(clampd(round_away((xs[j] + off) / step), 0, nmax)) : 0;
+  }
+  // packScaleMinK4
+  for (int j = 0; j < 4; j++) {
+    o[4 + j] = static_cast<uint8_t>(ls[j] | ((ls[j + 4] >> 4) << 6));
+    o[4 + j + 4] = static_cast<uint8_t>(lm[j] | ((lm[j + 4] >> 4) << 6));
+    o[4 + j + 8] = static_cast<uint8_t>((ls[j + 4] & 15) | ((lm[j + 4] & 15) << 4));
+  }
+}
+
+void quant_q4_k(const float* x, uint8_t* o, int64_t nb) {
+  uint8_t q[256];
+  for (int64_t i = 0; i < nb; i++, x += 256, o += 144) {
+    quantize_asym_block(x, 15, o, q);
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) o[16 + 32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+  }
+}
+
+void quant_q5_k(const float* x, uint8_t* o, int64_t nb) {
+  uint8_t q[256];
+  for (int64_t i = 0; i < nb; i++, x += 256, o += 176) {
+    quantize_asym_block(x, 31, o, q);
+    std::memset(o + 16, 0, 32);
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        const int lo = q[64 * c + l], hi = q[64 * c + 32 + l];
+        o[48 + 32 * c + l] = static_cast<uint8_t>((lo & 15) | ((hi & 15) << 4));
+        o[16 + l] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+      }
+  }
+}
+
+void quant_q6_k(const float* x, uint8_t* o, int64_t nb) {
+  double scales[16];
+  uint8_t q[256];
+  for (int64_t i = 0; i < nb; i++, x += 256, o += 210) {
+    double amax = 0, max = 0;
+    for (int k = 0; k < 16; k++) {
+      scales[k] = fit_scale_symmetric(x + 16 * k, 16, 32);
+      if (std::fabs(scales[k]) > amax) {
+        amax = std::fabs(scales[k]);
+        max = scales[k];
+      }
+    }
+    const double d = round_to_f16(max / -128);
+    wr16(o + 208, f16_bits_from_double(d));
+    for (int k = 0; k < 16; k++) {
+      const int ls = d != 0 ? static_cast<int>(clampd(round_away(scales[k] / d), -128, 127)) : 0;
+      o[192 + k] = static_cast<uint8_t>(ls & 0xff);
+      const double step = fround(d * ls);
+      for (int j = 0; j < 16; j++) {
+        const double v = x[16 * k + j];
+        q[16 * k + j] = step != 0 ? static_cast<uint8_t>(static_cast<int>(clampd(round_away(v / step), -32, 31)) + 32) : 32;
+      }
+    }
+    for (int h = 0; h < 2; h++)
+      for (int l = 0; l < 32; l++) {
+        const int y = 128 * h + l;
+        const int q1 = q[y], q2 = q[y + 32], q3 = q[y + 64], q4 = q[y + 96];
+        o[64 * h + l] = static_cast<uint8_t>((q1 & 15) | ((q3 & 15) << 4));
+        o[64 * h + l + 32] = static_cast<uint8_t>((q2 & 15) | ((q4 & 15) << 4));
+        o[128 + 32 * h + l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+      }
+  }
+}
+
 int block_of(DType t) {
   for (const auto& l : program::kBlockLayouts)
     if (l.dtype == static_cast<int32_t>(t)) return l.block_size;
@@ -359,6 +593,9 @@ bool has_quantize(DType t) {
     case DType::Q5_0:
     case DType::Q5_1:
     case DType::Q8_0:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
       return true;
     default:
       return false;
@@ -414,6 +651,9 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     case DType::Q5_0: quant_q5_0(src, o, nb); break;
     case DType::Q5_1: quant_q5_1(src, o, nb); break;
     case DType::Q8_0: quant_q8_0(src, o, nb); break;
+    case DType::Q4_K: quant_q4_k(src, o, nb); break;
+    case DType::Q5_K: quant_q5_k(src, o, nb); break;
+    case DType::Q6_K: quant_q6_k(src, o, nb); break;
     default: break;  // unsupported: callers check has_quantize
   }
 }
@@ -761,32 +1001,40 @@ void vec_dot_q6_k_scalar(int64_t n, const void* w, const void* act, size_t act_s
 
 namespace {
 
+// dot[0] scalar; dot[1] AVX2 (x86-64) or NEON (arm64); dot[2] AVX-512. A null entry falls back.
 #if defined(__x86_64__) || defined(_M_X64)
 #define DOTS(name) {vec_dot_##name##_scalar, vec_dot_##name##_avx2, vec_dot_##name##_avx512}
+#define DOTS_NEON(name) DOTS(name)
+#elif defined(__aarch64__)
+#define DOTS(name) {vec_dot_##name##_scalar, nullptr, nullptr}
+#define DOTS_NEON(name) {vec_dot_##name##_scalar, vec_dot_##name##_neon, nullptr}
 #else
 #define DOTS(name) {vec_dot_##name##_scalar, nullptr, nullptr}
+#define DOTS_NEON(name) DOTS(name)
 #endif
 
 const WeightTraits kUnsupported = {false, 1, 1, ActFormat::F32, {nullptr, nullptr, nullptr}};
-const WeightTraits kF32 = {true, 1, 4, ActFormat::F32, DOTS(f32)};
-const WeightTraits kF16 = {true, 1, 2, ActFormat::F32, DOTS(f16)};
+const WeightTraits kF32 = {true, 1, 4, ActFormat::F32, DOTS_NEON(f32)};
+const WeightTraits kF16 = {true, 1, 2, ActFormat::F32, DOTS_NEON(f16)};
 const WeightTraits kBF16 = {true, 1, 2, ActFormat::F32, DOTS(bf16)};
-const WeightTraits kQ4_0 = {true, 32, 18, ActFormat::Q8A, DOTS(q4_0)};
+const WeightTraits kQ4_0 = {true, 32, 18, ActFormat::Q8A, DOTS_NEON(q4_0)};
 const WeightTraits kQ4_1 = {true, 32, 20, ActFormat::Q8A, DOTS(q4_1)};
 const WeightTraits kQ5_0 = {true, 32, 22, ActFormat::Q8A, DOTS(q5_0)};
 const WeightTraits kQ5_1 = {true, 32, 24, ActFormat::Q8A, DOTS(q5_1)};
-const WeightTraits kQ8_0 = {true, 32, 34, ActFormat::Q8A, DOTS(q8_0)};
+const WeightTraits kQ8_0 = {true, 32, 34, ActFormat::Q8A, DOTS_NEON(q8_0)};
 const WeightTraits kQ2_K = {true, 256, 84, ActFormat::Q8K, DOTS(q2_k)};
 const WeightTraits kQ3_K = {true, 256, 110, ActFormat::Q8K, DOTS(q3_k)};
 const WeightTraits kQ4_K = {true, 256, 144, ActFormat::Q8K, DOTS(q4_k)};
 const WeightTraits kQ5_K = {true, 256, 176, ActFormat::Q8K, DOTS(q5_k)};
 const WeightTraits kQ6_K = {true, 256, 210, ActFormat::Q8K, DOTS(q6_k)};
 #undef DOTS
+#undef DOTS_NEON
 
 int level_index(SimdLevel level) {
   switch (level) {
     case SimdLevel::AVX512: return 2;
-    case SimdLevel::AVX2: return 1;
+    case SimdLevel::AVX2:
+    case SimdLevel::NEON: return 1;
     default: return 0;
   }
 }
@@ -843,6 +1091,8 @@ void quantize_act(ActFormat fmt, SimdLevel level, const float* x, void* dst, int
 #if defined(__x86_64__) || defined(_M_X64)
       if (li == 2) return quantize_q8a_avx512(x, dst, n);
       if (li == 1) return quantize_q8a_avx2(x, dst, n);
+#elif defined(__aarch64__)
+      if (li == 1) return quantize_q8a_neon(x, dst, n);
 #endif
       return quantize_q8a_scalar(x, dst, n);
     case ActFormat::Q8K:

@@ -97,6 +97,14 @@ MINFER_DECLARE_DOTS(scalar)
 MINFER_DECLARE_DOTS(avx2)
 MINFER_DECLARE_DOTS(avx512)
 #endif
+#if defined(__aarch64__)
+// NEON (quants_neon.cpp) covers the most used types; the others fall back to scalar.
+void vec_dot_f32_neon(int64_t, const void*, const void*, size_t, int, float*);
+void vec_dot_f16_neon(int64_t, const void*, const void*, size_t, int, float*);
+void vec_dot_q4_0_neon(int64_t, const void*, const void*, size_t, int, float*);
+void vec_dot_q8_0_neon(int64_t, const void*, const void*, size_t, int, float*);
+void quantize_q8a_neon(const float* x, void* dst, int64_t n);
+#endif
 
 // ---- small helpers (static: each file keeps its own copy, compiled with its own flags) ----
 static inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }

@@ -1,9 +1,13 @@
 // x86 SIMD vec_dots and activation quantizers, shared by quants_avx2.cpp and quants_avx512.cpp.
 // Include inside a namespace, after defining:
 //   MQ_SUFFIX      avx2 or avx512 (names the exported functions)
-//   MQ_AVX512      1 to use 512-bit float dots, AVX-512BW/VL byte masks and VNNI vpdpbusd
-// The integer work runs on 256-bit vectors at both levels (one 32-element block per vector);
-// VNNI replaces the maddubs+madd pair by one vpdpbusd where no per-16 scale is applied.
+//   MQ_AVX512      1 to use 512-bit float dots, AVX-512BW/VL byte masks and VNNI vpdpbusd/vpdpwssd
+// The integer work runs on 256-bit vectors at both levels (one 32-element block per vector):
+// on the AVX-512 EPYC this was tuned on, 512-bit variants (two blocks per vector, scales gathered
+// for 4 blocks with vpermw/vpermt2ps and one hadd-based reduction) measured slower than this.
+// VNNI replaces maddubs+madd by one vpdpbusd where no per-16 scale is applied, and madd+add by
+// one vpdpwssd where one is. Legacy blocks keep their float work lane-wise, unrolled
+// over independent accumulators (no horizontal sum until the end of the row).
 // (The wrapper includes <immintrin.h>, <cstdint> and <cstring> before opening the namespace.)
 #define MQ_CAT2(a, b) a##b
 #define MQ_CAT(a, b) MQ_CAT2(a, b)
@@ -40,16 +44,21 @@ inline __m256i dot_us(__m256i u, __m256i s) {
 #endif
 }
 
-// Σ over pairs of u8 × s8 products, times a per-16-bit-lane scale, summed in pairs → 8 int32.
-inline __m256i dot_us_scaled(__m256i u, __m256i s, __m256i scale16) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
+// acc + Σ over pairs of u8 × s8 products times a per-16-bit-lane scale, summed in pairs → 8 int32
+// (u ≤ 63 so that the pair sums fit in int16).
+inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i scale16) {
+#if MQ_AVX512
+  return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scale16);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16));
+#endif
 }
 
-// 16 bytes (two nibbles each) → 32 bytes: low nibbles first, then high nibbles.
+// 16 bytes (two nibbles each) → 32 bytes: low nibbles first, then high nibbles (one broadcast load,
+// one variable shift, one AND).
 inline __m256i unpack_nibbles16(const uint8_t* p) {
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m256i v = _mm256_set_m128i(_mm_srli_epi16(x, 4), x);
-  return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
 // Bit k of the 32-bit qh → byte k = 0x10 if set, else 0.
@@ -99,70 +108,110 @@ inline float absmax(const float* x, int n) {
 }
 
 // ---- legacy 32-element types: decoders of one block into unsigned (or, for Q8_0, signed)
-// codes, the block's scale d and the coefficient of the activation sum s_a. ----
+// codes. kMode says how the code offset is applied:
+//   0  signed codes (Q8_0): no offset; the sign is moved onto the activations (abs/sign).
+//   1  constant offset −8·kS (Q4_0: kS = 1, Q5_0: kS = 2): folded per lane as
+//      (dot_lane · d_a − kS · s_a), whose 8-lane sum is d_a · dot − 8 · kS · s_a.
+//   2  min m (Q4_1, Q5_1): m · s_a accumulated in scalars (one per unrolled slot).
+// Every block's float work is lane-wise (no horizontal sums in the loop). ----
+
+// f16 at p → f32 in all 8 lanes (reads 8 bytes at p).
+inline __m256 bcast_f16(const uint8_t* p) {
+  return _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 
 struct DecQ4_0 {
-  static constexpr int kBytes = 18;
-  static constexpr bool kSigned = false;
+  static constexpr int kBytes = 18, kMode = 1;
+  static constexpr float kS = 1.0f;
   static inline __m256i q(const uint8_t* x) { return unpack_nibbles16(x + 2); }
-  static inline float d(const uint8_t* x) { return h2f(x); }
-  static inline float off(const uint8_t* x, float d) { (void)x; return -8.0f * d; }
 };
 struct DecQ4_1 {
-  static constexpr int kBytes = 20;
-  static constexpr bool kSigned = false;
+  static constexpr int kBytes = 20, kMode = 2;
+  static constexpr float kS = 0.0f;
   static inline __m256i q(const uint8_t* x) { return unpack_nibbles16(x + 4); }
-  static inline float d(const uint8_t* x) { return h2f(x); }
-  static inline float off(const uint8_t* x, float) { return h2f(x + 2); }
 };
 struct DecQ5_0 {
-  static constexpr int kBytes = 22;
-  static constexpr bool kSigned = false;
+  static constexpr int kBytes = 22, kMode = 1;
+  static constexpr float kS = 2.0f;
   static inline __m256i q(const uint8_t* x) { return _mm256_or_si256(unpack_nibbles16(x + 6), qh_bits(x + 2)); }
-  static inline float d(const uint8_t* x) { return h2f(x); }
-  static inline float off(const uint8_t* x, float d) { (void)x; return -16.0f * d; }
 };
 struct DecQ5_1 {
-  static constexpr int kBytes = 24;
-  static constexpr bool kSigned = false;
+  static constexpr int kBytes = 24, kMode = 2;
+  static constexpr float kS = 0.0f;
   static inline __m256i q(const uint8_t* x) { return _mm256_or_si256(unpack_nibbles16(x + 8), qh_bits(x + 4)); }
-  static inline float d(const uint8_t* x) { return h2f(x); }
-  static inline float off(const uint8_t* x, float) { return h2f(x + 2); }
 };
 struct DecQ8_0 {
-  static constexpr int kBytes = 34;
-  static constexpr bool kSigned = true;
+  static constexpr int kBytes = 34, kMode = 0;
+  static constexpr float kS = 0.0f;
   static inline __m256i q(const uint8_t* x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2)); }
-  static inline float d(const uint8_t* x) { return h2f(x); }
-  static inline float off(const uint8_t*, float) { return 0.0f; }
 };
 
+// One weight block at x against block a0 (+ c·stride) of each column: acc[c] (and accm[c]) += ….
+// dw: the block's d broadcast; mw: its m (kMode 2).
 template <class D, int NC>
-void dot_legacy(int64_t n, const uint8_t* x, const uint8_t* act, size_t stride, float* out) {
-  using minfer::cpu::q::BlockQ8A;
-  const int64_t nb = n / 32;
-  __m256 acc[NC];
-  float accs[NC];
+inline void legacy_block(const uint8_t* x, __m256 dw, float mw, const uint8_t* a0, size_t stride, __m256* acc,
+                         float* accm) {
+  const __m256i qw = D::q(x);
+  const __m256i u = D::kMode == 0 ? _mm256_abs_epi8(qw) : qw;
+#pragma GCC unroll 4
   for (int c = 0; c < NC; c++) {
-    acc[c] = _mm256_setzero_ps();
-    accs[c] = 0.0f;
-  }
-  for (int64_t i = 0; i < nb; i++, x += D::kBytes) {
-    const __m256i qw = D::q(x);
-    const float d = D::d(x);
-    const float off = D::off(x, d);
-    __m256i u = qw;
-    if (D::kSigned) u = _mm256_abs_epi8(qw);
-    for (int c = 0; c < NC; c++) {
-      const BlockQ8A* a = reinterpret_cast<const BlockQ8A*>(act + c * stride) + i;
-      __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a->qs));
-      if (D::kSigned) qa = _mm256_sign_epi8(qa, qw);
-      const __m256i p = dot_us(u, qa);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(p), acc[c]);
-      if (!D::kSigned) accs[c] += off * a->s;
+    const uint8_t* ab = a0 + c * stride;
+    __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + 8));
+    if (D::kMode == 0) qa = _mm256_sign_epi8(qa, qw);
+    const __m256 pf = _mm256_cvtepi32_ps(dot_us(u, qa));
+    const __m256 da = _mm256_broadcast_ss(reinterpret_cast<const float*>(ab));
+    if (D::kMode == 1) {
+      __m256 s = _mm256_broadcast_ss(reinterpret_cast<const float*>(ab + 4));
+      if (D::kS != 1.0f) s = _mm256_mul_ps(s, _mm256_set1_ps(D::kS));
+      acc[c] = _mm256_fmadd_ps(_mm256_fmsub_ps(pf, da, s), dw, acc[c]);
+    } else {
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(pf, da), dw, acc[c]);
+      if (D::kMode == 2) {
+        float sa;
+        std::memcpy(&sa, ab + 4, 4);
+        accm[c] += mw * sa;
+      }
     }
   }
-  for (int c = 0; c < NC; c++) out[c] = hsum256(acc[c]) + accs[c];
+}
+
+// U blocks per iteration, each into its own accumulators (hides the FMA latency).
+template <class D, int NC, int U>
+void dot_legacy(int64_t n, const uint8_t* x, const uint8_t* act, size_t stride, float* out) {
+  constexpr size_t kA = sizeof(minfer::cpu::q::BlockQ8A);
+  const int64_t nb = n / 32;
+  __m256 acc[U][NC];
+  float accm[U][NC];
+#pragma GCC unroll 8
+  for (int u = 0; u < U; u++)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) acc[u][c] = _mm256_setzero_ps(), accm[u][c] = 0.0f;
+  int64_t i = 0;
+  for (; i + U <= nb; i += U) {
+    const uint8_t* xb = x + i * D::kBytes;
+#pragma GCC unroll 8
+    for (int u = 0; u < U; u++) {
+      const uint8_t* xu = xb + u * D::kBytes;
+      legacy_block<D, NC>(xu, bcast_f16(xu), D::kMode == 2 ? h2f(xu + 2) : 0.0f, act + (i + u) * kA, stride, acc[u],
+                          accm[u]);
+    }
+  }
+  for (; i < nb; i++) {
+    const uint8_t* xu = x + i * D::kBytes;
+    legacy_block<D, NC>(xu, bcast_f16(xu), D::kMode == 2 ? h2f(xu + 2) : 0.0f, act + i * kA, stride, acc[0],
+                        accm[0]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 8
+    for (int u = 1; u < U; u++) acc[0][c] = _mm256_add_ps(acc[0][c], acc[u][c]);
+    float r = hsum256(acc[0][c]);
+    if (D::kMode == 2) {
+#pragma GCC unroll 8
+      for (int u = 0; u < U; u++) r += accm[u][c];
+    }
+    out[c] = r;
+  }
 }
 
 template <class D>
@@ -171,11 +220,11 @@ void dot_legacy_n(int64_t n, const void* w, const void* act, size_t stride, int 
   const auto* a = static_cast<const uint8_t*>(act);
   while (nc > 0) {
     switch (nc) {
-      case 1: dot_legacy<D, 1>(n, x, a, stride, out); return;
-      case 2: dot_legacy<D, 2>(n, x, a, stride, out); return;
-      case 3: dot_legacy<D, 3>(n, x, a, stride, out); return;
+      case 1: dot_legacy<D, 1, (MQ_AVX512 || D::kMode != 2) ? 4 : 2>(n, x, a, stride, out); return;
+      case 2: dot_legacy<D, 2, 2>(n, x, a, stride, out); return;
+      case 3: dot_legacy<D, 3, 2>(n, x, a, stride, out); return;
       default:
-        dot_legacy<D, 4>(n, x, a, stride, out);
+        dot_legacy<D, 4, MQ_AVX512 ? 2 : 1>(n, x, a, stride, out);
         nc -= 4;
         a += 4 * stride;
         out += 4;
@@ -183,34 +232,49 @@ void dot_legacy_n(int64_t n, const void* w, const void* act, size_t stride, int 
   }
 }
 
-// ---- K-quants (one column per pass; the weight row stays in L1 across columns) ----
+// ---- K-quants ----
 
 using minfer::cpu::q::BlockQ8K;
 
-inline __m256i scale_pair(int s0, int s1) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(s1)), _mm_set1_epi16(static_cast<short>(s0)));
-}
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Sixteen 16-bit scales w (lane 0: scales 0..7, lane 1: 8..15) → for k = 0..7 the vector
+// [scale 2k ×8 | scale 2k+1 ×8] (the scales of two 16-element halves of one 32-byte vector).
+struct PairScales {
+  __m256i lo, hi;
+  explicit PairScales(__m256i w)
+      : lo(_mm256_permute2x128_si256(w, w, 0x00)), hi(_mm256_permute2x128_si256(w, w, 0x11)) {}
+  inline __m256i get(int k) const {
+    const int b = 4 * (k & 3);
+    const __m256i ctrl = _mm256_setr_epi8(b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b,
+                                          b + 1, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2,
+                                          b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3);
+    return _mm256_shuffle_epi8(k < 4 ? lo : hi, ctrl);
+  }
+};
 
 float dot_q2_k_1(int64_t nb, const uint8_t* x, const BlockQ8K* a) {
   __m256 acc = _mm256_setzero_ps();
   const __m256i m3 = _mm256_set1_epi8(3);
   for (int64_t i = 0; i < nb; i++, x += 84, a++) {
-    __m256i sumi = _mm256_setzero_si256();
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
+    const PairScales ps(_mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(15))));
+    __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
       const __m256i qv = load32(x + 16 + 32 * h);
+#pragma GCC unroll 4
       for (int s = 0; s < 4; s++) {
-        const int k = 8 * h + 2 * s;
         const __m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * s), m3);
         const __m256i qa = load32(a->qs + 128 * h + 32 * s);
-        sumi = _mm256_add_epi32(sumi, dot_us_scaled(u, qa, scale_pair(x[k] & 15, x[k + 1] & 15)));
+        if (s & 1) sumi1 = dot_us_scaled_acc(sumi1, u, qa, ps.get(4 * h + s));
+        else sumi0 = dot_us_scaled_acc(sumi0, u, qa, ps.get(4 * h + s));
       }
     }
-    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15)));
     const __m256i summ = _mm256_madd_epi16(mins, load32(a->bsums));
     const float d = h2f(x + 80) * a->d, dmin = h2f(x + 82) * a->d;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi0, sumi1)), acc);
     acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(summ), acc);
   }
   return hsum256(acc);
@@ -221,33 +285,36 @@ float dot_q3_k_1(int64_t nb, const uint8_t* x, const BlockQ8K* a) {
   const __m256i m3 = _mm256_set1_epi8(3);
   const __m256i one = _mm256_set1_epi8(1);
   for (int64_t i = 0; i < nb; i++, x += 110, a++) {
-    int8_t sc[16];
+    alignas(16) int8_t sc[16];
     minfer::cpu::q::scales_q3k(x + 96, sc);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+    const PairScales ps(sc16);
     const __m256i hm = load32(x);
-    __m256i sumi = _mm256_setzero_si256();
-    int bit = 0;
+    __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
       const __m256i qv = load32(x + 32 + 32 * h);
-      for (int s = 0; s < 4; s++, bit++) {
-        const int k = 8 * h + 2 * s;
+#pragma GCC unroll 4
+      for (int s = 0; s < 4; s++) {
+        const int bit = 4 * h + s;
         const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * s), m3);
         const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit), one), 2);
         const __m256i u = _mm256_or_si256(lo, hb);
         const __m256i qa = load32(a->qs + 128 * h + 32 * s);
-        sumi = _mm256_add_epi32(sumi, dot_us_scaled(u, qa, scale_pair(sc[k], sc[k + 1])));
+        if (s & 1) sumi1 = dot_us_scaled_acc(sumi1, u, qa, ps.get(4 * h + s));
+        else sumi0 = dot_us_scaled_acc(sumi0, u, qa, ps.get(4 * h + s));
       }
     }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(a->bsums)), 2);
-    sumi = _mm256_sub_epi32(sumi, off);
+    const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(sumi0, sumi1), off);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 108) * a->d), _mm256_cvtepi32_ps(sumi), acc);
   }
   return hsum256(acc);
 }
 
 // Q4_K / Q5_K: the 12 scale bytes are unpacked with 32-bit word arithmetic into 8 six-bit scales
-// and 8 mins; each sub-block's scale is broadcast by a byte shuffle. The weight block is decoded
-// once for all NC columns.
+// and 8 mins; each sub-block's scale is broadcast by a byte shuffle once per super-block. The
+// weight block is decoded once for all NC columns.
 template <bool Q5, int NC>
 void dot_q45_k(int64_t nb, const uint8_t* x, const uint8_t* act, size_t stride, float* out) {
   constexpr int kBytes = Q5 ? 176 : 144;
@@ -257,17 +324,20 @@ void dot_q45_k(int64_t nb, const uint8_t* x, const uint8_t* act, size_t stride, 
   for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps(), accm[c] = _mm_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t i = 0; i < nb; i++, x += kBytes) {
-    uint32_t u[3];
-    std::memcpy(u, x + 4, 12);
-    const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, mn_lo = u[1] & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    const uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    uint32_t u0, u1, u2;
+    std::memcpy(&u0, x + 4, 4);
+    std::memcpy(&u1, x + 8, 4);
+    std::memcpy(&u2, x + 12, 4);
+    const uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | (((u0 >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | (((u1 >> 6) & 0x03030303u) << 4);
     const __m256i sc16 = _mm256_broadcastsi128_si256(
         _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
     const __m128i mn16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(mn_lo)));
-    __m256i q[8];
+    __m256i q[8], sj[8];
     __m256i qh = _mm256_setzero_si256();
     if (Q5) qh = load32(x + 16);
+#pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
       const __m256i v = load32(x + kQs + 32 * c);
       q[2 * c] = _mm256_and_si256(v, m4);
@@ -280,17 +350,24 @@ void dot_q45_k(int64_t nb, const uint8_t* x, const uint8_t* act, size_t stride, 
         q[2 * c + 1] = _mm256_or_si256(q[2 * c + 1], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), x10));
       }
     }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+      sj[j] = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
     const float d = h2f(x), dmin = h2f(x + 2);
+#pragma GCC unroll 4
     for (int c = 0; c < NC; c++) {
       const BlockQ8K* a = reinterpret_cast<const BlockQ8K*>(act + c * stride) + i;
-      __m256i sumi = _mm256_setzero_si256();
-      for (int j = 0; j < 8; j++) {
-        const __m256i sj = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
-        sumi = _mm256_add_epi32(sumi, dot_us_scaled(q[j], load32(a->qs + 32 * j), sj));
-      }
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(sumi), acc[c]);
-      const __m256i bs = load32(a->bsums);
-      const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      // Four independent integer chains (dpwssd latency), summed once per super-block.
+      __m256i sumi[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        sumi[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], load32(a->qs + 32 * j)), sj[j]);
+#pragma GCC unroll 4
+      for (int j = 4; j < 8; j++) sumi[j - 4] = dot_us_scaled_acc(sumi[j - 4], q[j], load32(a->qs + 32 * j), sj[j]);
+      const __m256i st = _mm256_add_epi32(_mm256_add_epi32(sumi[0], sumi[1]), _mm256_add_epi32(sumi[2], sumi[3]));
+      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(st), acc[c]);
+      const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a->bsums)),
+                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(a->bsums + 8)));
       accm[c] = _mm_fmadd_ps(_mm_set1_ps(dmin * a->d), _mm_cvtepi32_ps(_mm_madd_epi16(mn16, pairs)), accm[c]);
     }
   }
@@ -326,8 +403,10 @@ float dot_q6_k_1(int64_t nb, const uint8_t* x, const BlockQ8K* a) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i m30 = _mm256_set1_epi8(0x30);
   for (int64_t i = 0; i < nb; i++, x += 210, a++) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(x + 192);
-    __m256i sumi = _mm256_setzero_si256();
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 192)));
+    const PairScales ps(sc16);
+    __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
       const __m256i l0 = load32(x + 64 * h);
       const __m256i l1 = load32(x + 64 * h + 32);
@@ -338,15 +417,13 @@ float dot_q6_k_1(int64_t nb, const uint8_t* x, const BlockQ8K* a) {
       const __m256i u3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
       const int8_t* aq = a->qs + 128 * h;
-      const int8_t* s = sc + 8 * h;
-      sumi = _mm256_add_epi32(sumi, dot_us_scaled(u0, load32(aq), scale_pair(s[0], s[1])));
-      sumi = _mm256_add_epi32(sumi, dot_us_scaled(u1, load32(aq + 32), scale_pair(s[2], s[3])));
-      sumi = _mm256_add_epi32(sumi, dot_us_scaled(u2, load32(aq + 64), scale_pair(s[4], s[5])));
-      sumi = _mm256_add_epi32(sumi, dot_us_scaled(u3, load32(aq + 96), scale_pair(s[6], s[7])));
+      sumi0 = dot_us_scaled_acc(sumi0, u0, load32(aq), ps.get(4 * h + 0));
+      sumi1 = dot_us_scaled_acc(sumi1, u1, load32(aq + 32), ps.get(4 * h + 1));
+      sumi0 = dot_us_scaled_acc(sumi0, u2, load32(aq + 64), ps.get(4 * h + 2));
+      sumi1 = dot_us_scaled_acc(sumi1, u3, load32(aq + 96), ps.get(4 * h + 3));
     }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(a->bsums)), 5);
-    sumi = _mm256_sub_epi32(sumi, off);
+    const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(sumi0, sumi1), off);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 208) * a->d), _mm256_cvtepi32_ps(sumi), acc);
   }
   return hsum256(acc);

@@ -73,7 +73,7 @@ const types = [
   "Q5_K",
   "Q6_K",
 ];
-const quantizable = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"];
+const quantizable = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"];
 for (const name of types) {
   const type = GgmlType[name];
   const { blockSize, typeSize } = ggmlTypeInfo(type);
@@ -107,6 +107,33 @@ for (const name of types) {
   x[63] = 127 * 0.125 * 2;
   for (const name of ["Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1"])
     record(1, GgmlType[name], 64, quantize(GgmlType[name], x), x);
+}
+// K-quant edge blocks (256 elements each): all zero, constant positive, constant negative, all
+// positive (no min), all negative, tiny values (subnormal f16 scales), large values, one spike,
+// half-integer ramps (ties in the grid searches), and alternating signs.
+{
+  const blocks = [
+    () => 0,
+    () => 0.75,
+    () => -1.25,
+    (i) => 0.5 + (i % 37) * 0.01,
+    (i) => -0.5 - (i % 29) * 0.02,
+    () => gauss() * 1e-6,
+    () => gauss() * 3e3,
+    (i) => (i === 77 ? 50 : gauss() * 0.01),
+    (i) => ((i % 32) - 15.5) * 0.5,
+    (i) => (i % 2 ? 1 : -1) * (1 + (i % 16) * 0.125),
+    (i) => (i % 16 === 0 ? 0 : gauss()),
+  ];
+  const x = new Float32Array(256 * blocks.length);
+  blocks.forEach((f, b) => {
+    for (let i = 0; i < 256; i++) x[256 * b + i] = f(i);
+  });
+  for (const name of ["Q4_K", "Q5_K", "Q6_K"]) {
+    const bytes = quantize(GgmlType[name], x);
+    record(1, GgmlType[name], x.length, bytes, x);
+    record(0, GgmlType[name], x.length, bytes, dequantize(GgmlType[name], bytes, x.length));
+  }
 }
 writeFileSync(process.argv[2], Buffer.concat(chunks));
 console.log(`wrote ${chunks.length / 3} records to ${process.argv[2]}`);
