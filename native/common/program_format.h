@@ -33,6 +33,29 @@ enum class DType : int32_t {
   Q8_K = 15,
 };
 
+// The name of a dtype, for messages ("dtype N" for an id outside the enum).
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+    case DType::Q4_0: return "Q4_0";
+    case DType::Q4_1: return "Q4_1";
+    case DType::Q5_0: return "Q5_0";
+    case DType::Q5_1: return "Q5_1";
+    case DType::Q8_0: return "Q8_0";
+    case DType::Q8_1: return "Q8_1";
+    case DType::Q2_K: return "Q2_K";
+    case DType::Q3_K: return "Q3_K";
+    case DType::Q4_K: return "Q4_K";
+    case DType::Q5_K: return "Q5_K";
+    case DType::Q6_K: return "Q6_K";
+    case DType::Q8_K: return "Q8_K";
+  }
+  return "an unknown dtype";
+}
+
 // Elements and bytes per block of each dtype (1 and the element size for plain types).
 struct BlockLayout {
   int32_t dtype;

@@ -15,6 +15,7 @@
 
 #include "../common/fp16.h"
 #include "kernel.h"
+#include "kernel_util.h"
 
 namespace minfer::cpu {
 
@@ -57,24 +58,9 @@ using program::DType;
 using program::Op;
 namespace P = program::param::ATTENTION;
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::Q8_0: return "Q8_0";
-    default: return "a quantized dtype";
-  }
-}
+using program::dtype_name;
 int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
 
-thread_local char g_msg[256];
-template <typename... A>
-const char* fail(const char* fmt, A... a) {
-  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
-  return g_msg;
-}
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 

@@ -6,6 +6,7 @@
 
 #include "../common/fp16.h"
 #include "kernel.h"
+#include "kernel_util.h"
 #include "quants.h"
 
 namespace minfer::cpu {
@@ -14,34 +15,8 @@ namespace {
 using program::DType;
 using program::Op;
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::Q4_0: return "Q4_0";
-    case DType::Q4_1: return "Q4_1";
-    case DType::Q5_0: return "Q5_0";
-    case DType::Q5_1: return "Q5_1";
-    case DType::Q8_0: return "Q8_0";
-    case DType::Q8_1: return "Q8_1";
-    case DType::Q2_K: return "Q2_K";
-    case DType::Q3_K: return "Q3_K";
-    case DType::Q4_K: return "Q4_K";
-    case DType::Q5_K: return "Q5_K";
-    case DType::Q6_K: return "Q6_K";
-    case DType::Q8_K: return "Q8_K";
-    default: return "an unknown dtype";
-  }
-}
+using program::dtype_name;
 
-thread_local char g_msg[256];
-template <typename... A>
-const char* fail(const char* fmt, A... a) {
-  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
-  return g_msg;
-}
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }

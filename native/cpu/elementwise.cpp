@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kernel.h"
+#include "kernel_util.h"
 
 namespace minfer::cpu {
 
@@ -96,24 +97,8 @@ namespace {
 using program::DType;
 using program::Op;
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::Q8_0: return "Q8_0";
-    default: return "a quantized dtype";
-  }
-}
+using program::dtype_name;
 
-thread_local char g_msg[256];
-
-template <typename... A>
-const char* fail(const char* fmt, A... a) {
-  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
-  return g_msg;
-}
 
 const char* need_f32(const char* op, const char* what, const Tensor* t) {
   if (t->dtype != DType::F32) return fail("%s: %s must be F32, got %s", op, what, dtype_name(t->dtype));

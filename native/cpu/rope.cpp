@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernel.h"
+#include "kernel_util.h"
 
 namespace minfer::cpu {
 namespace {
@@ -24,23 +25,8 @@ using program::DType;
 using program::Op;
 namespace P = program::param::ROPE;
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::Q8_0: return "Q8_0";
-    default: return "a quantized dtype";
-  }
-}
+using program::dtype_name;
 
-thread_local char g_msg[256];
-template <typename... A>
-const char* fail(const char* fmt, A... a) {
-  std::snprintf(g_msg, sizeof g_msg, fmt, a...);
-  return g_msg;
-}
 
 const char* check_rope(const NodeArgs& args) {
   if (args.n_inputs < 2 || args.n_inputs > 3 || args.n_outputs != 1)
