@@ -39,7 +39,7 @@ export function programHeaderSource(): string {
   for (const [name, id] of Object.entries(DType)) L.push(`  ${name} = ${id},`);
   L.push("};");
   L.push("");
-  L.push("// The name of a dtype, for messages (\"dtype N\" for an id outside the enum).");
+  L.push('// The name of a dtype, for messages ("dtype N" for an id outside the enum).');
   L.push("inline const char* dtype_name(DType t) {");
   L.push("  switch (t) {");
   for (const name of Object.keys(DType)) L.push(`    case DType::${name}: return "${name}";`);
