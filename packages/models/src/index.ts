@@ -1,5 +1,26 @@
 /**
+ * Model architectures (llama, qwen2, qwen3): hyperparameters, tensors and graph builders.
  * @module @minfer/models
- * Not implemented yet.
  */
-export {};
+
+export type {
+  ArchFeatures,
+  AttentionLayer,
+  BuildOptions,
+  BuiltGraph,
+  GraphInputs,
+  GraphShape,
+} from "./builders.js";
+export { buildAttention, buildDecoder, buildFfn, buildNorm, decoderTensorSpecs } from "./builders.js";
+export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
+export { ModelError } from "./errors.js";
+export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
+export { readHparams } from "./hparams.js";
+export * as llama from "./llama.js";
+export * as qwen2 from "./qwen2.js";
+export * as qwen3 from "./qwen3.js";
+export type { ArchModule } from "./registry.js";
+export { architecture, SUPPORTED_ARCHS } from "./registry.js";
+export { llama3RopeFreqs, ropeParams, usesRopeFreqs } from "./rope.js";
+export type { ModelTensor, ModelTensors, TensorInfo, TensorSpec } from "./tensors.js";
+export { checkTensor, checkTensors } from "./tensors.js";

@@ -1,0 +1,141 @@
+import { GgufError, type GgufMetadata } from "@minfer/gguf";
+import { ModelError } from "./errors.js";
+
+/** RoPE context scaling, from `<arch>.rope.scaling.*`. */
+export interface RopeScaling {
+  /** `none` (default), `linear` (positions / factor), `yarn`, or `llama3` (per-frequency factors). */
+  readonly type: "none" | "linear" | "yarn" | "llama3";
+  /** `rope.scaling.factor`. Default: 1. */
+  readonly factor: number;
+  /** `rope.scaling.original_context_length`. Default: the training context length. */
+  readonly originalContextLength: number;
+  /** llama3: `rope.scaling.low_freq_factor`. Default: 1. */
+  readonly lowFreqFactor: number;
+  /** llama3: `rope.scaling.high_freq_factor`. Default: 4. */
+  readonly highFreqFactor: number;
+  /** YaRN: `rope.scaling.attn_factor`. Default: 1. */
+  readonly attnFactor: number;
+}
+
+/** Hyperparameters shared by the dense decoder architectures (llama, qwen2, qwen3). */
+export interface Hparams {
+  readonly arch: string;
+  /** `block_count`. */
+  readonly nLayer: number;
+  /** `embedding_length`. */
+  readonly nEmbd: number;
+  /** `feed_forward_length`. */
+  readonly nFf: number;
+  /** `attention.head_count`. */
+  readonly nHead: number;
+  /** `attention.head_count_kv`. Default: nHead. */
+  readonly nHeadKv: number;
+  /** `attention.key_length`. Default: nEmbd / nHead. */
+  readonly headDimK: number;
+  /** `attention.value_length`. Default: nEmbd / nHead. */
+  readonly headDimV: number;
+  /** `attention.layer_norm_rms_epsilon`. Default: per architecture. */
+  readonly rmsEps: number;
+  /** `rope.freq_base`. Default: per architecture. */
+  readonly ropeFreqBase: number;
+  /** `rope.dimension_count`. Default: headDimK. */
+  readonly nRot: number;
+  /** `context_length`. */
+  readonly nCtxTrain: number;
+  /** `vocab_size`, else the length of `tokenizer.ggml.tokens`. */
+  readonly nVocab: number;
+  readonly ropeScaling: RopeScaling;
+}
+
+/** An architecture's documented defaults for keys that may be absent. */
+export interface ArchDefaults {
+  readonly rmsEps: number;
+  readonly ropeFreqBase: number;
+}
+
+/** Re-throws @minfer/gguf's key errors as ModelErrors naming the key. */
+function guard<T>(key: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof GgufError && e.code === "MISSING_KEY")
+      throw new ModelError("MISSING_KEY", `metadata key "${key}" is required and missing`, { key });
+    if (e instanceof GgufError) throw new ModelError("BAD_KEY", e.message, { key });
+    throw e;
+  }
+}
+
+function positive(key: string, n: number): number {
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new ModelError("BAD_KEY", `metadata key "${key}" is ${n}; expected a positive number`, { key });
+  return n;
+}
+
+const SCALING_TYPES = ["none", "linear", "yarn", "llama3"] as const;
+
+/**
+ * Reads `<arch>.*` hyperparameters; a missing required key is MISSING_KEY naming it, an
+ * optional one takes `defaults` (or the derived default documented on {@link Hparams}).
+ */
+export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefaults): Hparams {
+  const k = (suffix: string) => `${arch}.${suffix}`;
+  const int = (suffix: string) =>
+    positive(
+      k(suffix),
+      guard(k(suffix), () => meta.integer(k(suffix))),
+    );
+  const optInt = (suffix: string) => {
+    const v = guard(k(suffix), () => meta.optInteger(k(suffix)));
+    return v === undefined ? undefined : positive(k(suffix), v);
+  };
+  const optNum = (suffix: string) => guard(k(suffix), () => meta.optNumber(k(suffix)));
+
+  const nEmbd = int("embedding_length");
+  const nHead = int("attention.head_count");
+  const headDimK = optInt("attention.key_length") ?? nEmbd / nHead;
+  const headDimV = optInt("attention.value_length") ?? nEmbd / nHead;
+  if (!Number.isInteger(headDimK) || !Number.isInteger(headDimV))
+    throw new ModelError(
+      "BAD_KEY",
+      `${k("embedding_length")} ${nEmbd} is not a multiple of ${k("attention.head_count")} ${nHead}; give ${k("attention.key_length")}`,
+      { key: k("attention.key_length") },
+    );
+  const nCtxTrain = int("context_length");
+  const nVocab =
+    optInt("vocab_size") ??
+    guard("tokenizer.ggml.tokens", () => meta.stringArray("tokenizer.ggml.tokens")).length;
+
+  const typeKey = k("rope.scaling.type");
+  const type = guard(typeKey, () => meta.optString(typeKey)) ?? "none";
+  if (!(SCALING_TYPES as readonly string[]).includes(type))
+    throw new ModelError(
+      "BAD_KEY",
+      `${typeKey} "${type}" is not supported; supported: ${SCALING_TYPES.join(", ")}`,
+      { key: typeKey },
+    );
+  const ropeScaling: RopeScaling = {
+    type: type as RopeScaling["type"],
+    factor: optNum("rope.scaling.factor") ?? 1,
+    originalContextLength: optInt("rope.scaling.original_context_length") ?? nCtxTrain,
+    lowFreqFactor: optNum("rope.scaling.low_freq_factor") ?? 1,
+    highFreqFactor: optNum("rope.scaling.high_freq_factor") ?? 4,
+    attnFactor: optNum("rope.scaling.attn_factor") ?? 1,
+  };
+
+  return {
+    arch,
+    nLayer: int("block_count"),
+    nEmbd,
+    nFf: int("feed_forward_length"),
+    nHead,
+    nHeadKv: optInt("attention.head_count_kv") ?? nHead,
+    headDimK,
+    headDimV,
+    rmsEps: optNum("attention.layer_norm_rms_epsilon") ?? defaults.rmsEps,
+    ropeFreqBase: optNum("rope.freq_base") ?? defaults.ropeFreqBase,
+    nRot: optInt("rope.dimension_count") ?? headDimK,
+    nCtxTrain,
+    nVocab,
+    ropeScaling,
+  };
+}

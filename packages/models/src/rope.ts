@@ -1,0 +1,60 @@
+import type { RopeParams } from "@minfer/ir";
+import type { Hparams } from "./hparams.js";
+
+/**
+ * The ROPE op's parameters for a model: `mode` is the architecture's pair layout ("normal" for
+ * llama as converted by llama.cpp, "neox" for qwen2/qwen3); linear and YaRN scaling become
+ * `freqScale = 1 / factor` (YaRN also mixes by the ramp: extFactor 1); llama3 scaling is carried
+ * by the frequency factors of {@link llama3RopeFreqs} instead, so freqScale stays 1.
+ */
+export function ropeParams(hp: Hparams, mode: RopeParams["mode"]): RopeParams {
+  const s = hp.ropeScaling;
+  const scaled = s.type === "linear" || s.type === "yarn";
+  return {
+    mode,
+    nDims: hp.nRot,
+    freqBase: hp.ropeFreqBase,
+    freqScale: scaled ? 1 / s.factor : 1,
+    nCtxOrig: s.originalContextLength,
+    extFactor: s.type === "yarn" ? 1 : 0,
+    attnFactor: s.type === "yarn" ? s.attnFactor : 1,
+    betaFast: 32,
+    betaSlow: 1,
+  };
+}
+
+/** Whether the model's ROPE takes frequency factors (the `rope_freqs` input). */
+export function usesRopeFreqs(hp: Hparams): boolean {
+  return hp.ropeScaling.type === "llama3";
+}
+
+/**
+ * Llama 3 frequency factors, F32 [nRot / 2], the ROPE op's third input (the angle of pair i is
+ * divided by factor i). With freq_i = base^(−2i/nRot), wavelen_i = 2π / freq_i,
+ * L = original_context_length, lo = L / low_freq_factor, hi = L / high_freq_factor:
+ *
+ * - wavelen_i < hi (high frequencies): factor 1 (unchanged);
+ * - wavelen_i > lo (low frequencies): factor = rope.scaling.factor;
+ * - otherwise smooth = (L / wavelen_i − low_freq_factor) / (high_freq_factor − low_freq_factor)
+ *   and factor = 1 / ((1 − smooth) / rope.scaling.factor + smooth).
+ *
+ * This is the formula of Meta's reference and of llama.cpp's converter (which stores it as
+ * `rope_freqs.weight`).
+ */
+export function llama3RopeFreqs(hp: Hparams): Float32Array {
+  const { factor, originalContextLength: L, lowFreqFactor: low, highFreqFactor: high } = hp.ropeScaling;
+  const out = new Float32Array(hp.nRot / 2);
+  const loWavelen = L / low;
+  const hiWavelen = L / high;
+  for (let i = 0; i < out.length; i++) {
+    const freq = hp.ropeFreqBase ** ((-2 * i) / hp.nRot);
+    const wavelen = (2 * Math.PI) / freq;
+    if (wavelen < hiWavelen) out[i] = 1;
+    else if (wavelen > loWavelen) out[i] = factor;
+    else {
+      const smooth = (L / wavelen - low) / (high - low);
+      out[i] = 1 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,85 @@
+import { DType, dtypeName, isDType, WEIGHT_DTYPES } from "@minfer/ir";
+import { ModelError } from "./errors.js";
+
+/** What a model needs to know of a tensor in the file (a `GgufTensorInfo` fits). */
+export interface TensorInfo {
+  readonly name: string;
+  /** ggml order, innermost first. */
+  readonly dims: readonly number[];
+  /** ggml type id (= @minfer/ir dtype id). */
+  readonly type: number;
+}
+
+/** An expected tensor: a matrix (any weight dtype) or a vector (F32: norms and biases). */
+export interface TensorSpec {
+  readonly name: string;
+  readonly ne: readonly number[];
+  readonly kind: "matrix" | "vector";
+}
+
+/** A tensor checked against its spec: its name (= GGUF source), dtype and shape. */
+export interface ModelTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly ne: readonly number[];
+}
+
+/** The checked tensors of a model. */
+export interface ModelTensors {
+  readonly byName: ReadonlyMap<string, ModelTensor>;
+  /** No `output.weight`: the output projection reuses `token_embd.weight`. */
+  readonly tiedOutput: boolean;
+}
+
+const fmt = (ne: readonly number[]) => `[${ne.join(", ")}]`;
+
+/** Trailing 1s do not count: a GGUF [64] and [64, 1] are the same shape. */
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < Math.max(a.length, b.length, 1); i++) if ((a[i] ?? 1) !== (b[i] ?? 1)) return false;
+  return true;
+}
+
+/** Checks one tensor: present (else MISSING_TENSOR), shaped as expected (BAD_SHAPE), of its dtype class (BAD_DTYPE). */
+export function checkTensor(available: ReadonlyMap<string, TensorInfo>, spec: TensorSpec): ModelTensor {
+  const info = available.get(spec.name);
+  if (!info)
+    throw new ModelError("MISSING_TENSOR", `tensor "${spec.name}" is missing from the model file`, {
+      tensor: spec.name,
+    });
+  if (!sameShape(info.dims, spec.ne))
+    throw new ModelError(
+      "BAD_SHAPE",
+      `tensor "${spec.name}" has shape ${fmt(info.dims)}, expected ${fmt(spec.ne)}`,
+      { tensor: spec.name, expected: spec.ne, got: info.dims },
+    );
+  const dtype = info.type;
+  const allowed = spec.kind === "vector" ? [DType.F32] : WEIGHT_DTYPES;
+  if (!isDType(dtype) || !allowed.includes(dtype)) {
+    const name = isDType(dtype) ? dtypeName(dtype) : `type ${dtype}`;
+    throw new ModelError(
+      "BAD_DTYPE",
+      `tensor "${spec.name}" is ${name}; a ${spec.kind} must be ${spec.kind === "vector" ? "F32" : "a weight type"}`,
+      { tensor: spec.name },
+    );
+  }
+  return { name: spec.name, dtype, ne: [...spec.ne] };
+}
+
+/**
+ * Checks every expected tensor. `output.weight` may be absent (tied embeddings: the output
+ * projection then reuses `token_embd.weight`); any other absent tensor is MISSING_TENSOR.
+ */
+export function checkTensors(infos: Iterable<TensorInfo>, specs: readonly TensorSpec[]): ModelTensors {
+  const available = new Map<string, TensorInfo>();
+  for (const t of infos) available.set(t.name, t);
+  const byName = new Map<string, ModelTensor>();
+  let tiedOutput = false;
+  for (const spec of specs) {
+    if (spec.name === "output.weight" && !available.has(spec.name)) {
+      tiedOutput = true;
+      continue;
+    }
+    byName.set(spec.name, checkTensor(available, spec));
+  }
+  return { byName, tiedOutput };
+}
