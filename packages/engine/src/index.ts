@@ -1,5 +1,10 @@
 /**
+ * Model, Context, decode and greedy generation over the scheduler, KV cache and tokenizer.
  * @module @minfer/engine
- * Not implemented yet.
  */
-export {};
+
+export type { ContextOptions, DecodeOptions, GraphParams } from "./context.js";
+export { Context, KV_BUCKET } from "./context.js";
+export { argmax, greedy } from "./generate.js";
+export type { ModelLoadOptions } from "./model.js";
+export { Model } from "./model.js";

@@ -1,0 +1,83 @@
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { backend as cpuBackend } from "@minfer/backend-cpu";
+import type { DeviceRuntime } from "@minfer/ir";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Context } from "./context.js";
+import { argmax, greedy } from "./generate.js";
+import { Model } from "./model.js";
+
+const FIXTURES =
+  process.env.MINFER_FIXTURES ?? fileURLToPath(new URL("../../../../shared/fixtures", import.meta.url));
+const MODEL = `${FIXTURES}/models/stories260K.gguf`;
+const GOLDEN = new URL("../../models/test/stories260K.llamacpp.golden.json", import.meta.url);
+const have = existsSync(MODEL) && existsSync(GOLDEN);
+
+interface Golden {
+  prompt: string;
+  promptIds: number[];
+  ids: number[];
+}
+
+describe.skipIf(!have)("stories260K on the CPU backend", () => {
+  const golden = have ? (JSON.parse(readFileSync(GOLDEN, "utf8")) as Golden) : undefined;
+  let runtime: DeviceRuntime;
+  let model: Model;
+
+  beforeAll(async () => {
+    runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
+    model = await Model.load(MODEL, { runtime });
+  });
+  afterAll(() => {
+    model?.dispose();
+    runtime?.dispose();
+  });
+
+  it("maps the weights in place and tokenizes the prompt with BOS as llama.cpp does", () => {
+    expect(model.diagnostics).toEqual([]);
+    expect(model.tokenizer.encode(golden!.prompt, { addSpecial: true })).toEqual(golden!.promptIds);
+  });
+
+  it("greedy 200 tokens equal llama.cpp's greedy output", async () => {
+    const ctx = new Context(model, { nCtx: 256 });
+    try {
+      const ids = await greedy(ctx, golden!.promptIds, 200);
+      const first = ids.findIndex((id, i) => id !== golden!.ids[i]);
+      if (first >= 0) {
+        // Report the first differing step and the top-2 logit gap there.
+        const replay = new Context(model, { nCtx: 256 });
+        try {
+          let logits = await replay.decode(golden!.promptIds);
+          for (let i = 0; i < first; i++) logits = await replay.decode([ids[i]!]);
+          const sorted = [...logits].sort((a, b) => b - a);
+          console.log(`first difference at step ${first}: top-2 gap ${sorted[0]! - sorted[1]!}`);
+        } finally {
+          replay.dispose();
+        }
+      }
+      expect(ids).toEqual(golden!.ids);
+      expect(ctx.graphs.stats().builds).toBeLessThanOrEqual(1 + Math.ceil(256 / 32));
+    } finally {
+      ctx.dispose();
+    }
+  });
+
+  it("prefill at once and token by token give the same next-token logits", async () => {
+    const prompt = golden!.promptIds;
+    const a = new Context(model, { nCtx: 64 });
+    const b = new Context(model, { nCtx: 64 });
+    try {
+      const once = await a.decode(prompt);
+      let byToken: Float32Array = new Float32Array();
+      for (const id of prompt) byToken = await b.decode([id]);
+      expect(byToken.length).toBe(once.length);
+      let maxDiff = 0;
+      for (let i = 0; i < once.length; i++) maxDiff = Math.max(maxDiff, Math.abs(once[i]! - byToken[i]!));
+      expect(maxDiff).toBeLessThanOrEqual(1e-4);
+      expect(argmax(once)).toBe(golden!.ids[0]);
+    } finally {
+      a.dispose();
+      b.dispose();
+    }
+  });
+});
