@@ -2,6 +2,7 @@ import type { Tensor } from "@minfer/ir";
 import { KvCache } from "@minfer/kvcache";
 import { type BuiltGraph, llama3RopeFreqs } from "@minfer/models";
 import { cacheKey, GraphCache, Scheduler, type TensorBinding } from "@minfer/scheduler";
+import { EngineError } from "./errors.js";
 import type { Model } from "./model.js";
 
 /** Options of {@link Context}. */
@@ -88,7 +89,7 @@ export class Context {
    */
   async decode(tokens: readonly number[], options: DecodeOptions = {}): Promise<Float32Array> {
     const seq = options.seq ?? 0;
-    if (tokens.length === 0) throw new Error("decode: no tokens");
+    if (tokens.length === 0) throw new EngineError("INVALID_ARGUMENT", "decode: give at least one token");
     let logits: Float32Array | undefined;
     for (let i = 0; i < tokens.length; i += this.nUbatch) {
       logits = await this.#ubatch(tokens.slice(i, i + this.nUbatch), seq);
@@ -102,7 +103,10 @@ export class Context {
     const batch = tokens.map((_, i) => ({ pos: p0 + i, seqIds: [seq] }));
     const slot = this.kv.allocate(batch);
     if (slot.status !== "ok")
-      throw new Error(`decode: no KV room for ${n} tokens (context of ${this.nCtx} cells)`);
+      throw new EngineError(
+        "NO_KV_ROOM",
+        `decode: no KV room for ${n} more tokens (context of ${this.nCtx} cells, ${this.kv.used()} used); make a Context with a larger nCtx`,
+      );
     const nKv = Math.min(this.nCtx, Math.ceil(this.kv.window() / KV_BUCKET) * KV_BUCKET);
     const mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32" });
     const params: GraphParams = { nTokens: n, nKv, nOutputs: 1 };

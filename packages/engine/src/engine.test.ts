@@ -33,8 +33,13 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
     runtime?.dispose();
   });
 
-  it("maps the weights in place and tokenizes the prompt with BOS as llama.cpp does", () => {
-    expect(model.diagnostics).toEqual([]);
+  it("maps the weights in place and tokenizes the prompt with BOS as llama.cpp does", async () => {
+    expect(model.weights.size).toBe(model.file.tensors.length);
+    // Mapped from the file, read-only: a write is refused rather than copied.
+    const [first] = model.weights.values();
+    await expect(runtime.write(first!.buffer, 0, new Uint8Array(4))).rejects.toMatchObject({
+      code: "READ_ONLY",
+    });
     expect(model.tokenizer.encode(golden!.prompt, { addSpecial: true })).toEqual(golden!.promptIds);
   });
 
@@ -78,6 +83,21 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
     } finally {
       a.dispose();
       b.dispose();
+    }
+  });
+
+  it("refuses a decode that does not fit in the context, with a code, and keeps what was there", async () => {
+    const ctx = new Context(model, { nCtx: 8 });
+    try {
+      await ctx.decode(golden!.promptIds);
+      await expect(ctx.decode([1, 2, 3, 4])).rejects.toMatchObject({
+        name: "EngineError",
+        code: "NO_KV_ROOM",
+      });
+      await expect(ctx.decode([])).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      expect(ctx.kv.used()).toBe(golden!.promptIds.length);
+    } finally {
+      ctx.dispose();
     }
   });
 });

@@ -3,6 +3,7 @@ import type { DeviceRuntime } from "@minfer/ir";
 import { type ArchModule, architecture, type Hparams, type ModelTensors } from "@minfer/models";
 import type { TensorBinding } from "@minfer/scheduler";
 import { Tokenizer } from "@minfer/tokenizer";
+import { EngineError } from "./errors.js";
 
 /** Options of {@link Model.load}. */
 export interface ModelLoadOptions {
@@ -12,12 +13,9 @@ export interface ModelLoadOptions {
 
 /**
  * A loaded model: the GGUF header, its tokenizer, architecture, hyperparameters, checked tensors
- * and the weights bound to device buffers (mapped in place when the runtime can map files).
+ * and the weights bound to device buffers (mapped from the file by the runtime).
  */
 export class Model {
-  /** Notes about how the model was loaded (e.g. weights copied instead of mapped). */
-  readonly diagnostics: string[];
-
   private constructor(
     readonly path: string,
     readonly file: GgufFile,
@@ -27,10 +25,7 @@ export class Model {
     readonly tensors: ModelTensors,
     readonly runtime: DeviceRuntime,
     readonly weights: ReadonlyMap<string, TensorBinding>,
-    diagnostics: string[],
-  ) {
-    this.diagnostics = diagnostics;
-  }
+  ) {}
 
   static async load(path: string, options: ModelLoadOptions): Promise<Model> {
     const { runtime } = options;
@@ -39,55 +34,33 @@ export class Model {
     const arch = architecture(file.metadata.architecture);
     const hparams = arch.loadHparams(file.metadata);
     const tensors = arch.loadTensors(hparams, file.tensors);
-    const diagnostics: string[] = [];
     const infos = new Map(file.tensors.map((t) => [t.name, t]));
-    const canMap = typeof (runtime as Partial<DeviceRuntime>).mapFile === "function";
-    if (!canMap)
-      diagnostics.push(
-        `${runtime.device.name}: the runtime cannot map files; weights are copied into device memory`,
-      );
+    // Weights stay where they are: the runtime maps them from the file (the CPU uses them in
+    // place; a GPU runtime uploads them once).
     const weights = new Map<string, TensorBinding>();
     try {
       for (const name of tensors.byName.keys()) {
         const info = infos.get(name);
-        if (!info) throw new Error(`tensor ${name} is not in ${path}`);
-        const part = file.parts[info.part];
-        const partPath = part?.path ?? path;
-        const offset = (part?.dataOffset ?? 0) + info.offset;
-        if (canMap) {
-          weights.set(name, { buffer: await runtime.mapFile(partPath, offset, info.byteSize, name) });
-        } else {
-          const buffer = runtime.allocate(info.byteSize, name);
-          await runtime.write(buffer, 0, await readRange(partPath, offset, info.byteSize));
-          weights.set(name, { buffer });
-        }
+        if (!info) throw new EngineError("BAD_MODEL", `tensor ${name} is not in ${path}`);
+        const part = file.parts[info.part]!;
+        weights.set(name, {
+          buffer: await runtime.mapFile(
+            part.path ?? path,
+            part.dataOffset + info.offset,
+            info.byteSize,
+            name,
+          ),
+        });
       }
     } catch (e) {
       for (const w of weights.values()) w.buffer.dispose();
       throw e;
     }
-    return new Model(path, file, tokenizer, arch, hparams, tensors, runtime, weights, diagnostics);
+    return new Model(path, file, tokenizer, arch, hparams, tensors, runtime, weights);
   }
 
   /** Releases the weight buffers (not the runtime). */
   dispose(): void {
     for (const w of this.weights.values()) w.buffer.dispose();
-  }
-}
-
-async function readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
-  const { open } = await import("node:fs/promises");
-  const fh = await open(path, "r");
-  try {
-    const out = new Uint8Array(length);
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await fh.read(out, done, length - done, offset + done);
-      if (bytesRead === 0) throw new Error(`${path}: unexpected end of file`);
-      done += bytesRead;
-    }
-    return out;
-  } finally {
-    await fh.close();
   }
 }
