@@ -15,6 +15,7 @@ parentPort?.on("message", (job: ConvertJob) => {
     const out = convertTensor(job.data, job.from, job.to, job.nElements);
     parentPort!.postMessage({ id: job.id, data: out }, [out.buffer as ArrayBuffer]);
   } catch (e) {
-    parentPort!.postMessage({ id: job.id, error: (e as Error).message });
+    const err = e as { message?: string; code?: unknown };
+    parentPort!.postMessage({ id: job.id, error: err.message ?? String(e), code: err.code });
   }
 });

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { GgufError, type GgufErrorCode } from "@minfer/gguf";
 import type { ConvertJob } from "./quantize-worker.js";
 
 interface Pending {
@@ -18,10 +19,12 @@ export class ConvertPool {
     const url = new URL("./quantize-worker.js", import.meta.url);
     for (let i = 0; i < threads; i++) {
       const w = new Worker(url);
-      w.on("message", (msg: { id: number; data?: Uint8Array; error?: string }) => {
+      w.on("message", (msg: { id: number; data?: Uint8Array; error?: string; code?: GgufErrorCode }) => {
         const p = this.#pending.get(msg.id)!;
         this.#pending.delete(msg.id);
-        if (msg.error !== undefined) p.reject(new Error(msg.error));
+        // A conversion error keeps its GgufError code across the thread boundary.
+        if (msg.error !== undefined)
+          p.reject(msg.code ? new GgufError(msg.code, msg.error) : new Error(msg.error));
         else p.resolve(msg.data!);
         this.#release(w);
       });
