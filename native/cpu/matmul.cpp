@@ -81,6 +81,10 @@ void convert_row(const Tensor* b, int64_t i1, int64_t i2, int64_t i3, q::ActForm
 
 void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   if (r0 >= r1 || c0 >= c1) return;
+  if (job.gemm && c1 - c0 >= q::kGemmMinCols) {
+    job.gemm(job.k, job.w, job.w_nb1, r0, r1, job.act, job.act_stride, c0, c1, job.out_col, job.ctx);
+    return;
+  }
   // Weight rows per tile: ~48 KiB of weights (reused across the column groups from L1/L2).
   const int64_t mr = std::max<int64_t>(1, std::min<int64_t>(256, (48 << 10) / std::max<size_t>(1, job.w_row_bytes)));
   float tmp[q::kMaxCols];
@@ -100,8 +104,18 @@ void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int6
 }
 
 // The thread's share of an m × n job: rows when there are enough, else columns.
-void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1) {
-  if (m >= 8 * nth || n < nth) {
+void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1,
+               bool gemm) {
+  const int64_t pr = q::kGemmPanelRows;
+  if (gemm && n >= q::kGemmMinCols && m >= pr * nth) {
+    // Whole panels per thread; the last share takes the remainder rows.
+    int64_t p0, p1;
+    split_range((m + pr - 1) / pr, ith, nth, &p0, &p1);
+    *r0 = std::min(m, p0 * pr);
+    *r1 = std::min(m, p1 * pr);
+    *c0 = 0;
+    *c1 = n;
+  } else if (m >= 8 * nth || n < nth) {
     split_range(m, ith, nth, r0, r1);
     *c0 = 0;
     *c1 = n;
@@ -181,7 +195,9 @@ float* plane_col(const void* ctx, int64_t c) {
 
 // Runs weight `a` (any dims 2/3, broadcast) against converted activations of b's shape.
 void mul_mat_compute(const Tensor* a, const Tensor* out, int64_t b1, int64_t b2, int64_t b3, const uint8_t* act,
-                     size_t row_bytes, q::VecDotFn dot, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                     size_t row_bytes, SimdLevel level, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const q::VecDotFn dot = q::vec_dot_for(a->dtype, level);
+  const q::GemmFn gemm = q::gemm_for(a->dtype, level);
   const q::WeightTraits& tr = q::weight_traits(a->dtype);
   const int64_t rat2 = b2 / a->ne[2], rat3 = b3 / a->ne[3];
   for (int64_t i3 = 0; i3 < b3; i3++) {
@@ -189,6 +205,7 @@ void mul_mat_compute(const Tensor* a, const Tensor* out, int64_t b1, int64_t b2,
       PlaneCtx pc{out->data + i2 * out->nb[2] + i3 * out->nb[3], out->nb[1]};
       TileJob job;
       job.dot = dot;
+      job.gemm = gemm;
       job.k = a->ne[0];
       job.w = a->data + (i2 / rat2) * a->nb[2] + (i3 / rat3) * a->nb[3];
       job.w_nb1 = a->nb[1];
@@ -213,9 +230,8 @@ void run_mul_mat(const NodeArgs& args, int phase, int ith, int nth) {
     return;
   }
   int64_t r0, r1, c0, c1;
-  split_job(a->ne[1], b->ne[1], ith, nth, &r0, &r1, &c0, &c1);
-  mul_mat_compute(a, args.out[0], b->ne[1], b->ne[2], b->ne[3], scratch, l.row_bytes,
-                  q::vec_dot_for(a->dtype, args.simd), r0, r1, c0, c1);
+  split_job(a->ne[1], b->ne[1], ith, nth, &r0, &r1, &c0, &c1, q::gemm_for(a->dtype, args.simd) != nullptr);
+  mul_mat_compute(a, args.out[0], b->ne[1], b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, r0, r1, c0, c1);
 }
 
 const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, 2, run_mul_mat});
@@ -289,7 +305,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
   int64_t total = 0;
   for (int i = 0; i < nw; i++) total += args.in[1 + i]->ne[1];
   int64_t r0, r1, c0, c1;
-  split_job(total, x->ne[1], ith, nth, &r0, &r1, &c0, &c1);
+  split_job(total, x->ne[1], ith, nth, &r0, &r1, &c0, &c1, q::gemm_for(args.in[1]->dtype, args.simd) != nullptr);
   int64_t base = 0;
   for (int i = 0; i < nw; i++) {
     const Tensor* w = args.in[1 + i];
@@ -298,7 +314,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
     if (lo < hi) {
       const int f = l.fmt_of[i];
       mul_mat_compute(w, args.out[i], x->ne[1], x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f],
-                      q::vec_dot_for(w->dtype, args.simd), lo, hi, c0, c1);
+                      args.simd, lo, hi, c0, c1);
     }
     base += m;
   }
@@ -448,6 +464,7 @@ void run_mul_mat_id(const NodeArgs& args, int phase, int ith, int nth) {
     IdCtx ctx{out, slot_pair, l.n_used, s0};
     TileJob job;
     job.dot = dot;
+    job.gemm = q::gemm_for(a->dtype, args.simd);
     job.k = a->ne[0];
     job.w = a->data + x * a->nb[2];
     job.w_nb1 = a->nb[1];

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gemm.h"
 #include "kernel.h"
 #include "quants_internal.h"
 
@@ -20,13 +21,16 @@ struct TileJob {
   size_t act_stride;
   float* (*out_col)(const void* ctx, int64_t c);
   const void* ctx;
+  q::GemmFn gemm = nullptr;  // panel GEMM for this weight type, used when there are enough columns
 };
 
 // Rows [r0, r1) × columns [c0, c1) of a job, tiled for cache reuse.
 void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 // Thread ith's share of an m-row × n-column job (rows when m is large enough, else columns).
-void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1);
+// With `gemm`, row shares are whole panels (q::kGemmPanelRows) where there are enough.
+void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1,
+               bool gemm = false);
 
 const char* check_weight(const Tensor* a);
 const char* check_act(const Tensor* b);

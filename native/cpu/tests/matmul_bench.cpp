@@ -1,6 +1,6 @@
 // C++ timing of the MUL_MAT kernel (phase 0 + phase 1, persistent spinning threads, like the
 // executor's pool) at Qwen2-0.5B-like decode and prefill shapes. Prints GB/s of weight bytes read
-// and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads]]]
+// and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads [n]]]]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -92,10 +92,12 @@ int main(int argc, char** argv) {
   std::printf("%-5s %-22s %4s %8s %9s %9s\n", "type", "k x m x n", "thr", "us/call", "GB/s(w)", "GFLOP/s");
   const char* only_type = argc > 2 ? argv[2] : nullptr;
   const int only_threads = argc > 3 ? std::atoi(argv[3]) : 0;
+  const int64_t only_n = argc > 4 ? std::atoll(argv[4]) : 0;  // only cases with this many columns
   for (DType dt : types) {
     if (only_type && std::strcmp(only_type, name_of(dt)) != 0) continue;
     const q::WeightTraits& tr = q::weight_traits(dt);
     for (const Case& c0 : cases) {
+      if (only_n && c0.n != only_n) continue;
       Case c = c0;
       if (c.k % tr.block) c.k = (c.k + tr.block - 1) / tr.block * tr.block;  // Q4_K: 896 → 1024
       const size_t row = static_cast<size_t>(c.k / tr.block) * tr.type_size;

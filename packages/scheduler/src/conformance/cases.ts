@@ -115,6 +115,18 @@ for (const a of WEIGHT_DTYPES)
         tolerance: tol(a, bd),
       });
     }
+// Prefill shapes: enough tokens for the CPU's panel GEMM (≥ 8 columns), rows not a multiple of its
+// 32-row panels.
+for (const a of WEIGHT_DTYPES) {
+  const k = 256;
+  add({
+    name: `MUL_MAT a=${n(a)} b=F32 prefill ${shape([k, 70])}×${shape([k, 19])}`,
+    op: "MUL_MAT",
+    dtypes: [n(a), "F32"],
+    build: (b) => b.output(b.mulMat(b.weight("w", a, [k, 70]), b.input("x", F32, [k, 19]))),
+    tolerance: tol(a),
+  });
+}
 for (const d of FLOAT_DTYPES)
   for (const [k, m, tokens] of [
     [33, 17, 1],
@@ -544,6 +556,19 @@ for (const [x, ws] of [
     tolerance: tol(x, ...ws),
   });
 }
+add({
+  name: "MUL_MAT_MULTI x=F32 w=Q4_0+Q8_0+Q5_0 prefill [96, 23] rows 40+33+9",
+  op: "MUL_MAT_MULTI",
+  dtypes: ["F32", "Q4_0", "Q8_0", "Q5_0"],
+  build: (b) => {
+    const xs = b.input("x", F32, [96, 23]);
+    const weights = [DType.Q4_0, DType.Q8_0, DType.Q5_0].map((d, i) =>
+      b.weight(`w${i}`, d, [96, [40, 33, 9][i]!]),
+    );
+    for (const o of b.node(Op.MUL_MAT_MULTI, [xs, ...weights], [])) b.output(o);
+  },
+  tolerance: tol(F32, DType.Q4_0, DType.Q8_0, DType.Q5_0),
+});
 
 /** The op-conformance table: every op × the dtypes it accepts × several shapes and layouts. */
 export const CONFORMANCE_CASES: readonly ConformanceCase[] = cases;
