@@ -1,131 +1,515 @@
-import type { Tensor } from "@minfer/ir";
-import { KvCache } from "@minfer/kvcache";
-import { type BuiltGraph, llama3RopeFreqs } from "@minfer/models";
-import { cacheKey, GraphCache, Scheduler, type TensorBinding } from "@minfer/scheduler";
+import type { DType, Graph, Tensor } from "@minfer/ir";
+import {
+  KvCache,
+  KvCacheError,
+  type KvDtype,
+  kvDtypeId,
+  parseKvDtype,
+  readSequenceState,
+} from "@minfer/kvcache";
+import { type BuiltGraph, buildKvMove, buildKvShift, type KvGraph, llama3RopeFreqs } from "@minfer/models";
+import {
+  GraphCache,
+  type PreparedGraph,
+  Scheduler,
+  SchedulerError,
+  type TensorBinding,
+} from "@minfer/scheduler";
+import { type Batch, type NormalizedBatch, normalizeBatch } from "./batch.js";
 import { EngineError } from "./errors.js";
+import { KvHistory } from "./kv-history.js";
+import { Logits } from "./logits.js";
 import type { Model } from "./model.js";
+import { readSequenceData, type SequenceRows, writeSequenceData } from "./sequence-state.js";
 
 /** Options of {@link Context}. */
 export interface ContextOptions {
-  /** KV cells (the context window). Default: min(512, the model's training context). */
+  /** KV cells (the context window, shared by all sequences). Default: min(4096, the model's training context). */
   readonly nCtx?: number;
-  /** Most tokens one graph runs (a longer decode call is cut into micro-batches). Default: 64. */
+  /** Most tokens one graph runs; a longer batch is cut into micro-batches. Default: min(512, nCtx). */
   readonly nUbatch?: number;
+  /** Sequence ids are 0…nSeqMax-1. Default: 1. */
+  readonly nSeqMax?: number;
+  /** Element type of the K/V cache: "f16" (default), "f32" or "q8_0". */
+  readonly kvDtype?: KvDtype;
+  /** Measure every op of every decode (see {@link Context.lastTiming}). Default: false. */
+  readonly profile?: boolean;
 }
 
-/** Options of {@link Context.decode}. */
-export interface DecodeOptions {
-  readonly seq?: number;
-  /** Which logits come back; only the last token's for now. */
-  readonly logits?: "last";
-}
-
-/** The graph-cache key: the parameters that decide a decode graph's topology. */
+/** The graph-cache key: the parameters that decide a graph's topology. */
 export interface GraphParams {
+  readonly kind: "decode" | "shift" | "move";
   readonly nTokens: number;
   /** The KV window, a multiple of {@link KV_BUCKET} (or nCtx). */
   readonly nKv: number;
   readonly nOutputs: number;
 }
 
+/** Where the time of the last decode went (milliseconds). */
+export interface DecodeTiming {
+  /** Whole decode call. */
+  readonly totalMs: number;
+  /** Inside the backends' execute calls (graph compute). */
+  readonly computeMs: number;
+  /** Micro-batches run. */
+  readonly ubatches: number;
+}
+
 /** KV windows are rounded up to a multiple of this, so decode steps share graphs. */
 export const KV_BUCKET = 32;
 
+interface Built {
+  readonly graph: Graph;
+  readonly inputs: Readonly<Record<string, Tensor | undefined>>;
+  readonly logits?: Tensor;
+}
+
 /**
- * One inference context over a model: a KV cache (F32 for now), its K/V state buffers, a
- * scheduler reserved once for the worst case and a cache of prepared graphs.
+ * One inference context over a model: a KV cache with its K/V state buffers, a scheduler whose
+ * arenas are reserved once for the worst case, and a cache of prepared graphs. Calls are run one
+ * at a time (a call made while another runs waits for it).
  */
 export class Context {
   readonly nCtx: number;
   readonly nUbatch: number;
+  readonly nSeqMax: number;
+  readonly kvDtype: KvDtype;
   readonly kv: KvCache;
   readonly graphs: GraphCache<GraphParams>;
   readonly model: Model;
   readonly #scheduler: Scheduler;
   readonly #states = new Map<string, TensorBinding>();
-  readonly #built = new Map<string, BuiltGraph>();
+  readonly #built = new WeakMap<Graph, Built>();
   readonly #ropeFreqs: Float32Array | undefined;
+  readonly #kvType: DType;
+  readonly #history = new KvHistory();
+  #queue: Promise<unknown> = Promise.resolve();
+  #mask = new Float32Array(0);
+  #disposed = false;
+  #timing: DecodeTiming = { totalMs: 0, computeMs: 0, ubatches: 0 };
 
   constructor(model: Model, options: ContextOptions = {}) {
     this.model = model;
     const hp = model.hparams;
-    this.nCtx = options.nCtx ?? Math.min(512, hp.nCtxTrain);
-    this.nUbatch = Math.min(options.nUbatch ?? 64, this.nCtx);
-    this.kv = new KvCache({ nCtx: this.nCtx, nSeqMax: 1, dtype: "f32" });
-    const worst = this.#build({ nTokens: this.nUbatch, nKv: this.nCtx, nOutputs: 1 });
+    const positive = (v: unknown, what: string): number => {
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
+        throw new EngineError("INVALID_ARGUMENT", `${what} must be a positive integer, got ${String(v)}`);
+      return v;
+    };
+    this.nCtx = positive(options.nCtx ?? Math.min(4096, hp.nCtxTrain), "nCtx");
+    this.nUbatch = Math.min(positive(options.nUbatch ?? 512, "nUbatch"), this.nCtx);
+    this.nSeqMax = positive(options.nSeqMax ?? 1, "nSeqMax");
+    try {
+      this.kvDtype = parseKvDtype(options.kvDtype ?? "f16");
+    } catch (e) {
+      throw new EngineError("INVALID_ARGUMENT", `kvDtype: ${(e as Error).message}`, { cause: e });
+    }
+    this.#kvType = kvDtypeId(this.kvDtype);
+    this.kv = new KvCache({ nCtx: this.nCtx, nSeqMax: this.nSeqMax, dtype: this.kvDtype });
     const runtime = model.runtime;
+    const worst = this.#build({
+      kind: "decode",
+      nTokens: this.nUbatch,
+      nKv: this.nCtx,
+      nOutputs: Math.min(this.nUbatch, this.nSeqMax),
+    });
     for (const t of worst.graph.tensors) {
       if (t.kind !== "state") continue;
       const name = t.source ?? t.name;
       this.#states.set(name, { buffer: runtime.allocate(t.nb[1] * t.ne[1], name) });
     }
     this.#ropeFreqs = worst.inputs.ropeFreqs ? llama3RopeFreqs(hp) : undefined;
-    this.#scheduler = new Scheduler({ runtimes: [runtime], weights: model.weights, states: this.#states });
-    const step = this.#build({ nTokens: 1, nKv: this.nCtx, nOutputs: 1 });
+    this.#scheduler = new Scheduler({
+      runtimes: [runtime],
+      weights: model.weights,
+      states: this.#states,
+      profile: options.profile ?? false,
+    });
+    const step = this.#build({ kind: "decode", nTokens: 1, nKv: this.nCtx, nOutputs: 1 });
     this.#scheduler.reserve([worst.graph, step.graph]);
     this.graphs = new GraphCache<GraphParams>({
       build: (p) => this.#build(p).graph,
-      prepare: (g) => this.#scheduler.prepare(g),
+      prepare: (g) => this.#prepare(g),
+      maxEntries: 64,
     });
   }
 
-  #build(p: GraphParams): BuiltGraph {
-    const key = cacheKey(p);
-    let built = this.#built.get(key);
-    if (!built) {
-      built = this.model.arch.buildGraph(this.model.hparams, {
-        ...p,
+  #build(p: GraphParams): Built {
+    const hp = this.model.hparams;
+    const layout = { nCtx: this.nCtx, kvDtype: this.#kvType };
+    let built: Built;
+    if (p.kind === "shift") {
+      const g: KvGraph = buildKvShift(hp, this.model.arch.FEATURES, { ...layout, nCells: p.nTokens });
+      built = g;
+    } else if (p.kind === "move") {
+      built = buildKvMove(hp, { ...layout, nCells: p.nTokens });
+    } else {
+      const g: BuiltGraph = this.model.arch.buildGraph(hp, {
+        nTokens: p.nTokens,
+        nKv: p.nKv,
+        nOutputs: p.nOutputs,
         nCtx: this.nCtx,
+        kvDtype: this.#kvType,
         tensors: this.model.tensors,
       });
-      this.#built.set(key, built);
+      built = { graph: g.graph, inputs: { ...g.inputs }, logits: g.logits };
     }
+    this.#built.set(built.graph, built);
     return built;
   }
 
-  /**
-   * Appends `tokens` to sequence `seq` (positions continue after its last one), runs them in
-   * micro-batches of at most nUbatch tokens, and returns the logits of the last token.
-   */
-  async decode(tokens: readonly number[], options: DecodeOptions = {}): Promise<Float32Array> {
-    const seq = options.seq ?? 0;
-    if (tokens.length === 0) throw new EngineError("INVALID_ARGUMENT", "decode: give at least one token");
-    let logits: Float32Array | undefined;
-    for (let i = 0; i < tokens.length; i += this.nUbatch) {
-      logits = await this.#ubatch(tokens.slice(i, i + this.nUbatch), seq);
+  /** Prepares a graph; one larger than the reserved arena grows it (rare: many outputs, big moves). */
+  #prepare(graph: Graph): PreparedGraph {
+    try {
+      return this.#scheduler.prepare(graph);
+    } catch (e) {
+      if (!(e instanceof SchedulerError) || e.code !== "ARENA_TOO_SMALL") throw e;
+      this.#scheduler.reserve([graph]);
+      return this.#scheduler.prepare(graph);
     }
-    return logits!;
   }
 
-  async #ubatch(tokens: readonly number[], seq: number): Promise<Float32Array> {
-    const n = tokens.length;
-    const p0 = this.kv.seqPosMax(seq) + 1;
-    const batch = tokens.map((_, i) => ({ pos: p0 + i, seqIds: [seq] }));
-    const slot = this.kv.allocate(batch);
+  #get(p: GraphParams): { step: PreparedGraph; built: Built } {
+    const step = this.graphs.get(p);
+    return { step, built: this.#built.get(step.graph)! };
+  }
+
+  /** Runs `f` after every earlier call on this context has finished. */
+  #serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(() => {
+      if (this.#disposed) throw new EngineError("DISPOSED", "the context was disposed");
+      return f();
+    });
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Timing of the last decode call. */
+  get lastTiming(): DecodeTiming {
+    return this.#timing;
+  }
+
+  /**
+   * Decodes a batch: writes each token's K/V into the cache (cells found by the KV cache) and
+   * returns the logits of the tokens that asked for them. A batch longer than nUbatch runs as
+   * several graphs. When anything fails, the batch's tokens are removed from the cache again.
+   */
+  decode(batch: Batch): Promise<Logits> {
+    return this.#serial(() => this.#decode(batch));
+  }
+
+  /** Decodes `tokens` appended to sequence `seq`; returns the last token's logits. */
+  async eval(tokens: ArrayLike<number>, seq = 0): Promise<Float32Array> {
+    return (await this.decode({ tokens, seq, logits: "last" })).last();
+  }
+
+  async #decode(input: Batch): Promise<Logits> {
+    const t0 = performance.now();
+    const nVocab = this.model.hparams.nVocab;
+    const b = normalizeBatch(input, nVocab, this.nSeqMax, (s) => this.kv.seqPosMax(s));
+    const n = b.tokens.length;
+    const free = this.nCtx - this.kv.used();
+    if (n > free)
+      throw new EngineError(
+        "NO_KV_ROOM",
+        `decode: no KV room for ${n} more tokens (context of ${this.nCtx} cells, ${this.kv.used()} used); ` +
+          "remove tokens (seqRm) or make a Context with a larger nCtx",
+      );
+    await this.#applyShift();
+    let nOut = 0;
+    for (let i = 0; i < n; i++) nOut += b.wantLogits[i]!;
+    const indices = new Int32Array(nOut);
+    const data = new Float32Array(nOut * nVocab);
+    let row = 0;
+    let computeMs = 0;
+    let ubatches = 0;
+    const done: { pos: number; seqIds: readonly number[] }[] = [];
+    try {
+      for (let i0 = 0; i0 < n; i0 += this.nUbatch) {
+        const i1 = Math.min(n, i0 + this.nUbatch);
+        const r = await this.#ubatch(b, i0, i1, done);
+        computeMs += r.computeMs;
+        ubatches++;
+        for (let k = 0; k < r.outIds.length; k++) {
+          indices[row] = i0 + r.outIds[k]!;
+          data.set(r.logits.subarray(k * nVocab, (k + 1) * nVocab), row * nVocab);
+          row++;
+        }
+      }
+    } catch (e) {
+      for (const t of done) for (const s of t.seqIds) this.kv.seqRm(s, t.pos, t.pos + 1);
+      for (const t of done) for (const s of t.seqIds) this.#history.forget(s);
+      throw e;
+    }
+    this.#timing = { totalMs: performance.now() - t0, computeMs, ubatches };
+    return new Logits(nVocab, indices, data);
+  }
+
+  async #ubatch(
+    b: NormalizedBatch,
+    i0: number,
+    i1: number,
+    done: { pos: number; seqIds: readonly number[] }[],
+  ): Promise<{ outIds: Int32Array; logits: Float32Array; computeMs: number }> {
+    const n = i1 - i0;
+    const batch = Array.from({ length: n }, (_, k) => ({ pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! }));
+    const empty = batch.map((t) => t.seqIds.map((s) => this.kv.seqCount(s) === 0));
+    let slot: ReturnType<KvCache["allocate"]>;
+    try {
+      slot = this.kv.allocate(batch);
+    } catch (e) {
+      if (e instanceof KvCacheError)
+        throw new EngineError("INVALID_ARGUMENT", `decode: ${e.message}`, { cause: e });
+      throw e;
+    }
     if (slot.status !== "ok")
       throw new EngineError(
         "NO_KV_ROOM",
-        `decode: no KV room for ${n} more tokens (context of ${this.nCtx} cells, ${this.kv.used()} used); make a Context with a larger nCtx`,
+        `decode: no KV room for ${n} more tokens (${slot.free} free cells)`,
       );
-    const nKv = Math.min(this.nCtx, Math.ceil(this.kv.window() / KV_BUCKET) * KV_BUCKET);
-    const mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32" });
-    const params: GraphParams = { nTokens: n, nKv, nOutputs: 1 };
-    const step = this.graphs.get(params);
-    const { inputs, logits } = this.#build(params);
+    done.push(...batch);
+    let outCount = 0;
+    for (let k = i0; k < i1; k++) outCount += b.wantLogits[k]!;
+    // A graph always computes at least one row of logits; without a request it is dropped.
+    const outIds = new Int32Array(Math.max(1, outCount));
+    if (outCount === 0) outIds[0] = n - 1;
+    else for (let k = i0, j = 0; k < i1; k++) if (b.wantLogits[k]) outIds[j++] = k - i0;
+
+    const nKv = this.#window();
+    const need = nKv * n;
+    if (this.#mask.length < need) this.#mask = new Float32Array(need);
+    const mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32", out: this.#mask }).subarray(0, need);
+    const { step, built } = this.#get({ kind: "decode", nTokens: n, nKv, nOutputs: outIds.length });
+    const inp = built.inputs;
     const data = new Map<Tensor, ArrayBufferView>([
-      [inputs.tokens, Int32Array.from(tokens)],
-      [inputs.positions, Int32Array.from(batch, (t) => t.pos)],
-      [inputs.cells, slot.cells],
-      [inputs.mask, mask],
-      [inputs.outIds, Int32Array.of(n - 1)],
+      [inp.tokens!, b.tokens.subarray(i0, i1)],
+      [inp.positions!, b.pos.subarray(i0, i1)],
+      [inp.cells!, slot.cells],
+      [inp.mask!, mask],
+      [inp.outIds!, outIds],
     ]);
-    if (inputs.ropeFreqs && this.#ropeFreqs) data.set(inputs.ropeFreqs, this.#ropeFreqs);
+    if (inp.ropeFreqs && this.#ropeFreqs) data.set(inp.ropeFreqs, this.#ropeFreqs);
+    const c0 = performance.now();
     const result = await step.executor.run(data);
-    return result.float32(logits);
+    const computeMs = performance.now() - c0;
+    for (let k = 0; k < n; k++) {
+      const t = batch[k]!;
+      for (let j = 0; j < t.seqIds.length; j++)
+        this.#history.record(t.seqIds[j]!, t.pos, b.tokens[i0 + k]!, empty[k]![j]!);
+    }
+    const bytes = result.outputs.get(built.logits!)!;
+    const logits =
+      bytes.byteOffset % 4 === 0
+        ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+        : new Float32Array(bytes.slice().buffer);
+    return { outIds: outCount === 0 ? new Int32Array(0) : outIds, logits, computeMs };
+  }
+
+  /** The graphs' KV window: every used cell, rounded up to a multiple of KV_BUCKET. */
+  #window(): number {
+    return Math.min(this.nCtx, Math.max(KV_BUCKET, Math.ceil(this.kv.window() / KV_BUCKET) * KV_BUCKET));
+  }
+
+  /** Re-ropes K of the cells seqAdd/seqDiv moved, before anything attends over them. */
+  async #applyShift(): Promise<void> {
+    if (!this.kv.hasShift()) return;
+    const deltas = this.kv.consumeShift();
+    const nCells = this.#window();
+    const cells = Int32Array.from({ length: nCells }, (_, i) => i);
+    const { step, built } = this.#get({ kind: "shift", nTokens: nCells, nKv: 0, nOutputs: 0 });
+    const data = new Map<Tensor, ArrayBufferView>([
+      [built.inputs.cells!, cells],
+      [built.inputs.deltas!, deltas.subarray(0, nCells)],
+    ]);
+    if (built.inputs.ropeFreqs && this.#ropeFreqs) data.set(built.inputs.ropeFreqs, this.#ropeFreqs);
+    await step.executor.run(data);
+  }
+
+  // ---- sequences ------------------------------------------------------------------------------
+
+  /** The tokens `seq` holds from position 0 on, when the context knows them (for prefix reuse). */
+  history(seq: number): readonly number[] | undefined {
+    return this.#history.get(seq);
+  }
+
+  /** Removes positions [p0, p1) of `seq` (p1 = -1: to the end). */
+  seqRm(seq: number, p0 = 0, p1 = -1): void {
+    this.#sync(() => this.kv.seqRm(seq, p0, p1));
+    this.#history.removed(seq, p0, p1);
+  }
+
+  /** `dst` shares `src`'s cells at positions [p0, p1) (nothing is copied). */
+  seqCp(src: number, dst: number, p0 = 0, p1 = -1): void {
+    const wasEmpty = this.kv.seqCount(dst) === 0;
+    this.#sync(() => this.kv.seqCp(src, dst, p0, p1));
+    this.#history.copied(src, dst, p0, p1, wasEmpty);
+  }
+
+  /** Drops every sequence but `seq`. */
+  seqKeep(seq: number): void {
+    this.#sync(() => this.kv.seqKeep(seq));
+    this.#history.keepOnly(seq);
+  }
+
+  /** Shifts positions [p0, p1) of `seq` by `delta` (K is re-roped before the next decode). */
+  seqAdd(seq: number, p0: number, p1: number, delta: number): void {
+    this.#sync(() => this.kv.seqAdd(seq, p0, p1, delta));
+    this.#history.forget(seq);
+  }
+
+  /** Divides positions [p0, p1) of `seq` by `d` (K is re-roped before the next decode). */
+  seqDiv(seq: number, p0: number, p1: number, d: number): void {
+    this.#sync(() => this.kv.seqDiv(seq, p0, p1, d));
+    this.#history.forget(seq);
+  }
+
+  /** Empties the cache. */
+  clear(): void {
+    this.#sync(() => this.kv.clear());
+    this.#history.clear();
+  }
+
+  #sync(f: () => void): void {
+    if (this.#disposed) throw new EngineError("DISPOSED", "the context was disposed");
+    try {
+      f();
+    } catch (e) {
+      if (e instanceof KvCacheError) throw new EngineError("INVALID_ARGUMENT", e.message, { cause: e });
+      throw e;
+    }
+  }
+
+  /**
+   * Compacts the used cells to the front of the cache (the K/V rows are moved by one graph), so
+   * attention reads a shorter window. Returns the number of cells moved.
+   */
+  defrag(): Promise<number> {
+    return this.#serial(async () => {
+      await this.#applyShift();
+      const plan = this.kv.defragPlan();
+      let nCells = 0;
+      for (const m of plan) nCells += m.count;
+      if (nCells === 0) return 0;
+      const from = new Int32Array(nCells);
+      const to = new Int32Array(nCells);
+      let k = 0;
+      for (const m of plan)
+        for (let i = 0; i < m.count; i++, k++) {
+          from[k] = m.from + i;
+          to[k] = m.to + i;
+        }
+      const { step, built } = this.#get({ kind: "move", nTokens: nCells, nKv: 0, nOutputs: 0 });
+      await step.executor.run(
+        new Map<Tensor, ArrayBufferView>([
+          [built.inputs.from!, from],
+          [built.inputs.to!, to],
+        ]),
+      );
+      this.kv.applyDefrag(plan);
+      return nCells;
+    });
+  }
+
+  // ---- state ----------------------------------------------------------------------------------
+
+  #rowBytes(): { k: number; v: number; layers: number } {
+    const hp = this.model.hparams;
+    const k = this.#states.get("k_cache-0")!;
+    const v = this.#states.get("v_cache-0")!;
+    return { k: k.buffer.size / this.nCtx, v: v.buffer.size / this.nCtx, layers: hp.nLayer };
+  }
+
+  /** The state of one sequence (its cells' positions, K/V rows and known tokens) as bytes. */
+  saveSequence(seq: number): Promise<Uint8Array> {
+    return this.#serial(async () => {
+      await this.#applyShift();
+      let cellsBytes: Uint8Array = new Uint8Array(0);
+      this.#sync(() => {
+        cellsBytes = this.kv.writeSequence(seq);
+      });
+      const st = readSequenceState(cellsBytes).cells;
+      const { k, v, layers } = this.#rowBytes();
+      const rows: SequenceRows[] = [];
+      const runtime = this.model.runtime;
+      for (let il = 0; il < layers; il++) {
+        for (const [name, size] of [
+          [`k_cache-${il}`, k],
+          [`v_cache-${il}`, v],
+        ] as const) {
+          const buf = this.#states.get(name)!.buffer;
+          const out = new Uint8Array(st.length * size);
+          for (let i = 0; i < st.length; i++) out.set(await runtime.read(buf, st[i]! * size, size), i * size);
+          rows.push(out);
+        }
+      }
+      return writeSequenceData({
+        kvDtype: this.kvDtype,
+        rowBytesK: k,
+        rowBytesV: v,
+        nLayer: layers,
+        cells: cellsBytes,
+        rows,
+        tokens: this.#history.get(seq),
+      });
+    });
+  }
+
+  /**
+   * Restores a saved sequence into `seq` (which must be empty): new cells are allocated and the
+   * K/V rows written into them. The state must come from a context over the same model with the
+   * same KV dtype.
+   */
+  restoreSequence(bytes: Uint8Array, seq: number): Promise<void> {
+    return this.#serial(async () => {
+      const { k, v, layers } = this.#rowBytes();
+      const data = readSequenceData(bytes);
+      if (
+        data.kvDtype !== this.kvDtype ||
+        data.rowBytesK !== k ||
+        data.rowBytesV !== v ||
+        data.nLayer !== layers
+      )
+        throw new EngineError(
+          "INVALID_ARGUMENT",
+          `restoreSequence: the state is of a different model or KV dtype (${data.nLayer} layers, ${data.kvDtype}, ` +
+            `rows ${data.rowBytesK}/${data.rowBytesV} bytes; this context: ${layers}, ${this.kvDtype}, ${k}/${v})`,
+        );
+      let slot: ReturnType<KvCache["restoreSequence"]> | undefined;
+      this.#sync(() => {
+        slot = this.kv.restoreSequence(data.cells, seq);
+      });
+      if (slot!.status !== "ok")
+        throw new EngineError(
+          "NO_KV_ROOM",
+          `restoreSequence: no room for ${slot!.needed} cells (${slot!.free} free)`,
+        );
+      const cells = slot!.cells;
+      const runtime = this.model.runtime;
+      try {
+        let r = 0;
+        for (let il = 0; il < layers; il++) {
+          for (const [name, size] of [
+            [`k_cache-${il}`, k],
+            [`v_cache-${il}`, v],
+          ] as const) {
+            const buf = this.#states.get(name)!.buffer;
+            const rows = data.rows[r++]!;
+            for (let i = 0; i < cells.length; i++)
+              await runtime.write(buf, cells[i]! * size, rows.subarray(i * size, (i + 1) * size));
+          }
+        }
+      } catch (e) {
+        this.kv.seqRm(seq);
+        throw e;
+      }
+      this.#history.set(seq, data.tokens);
+    });
   }
 
   /** Releases the scheduler's arenas and the K/V state buffers. */
   dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
     this.#scheduler.dispose();
     for (const s of this.#states.values()) s.buffer.dispose();
   }

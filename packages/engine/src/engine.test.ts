@@ -52,8 +52,8 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
         // Report the first differing step and the top-2 logit gap there.
         const replay = new Context(model, { nCtx: 256 });
         try {
-          let logits = await replay.decode(golden!.promptIds);
-          for (let i = 0; i < first; i++) logits = await replay.decode([ids[i]!]);
+          let logits = await replay.eval(golden!.promptIds);
+          for (let i = 0; i < first; i++) logits = await replay.eval([ids[i]!]);
           const sorted = [...logits].sort((a, b) => b - a);
           console.log(`first difference at step ${first}: top-2 gap ${sorted[0]! - sorted[1]!}`);
         } finally {
@@ -72,9 +72,9 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
     const a = new Context(model, { nCtx: 64 });
     const b = new Context(model, { nCtx: 64 });
     try {
-      const once = await a.decode(prompt);
+      const once = await a.eval(prompt);
       let byToken: Float32Array = new Float32Array();
-      for (const id of prompt) byToken = await b.decode([id]);
+      for (const id of prompt) byToken = await b.eval([id]);
       expect(byToken.length).toBe(once.length);
       let maxDiff = 0;
       for (let i = 0; i < once.length; i++) maxDiff = Math.max(maxDiff, Math.abs(once[i]! - byToken[i]!));
@@ -89,12 +89,12 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
   it("refuses a decode that does not fit in the context, with a code, and keeps what was there", async () => {
     const ctx = new Context(model, { nCtx: 8 });
     try {
-      await ctx.decode(golden!.promptIds);
-      await expect(ctx.decode([1, 2, 3, 4])).rejects.toMatchObject({
+      await ctx.eval(golden!.promptIds);
+      await expect(ctx.eval([1, 2, 3, 4])).rejects.toMatchObject({
         name: "EngineError",
         code: "NO_KV_ROOM",
       });
-      await expect(ctx.decode([])).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      await expect(ctx.eval([])).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
       expect(ctx.kv.used()).toBe(golden!.promptIds.length);
     } finally {
       ctx.dispose();

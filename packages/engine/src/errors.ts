@@ -1,5 +1,15 @@
 /** Ways using a model or a context can fail. */
-export type EngineErrorCode = "INVALID_ARGUMENT" | "NO_KV_ROOM" | "BAD_MODEL";
+export type EngineErrorCode =
+  /** A bad argument (the message names it and its value). */
+  | "INVALID_ARGUMENT"
+  /** The context has no free KV cells for the batch. */
+  | "NO_KV_ROOM"
+  /** The model file lacks something the engine needs. */
+  | "BAD_MODEL"
+  /** The context or model was disposed. */
+  | "DISPOSED"
+  /** Generation was aborted through its AbortSignal. */
+  | "ABORTED";
 
 /** The error class of `@minfer/engine`; `code` is stable. */
 export class EngineError extends Error {
@@ -7,7 +17,8 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }

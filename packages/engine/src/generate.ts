@@ -1,4 +1,7 @@
+import { Sampler, type SamplerOptions } from "@minfer/sampler";
 import type { Context } from "./context.js";
+import { EngineError } from "./errors.js";
+import { StopMatcher } from "./stop-matcher.js";
 
 /** The index of the largest logit (the first on ties). */
 export function argmax(logits: Float32Array): number {
@@ -7,10 +10,212 @@ export function argmax(logits: Float32Array): number {
   return best;
 }
 
+/** Anything that picks the next token from logits. */
+export interface TokenSampler {
+  sample(logits: Float32Array): number;
+}
+
+/** Options of {@link generate}. */
+export interface GenerateOptions {
+  /** Most tokens to generate. Default: until an end-of-generation token or the context is full. */
+  readonly maxTokens?: number;
+  /** A sampler, or options of the minimal sampler (temperature 0 = greedy). Default: greedy. */
+  readonly sampler?: TokenSampler | SamplerOptions;
+  /** Generation ends when the text contains one of these; it and what follows are not returned. */
+  readonly stop?: readonly string[];
+  /** Token ids that end generation (besides end-of-generation tokens); not returned. */
+  readonly stopTokens?: readonly number[];
+  /** Do not stop at end-of-generation tokens. Default: false. */
+  readonly ignoreEog?: boolean;
+  /** Aborting ends generation (finish reason "abort"); the pieces already produced stand. */
+  readonly signal?: AbortSignal;
+  /** The sequence to generate in. Default: 0. */
+  readonly seq?: number;
+  /**
+   * Keep the part of the sequence's cache that matches the prompt's start and prefill only the
+   * rest (what a chat's next turn needs). Default: true. With false, the sequence is cleared.
+   */
+  readonly reusePrefix?: boolean;
+  /** For a text prompt: add BOS/EOS as the vocabulary asks. Default: true. */
+  readonly addSpecial?: boolean;
+  /** For a text prompt: special-token text (e.g. "<|im_start|>") becomes special tokens. Default: true. */
+  readonly parseSpecial?: boolean;
+}
+
 /**
- * Greedy generation: prefills `promptIds` in one decode call, then decodes one token per call,
- * always taking the argmax. Stops after `maxTokens` tokens or at an end-of-generation token
- * (the tokenizer's `isEog` by default; it is not returned). Returns the generated ids.
+ * One generated token and the text it released (may be empty: an unfinished character, or text
+ * held back while it could start a stop string). The last piece may carry text only (no token):
+ * what was held back when generation ended.
+ */
+export interface GeneratedPiece {
+  readonly token?: number;
+  readonly text: string;
+}
+
+/** Why generation ended. */
+export type FinishReason = "eog" | "stop" | "length" | "context" | "abort";
+
+/** Where a generation's time went (milliseconds). */
+export interface GenerationTimings {
+  readonly promptTokens: number;
+  /** Prompt tokens taken from the cache instead of prefilled. */
+  readonly reusedTokens: number;
+  readonly promptMs: number;
+  readonly generatedTokens: number;
+  /** Wall time of the generation steps (sampling, detokenizing and decoding). */
+  readonly generateMs: number;
+  /** Of generateMs: inside the backends' execute calls. */
+  readonly computeMs: number;
+}
+
+/**
+ * A running generation: iterate it (once) for the pieces; afterwards `finishReason`, `tokens`,
+ * `text` and `timings` describe it.
+ */
+export class Generation implements AsyncIterable<GeneratedPiece> {
+  finishReason: FinishReason | undefined;
+  readonly tokens: number[] = [];
+  text = "";
+  timings: GenerationTimings | undefined;
+  readonly #run: () => AsyncGenerator<GeneratedPiece>;
+  #started = false;
+
+  constructor(run: (g: Generation) => AsyncGenerator<GeneratedPiece>) {
+    this.#run = () => run(this);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<GeneratedPiece> {
+    if (this.#started) throw new EngineError("INVALID_ARGUMENT", "a Generation can be iterated once");
+    this.#started = true;
+    return this.#run();
+  }
+
+  /** Runs to the end and returns the text. */
+  async complete(): Promise<string> {
+    for await (const _ of this) {
+      // the pieces accumulate in this.text
+    }
+    return this.text;
+  }
+}
+
+function makeSampler(s: GenerateOptions["sampler"]): TokenSampler {
+  if (s === undefined) return { sample: argmax };
+  if (typeof (s as TokenSampler).sample === "function") return s as TokenSampler;
+  return new Sampler(s as SamplerOptions);
+}
+
+function checkOptions(o: GenerateOptions): void {
+  const bad = (m: string) => {
+    throw new EngineError("INVALID_ARGUMENT", `generate: ${m}`);
+  };
+  if (o.maxTokens !== undefined && !(Number.isInteger(o.maxTokens) && o.maxTokens >= 0))
+    bad(`maxTokens must be a non-negative integer, got ${String(o.maxTokens)}`);
+  if (o.stop !== undefined && (!Array.isArray(o.stop) || o.stop.some((s) => typeof s !== "string")))
+    bad("stop must be an array of strings");
+  if (
+    o.stopTokens !== undefined &&
+    (!Array.isArray(o.stopTokens) || o.stopTokens.some((t) => !Number.isInteger(t)))
+  )
+    bad("stopTokens must be an array of token ids");
+}
+
+/**
+ * Generates from `prompt` (text, tokenized as llama.cpp does by default, or token ids) in one
+ * sequence of the context: the prompt is prefilled (reusing a matching cached prefix), then one
+ * token is sampled and decoded per step until an end-of-generation token, a stop string or
+ * token, `maxTokens`, a full context or the abort signal.
+ */
+export function generate(
+  context: Context,
+  prompt: string | readonly number[],
+  options: GenerateOptions = {},
+): Generation {
+  checkOptions(options);
+  const sampler = makeSampler(options.sampler);
+  const tokenizer = context.model.tokenizer;
+  const seq = options.seq ?? 0;
+  const ids =
+    typeof prompt === "string"
+      ? tokenizer.encode(prompt, {
+          addSpecial: options.addSpecial ?? true,
+          parseSpecial: options.parseSpecial ?? true,
+        })
+      : [...prompt];
+  if (ids.length === 0) throw new EngineError("INVALID_ARGUMENT", "generate: the prompt has no tokens");
+  const stopTokens = new Set(options.stopTokens ?? []);
+  const endOf = (id: number): FinishReason | undefined =>
+    stopTokens.has(id) ? "stop" : !options.ignoreEog && tokenizer.isEog(id) ? "eog" : undefined;
+
+  return new Generation(async function* (g) {
+    const t0 = performance.now();
+    // Prefix reuse: keep the cached tokens that match, prefill the rest (at least one token,
+    // whose logits start generation).
+    let keep = 0;
+    const have = options.reusePrefix === false ? undefined : context.history(seq);
+    if (have) {
+      while (keep < have.length && keep < ids.length && have[keep] === ids[keep]) keep++;
+      if (keep === ids.length) keep--;
+    }
+    context.seqRm(seq, keep, -1);
+    let logits = await context.eval(ids.slice(keep), seq);
+    const promptMs = performance.now() - t0;
+    const t1 = performance.now();
+    let computeMs = 0;
+    const decoder = tokenizer.streamDecoder();
+    const stops = new StopMatcher(options.stop ?? []);
+    const max = options.maxTokens ?? Number.POSITIVE_INFINITY;
+    const finish = (reason: FinishReason) => {
+      g.finishReason = reason;
+      g.timings = {
+        promptTokens: ids.length,
+        reusedTokens: keep,
+        promptMs,
+        generatedTokens: g.tokens.length,
+        generateMs: performance.now() - t1,
+        computeMs,
+      };
+    };
+    let reason: FinishReason | undefined;
+    try {
+      for (;;) {
+        if (g.tokens.length >= max) reason = "length";
+        else if (options.signal?.aborted) reason = "abort";
+        if (reason) break;
+        const id = sampler.sample(logits);
+        reason = endOf(id);
+        if (reason) break;
+        g.tokens.push(id);
+        const r = stops.push(decoder.push(id));
+        g.text += r.text;
+        yield { token: id, text: r.text };
+        if (r.stopped) reason = "stop";
+        else if (g.tokens.length >= max) reason = "length";
+        else if (context.kv.used() >= context.nCtx) reason = "context";
+        else if (options.signal?.aborted) reason = "abort";
+        if (reason) break;
+        logits = await context.eval([id], seq);
+        computeMs += context.lastTiming.computeMs;
+      }
+      if (reason !== "stop") {
+        // The last bytes of the stream and any text held back for stop strings.
+        const rest = stops.push(decoder.flush());
+        const tail = rest.stopped ? rest.text : rest.text + stops.flush();
+        if (rest.stopped) reason = "stop";
+        g.text += tail;
+        if (tail) yield { text: tail };
+      }
+      finish(reason);
+    } finally {
+      // The consumer stopped iterating early, or a decode failed.
+      if (g.finishReason === undefined) finish("abort");
+    }
+  });
+}
+
+/**
+ * Greedy generation (argmax at every step) of `maxTokens` tokens at most; stops at an
+ * end-of-generation token (`isEog`, default the tokenizer's), which is not returned.
  */
 export async function greedy(
   context: Context,
@@ -20,13 +225,13 @@ export async function greedy(
 ): Promise<number[]> {
   const out: number[] = [];
   if (maxTokens <= 0) return out;
-  let logits = await context.decode(promptIds);
+  let logits = await context.eval(promptIds);
   for (;;) {
     const id = argmax(logits);
     if (isEog(id)) break;
     out.push(id);
     if (out.length >= maxTokens) break;
-    logits = await context.decode([id]);
+    logits = await context.eval([id]);
   }
   return out;
 }

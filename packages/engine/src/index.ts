@@ -1,12 +1,22 @@
 /**
- * Model, Context, decode and greedy generation over the scheduler, KV cache and tokenizer.
+ * Model, Context, decode(batch) and text generation over the scheduler, KV cache, tokenizer and sampler.
  * @module @minfer/engine
  */
 
-export type { ContextOptions, DecodeOptions, GraphParams } from "./context.js";
+export type { Batch } from "./batch.js";
+export type { ContextOptions, DecodeTiming, GraphParams } from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
 export type { EngineErrorCode } from "./errors.js";
 export { EngineError } from "./errors.js";
-export { argmax, greedy } from "./generate.js";
+export type {
+  FinishReason,
+  GeneratedPiece,
+  GenerateOptions,
+  GenerationTimings,
+  TokenSampler,
+} from "./generate.js";
+export { argmax, Generation, generate, greedy } from "./generate.js";
+export { Logits } from "./logits.js";
 export type { ModelLoadOptions } from "./model.js";
 export { Model } from "./model.js";
+export { StopMatcher } from "./stop-matcher.js";

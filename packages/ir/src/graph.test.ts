@@ -111,6 +111,17 @@ describe("views", () => {
     expect(written.node?.op).toBe(Op.SET_ROWS);
     expect(() => b.state("k_cache", DType.F16, [64, 100])).toThrow(/state key "k_cache" is already used/);
   });
+
+  it("builds a graph whose only effect is a state write (a KV-cache update), and refuses one with no effect", () => {
+    const b = new GraphBuilder();
+    const cache = b.state("k_cache", DType.F16, [8, 4]);
+    const idx = b.input("cells", DType.I32, [2]);
+    b.setRows(cache, b.getRows(cache, idx), idx);
+    expect(b.build().outputs).toEqual([]);
+    const idle = new GraphBuilder();
+    idle.add(idle.input("a", DType.F32, [4]), idle.input("b", DType.F32, [4]));
+    expect(irError(() => idle.build()).code).toBe("BAD_GRAPH");
+  });
 });
 
 function llamaBlock() {

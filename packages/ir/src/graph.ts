@@ -370,8 +370,12 @@ export class GraphBuilder {
   }
 
   build(): Graph {
-    if (this.#outputs.length === 0)
-      throw new IrError("BAD_GRAPH", "the graph has no outputs (mark them with output())");
+    // A graph must produce something: an output, or a write into state (e.g. a KV-cache shift).
+    if (this.#outputs.length === 0 && !this.#nodes.some((n) => n.op === Op.SET_ROWS))
+      throw new IrError(
+        "BAD_GRAPH",
+        "the graph has no outputs (mark them with output()) and writes no state",
+      );
     return { tensors: [...this.#tensors], nodes: [...this.#nodes], outputs: [...this.#outputs] };
   }
 }

@@ -16,6 +16,8 @@ export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
 export { ModelError } from "./errors.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
 export { readHparams } from "./hparams.js";
+export type { KvGraph, KvLayout } from "./kv-graphs.js";
+export { buildKvMove, buildKvShift, shiftRopeParams } from "./kv-graphs.js";
 export * as llama from "./llama.js";
 export * as qwen2 from "./qwen2.js";
 export * as qwen3 from "./qwen3.js";

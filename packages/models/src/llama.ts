@@ -15,7 +15,8 @@ export const ARCH = "llama";
 /** Defaults of keys a llama file may omit. */
 export const DEFAULTS: ArchDefaults = { rmsEps: 1e-5, ropeFreqBase: 10000 };
 
-const FEATURES: ArchFeatures = { ropeMode: "normal", qkvBias: false, qkNorm: false };
+/** What this architecture's decoder uses (RoPE layout, biases, Q/K norms). */
+export const FEATURES: ArchFeatures = { ropeMode: "normal", qkvBias: false, qkNorm: false };
 
 /** Hyperparameters from `llama.*` keys; a missing required key is MISSING_KEY naming it. */
 export function loadHparams(meta: GgufMetadata): Hparams {

@@ -15,7 +15,8 @@ export const ARCH = "qwen2";
 /** Defaults of keys a qwen2 file may omit. */
 export const DEFAULTS: ArchDefaults = { rmsEps: 1e-6, ropeFreqBase: 1000000 };
 
-const FEATURES: ArchFeatures = { ropeMode: "neox", qkvBias: true, qkNorm: false };
+/** What this architecture's decoder uses (RoPE layout, biases, Q/K norms). */
+export const FEATURES: ArchFeatures = { ropeMode: "neox", qkvBias: true, qkNorm: false };
 
 /** Hyperparameters from `qwen2.*` keys; a missing required key is MISSING_KEY naming it. */
 export function loadHparams(meta: GgufMetadata): Hparams {

@@ -1,5 +1,5 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import type { BuildOptions, BuiltGraph } from "./builders.js";
+import type { ArchFeatures, BuildOptions, BuiltGraph } from "./builders.js";
 import { ModelError } from "./errors.js";
 import type { Hparams } from "./hparams.js";
 import * as llama from "./llama.js";
@@ -7,9 +7,11 @@ import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
 import type { ModelTensors, TensorInfo } from "./tensors.js";
 
-/** The three entry points every architecture module exports. */
+/** The entry points every architecture module exports. */
 export interface ArchModule {
   readonly ARCH: string;
+  /** The decoder's features (the KV-shift graph needs its RoPE layout). */
+  readonly FEATURES: ArchFeatures;
   loadHparams(meta: GgufMetadata): Hparams;
   loadTensors(hp: Hparams, infos: Iterable<TensorInfo>): ModelTensors;
   buildGraph(hp: Hparams, options: BuildOptions): BuiltGraph;

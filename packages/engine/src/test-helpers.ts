@@ -1,0 +1,32 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { backend as cpuBackend } from "@minfer/backend-cpu";
+import type { DeviceRuntime } from "@minfer/ir";
+import { Model } from "./model.js";
+
+export const FIXTURES =
+  process.env.MINFER_FIXTURES ?? fileURLToPath(new URL("../../../../shared/fixtures", import.meta.url));
+export const STORIES = `${FIXTURES}/models/stories260K.gguf`;
+export const haveStories = existsSync(STORIES);
+
+/** Loads stories260K on a 2-thread CPU runtime; call the returned dispose in afterAll. */
+export async function loadStories(): Promise<{ model: Model; runtime: DeviceRuntime; dispose: () => void }> {
+  const runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
+  const model = await Model.load(STORIES, { runtime });
+  return {
+    model,
+    runtime,
+    dispose: () => {
+      model.dispose();
+      runtime.dispose();
+    },
+  };
+}
+
+/** The largest absolute difference of two equal-length arrays. */
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) throw new Error(`lengths differ: ${a.length} vs ${b.length}`);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
