@@ -1,6 +1,7 @@
 // ATTENTION: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
-// with q F32 [hd, nHead, nQ], k F32/F16/BF16 [hd, nKvHead, nKv], v F32/F16/BF16 [hdv, nKvHead, nKv]
-// (any strides; each k/v row must be contiguous), and as 4th input either a mask F32/F16
+// with q F32 [hd, nHead, nQ], k F32/F16/BF16/Q8_0 [hd, nKvHead, nKv], v F32/F16/BF16/Q8_0
+// [hdv, nKvHead, nKv] (any strides; each k/v row must be contiguous; a Q8_0 row is hd/32 blocks of
+// {f16 d, int8 q[32]}, so its head size must be a multiple of 32), and as 4th input either a mask F32/F16
 // [nKv, >= nQ] (-inf hides a cell) or spans I32 [2, nQ] (query j sees cells [start_j, end_j)).
 // GQA: head h reads kv head h / (nHead / nKvHead). Output F32 [hdv, nHead, nQ].
 //
@@ -32,6 +33,10 @@ namespace attn_avx512 { ATTN_ROW_FUNCS }
 namespace attn_scalar {
 static inline float load(const void* p, program::DType t, int64_t i) {
   switch (t) {
+    case program::DType::Q8_0: {
+      const uint8_t* blk = static_cast<const uint8_t*>(p) + (i / 32) * 34;
+      return fp16_to_f32(static_cast<uint16_t>(blk[0] | (blk[1] << 8))) * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
+    }
     case program::DType::F16: return fp16_to_f32(static_cast<const uint16_t*>(p)[i]);
     case program::DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
     default: return static_cast<const float*>(p)[i];
@@ -59,18 +64,21 @@ using program::Op;
 namespace P = program::param::ATTENTION;
 
 using program::dtype_name;
-int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+// Bytes of one element (or, for Q8_0, one 32-element block).
+int64_t elem_size(DType t) { return t == DType::Q8_0 ? 34 : t == DType::F32 || t == DType::I32 ? 4 : 2; }
 
-
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
 
 const char* check_attention(const NodeArgs& args) {
   if (args.n_inputs != 4 || args.n_outputs != 1)
     return fail("attention: takes 4 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
   if (q->dtype != DType::F32) return fail("attention: q must be F32, got %s", dtype_name(q->dtype));
-  if (!is_float(k->dtype)) return fail("attention: k must be F32, F16 or BF16, got %s", dtype_name(k->dtype));
-  if (!is_float(v->dtype)) return fail("attention: v must be F32, F16 or BF16, got %s", dtype_name(v->dtype));
+  if (!is_kv_type(k->dtype)) return fail("attention: k must be F32, F16, BF16 or Q8_0, got %s", dtype_name(k->dtype));
+  if (!is_kv_type(v->dtype)) return fail("attention: v must be F32, F16, BF16 or Q8_0, got %s", dtype_name(v->dtype));
+  if ((k->dtype == DType::Q8_0 && k->ne[0] % 32 != 0) || (v->dtype == DType::Q8_0 && v->ne[0] % 32 != 0))
+    return fail("attention: Q8_0 k/v need head sizes that are multiples of 32 (%lld, %lld)", (long long)k->ne[0],
+                (long long)v->ne[0]);
   if (o->dtype != DType::F32) return fail("attention: the output must be F32, got %s", dtype_name(o->dtype));
   if (k->nb[0] != elem_size(k->dtype) || v->nb[0] != elem_size(v->dtype))
     return fail("attention: k and v rows must be contiguous in dim 0 (nb[0] %lld and %lld)", (long long)k->nb[0],

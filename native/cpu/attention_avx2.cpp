@@ -1,5 +1,6 @@
-// AVX2 dot products and value accumulation for attention.cpp (keys/values F32, F16 or BF16).
-// Tails go through the same vector arithmetic on zero-padded copies.
+// AVX2 dot products and value accumulation for attention.cpp (keys/values F32, F16, BF16 or Q8_0).
+// Tails go through the same vector arithmetic on zero-padded copies (Q8_0 rows, whole blocks,
+// have none).
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
@@ -17,6 +18,15 @@ static inline int64_t esize(DType t) { return t == DType::F32 ? 4 : 2; }
 // 8 values of dtype t starting at element i of p (which must have 8 readable elements).
 static inline __m256 load8(const void* p, DType t, int64_t i) {
   switch (t) {
+    case DType::Q8_0: {
+      // i is a multiple of 8: codes i % 32 .. +7 of block i / 32.
+      const uint8_t* blk = static_cast<const uint8_t*>(p) + (i / 32) * 34;
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      const __m256 q = _mm256_cvtepi32_ps(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + (i % 32)))));
+      return _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(h)));
+    }
     case DType::F16:
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
     case DType::BF16:

@@ -1,9 +1,11 @@
-// AVX-512 dot products and value accumulation for attention.cpp (keys/values F32, F16 or BF16).
-// Tails use masked loads, so every cell goes through the same arithmetic whatever the batch.
+// AVX-512 dot products and value accumulation for attention.cpp (keys/values F32, F16, BF16 or
+// Q8_0). Tails use masked loads, so every cell goes through the same arithmetic whatever the batch.
+// Q8_0 rows are whole blocks (n % 32 == 0), read 16 codes (half a block) at a time.
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "../common/program_format.h"
 
@@ -16,6 +18,15 @@ static inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>((
 // 16 values of dtype t at p + i, as f32; lanes outside `m` are 0.
 static inline __m512 load16(const void* p, DType t, int64_t i, __mmask16 m) {
   switch (t) {
+    case DType::Q8_0: {
+      // i is a multiple of 16: half (i / 16) % 2 of block i / 32.
+      const uint8_t* blk = static_cast<const uint8_t*>(p) + (i / 32) * 34;
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      const __m512 q = _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk + 2 + (i % 32))));
+      return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(h)));
+    }
     case DType::F16:
       return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + i));
     case DType::BF16:

@@ -1,4 +1,4 @@
-// ATTENTION against a float64 reference (mask F32/F16 or spans, GQA, softcap, K/V F32/F16/BF16 as
+// ATTENTION against a float64 reference (mask F32/F16 or spans, GQA, softcap, K/V F32/F16/BF16/Q8_0 as
 // non-contiguous views of a cell-major cache, odd head sizes, hdv != hd) and the batch-invariance
 // property: the same query alone and inside a batch with extra masked/out-of-span cells gives
 // bit-identical output.
@@ -61,8 +61,15 @@ void test_reference(std::mt19937& rng) {
   };
   const Case cases[] = {{64, 64, 4, 2, 37, 5}, {40, 24, 3, 3, 9, 1}, {7, 5, 2, 1, 1, 1}, {128, 128, 8, 1, 70, 3}};
   for (const Case& cs : cases) {
-    for (DType kd : {DType::F32, DType::F16, DType::BF16}) {
-      const DType vd = kd == DType::F32 ? DType::F16 : kd;  // also mixed k/v dtypes
+    // (k, v) dtypes, including mixed ones; Q8_0 only where the head sizes are whole blocks.
+    const std::pair<DType, DType> kvs[] = {{DType::F32, DType::F16},
+                                           {DType::F16, DType::F16},
+                                           {DType::BF16, DType::BF16},
+                                           {DType::Q8_0, DType::Q8_0},
+                                           {DType::Q8_0, DType::F16},
+                                           {DType::F32, DType::Q8_0}};
+    for (const auto& [kd, vd] : kvs) {
+      if ((kd == DType::Q8_0 && cs.hd % 32 != 0) || (vd == DType::Q8_0 && cs.hdv % 32 != 0)) continue;
       TT kc = make_cache(kd, cs.hd, cs.nkvh, cs.nkv + 3, rng);
       TT vc = make_cache(vd, cs.hdv, cs.nkvh, cs.nkv + 3, rng);
       TT k = view_cells(kc, cs.nkv), v = view_cells(vc, cs.nkv);

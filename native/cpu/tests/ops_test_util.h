@@ -104,6 +104,10 @@ struct TT {
     return t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
   }
   double get(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const {
+    if (t.dtype == DType::Q8_0) {  // element i0 % 32 of block i0 / 32
+      const uint8_t* b = at(i0 / 32, i1, i2, i3);
+      return minfer::fp16_to_f32(static_cast<uint16_t>(b[0] | (b[1] << 8))) * static_cast<int8_t>(b[2 + i0 % 32]);
+    }
     const uint8_t* p = at(i0, i1, i2, i3);
     switch (t.dtype) {
       case DType::F16: return minfer::fp16_to_f32(*reinterpret_cast<const uint16_t*>(p));
@@ -131,6 +135,20 @@ struct TT {
   }
   void fill_random(std::mt19937& rng, double lo = -2, double hi = 2) {
     std::uniform_real_distribution<double> u(lo, hi);
+    if (t.dtype == DType::Q8_0) {  // random blocks: scale (hi - lo) / 254 · [0.5, 1], codes -127..127
+      std::uniform_int_distribution<int> code(-127, 127);
+      for (int64_t i3 = 0; i3 < t.ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < t.ne[2]; i2++)
+          for (int64_t i1 = 0; i1 < t.ne[1]; i1++)
+            for (int64_t b = 0; b < t.ne[0] / 32; b++) {
+              uint8_t* p = at(b, i1, i2, i3);
+              const uint16_t h = minfer::f32_to_fp16(static_cast<float>((hi - lo) / 254 * (0.75 + 0.25 * u(rng) / hi)));
+              p[0] = static_cast<uint8_t>(h & 0xff);
+              p[1] = static_cast<uint8_t>(h >> 8);
+              for (int i = 0; i < 32; i++) p[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(code(rng)));
+            }
+      return;
+    }
     each([&](int64_t a, int64_t b, int64_t c, int64_t d) { set(a, b, c, d, u(rng)); });
   }
   // Every element as the value it holds (after rounding to the dtype).

@@ -2,7 +2,7 @@ import type { Device, DeviceRuntime } from "@minfer/ir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REFERENCE_BACKEND } from "../reference-device.js";
 import { Registry } from "../registry.js";
-import { buildCase, CONFORMANCE_CASES } from "./cases.js";
+import { ATTENTION_Q8_0_IN_IR, buildCase, CONFORMANCE_CASES } from "./cases.js";
 import { type CaseOutputs, compareOutputs, runCase, unsupportedReason } from "./harness.js";
 
 // Every device the registry finds, except the reference (the oracle), runs every case; results
@@ -34,6 +34,9 @@ afterAll(() => {
       ([d, t]) => `  ${d}: ${t.passed} passed, ${t.unsupported} unsupported (skipped), ${t.failed} failed`,
     ),
     ...registry.report().map((l) => `  registry: ${l}`),
+    ...(ATTENTION_Q8_0_IN_IR
+      ? []
+      : ["  left out: ATTENTION with Q8_0 k/v (@minfer/ir's inference does not accept Q8_0 k/v yet)"]),
   ];
   console.log(lines.join("\n"));
 });
