@@ -14,6 +14,7 @@ GemmFn gemm_for(DType t, SimdLevel level) {
       case DType::Q4_0: return gemm_q4_0_avx512;
       case DType::Q5_0: return gemm_q5_0_avx512;
       case DType::Q8_0: return gemm_q8_0_avx512;
+      case DType::Q4_K: return gemm_q4_k_avx512;
       default: break;
     }
   }

@@ -24,22 +24,21 @@
 #include <vector>
 
 #include "gemm.h"
+#include "gemm_avx512_util.h"
 #include "quants_internal.h"
 
 namespace minfer::cpu::q {
 namespace {
+
+using gemm_util::h2f;
+using gemm_util::panel_buffer;
+using gemm_util::transpose8;
 
 constexpr int kRows = kGemmPanelRows;       // rows per panel
 constexpr int kPM = kRows / 16;             // 16-row lane vectors per panel
 constexpr int kRN = 4;                      // columns per register tile
 constexpr size_t kBlk = kRows * 4 + 8 * kRows * 4;  // panel bytes per 32-element block
 constexpr size_t kA = sizeof(BlockQ8A);
-
-inline float h2f(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 
 inline __m256i nibbles16(const uint8_t* p) {
   const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -68,26 +67,6 @@ struct DecQ8_0 {
     return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2)), _mm256_set1_epi8(-128));
   }
 };
-
-// 8×8 transpose of 32-bit words: r[i] word j → o[j] word i.
-inline void transpose8(const __m256i* r, __m256i* o) {
-  __m256i t[8], s[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; h++) {
-    const __m256i* u = t + 4 * h;
-    s[4 * h + 0] = _mm256_unpacklo_epi64(u[0], u[2]);
-    s[4 * h + 1] = _mm256_unpackhi_epi64(u[0], u[2]);
-    s[4 * h + 2] = _mm256_unpacklo_epi64(u[1], u[3]);
-    s[4 * h + 3] = _mm256_unpackhi_epi64(u[1], u[3]);
-  }
-  for (int j = 0; j < 4; j++) {
-    o[j] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x20);
-    o[j + 4] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x31);
-  }
-}
 
 // Rows [0, nrows) of the panel from w (row stride nb1); rows beyond are zero.
 template <class D>
@@ -157,12 +136,6 @@ void panel_cols(int64_t nb, const uint8_t* panel, const uint8_t* const* a, float
       if (left >= 16) _mm512_storeu_ps(out[c] + 16 * p, acc[p][c]);
       else if (left > 0) _mm512_mask_storeu_ps(out[c] + 16 * p, static_cast<__mmask16>((1u << left) - 1), acc[p][c]);
     }
-}
-
-uint8_t* panel_buffer(size_t bytes) {
-  static thread_local std::vector<uint8_t> buf;
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~static_cast<uintptr_t>(63));
 }
 
 template <class D>

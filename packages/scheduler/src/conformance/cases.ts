@@ -118,7 +118,7 @@ for (const a of WEIGHT_DTYPES)
 // Prefill shapes: enough tokens for the CPU's panel GEMM (≥ 8 columns), rows not a multiple of its
 // 32-row panels.
 for (const a of WEIGHT_DTYPES) {
-  const k = 256;
+  const k = 512;
   add({
     name: `MUL_MAT a=${n(a)} b=F32 prefill ${shape([k, 70])}×${shape([k, 19])}`,
     op: "MUL_MAT",
