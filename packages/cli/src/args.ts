@@ -8,9 +8,11 @@ export interface OptionSpec {
   readonly help: string;
   /** Shown in usage as the value's name. */
   readonly metavar?: string;
+  /** A string option that may be given several times; its value is the array of all of them. */
+  readonly repeat?: boolean;
 }
 
-export type ParsedOptions = Record<string, string | number | boolean | undefined>;
+export type ParsedOptions = Record<string, string | number | boolean | string[] | undefined>;
 
 /** The key a spec's value is stored under: its long flag without dashes, camel-cased. */
 export function optionKey(spec: OptionSpec): string {
@@ -76,7 +78,9 @@ export function parseArgs(
     }
     if (raw === undefined)
       throw new CliError("MISSING_VALUE", `${flag} needs a value (${spec.metavar ?? spec.kind})`);
-    options[key] = convert(spec, flag, raw);
+    const value = convert(spec, flag, raw);
+    if (spec.repeat) options[key] = [...((options[key] as string[] | undefined) ?? []), String(value)];
+    else options[key] = value;
   }
   return { options, positionals };
 }
@@ -84,7 +88,7 @@ export function parseArgs(
 /** Usage lines for a set of options. */
 export function formatOptions(specs: readonly OptionSpec[]): string {
   const rows = specs.map((s) => [
-    `${s.flags.join(", ")}${s.kind === "boolean" ? "" : ` ${s.metavar ?? s.kind.toUpperCase()}`}`,
+    `${s.flags.join(", ")}${s.kind === "boolean" ? "" : ` ${s.metavar ?? s.kind.toUpperCase()}`}${s.repeat ? " …" : ""}`,
     s.help,
   ]);
   const w = Math.max(0, ...rows.map((r) => r[0]!.length));

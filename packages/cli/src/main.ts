@@ -1,11 +1,12 @@
-import { GgufError } from "@minfer/gguf";
-import { TokenizerError } from "@minfer/tokenizer";
 import { formatOptions } from "./args.js";
 import { CliError } from "./errors.js";
 import { inspectCommand, inspectOptions } from "./gguf/inspect.js";
 import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
 import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
+import { benchCommand, benchOptions } from "./run/bench.js";
+import { chatCommand, chatOptions } from "./run/chat.js";
+import { runCommand, runOptions } from "./run/run.js";
 import { templateCommand, templateOptions } from "./text/template.js";
 import { tokenizeCommand, tokenizeOptions } from "./text/tokenize.js";
 import { VERSION } from "./version.js";
@@ -51,6 +52,25 @@ const GGUF_COMMANDS: Record<string, Command> = {
 };
 
 const COMMANDS: Record<string, Command> = {
+  run: {
+    usage:
+      "minfer run -m FILE (-p PROMPT | -f PROMPTFILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-t N] [-c N] [-b N] [--ids] [--verbose]",
+    summary: "generate a continuation of a prompt; only the generated text goes to stdout",
+    options: runOptions,
+    run: runCommand,
+  },
+  chat: {
+    usage: "minfer chat -m FILE [--system TEXT] [--chat-template-file F] [sampling options] [-c N] [-t N]",
+    summary: "chat through the model's chat template, one user line at a time from stdin",
+    options: chatOptions,
+    run: chatCommand,
+  },
+  bench: {
+    usage: "minfer bench -m FILE [-p 512] [-n 128] [-r 3] [-t N] [-b N] [--kv-type TYPE] [--json]",
+    summary: "measure prompt processing (pp) and generation (tg) speed, llama-bench style",
+    options: benchOptions,
+    run: benchCommand,
+  },
   tokenize: {
     usage: "minfer tokenize -m FILE (-p TEXT | -f TEXTFILE) [--ids] [--no-special]",
     summary: "print the token ids of a text (with their pieces, or as one JSON array with --ids)",
@@ -90,7 +110,32 @@ function commandHelp(c: Command): string {
   ].join("\n");
 }
 
-/** Runs the command line and returns the exit status: 0 success, 1 failure, 2 usage error. */
+/**
+ * The errors of minfer's packages (and of file system calls) carry a stable `code`: they are
+ * printed as one line with it, without a stack trace. Matched by name, so that a second copy of
+ * a package (or one not imported here, like @minfer/models) is recognized too.
+ */
+const KNOWN_ERRORS = new Set([
+  "GgufError",
+  "TokenizerError",
+  "EngineError",
+  "ModelError",
+  "SamplerError",
+  "KvCacheError",
+  "SchedulerError",
+  "CpuBackendError",
+  "IrError",
+]);
+
+function knownErrorCode(e: unknown): string | undefined {
+  if (!(e instanceof Error)) return undefined;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code !== "string") return undefined;
+  if (KNOWN_ERRORS.has(e.name) || /^E[A-Z]+$/.test(code)) return code;
+  return undefined;
+}
+
+/** Runs the command line and returns the exit status: 0 success, 1 failure, 2 usage error, 130 interrupted. */
 export async function main(argv: string[]): Promise<number> {
   const [first, second, ...rest] = argv;
   if (first === undefined || first === "-h" || first === "--help" || first === "help") {
@@ -130,8 +175,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`minfer: ${e.message}\nusage: ${command.usage}\n`);
       return 2;
     }
-    if (e instanceof GgufError || e instanceof TokenizerError) {
-      process.stderr.write(`minfer: error [${e.code}]: ${e.message}\n`);
+    const code = knownErrorCode(e);
+    if (code !== undefined) {
+      process.stderr.write(`minfer: error [${code}]: ${(e as Error).message}\n`);
       return 1;
     }
     throw e;

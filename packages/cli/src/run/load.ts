@@ -1,0 +1,110 @@
+import { constants } from "node:fs";
+import { access } from "node:fs/promises";
+import { type CpuRuntime, backend as cpuBackend } from "@minfer/backend-cpu";
+import { Context, type ContextOptions, Model } from "@minfer/engine";
+import { CliError } from "../errors.js";
+import { ProgressBar } from "../progress.js";
+import type { RunSettings } from "./options.js";
+
+/** A started CPU runtime and a model loaded on it; `close()` releases both. */
+export interface Loaded {
+  readonly runtime: CpuRuntime;
+  readonly model: Model;
+  close(): void;
+}
+
+const mib = (n: number) => `${(n / 1048576).toFixed(2)} MiB`;
+
+/** Parameters and bytes of the model's weights. */
+export function modelSize(model: Model): { params: number; bytes: number } {
+  let params = 0;
+  let bytes = 0;
+  for (const t of model.file.tensors) {
+    params += t.nElements;
+    bytes += t.byteSize;
+  }
+  return { params, bytes };
+}
+
+/** The weights' types, most bytes first, e.g. "F32" or "Q8_0+F32". */
+export function weightTypes(model: Model): string {
+  const by = new Map<string, number>();
+  for (const t of model.file.tensors) by.set(t.typeName, (by.get(t.typeName) ?? 0) + t.byteSize);
+  return [...by.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name]) => name)
+    .join("+");
+}
+
+/** 292.42K, 494.03M, 7.62B. */
+export function humanCount(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(2)}K`;
+  return String(n);
+}
+
+/**
+ * Starts the CPU backend and loads the model at `path`; progress goes to stderr, and with
+ * `verbose` the backend's diagnostics and the model's hyperparameters too.
+ */
+export async function loadModel(path: string, settings: RunSettings, verbose: boolean): Promise<Loaded> {
+  try {
+    await access(path, constants.R_OK);
+  } catch (e) {
+    throw new CliError("BAD_VALUE", `-m: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? e})`);
+  }
+  if (verbose) for (const line of cpuBackend.diagnostics()) process.stderr.write(`${line}\n`);
+  const device = cpuBackend.devices()[0];
+  if (!device) throw new Error("the CPU backend has no device");
+  const runtime = (await device.init(
+    settings.threads !== undefined ? { threads: settings.threads } : {},
+  )) as CpuRuntime;
+  let model: Model;
+  const bar = new ProgressBar("loading", 1);
+  try {
+    model = await Model.load(path, { runtime, onProgress: (f) => bar.update(f) });
+  } catch (e) {
+    runtime.dispose();
+    throw e;
+  }
+  const { params, bytes } = modelSize(model);
+  bar.done(
+    `loaded ${path}: ${model.hparams.arch}, ${humanCount(params)} params, ${mib(bytes)} ${weightTypes(model)}, ` +
+      `cpu ${runtime.threads} threads (${runtime.simd})`,
+  );
+  if (verbose) {
+    const hp = model.hparams;
+    process.stderr.write(
+      `model: ${hp.arch}, ${hp.nLayer} layers, embd ${hp.nEmbd}, ff ${hp.nFf}, heads ${hp.nHead} (kv ${hp.nHeadKv}), ` +
+        `head dim ${hp.headDimK}, vocab ${hp.nVocab}, trained context ${hp.nCtxTrain}, rope base ${hp.ropeFreqBase}` +
+        `${hp.ropeScaling.type !== "none" ? `, rope scaling ${hp.ropeScaling.type} ×${hp.ropeScaling.factor}` : ""}` +
+        `, chat template: ${model.chatTemplate ? "yes" : "none"}\n`,
+    );
+  }
+  return {
+    runtime,
+    model,
+    close() {
+      model.dispose();
+      runtime.dispose();
+    },
+  };
+}
+
+/** A context with the settings (-c 0 = the model's training context); `extra` overrides. */
+export function newContext(model: Model, settings: RunSettings, extra: ContextOptions = {}): Context {
+  return new Context(model, {
+    ...(settings.nCtx !== undefined
+      ? { nCtx: settings.nCtx === 0 ? model.hparams.nCtxTrain : settings.nCtx }
+      : {}),
+    ...(settings.nUbatch !== undefined ? { nUbatch: settings.nUbatch } : {}),
+    ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
+    ...extra,
+  });
+}
+
+/** One line of the context's shape, for --verbose. */
+export function describeContext(ctx: Context): string {
+  return `context: ${ctx.nCtx} tokens, micro-batch ${ctx.nUbatch}, KV ${ctx.kvDtype}`;
+}

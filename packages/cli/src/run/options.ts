@@ -1,0 +1,122 @@
+import type { ContextOptions } from "@minfer/engine";
+import type { SamplerOptions } from "@minfer/sampler";
+import type { OptionSpec, ParsedOptions } from "../args.js";
+import { CliError } from "../errors.js";
+
+/** -m: every command that loads a model. */
+export const modelOption: OptionSpec = {
+  flags: ["-m", "--model"],
+  kind: "string",
+  metavar: "FILE",
+  help: "the GGUF model",
+};
+
+/** Threads, context, micro-batch and KV type: how the model is run. */
+export const contextOptions: OptionSpec[] = [
+  {
+    flags: ["-t", "--threads"],
+    kind: "integer",
+    metavar: "N",
+    help: "CPU threads (default: the physical cores)",
+  },
+  {
+    flags: ["-c", "--ctx-size"],
+    kind: "integer",
+    metavar: "N",
+    help: "context size in tokens (default: min(4096, the model's); 0 = the model's)",
+  },
+  {
+    flags: ["-b", "--batch-size"],
+    kind: "integer",
+    metavar: "N",
+    help: "most tokens one graph runs; longer prompts run in pieces (default: 512)",
+  },
+  { flags: ["--kv-type"], kind: "string", metavar: "TYPE", help: "K/V cache type: f16 (default), f32, q8_0" },
+];
+
+/** Sampling, as llama.cpp spells and defaults it. */
+export const samplingOptions: OptionSpec[] = [
+  { flags: ["--temp"], kind: "number", metavar: "T", help: "temperature; 0 = greedy (default: 0.8)" },
+  { flags: ["--top-k"], kind: "integer", metavar: "K", help: "top-k cut; 0 = off (default: 40)" },
+  {
+    flags: ["--top-p"],
+    kind: "number",
+    metavar: "P",
+    help: "top-p (nucleus) cut in (0, 1]; 1 = off (default: 0.95)",
+  },
+  {
+    flags: ["-s", "--seed"],
+    kind: "integer",
+    metavar: "S",
+    help: "sampling seed; -1 = random (default: -1)",
+  },
+];
+
+type KvDtype = NonNullable<ContextOptions["kvDtype"]>;
+
+const KV_TYPES: readonly KvDtype[] = ["f16", "f32", "q8_0"];
+
+/** Throws BAD_VALUE naming `flag` unless `ok`. */
+export function check(ok: boolean, flag: string, what: string, value: unknown): void {
+  if (!ok) throw new CliError("BAD_VALUE", `${flag} must be ${what}, got ${String(value)}`);
+}
+
+/** The model path, required. */
+export function modelPath(options: ParsedOptions): string {
+  if (options.model === undefined) throw new CliError("MISSING_ARGUMENT", "-m FILE is required");
+  return options.model as string;
+}
+
+/** Validated context settings (undefined = the engine's default). */
+export interface RunSettings {
+  readonly threads?: number;
+  readonly nCtx?: number;
+  readonly nUbatch?: number;
+  readonly kvDtype?: KvDtype;
+}
+
+export function runSettings(options: ParsedOptions): RunSettings {
+  const { threads, ctxSize, batchSize, kvType } = options as {
+    threads?: number;
+    ctxSize?: number;
+    batchSize?: number;
+    kvType?: string;
+  };
+  if (threads !== undefined) check(threads >= 1 && threads <= 1024, "-t", "an integer in [1, 1024]", threads);
+  if (ctxSize !== undefined) check(ctxSize >= 0, "-c", "0 or a positive integer", ctxSize);
+  if (batchSize !== undefined) check(batchSize >= 1, "-b", "a positive integer", batchSize);
+  if (kvType !== undefined)
+    check(KV_TYPES.includes(kvType as KvDtype), "--kv-type", KV_TYPES.join(", "), kvType);
+  return {
+    threads,
+    nCtx: ctxSize,
+    nUbatch: batchSize,
+    kvDtype: kvType as KvDtype | undefined,
+  };
+}
+
+/** Validated sampler options; defaults are the sampler's (llama.cpp's). */
+export function samplerSettings(options: ParsedOptions): SamplerOptions {
+  const { temp, topK, topP, seed } = options as {
+    temp?: number;
+    topK?: number;
+    topP?: number;
+    seed?: number;
+  };
+  if (temp !== undefined) check(temp >= 0, "--temp", "a number >= 0 (0 = greedy)", temp);
+  if (topK !== undefined) check(topK >= 0, "--top-k", "an integer >= 0 (0 = off)", topK);
+  if (topP !== undefined) check(topP > 0 && topP <= 1, "--top-p", "a number in (0, 1]", topP);
+  if (seed !== undefined)
+    check(
+      seed === -1 || (seed >= 0 && seed <= 0xffffffff),
+      "--seed",
+      "-1 or an integer in [0, 4294967295]",
+      seed,
+    );
+  return {
+    ...(temp !== undefined ? { temperature: temp } : {}),
+    ...(topK !== undefined ? { topK } : {}),
+    ...(topP !== undefined ? { topP } : {}),
+    ...(seed !== undefined && seed !== -1 ? { seed } : {}),
+  };
+}
