@@ -5,11 +5,13 @@
 // [nKv, >= nQ] (-inf hides a cell) or spans I32 [2, nQ] (query j sees cells [start_j, end_j)).
 // GQA: head h reads kv head h / (nHead / nKvHead). Output F32 [hdv, nHead, nQ].
 //
-// Batch invariance: each (head, query) is reduced in one pass of online softmax (running max and
-// sum) over its own visible cells only, in ascending cell order, with per-cell arithmetic that
-// depends on nothing else. Hidden cells are skipped, not added as zeros, so the same query gives
-// bit-identical output alone or in a batch, with any number of extra masked or out-of-span cells.
-// Work is split over (query, head) pairs.
+// Each (head, query) is reduced in two passes over its own visible cells only, in ascending cell
+// order: the scores of the visible cells into a buffer, then their maximum, the exponentials and
+// their sum (vectorized over the buffer, the sum in double), then Σ e_c · v_c and one division.
+// Batch invariance: every step depends only on the query's list of visible cells (hidden cells
+// are skipped, not added as zeros), so the same query gives bit-identical output alone or in a
+// batch, with any number of extra masked or out-of-span cells. Work is split over (query, head)
+// pairs.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -24,10 +26,17 @@ namespace minfer::cpu {
   float dot(const float* q, const void* k, program::DType kt, int64_t n);                         \
   void axpby(float* acc, float a, const void* v, program::DType vt, float b, int64_t n);
 
+#define ATTN_EW_FUNCS                      \
+  float max_row(const float* x, int64_t n); \
+  double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
+
 namespace attn_scalar { ATTN_ROW_FUNCS }
+namespace ew_scalar { ATTN_EW_FUNCS }
 #if defined(__x86_64__) || defined(_M_X64)
 namespace attn_avx2 { ATTN_ROW_FUNCS }
 namespace attn_avx512 { ATTN_ROW_FUNCS }
+namespace ew_avx2 { ATTN_EW_FUNCS }
+namespace ew_avx512 { ATTN_EW_FUNCS }
 #endif
 
 namespace attn_scalar {
@@ -107,16 +116,22 @@ const char* check_attention(const NodeArgs& args) {
   return nullptr;
 }
 
-template <float (*Dot)(const float*, const void*, DType, int64_t),
-          void (*Axpby)(float*, float, const void*, DType, float, int64_t)>
-void attend(const NodeArgs& args, int ith, int nth) {
+struct RowFuncs {
+  float (*dot)(const float*, const void*, DType, int64_t);
+  void (*axpby)(float*, float, const void*, DType, float, int64_t);
+  float (*max_row)(const float*, int64_t);
+  double (*exp_sub_sum)(float*, const float*, float, int64_t);
+};
+
+void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
   const float scale = param_f32(args, P::scale);
   const float softcap = param_f32(args, P::softcap);
   const int64_t hd = q->ne[0], hdv = v->ne[0], n_head = q->ne[1], n_q = q->ne[2];
   const int64_t n_kv = k->ne[2], group = n_head / k->ne[1];
   const bool spans = m->dtype == DType::I32;
-  std::vector<float> qbuf(hd), acc(hdv);
+  std::vector<float> qbuf(hd), acc(hdv), score(n_kv), ex(n_kv);
+  std::vector<int64_t> cell(n_kv);
 
   int64_t t0, t1;
   split_range(n_head * n_q, ith, nth, &t0, &t1);
@@ -135,10 +150,10 @@ void attend(const NodeArgs& args, int ith, int nth) {
     } else {
       mrow = m->data + j * m->nb[1];
     }
-    float mx = -INFINITY, sum = 0.0f;
-    for (int64_t i = 0; i < hdv; i++) acc[i] = 0.0f;
     const uint8_t* kbase = k->data + kvh * k->nb[1];
     const uint8_t* vbase = v->data + kvh * v->nb[1];
+    // Pass 1: the scores of the visible cells.
+    int64_t n = 0;
     for (int64_t c = c0; c < c1; c++) {
       float mv = 0.0f;
       if (mrow) {
@@ -147,34 +162,37 @@ void attend(const NodeArgs& args, int ith, int nth) {
                                     : *reinterpret_cast<const float*>(mp);
         if (mv == -INFINITY) continue;  // hidden: not part of this query's window
       }
-      float s = Dot(qbuf.data(), kbase + c * k->nb[2], k->dtype, hd) * scale;
+      float s = f.dot(qbuf.data(), kbase + c * k->nb[2], k->dtype, hd) * scale;
       if (softcap != 0.0f) s = softcap * std::tanh(s / softcap);
       s += mv;
       if (s == -INFINITY) continue;
-      const void* vr = vbase + c * v->nb[2];
-      if (s > mx) {
-        const float ms = mx == -INFINITY ? 0.0f : std::exp(mx - s);
-        mx = s;
-        sum = sum * ms + 1.0f;
-        Axpby(acc.data(), ms, vr, v->dtype, 1.0f, hdv);
-      } else {
-        const float vs = std::exp(s - mx);
-        sum += vs;
-        Axpby(acc.data(), 1.0f, vr, v->dtype, vs, hdv);
-      }
+      score[n] = s;
+      cell[n] = c;
+      n++;
+    }
+    // Pass 2: softmax weights, then the weighted sum of the values.
+    for (int64_t i = 0; i < hdv; i++) acc[i] = 0.0f;
+    double sum = 0.0;
+    if (n > 0) {
+      const float mx = f.max_row(score.data(), n);
+      sum = f.exp_sub_sum(ex.data(), score.data(), mx, n);
+      for (int64_t i = 0; i < n; i++) f.axpby(acc.data(), 1.0f, vbase + cell[i] * v->nb[2], v->dtype, ex[i], hdv);
     }
     uint8_t* orow = o->data + h * o->nb[1] + j * o->nb[2];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     for (int64_t i = 0; i < hdv; i++) *reinterpret_cast<float*>(orow + i * o->nb[0]) = acc[i] * inv;
   }
 }
 
 void run_attention(const NodeArgs& args, int, int ith, int nth) {
 #if defined(__x86_64__) || defined(_M_X64)
-  if (args.simd == SimdLevel::AVX512) return attend<attn_avx512::dot, attn_avx512::axpby>(args, ith, nth);
-  if (args.simd == SimdLevel::AVX2) return attend<attn_avx2::dot, attn_avx2::axpby>(args, ith, nth);
+  static const RowFuncs avx512{attn_avx512::dot, attn_avx512::axpby, ew_avx512::max_row, ew_avx512::exp_sub_sum_row};
+  static const RowFuncs avx2{attn_avx2::dot, attn_avx2::axpby, ew_avx2::max_row, ew_avx2::exp_sub_sum_row};
+  if (args.simd == SimdLevel::AVX512) return attend(args, avx512, ith, nth);
+  if (args.simd == SimdLevel::AVX2) return attend(args, avx2, ith, nth);
 #endif
-  attend<attn_scalar::dot, attn_scalar::axpby>(args, ith, nth);
+  static const RowFuncs scalar{attn_scalar::dot, attn_scalar::axpby, ew_scalar::max_row, ew_scalar::exp_sub_sum_row};
+  attend(args, scalar, ith, nth);
 }
 
 const Registrar attention_kernel(Op::ATTENTION, {check_attention, no_scratch, 1, run_attention});
