@@ -105,6 +105,12 @@ export class Context {
       throw new EngineError("INVALID_ARGUMENT", `kvDtype: ${(e as Error).message}`, { cause: e });
     }
     this.#kvType = kvDtypeId(this.kvDtype);
+    if (this.kvDtype === "q8_0" && (hp.headDimK % 32 !== 0 || hp.headDimV % 32 !== 0))
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `kvDtype "q8_0" needs head sizes that are multiples of 32 (whole Q8_0 blocks per head); ` +
+          `this model's are ${hp.headDimK} (K) and ${hp.headDimV} (V): use "f16"`,
+      );
     this.kv = new KvCache({ nCtx: this.nCtx, nSeqMax: this.nSeqMax, dtype: this.kvDtype });
     const runtime = model.runtime;
     const worst = this.#build({

@@ -142,7 +142,7 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
     }
   });
 
-  it("the f32 KV dtype gives the same greedy tokens as the f16 default", async () => {
+  it("the f32 KV dtype gives the same greedy tokens as the f16 default; q8_0 needs 32-wide heads", async () => {
     const prompt = ids("Once upon a time");
     const run = async (kvDtype?: "f32" | "f16" | "q8_0") => {
       const ctx = new Context(model, { nCtx: 64, ...(kvDtype ? { kvDtype } : {}) });
@@ -161,6 +161,8 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
     };
     const f16 = await run();
     expect(await run("f32")).toEqual(f16);
+    // stories260K's heads are 8 wide: a Q8_0 block would span heads.
+    expect(() => new Context(model, { kvDtype: "q8_0" })).toThrow(/multiples of 32.*8 \(K\)/);
     expect(() => new Context(model, { kvDtype: "q4" as never })).toThrow(/kvDtype/);
   });
 });

@@ -3,6 +3,9 @@ import { IrError } from "./errors.js";
 import { Op, type OpName, opSpec } from "./ops.js";
 import { describe, type Shape, type Tensor } from "./tensor.js";
 
+/** Element types of attention's K and V. */
+const KV_DTYPES: readonly DType[] = [...FLOAT_DTYPES, DType.Q8_0];
+
 /** What an op produces: dtype and shape of each output, or an in-place output aliasing an input. */
 export type OutputSpec = { dtype: DType; ne: Shape } | { aliasOf: number };
 
@@ -156,8 +159,20 @@ export function inferOutputs(
     }
     case Op.ATTENTION: {
       needDtype(name, node, a, F32, "q", inputs);
-      needDtype(name, node, b, FLOAT_DTYPES, "k", inputs);
-      needDtype(name, node, c, FLOAT_DTYPES, "v", inputs);
+      // K/V may also be Q8_0 (a quantized KV cache): rows of whole 32-element blocks.
+      needDtype(name, node, b, KV_DTYPES, "k", inputs);
+      needDtype(name, node, c, KV_DTYPES, "v", inputs);
+      for (const [t, what] of [
+        [b, "k"],
+        [c, "v"],
+      ] as const)
+        if (t.dtype === DType.Q8_0 && t.ne[0] % 32 !== 0)
+          fail(
+            name,
+            node,
+            `a Q8_0 ${what} needs a head size that is a multiple of 32, got ${t.ne[0]}`,
+            inputs,
+          );
       if (a.ne[0] !== b.ne[0]) fail(name, node, "q and k must have the same head size", inputs);
       if (b.ne[1] !== c.ne[1] || b.ne[2] !== c.ne[2])
         fail(name, node, "k and v must have the same heads and length", inputs);

@@ -1,4 +1,4 @@
-import { DType, type Graph, GraphBuilder, type RopeParams, type Tensor } from "@minfer/ir";
+import { DType, type Graph, GraphBuilder, type RopeParams, rowBytes, type Tensor } from "@minfer/ir";
 import type { Hparams } from "./hparams.js";
 import { ropeParams, usesRopeFreqs } from "./rope.js";
 import type { ModelTensors, TensorSpec } from "./tensors.js";
@@ -185,14 +185,14 @@ export function buildAttention(
   const kView = b.view(
     kStored,
     [hp.headDimK, hp.nHeadKv, nKv],
-    [kStored.nb[0], kStored.nb[0] * hp.headDimK, kStored.nb[1]],
+    [kStored.nb[0], rowBytes(kStored.dtype, hp.headDimK), kStored.nb[1]],
     0,
     `k_view-${il}`,
   );
   const vView = b.view(
     vStored,
     [hp.headDimV, hp.nHeadKv, nKv],
-    [vStored.nb[0], vStored.nb[0] * hp.headDimV, vStored.nb[1]],
+    [vStored.nb[0], rowBytes(vStored.dtype, hp.headDimV), vStored.nb[1]],
     0,
     `v_view-${il}`,
   );

@@ -39,6 +39,19 @@ export const SYNTH_PRESETS: Readonly<Record<string, SynthPreset>> = {
     ropeFreqBase: 10000,
     rmsEps: 1e-5,
   },
+  /** Still small, with the 64-wide heads real models have (what a Q8_0 KV cache needs). */
+  small: {
+    arch: undefined,
+    nLayer: 2,
+    nEmbd: 256,
+    nHead: 4,
+    nHeadKv: 2,
+    nFf: 512,
+    tiedOutput: false,
+    contextLength: 2048,
+    ropeFreqBase: 10000,
+    rmsEps: 1e-5,
+  },
   "qwen2-0.5b": {
     arch: "qwen2",
     nLayer: 24,
