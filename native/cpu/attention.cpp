@@ -34,7 +34,11 @@ namespace attn_scalar { ATTN_ROW_FUNCS }
 namespace ew_scalar { ATTN_EW_FUNCS }
 #if defined(__x86_64__) || defined(_M_X64)
 namespace attn_avx2 { ATTN_ROW_FUNCS }
-namespace attn_avx512 { ATTN_ROW_FUNCS }
+namespace attn_avx512 {
+ATTN_ROW_FUNCS
+void dot4(const float* q, const void* const* k, program::DType kt, int64_t n, float* out);
+void axpy4(float* acc, const void* const* v, program::DType vt, const float* b, int64_t n);
+}  // namespace attn_avx512
 namespace ew_avx2 { ATTN_EW_FUNCS }
 namespace ew_avx512 { ATTN_EW_FUNCS }
 #endif
@@ -121,6 +125,9 @@ struct RowFuncs {
   void (*axpby)(float*, float, const void*, DType, float, int64_t);
   float (*max_row)(const float*, int64_t);
   double (*exp_sub_sum)(float*, const float*, float, int64_t);
+  // Four rows at once, bit-identical to four dot / axpby(acc, 1, ·) calls (nullptr: not provided).
+  void (*dot4)(const float*, const void* const*, DType, int64_t, float*);
+  void (*axpy4)(float*, const void* const*, DType, const float*, int64_t);
 };
 
 void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
@@ -131,7 +138,9 @@ void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
   const int64_t n_kv = k->ne[2], group = n_head / k->ne[1];
   const bool spans = m->dtype == DType::I32;
   std::vector<float> qbuf(hd), acc(hdv), score(n_kv), ex(n_kv);
-  std::vector<int64_t> cell(n_kv);
+  std::vector<int64_t> cell(n_kv), vis_cell(n_kv);
+  std::vector<float> vis_mv(n_kv);
+  int64_t vis_j = -1, n_vis = 0;  // the visible cells (and mask values) of query vis_j
 
   int64_t t0, t1;
   split_range(n_head * n_q, ith, nth, &t0, &t1);
@@ -139,44 +148,69 @@ void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
     const int64_t j = t / n_head, h = t % n_head, kvh = h / group;
     const uint8_t* qr = q->data + h * q->nb[1] + j * q->nb[2];
     for (int64_t i = 0; i < hd; i++) qbuf[i] = *reinterpret_cast<const float*>(qr + i * q->nb[0]);
-    int64_t c0 = 0, c1 = n_kv;
-    const uint8_t* mrow = nullptr;
-    if (spans) {
-      const uint8_t* sp = m->data + j * m->nb[1];
-      c0 = *reinterpret_cast<const int32_t*>(sp);
-      c1 = *reinterpret_cast<const int32_t*>(sp + m->nb[0]);
-      c0 = c0 < 0 ? 0 : c0;
-      c1 = c1 > n_kv ? n_kv : c1;
-    } else {
-      mrow = m->data + j * m->nb[1];
-    }
     const uint8_t* kbase = k->data + kvh * k->nb[1];
     const uint8_t* vbase = v->data + kvh * v->nb[1];
-    // Pass 1: the scores of the visible cells.
-    int64_t n = 0;
-    for (int64_t c = c0; c < c1; c++) {
-      float mv = 0.0f;
-      if (mrow) {
-        const uint8_t* mp = mrow + c * m->nb[0];
-        mv = m->dtype == DType::F16 ? fp16_to_f32(*reinterpret_cast<const uint16_t*>(mp))
-                                    : *reinterpret_cast<const float*>(mp);
-        if (mv == -INFINITY) continue;  // hidden: not part of this query's window
+    // Pass 1: the visible cells of query j (by the mask or span; shared by its heads, which are
+    // consecutive in t), their dot products, then the scores; cells whose score is -inf drop out.
+    if (j != vis_j) {
+      vis_j = j;
+      int64_t c0 = 0, c1 = n_kv;
+      const uint8_t* mrow = nullptr;
+      if (spans) {
+        const uint8_t* sp = m->data + j * m->nb[1];
+        c0 = *reinterpret_cast<const int32_t*>(sp);
+        c1 = *reinterpret_cast<const int32_t*>(sp + m->nb[0]);
+        c0 = c0 < 0 ? 0 : c0;
+        c1 = c1 > n_kv ? n_kv : c1;
+      } else {
+        mrow = m->data + j * m->nb[1];
       }
-      float s = f.dot(qbuf.data(), kbase + c * k->nb[2], k->dtype, hd) * scale;
+      n_vis = 0;
+      for (int64_t c = c0; c < c1; c++) {
+        float mv = 0.0f;
+        if (mrow) {
+          const uint8_t* mp = mrow + c * m->nb[0];
+          mv = m->dtype == DType::F16 ? fp16_to_f32(*reinterpret_cast<const uint16_t*>(mp))
+                                      : *reinterpret_cast<const float*>(mp);
+          if (mv == -INFINITY) continue;  // hidden: not part of this query's window
+        }
+        vis_mv[n_vis] = mv;
+        vis_cell[n_vis++] = c;
+      }
+    }
+    const int64_t n = n_vis;
+    for (int64_t i = 0; i < n; i++) cell[i] = vis_cell[i];
+    int64_t i = 0;
+    if (f.dot4)
+      for (; i + 4 <= n; i += 4) {
+        const void* rows[4];
+        for (int r = 0; r < 4; r++) rows[r] = kbase + cell[i + r] * k->nb[2];
+        f.dot4(qbuf.data(), rows, k->dtype, hd, &score[i]);
+      }
+    for (; i < n; i++) score[i] = f.dot(qbuf.data(), kbase + cell[i] * k->nb[2], k->dtype, hd);
+    int64_t nv = 0;
+    for (i = 0; i < n; i++) {
+      float s = score[i] * scale;
       if (softcap != 0.0f) s = softcap * std::tanh(s / softcap);
-      s += mv;
+      s += vis_mv[i];
       if (s == -INFINITY) continue;
-      score[n] = s;
-      cell[n] = c;
-      n++;
+      score[nv] = s;
+      cell[nv++] = cell[i];
     }
     // Pass 2: softmax weights, then the weighted sum of the values.
-    for (int64_t i = 0; i < hdv; i++) acc[i] = 0.0f;
+    for (i = 0; i < hdv; i++) acc[i] = 0.0f;
     double sum = 0.0;
-    if (n > 0) {
-      const float mx = f.max_row(score.data(), n);
-      sum = f.exp_sub_sum(ex.data(), score.data(), mx, n);
-      for (int64_t i = 0; i < n; i++) f.axpby(acc.data(), 1.0f, vbase + cell[i] * v->nb[2], v->dtype, ex[i], hdv);
+    if (nv > 0) {
+      const float mx = f.max_row(score.data(), nv);
+      sum = f.exp_sub_sum(ex.data(), score.data(), mx, nv);
+      i = 0;
+      if (f.axpy4)
+        for (; i + 4 <= nv; i += 4) {
+          const void* rows[4];
+          for (int r = 0; r < 4; r++) rows[r] = vbase + cell[i + r] * v->nb[2];
+          f.axpy4(acc.data(), rows, v->dtype, &ex[i], hdv);
+        }
+      for (; i < nv; i++) f.axpby(acc.data(), 1.0f, vbase + cell[i] * v->nb[2], v->dtype, ex[i], hdv);
     }
     uint8_t* orow = o->data + h * o->nb[1] + j * o->nb[2];
     const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
@@ -186,12 +220,14 @@ void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
 
 void run_attention(const NodeArgs& args, int, int ith, int nth) {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const RowFuncs avx512{attn_avx512::dot, attn_avx512::axpby, ew_avx512::max_row, ew_avx512::exp_sub_sum_row};
-  static const RowFuncs avx2{attn_avx2::dot, attn_avx2::axpby, ew_avx2::max_row, ew_avx2::exp_sub_sum_row};
+  static const RowFuncs avx512{attn_avx512::dot,     attn_avx512::axpby,          ew_avx512::max_row,
+                               ew_avx512::exp_sub_sum_row, attn_avx512::dot4, attn_avx512::axpy4};
+  static const RowFuncs avx2{attn_avx2::dot, attn_avx2::axpby, ew_avx2::max_row, ew_avx2::exp_sub_sum_row, nullptr, nullptr};
   if (args.simd == SimdLevel::AVX512) return attend(args, avx512, ith, nth);
   if (args.simd == SimdLevel::AVX2) return attend(args, avx2, ith, nth);
 #endif
-  static const RowFuncs scalar{attn_scalar::dot, attn_scalar::axpby, ew_scalar::max_row, ew_scalar::exp_sub_sum_row};
+  static const RowFuncs scalar{attn_scalar::dot, attn_scalar::axpby, ew_scalar::max_row, ew_scalar::exp_sub_sum_row,
+                               nullptr, nullptr};
   attend(args, scalar, ith, nth);
 }
 

@@ -51,6 +51,61 @@ float dot(const float* q, const void* k, DType kt, int64_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
+// dot() of q with four rows at once (independent chains; each row's arithmetic is dot()'s).
+template <DType kt>
+static void dot4_t(const float* q, const void* const* k, int64_t n, float* out) {
+  __m512 s0[4], s1[4];
+  for (int r = 0; r < 4; r++) s0[r] = s1[r] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 q0 = _mm512_loadu_ps(q + i), q1 = _mm512_loadu_ps(q + i + 16);
+    for (int r = 0; r < 4; r++) {
+      s0[r] = _mm512_fmadd_ps(q0, load16(k[r], kt, i, 0xffff), s0[r]);
+      s1[r] = _mm512_fmadd_ps(q1, load16(k[r], kt, i + 16, 0xffff), s1[r]);
+    }
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512 q0 = _mm512_maskz_loadu_ps(m, q + i);
+    for (int r = 0; r < 4; r++) s0[r] = _mm512_fmadd_ps(q0, load16(k[r], kt, i, m), s0[r]);
+  }
+  for (int r = 0; r < 4; r++) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(s0[r], s1[r]));
+}
+
+void dot4(const float* q, const void* const* k, DType kt, int64_t n, float* out) {
+  switch (kt) {
+    case DType::F16: return dot4_t<DType::F16>(q, k, n, out);
+    case DType::BF16: return dot4_t<DType::BF16>(q, k, n, out);
+    case DType::Q8_0: return dot4_t<DType::Q8_0>(q, k, n, out);
+    default: return dot4_t<DType::F32>(q, k, n, out);
+  }
+}
+
+// axpby(acc, 1, v[r], vt, b[r], n) for r = 0..3 in order, loading and storing acc once.
+template <DType vt>
+static void axpy4_t(float* acc, const void* const* v, const float* b, int64_t n) {
+  const __m512 b0 = _mm512_set1_ps(b[0]), b1 = _mm512_set1_ps(b[1]), b2 = _mm512_set1_ps(b[2]),
+               b3 = _mm512_set1_ps(b[3]);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    __m512 y = _mm512_maskz_loadu_ps(m, acc + i);
+    y = _mm512_fmadd_ps(load16(v[0], vt, i, m), b0, y);
+    y = _mm512_fmadd_ps(load16(v[1], vt, i, m), b1, y);
+    y = _mm512_fmadd_ps(load16(v[2], vt, i, m), b2, y);
+    y = _mm512_fmadd_ps(load16(v[3], vt, i, m), b3, y);
+    _mm512_mask_storeu_ps(acc + i, m, y);
+  }
+}
+
+void axpy4(float* acc, const void* const* v, DType vt, const float* b, int64_t n) {
+  switch (vt) {
+    case DType::F16: return axpy4_t<DType::F16>(acc, v, b, n);
+    case DType::BF16: return axpy4_t<DType::BF16>(acc, v, b, n);
+    case DType::Q8_0: return axpy4_t<DType::Q8_0>(acc, v, b, n);
+    default: return axpy4_t<DType::F32>(acc, v, b, n);
+  }
+}
+
 void axpby(float* acc, float a, const void* v, DType vt, float b, int64_t n) {
   const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
   for (int64_t i = 0; i < n; i += 16) {
