@@ -43,6 +43,8 @@ export interface GraphParams {
   /** The KV window, a multiple of {@link KV_BUCKET} (or nCtx). */
   readonly nKv: number;
   readonly nOutputs: number;
+  /** Attention visibility as spans (each query's cells are one run) instead of a mask. */
+  readonly spans?: boolean;
 }
 
 /** Where the time of the last decode went (milliseconds). */
@@ -85,6 +87,7 @@ export class Context {
   readonly #history = new KvHistory();
   #queue: Promise<unknown> = Promise.resolve();
   #mask = new Float32Array(0);
+  #spans = new Int32Array(0);
   #disposed = false;
   #timing: DecodeTiming = { totalMs: 0, computeMs: 0, ubatches: 0 };
 
@@ -154,6 +157,7 @@ export class Context {
         nTokens: p.nTokens,
         nKv: p.nKv,
         nOutputs: p.nOutputs,
+        spans: p.spans ?? false,
         nCtx: this.nCtx,
         kvDtype: this.#kvType,
         tensors: this.model.tensors,
@@ -282,10 +286,18 @@ export class Context {
     else for (let k = i0, j = 0; k < i1; k++) if (b.wantLogits[k]) outIds[j++] = k - i0;
 
     const nKv = this.#window();
-    const need = nKv * n;
-    if (this.#mask.length < need) this.#mask = new Float32Array(need);
-    const mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32", out: this.#mask }).subarray(0, need);
-    const { step, built } = this.#get({ kind: "decode", nTokens: n, nKv, nOutputs: outIds.length });
+    // Spans (2 integers per query) when each query's cells are one run, as in a single sequence
+    // filled in order; else a mask of nKv floats per query.
+    if (this.#spans.length < 2 * n) this.#spans = new Int32Array(2 * n);
+    let mask: Float32Array | Int32Array | null = this.kv.spans(batch, slot.cells, { nKv, out: this.#spans });
+    const spans = mask !== null;
+    if (mask) mask = mask.subarray(0, 2 * n);
+    else {
+      const need = nKv * n;
+      if (this.#mask.length < need) this.#mask = new Float32Array(need);
+      mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32", out: this.#mask }).subarray(0, need);
+    }
+    const { step, built } = this.#get({ kind: "decode", nTokens: n, nKv, nOutputs: outIds.length, spans });
     const inp = built.inputs;
     const data = new Map<Tensor, ArrayBufferView>([
       [inp.tokens!, b.tokens.subarray(i0, i1)],

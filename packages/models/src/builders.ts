@@ -19,6 +19,11 @@ export interface BuildOptions extends GraphShape {
   readonly nCtx?: number;
   /** Dtype of the KV cache. Default: F32. */
   readonly kvDtype?: DType;
+  /**
+   * Attention visibility as spans (I32 [2, nTokens]: query j sees cells [start_j, end_j)) instead
+   * of a mask; usable when every query's visible cells are one run. Default: false (a mask).
+   */
+  readonly spans?: boolean;
   /** The checked tensors (dtypes, tying) from `loadTensors`. Default: every weight F32, untied. */
   readonly tensors?: ModelTensors;
 }
@@ -31,7 +36,7 @@ export interface GraphInputs {
   readonly positions: Tensor;
   /** I32 [nTokens]: the KV cell each token's K/V row is written to. */
   readonly cells: Tensor;
-  /** F32 [nKv, nTokens]: 0 where a token sees a cell, -Infinity elsewhere. */
+  /** F32 [nKv, nTokens]: 0 where a token sees a cell, -Infinity elsewhere; or, built with `spans`, I32 [2, nTokens]. */
   readonly mask: Tensor;
   /** I32 [nOutputs]: indices (into the batch) of the tokens whose logits are wanted. */
   readonly outIds: Tensor;
@@ -216,7 +221,7 @@ export function buildDecoder(hp: Hparams, f: ArchFeatures, o: BuildOptions): Bui
     tokens: b.input("tokens", DType.I32, [nTokens]),
     positions: b.input("positions", DType.I32, [nTokens]),
     cells: b.input("cells", DType.I32, [nTokens]),
-    mask: b.input("mask", DType.F32, [nKv, nTokens]),
+    mask: o.spans ? b.input("kq_spans", DType.I32, [2, nTokens]) : b.input("mask", DType.F32, [nKv, nTokens]),
     outIds: b.input("out_ids", DType.I32, [nOutputs]),
     ...(usesRopeFreqs(hp) ? { ropeFreqs: b.input("rope_freqs", DType.F32, [hp.nRot / 2]) } : {}),
   };
