@@ -25,7 +25,7 @@ using OutColFn = float* (*)(const void* ctx, int64_t c);
 using GemmFn = void (*)(int64_t k, const uint8_t* w, int64_t w_nb1, int64_t r0, int64_t r1, const uint8_t* act,
                         size_t act_stride, int64_t c0, int64_t c1, OutColFn out_col, const void* ctx);
 
-// Rows per panel: thread shares of a GEMM are multiples of this (except the last).
+// Rows per panel; matmul.cpp hands panels to threads one at a time.
 constexpr int kGemmPanelRows = 32;
 // Below this many columns the vec_dot loop is used.
 constexpr int kGemmMinCols = 8;

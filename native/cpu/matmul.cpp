@@ -104,18 +104,8 @@ void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int6
 }
 
 // The thread's share of an m × n job: rows when there are enough, else columns.
-void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1,
-               bool gemm) {
-  const int64_t pr = q::kGemmPanelRows;
-  if (gemm && n >= q::kGemmMinCols && m >= pr * nth) {
-    // Whole panels per thread; the last share takes the remainder rows.
-    int64_t p0, p1;
-    split_range((m + pr - 1) / pr, ith, nth, &p0, &p1);
-    *r0 = std::min(m, p0 * pr);
-    *r1 = std::min(m, p1 * pr);
-    *c0 = 0;
-    *c1 = n;
-  } else if (m >= 8 * nth || n < nth) {
+void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1) {
+  if (m >= 8 * nth || n < nth) {
     split_range(m, ith, nth, r0, r1);
     *c0 = 0;
     *c1 = n;
@@ -125,6 +115,12 @@ void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1,
     *r1 = m;
   }
 }
+
+// Panel-GEMM work handed out dynamically: a counter in the node's scratch (zeroed by thread 0 in
+// phase 0, before the barrier) gives each thread its next 32-row panel, so a thread that runs
+// slower (or is descheduled on a busy machine) does not hold the other back.
+int64_t next_unit(int64_t* counter) { return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
+void reset_units(int64_t* counter) { __atomic_store_n(counter, 0, __ATOMIC_RELAXED); }
 
 }  // namespace mm
 
@@ -151,6 +147,7 @@ struct MulMatLayout {
   q::ActFormat fmt;
   size_t row_bytes;  // one converted activation row
   int64_t n_rows;    // b rows (ne1·ne2·ne3)
+  size_t unit_off;   // panel counter (64 bytes)
   size_t tmp_off;    // per-thread f32 row buffers
 };
 
@@ -159,7 +156,8 @@ MulMatLayout mul_mat_layout(const Tensor* a, const Tensor* b) {
   l.fmt = q::weight_traits(a->dtype).act;
   l.row_bytes = q::act_row_bytes(l.fmt, b->ne[0]);
   l.n_rows = b->ne[1] * b->ne[2] * b->ne[3];
-  l.tmp_off = align64(l.row_bytes * static_cast<size_t>(l.n_rows));
+  l.unit_off = align64(l.row_bytes * static_cast<size_t>(l.n_rows));
+  l.tmp_off = l.unit_off + 64;
   return l;
 }
 
@@ -224,14 +222,23 @@ void run_mul_mat(const NodeArgs& args, int phase, int ith, int nth) {
   const Tensor* b = args.in[1];
   const MulMatLayout l = mul_mat_layout(a, b);
   uint8_t* scratch = aligned_scratch(args.scratch);
+  int64_t* units = reinterpret_cast<int64_t*>(scratch + l.unit_off);
   if (phase == 0) {
+    if (ith == 0) reset_units(units);
     float* tmp = reinterpret_cast<float*>(scratch + l.tmp_off + static_cast<size_t>(ith) * align64(b->ne[0] * 4));
     convert_rows(b, l.fmt, l.row_bytes, args.simd, scratch, tmp, ith, nth);
     return;
   }
+  const int64_t m = a->ne[1], n = b->ne[1], pr = q::kGemmPanelRows;
+  if (q::gemm_for(a->dtype, args.simd) && n >= q::kGemmMinCols && m >= pr * nth) {
+    for (int64_t p = next_unit(units); p * pr < m; p = next_unit(units))
+      mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, p * pr,
+                      std::min(m, (p + 1) * pr), 0, n);
+    return;
+  }
   int64_t r0, r1, c0, c1;
-  split_job(a->ne[1], b->ne[1], ith, nth, &r0, &r1, &c0, &c1, q::gemm_for(a->dtype, args.simd) != nullptr);
-  mul_mat_compute(a, args.out[0], b->ne[1], b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, r0, r1, c0, c1);
+  split_job(m, n, ith, nth, &r0, &r1, &c0, &c1);
+  mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, r0, r1, c0, c1);
 }
 
 const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, 2, run_mul_mat});
@@ -260,6 +267,7 @@ struct MultiLayout {
   size_t off[3];        // scratch offset of each format's rows
   size_t row_bytes[3];
   int fmt_of[3];        // weight i → format index
+  size_t unit_off;      // panel counter (64 bytes)
   size_t tmp_off;
 };
 
@@ -281,7 +289,8 @@ MultiLayout multi_layout(const NodeArgs& args) {
     }
     l.fmt_of[i] = j;
   }
-  l.tmp_off = off;
+  l.unit_off = off;
+  l.tmp_off = off + 64;
   return l;
 }
 
@@ -294,18 +303,44 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
   const Tensor* x = args.in[0];
   const MultiLayout l = multi_layout(args);
   uint8_t* scratch = aligned_scratch(args.scratch);
+  int64_t* units = reinterpret_cast<int64_t*>(scratch + l.unit_off);
   if (phase == 0) {
+    if (ith == 0) reset_units(units);
     float* tmp = reinterpret_cast<float*>(scratch + l.tmp_off + static_cast<size_t>(ith) * align64(x->ne[0] * 4));
     for (int j = 0; j < l.n_fmt; j++)
       convert_rows(x, l.fmts[j], l.row_bytes[j], args.simd, scratch + l.off[j], tmp, ith, nth);
     return;
   }
-  // Rows of all weights, concatenated, split over threads (columns when there are few rows).
   const int nw = args.n_inputs - 1;
-  int64_t total = 0;
-  for (int i = 0; i < nw; i++) total += args.in[1 + i]->ne[1];
+  const int64_t n = x->ne[1], pr = q::kGemmPanelRows;
+  int64_t total = 0, panels = 0;
+  bool all_gemm = n >= q::kGemmMinCols;
+  for (int i = 0; i < nw; i++) {
+    total += args.in[1 + i]->ne[1];
+    panels += (args.in[1 + i]->ne[1] + pr - 1) / pr;
+    all_gemm = all_gemm && q::gemm_for(args.in[1 + i]->dtype, args.simd) != nullptr;
+  }
+  if (all_gemm && total >= pr * nth) {
+    // Units: the 32-row panels of each weight in turn.
+    for (int64_t p = next_unit(units); p < panels; p = next_unit(units)) {
+      int64_t rest = p;
+      for (int i = 0; i < nw; i++) {
+        const Tensor* w = args.in[1 + i];
+        const int64_t np = (w->ne[1] + pr - 1) / pr;
+        if (rest < np) {
+          const int f = l.fmt_of[i];
+          mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd,
+                          rest * pr, std::min(w->ne[1], (rest + 1) * pr), 0, n);
+          break;
+        }
+        rest -= np;
+      }
+    }
+    return;
+  }
+  // Rows of all weights, concatenated, split over threads (columns when there are few rows).
   int64_t r0, r1, c0, c1;
-  split_job(total, x->ne[1], ith, nth, &r0, &r1, &c0, &c1, q::gemm_for(args.in[1]->dtype, args.simd) != nullptr);
+  split_job(total, n, ith, nth, &r0, &r1, &c0, &c1);
   int64_t base = 0;
   for (int i = 0; i < nw; i++) {
     const Tensor* w = args.in[1 + i];
@@ -313,8 +348,8 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
     const int64_t lo = std::max<int64_t>(r0, base) - base, hi = std::min<int64_t>(r1, base + m) - base;
     if (lo < hi) {
       const int f = l.fmt_of[i];
-      mul_mat_compute(w, args.out[i], x->ne[1], x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f],
-                      args.simd, lo, hi, c0, c1);
+      mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd, lo, hi,
+                      c0, c1);
     }
     base += m;
   }

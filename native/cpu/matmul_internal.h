@@ -28,9 +28,8 @@ struct TileJob {
 void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 // Thread ith's share of an m-row × n-column job (rows when m is large enough, else columns).
-// With `gemm`, row shares are whole panels (q::kGemmPanelRows) where there are enough.
-void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1,
-               bool gemm = false);
+// (Panel-GEMM jobs are not split this way: threads take 32-row panels from a shared counter.)
+void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1);
 
 const char* check_weight(const Tensor* a);
 const char* check_act(const Tensor* b);
