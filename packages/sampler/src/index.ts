@@ -1,5 +1,12 @@
 /**
  * @module @minfer/sampler
- * Not implemented yet.
+ * Token sampling from logits: greedy (argmax) or top-k → top-p → temperature → a seeded draw, in
+ * llama.cpp's sampler-chain order. The minimal sampler the full chain (penalties, min-p, mirostat,
+ * grammars, ...) will grow from.
  */
-export {};
+export type { SamplerErrorCode } from "./errors.js";
+export { SamplerError } from "./errors.js";
+export type { ResolvedSamplerOptions, SamplerOptions } from "./options.js";
+export { DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P } from "./options.js";
+export { Sampler } from "./sampler.js";
+export { argmax } from "./select.js";
