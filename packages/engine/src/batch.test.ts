@@ -1,6 +1,6 @@
+import { argmax } from "@minfer/sampler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
-import { argmax } from "./generate.js";
 import type { Model } from "./model.js";
 import { haveStories, loadStories, maxAbsDiff } from "./test-helpers.js";
 

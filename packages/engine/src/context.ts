@@ -229,7 +229,8 @@ export class Context {
     let nOut = 0;
     for (let i = 0; i < n; i++) nOut += b.wantLogits[i]!;
     const indices = new Int32Array(nOut);
-    const data = new Float32Array(nOut * nVocab);
+    // One micro-batch: its logits output becomes the result as is (no copy); several: gathered.
+    let data: Float32Array | undefined = n <= this.nUbatch ? undefined : new Float32Array(nOut * nVocab);
     let row = 0;
     let computeMs = 0;
     let ubatches = 0;
@@ -240,11 +241,9 @@ export class Context {
         const r = await this.#ubatch(b, i0, i1, done);
         computeMs += r.computeMs;
         ubatches++;
-        for (let k = 0; k < r.outIds.length; k++) {
-          indices[row] = i0 + r.outIds[k]!;
-          data.set(r.logits.subarray(k * nVocab, (k + 1) * nVocab), row * nVocab);
-          row++;
-        }
+        if (data === undefined) data = r.logits.subarray(0, r.outIds.length * nVocab);
+        else data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
+        for (let k = 0; k < r.outIds.length; k++) indices[row++] = i0 + r.outIds[k]!;
       }
     } catch (e) {
       for (const t of done) for (const s of t.seqIds) this.kv.seqRm(s, t.pos, t.pos + 1);
@@ -252,7 +251,7 @@ export class Context {
       throw e;
     }
     this.#timing = { totalMs: performance.now() - t0, computeMs, ubatches };
-    return new Logits(nVocab, indices, data);
+    return new Logits(nVocab, indices, data ?? new Float32Array(0));
   }
 
   async #ubatch(
@@ -285,14 +284,17 @@ export class Context {
     if (outCount === 0) outIds[0] = n - 1;
     else for (let k = i0, j = 0; k < i1; k++) if (b.wantLogits[k]) outIds[j++] = k - i0;
 
-    const nKv = this.#window();
     // Spans (2 integers per query) when each query's cells are one run, as in a single sequence
-    // filled in order; else a mask of nKv floats per query.
+    // filled in order: attention then visits only those cells, so the graph can span the whole
+    // cache and one graph serves every step. Else a mask of nKv floats per query, over the used
+    // cells rounded up to a bucket (graphs are shared within a bucket).
     if (this.#spans.length < 2 * n) this.#spans = new Int32Array(2 * n);
+    let nKv = this.nCtx;
     let mask: Float32Array | Int32Array | null = this.kv.spans(batch, slot.cells, { nKv, out: this.#spans });
     const spans = mask !== null;
     if (mask) mask = mask.subarray(0, 2 * n);
     else {
+      nKv = this.#window();
       const need = nKv * n;
       if (this.#mask.length < need) this.#mask = new Float32Array(need);
       mask = this.kv.mask(batch, slot.cells, { nKv, dtype: "f32", out: this.#mask }).subarray(0, need);

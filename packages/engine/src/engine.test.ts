@@ -2,9 +2,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { backend as cpuBackend } from "@minfer/backend-cpu";
 import type { DeviceRuntime } from "@minfer/ir";
+import { argmax } from "@minfer/sampler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
-import { argmax, greedy } from "./generate.js";
+import { greedy } from "./generate.js";
 import { Model } from "./model.js";
 
 const FIXTURES =

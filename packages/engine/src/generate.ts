@@ -1,14 +1,7 @@
-import { Sampler, type SamplerOptions } from "@minfer/sampler";
+import { argmax, Sampler, type SamplerOptions } from "@minfer/sampler";
 import type { Context } from "./context.js";
 import { EngineError } from "./errors.js";
 import { StopMatcher } from "./stop-matcher.js";
-
-/** The index of the largest logit (the first on ties). */
-export function argmax(logits: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
-  return best;
-}
 
 /** Anything that picks the next token from logits. */
 export interface TokenSampler {

@@ -3,6 +3,8 @@
  * @module @minfer/engine
  */
 
+/** The index of the largest logit, the lowest on ties (re-exported from `@minfer/sampler`). */
+export { argmax } from "@minfer/sampler";
 export type { Batch } from "./batch.js";
 export type { ContextOptions, DecodeTiming, GraphParams } from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
@@ -15,7 +17,7 @@ export type {
   GenerationTimings,
   TokenSampler,
 } from "./generate.js";
-export { argmax, Generation, generate, greedy } from "./generate.js";
+export { Generation, generate, greedy } from "./generate.js";
 export { Logits } from "./logits.js";
 export type { ModelLoadOptions } from "./model.js";
 export { Model } from "./model.js";

@@ -6,6 +6,39 @@ import { invalidArgument } from "./errors.js";
  */
 export function argmax(logits: Float32Array): number {
   checkLogits(logits);
+  // The hot path of greedy decoding (a 152k vocabulary every token): four running maxima and a
+  // running sum in one pass, then the first index holding the maximum. A NaN makes the sum NaN
+  // (as does +Infinity beside -Infinity); only then is the slow, exact scan needed.
+  const n = logits.length;
+  let m0 = Number.NEGATIVE_INFINITY;
+  let m1 = m0;
+  let m2 = m0;
+  let m3 = m0;
+  let sum = 0;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const a = logits[i]!;
+    const b = logits[i + 1]!;
+    const c = logits[i + 2]!;
+    const d = logits[i + 3]!;
+    if (a > m0) m0 = a;
+    if (b > m1) m1 = b;
+    if (c > m2) m2 = c;
+    if (d > m3) m3 = d;
+    sum += a + b + c + d;
+  }
+  for (; i < n; i++) {
+    const a = logits[i]!;
+    if (a > m0) m0 = a;
+    sum += a;
+  }
+  if (Number.isNaN(sum)) return argmaxChecked(logits);
+  const best = logits.indexOf(Math.max(m0, m1, m2, m3));
+  return best < 0 ? 0 : best;
+}
+
+/** argmax one element at a time, throwing at the first NaN. */
+function argmaxChecked(logits: Float32Array): number {
   let best = 0;
   let bestV = logits[0]!;
   if (Number.isNaN(bestV)) throw nanAt(0);
