@@ -34,7 +34,7 @@ export function argmax(logits: Float32Array): number {
   }
   if (Number.isNaN(sum)) return argmaxChecked(logits);
   const best = logits.indexOf(Math.max(m0, m1, m2, m3));
-  return best < 0 ? 0 : best;
+  return Math.max(best, 0);
 }
 
 /** argmax one element at a time, throwing at the first NaN. */
