@@ -1,4 +1,4 @@
-import type { DType, Graph, Tensor } from "@minfer/ir";
+import type { BackendBuffer, DType, Graph, Tensor } from "@minfer/ir";
 import {
   KvCache,
   KvCacheError,
@@ -81,6 +81,8 @@ export class Context {
   readonly model: Model;
   readonly #scheduler: Scheduler;
   readonly #states = new Map<string, TensorBinding>();
+  readonly #stateBytes = new Map<string, number>();
+  readonly #kvBuffer: BackendBuffer;
   readonly #built = new WeakMap<Graph, Built>();
   readonly #ropeFreqs: Float32Array | undefined;
   readonly #kvType: DType;
@@ -122,10 +124,21 @@ export class Context {
       nKv: this.nCtx,
       nOutputs: Math.min(this.nUbatch, this.nSeqMax),
     });
+    // Every K/V state tensor in one buffer (256-byte aligned offsets): a program then names one
+    // buffer for the whole cache instead of two per layer.
+    const align = (n: number) => Math.ceil(n / 256) * 256;
+    const layout: [string, number, number][] = [];
+    let bytes = 0;
     for (const t of worst.graph.tensors) {
       if (t.kind !== "state") continue;
-      const name = t.source ?? t.name;
-      this.#states.set(name, { buffer: runtime.allocate(t.nb[1] * t.ne[1], name) });
+      const size = t.nb[1] * t.ne[1];
+      layout.push([t.source ?? t.name, bytes, size]);
+      bytes = align(bytes + size);
+    }
+    this.#kvBuffer = runtime.allocate(Math.max(bytes, 256), "kv-cache");
+    for (const [name, offset, size] of layout) {
+      this.#states.set(name, { buffer: this.#kvBuffer, offset });
+      this.#stateBytes.set(name, size);
     }
     this.#ropeFreqs = worst.inputs.ropeFreqs ? llama3RopeFreqs(hp) : undefined;
     this.#scheduler = new Scheduler({
@@ -434,9 +447,9 @@ export class Context {
 
   #rowBytes(): { k: number; v: number; layers: number } {
     const hp = this.model.hparams;
-    const k = this.#states.get("k_cache-0")!;
-    const v = this.#states.get("v_cache-0")!;
-    return { k: k.buffer.size / this.nCtx, v: v.buffer.size / this.nCtx, layers: hp.nLayer };
+    const k = this.#stateBytes.get("k_cache-0")!;
+    const v = this.#stateBytes.get("v_cache-0")!;
+    return { k: k / this.nCtx, v: v / this.nCtx, layers: hp.nLayer };
   }
 
   /** The state of one sequence (its cells' positions, K/V rows and known tokens) as bytes. */
@@ -456,9 +469,10 @@ export class Context {
           [`k_cache-${il}`, k],
           [`v_cache-${il}`, v],
         ] as const) {
-          const buf = this.#states.get(name)!.buffer;
+          const base = this.#states.get(name)!.offset ?? 0;
           const out = new Uint8Array(st.length * size);
-          for (let i = 0; i < st.length; i++) out.set(await runtime.read(buf, st[i]! * size, size), i * size);
+          for (let i = 0; i < st.length; i++)
+            out.set(await runtime.read(this.#kvBuffer, base + st[i]! * size, size), i * size);
           rows.push(out);
         }
       }
@@ -512,10 +526,14 @@ export class Context {
             [`k_cache-${il}`, k],
             [`v_cache-${il}`, v],
           ] as const) {
-            const buf = this.#states.get(name)!.buffer;
+            const base = this.#states.get(name)!.offset ?? 0;
             const rows = data.rows[r++]!;
             for (let i = 0; i < cells.length; i++)
-              await runtime.write(buf, cells[i]! * size, rows.subarray(i * size, (i + 1) * size));
+              await runtime.write(
+                this.#kvBuffer,
+                base + cells[i]! * size,
+                rows.subarray(i * size, (i + 1) * size),
+              );
           }
         }
       } catch (e) {
@@ -531,6 +549,6 @@ export class Context {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#scheduler.dispose();
-    for (const s of this.#states.values()) s.buffer.dispose();
+    this.#kvBuffer.dispose();
   }
 }

@@ -36,6 +36,8 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
 
   it("maps the weights in place and tokenizes the prompt with BOS as llama.cpp does", async () => {
     expect(model.weights.size).toBe(model.file.tensors.length);
+    // One mapping of the file's tensor data, each weight at its offset.
+    expect(new Set([...model.weights.values()].map((w) => w.buffer)).size).toBe(1);
     // Mapped from the file, read-only: a write is refused rather than copied.
     const [first] = model.weights.values();
     await expect(runtime.write(first!.buffer, 0, new Uint8Array(4))).rejects.toMatchObject({

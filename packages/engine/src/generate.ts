@@ -170,6 +170,9 @@ export function generate(
       };
     };
     let reason: FinishReason | undefined;
+    // The next token's decode starts as soon as it is sampled; detokenizing, stop-string
+    // matching and the consumer's handling of the piece run while the backend computes.
+    let next: Promise<Float32Array> | undefined;
     try {
       for (;;) {
         if (g.tokens.length >= max) reason = "length";
@@ -179,16 +182,24 @@ export function generate(
         reason = endOf(id);
         if (reason) break;
         g.tokens.push(id);
+        if (g.tokens.length >= max) reason = "length";
+        else if (context.kv.used() >= context.nCtx) reason = "context";
+        else if (options.signal?.aborted) reason = "abort";
+        else {
+          next = context.eval([id], seq);
+          next.catch(() => undefined); // observed below; never an unhandled rejection meanwhile
+        }
         const r = stops.push(decoder.push(id));
         g.text += r.text;
         yield { token: id, text: r.text };
         if (r.stopped) reason = "stop";
-        else if (g.tokens.length >= max) reason = "length";
-        else if (context.kv.used() >= context.nCtx) reason = "context";
-        else if (options.signal?.aborted) reason = "abort";
+        if (next) {
+          logits = await next;
+          next = undefined;
+          computeMs += context.lastTiming.computeMs;
+        }
+        if (!reason && options.signal?.aborted) reason = "abort";
         if (reason) break;
-        logits = await context.eval([id], seq);
-        computeMs += context.lastTiming.computeMs;
       }
       if (reason !== "stop") {
         // The last bytes of the stream and any text held back for stop strings.
@@ -200,7 +211,9 @@ export function generate(
       }
       finish(reason);
     } finally {
-      // The consumer stopped iterating early, or a decode failed.
+      // The consumer stopped iterating early, or a decode failed: let a decode in flight end
+      // first, so the context is idle when the generation is over.
+      if (next) await next.catch(() => undefined);
       if (g.finishReason === undefined) finish("abort");
     }
   });

@@ -59,37 +59,47 @@ export class Model {
         `${path}: the vocabulary has ${tokenizer.vocab.tokens.length} tokens but the embeddings have ${hparams.nVocab} rows`,
       );
     const infos = new Map(file.tensors.map((t) => [t.name, t]));
-    const total = [...tensors.byName.keys()].reduce((a, n) => a + (infos.get(n)?.byteSize ?? 0), 0);
+    // Weights stay where they are: the runtime maps each file part's tensor data once (the CPU
+    // uses it in place; a GPU runtime uploads it once) and every weight is bound at its offset,
+    // so a graph's programs name one buffer per part instead of one per tensor.
+    const byPart = new Map<number, { lo: number; hi: number; names: string[] }>();
+    for (const name of tensors.byName.keys()) {
+      const info = infos.get(name);
+      if (!info) throw new EngineError("BAD_MODEL", `tensor ${name} is not in ${path}`);
+      const r = byPart.get(info.part) ?? { lo: Number.POSITIVE_INFINITY, hi: 0, names: [] };
+      r.lo = Math.min(r.lo, info.offset);
+      r.hi = Math.max(r.hi, info.offset + info.byteSize);
+      r.names.push(name);
+      byPart.set(info.part, r);
+    }
+    const total = [...byPart.values()].reduce((a, r) => a + (r.hi - r.lo), 0);
     let done = 0;
-    // Weights stay where they are: the runtime maps them from the file (the CPU uses them in
-    // place; a GPU runtime uploads them once).
     const weights = new Map<string, TensorBinding>();
+    const buffers: { dispose(): void }[] = [];
     try {
-      for (const name of tensors.byName.keys()) {
-        const info = infos.get(name);
-        if (!info) throw new EngineError("BAD_MODEL", `tensor ${name} is not in ${path}`);
-        const part = file.parts[info.part]!;
-        weights.set(name, {
-          buffer: await runtime.mapFile(
-            part.path ?? path,
-            part.dataOffset + info.offset,
-            info.byteSize,
-            name,
-          ),
-        });
-        done += info.byteSize;
+      for (const [index, r] of byPart) {
+        const part = file.parts[index]!;
+        const buffer = await runtime.mapFile(
+          part.path ?? path,
+          part.dataOffset + r.lo,
+          r.hi - r.lo,
+          `weights:${index}`,
+        );
+        buffers.push(buffer);
+        for (const name of r.names) weights.set(name, { buffer, offset: infos.get(name)!.offset - r.lo });
+        done += r.hi - r.lo;
         onProgress?.(total > 0 ? done / total : 1);
       }
     } catch (e) {
-      for (const w of weights.values()) w.buffer.dispose();
+      for (const b of buffers) b.dispose();
       throw e;
     }
-    if (weights.size === 0) onProgress?.(1);
+    if (byPart.size === 0) onProgress?.(1);
     return new Model(path, file, tokenizer, templates, arch, hparams, tensors, runtime, weights);
   }
 
   /** Releases the weight buffers (not the runtime). */
   dispose(): void {
-    for (const w of this.weights.values()) w.buffer.dispose();
+    for (const b of new Set([...this.weights.values()].map((w) => w.buffer))) b.dispose();
   }
 }
