@@ -4,7 +4,8 @@
 // Activation formats (what the f32/f16 right-hand side of a matmul is converted to, per row):
 //   ActF32  plain f32 (for F32, F16 and BF16 weights).
 //   ActQ8A  blocks of 32 for the 32-element weight types (Q4_0 .. Q8_0):
-//           { f32 d; f32 s = d * sum(qs); i8 qs[32] }, x ≈ d * q, q in -127..127.
+//           { f32 d; f32 s = d * sum(qs); i8 qs[32] }, x ≈ d * q, q in -127..127, d held at
+//           f16 precision as llama.cpp's q8_0 blocks hold it (act_scale_f16).
 //           `s` lets offset/min terms (Q4_0's −8, Q4_1's m, …) be applied per block in float.
 //   ActQ8K  blocks of 256 for the K-quants (ggml's block_q8_K layout, 292 bytes):
 //           { f32 d; i8 qs[256]; i16 bsums[16] }, bsums[j] = sum of qs[16j .. 16j+15].
@@ -26,6 +27,28 @@ enum class SimdLevel : int;
 }  // namespace minfer::cpu
 
 namespace minfer::cpu::q {
+
+// The activation block scale d at binary16 precision (nearest, ties to even), as a float; d ≥ 0
+// and finite. llama.cpp stores q8_0/q8_1 activation scales as f16, so keeping d at that precision
+// makes Q4_0/Q5_0/Q8_0 products agree with llama.cpp's to float rounding (an f32 d differs by up
+// to 2^-11 relative per block). `static`: each ISA-specific file keeps its own copy.
+static inline float act_scale_f16(float d) {
+  if (!(d < 65520.0f)) return d;  // beyond f16's range (|x| ≥ 8.3e6): keep it, do not make it inf
+  if (d < 6.103515625e-05f) {  // f16 subnormals are multiples of 2^-24 (d · 2^24 is exact)
+    const float m = d * 16777216.0f;
+    const float r = static_cast<float>(static_cast<int>(m));
+    const float frac = m - r;
+    const float up = (frac > 0.5f || (frac == 0.5f && (static_cast<int>(r) & 1))) ? r + 1.0f : r;
+    return up / 16777216.0f;
+  }
+  uint32_t u;
+  __builtin_memcpy(&u, &d, sizeof u);
+  u += 0x0fffu + ((u >> 13) & 1u);  // round the low 13 mantissa bits, ties to even
+  u &= ~0x1fffu;
+  float r;
+  __builtin_memcpy(&r, &u, sizeof r);
+  return r;
+}
 
 constexpr int kMaxCols = 4;  // columns one vec_dot call handles (weights decoded once for all)
 

@@ -110,8 +110,8 @@ void quantize_q8a_neon(const float* x, void* dst, int64_t n) {
       y[i].qs[j] = static_cast<int8_t>(v);
       sum += v;
     }
-    y[i].d = d;
-    y[i].s = d * static_cast<float>(sum);
+    y[i].d = act_scale_f16(d);
+    y[i].s = y[i].d * static_cast<float>(sum);
   }
 }
 

@@ -551,8 +551,8 @@ void MQ_NAME(quantize_q8a_)(const float* x, void* dst, int64_t n) {
     const float d = absmax(x, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const int sum = hsum256i(quant32(x, _mm256_set1_ps(id), y[i].qs));
-    y[i].d = d;
-    y[i].s = d * static_cast<float>(sum);
+    y[i].d = act_scale_f16(d);
+    y[i].s = y[i].d * static_cast<float>(sum);
   }
 }
 
