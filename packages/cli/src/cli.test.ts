@@ -1,30 +1,15 @@
-import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { dequantize, GgmlType, readGguf, readTensorData } from "@minfer/gguf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bin, fixtures, minfer } from "./test-helpers.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const bin = resolve(here, "../dist/bin.js");
-const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../../shared/fixtures");
+const _here = dirname(fileURLToPath(import.meta.url));
 const stories = join(fixtures, "models/stories260K.gguf");
 const tmp = mkdtempSync(join(tmpdir(), "minfer-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-async function minfer(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      maxBuffer: 64 << 20,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 beforeAll(() => {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: build the package first (turbo run build)`);

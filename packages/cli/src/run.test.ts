@@ -1,36 +1,16 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
+import { bin, fixtures, minfer, type Result } from "./test-helpers.js";
 import { loadTokenizer } from "./text/load-tokenizer.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const bin = resolve(here, "../dist/bin.js");
-const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../../shared/fixtures");
 const stories = join(fixtures, "models/stories260K.gguf");
 const chatml = join(fixtures, "templates/Qwen-Qwen2.5-7B-Instruct.jinja");
 const goldenPath = resolve(here, "../../models/test/stories260K.llamacpp.golden.json");
 const have = existsSync(stories) && existsSync(goldenPath);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function minfer(...args: string[]): Promise<Result> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      maxBuffer: 64 << 20,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 /** Runs minfer with `input` piped to its stdin. */
 function minferWithInput(input: string, ...args: string[]): Promise<Result> {

@@ -1,29 +1,14 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { fixtures, minfer } from "./test-helpers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const bin = resolve(here, "../dist/bin.js");
-const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../../shared/fixtures");
 const vocab = (name: string) => join(fixtures, "vocab", `ggml-vocab-${name}.gguf`);
 const tmp = mkdtempSync(join(tmpdir(), "minfer-cli-text-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-async function minfer(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      maxBuffer: 64 << 20,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 /** Case `index` of llama.cpp's test vectors for a vocabulary: the text and the expected ids. */
 function vector(name: string, index: number): { text: string; ids: number[] } {

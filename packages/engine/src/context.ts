@@ -452,6 +452,17 @@ export class Context {
     return { k: k / this.nCtx, v: v / this.nCtx, layers: hp.nLayer };
   }
 
+  /** Where each layer's K then V rows start in the K/V buffer, and their row size: the saved order. */
+  #stateBlocks(): { base: number; size: number }[] {
+    const { k, v, layers } = this.#rowBytes();
+    const out: { base: number; size: number }[] = [];
+    for (let il = 0; il < layers; il++) {
+      out.push({ base: this.#states.get(`k_cache-${il}`)!.offset ?? 0, size: k });
+      out.push({ base: this.#states.get(`v_cache-${il}`)!.offset ?? 0, size: v });
+    }
+    return out;
+  }
+
   /** The state of one sequence (its cells' positions, K/V rows and known tokens) as bytes. */
   saveSequence(seq: number): Promise<Uint8Array> {
     return this.#serial(async () => {
@@ -464,17 +475,11 @@ export class Context {
       const { k, v, layers } = this.#rowBytes();
       const rows: SequenceRows[] = [];
       const runtime = this.model.runtime;
-      for (let il = 0; il < layers; il++) {
-        for (const [name, size] of [
-          [`k_cache-${il}`, k],
-          [`v_cache-${il}`, v],
-        ] as const) {
-          const base = this.#states.get(name)!.offset ?? 0;
-          const out = new Uint8Array(st.length * size);
-          for (let i = 0; i < st.length; i++)
-            out.set(await runtime.read(this.#kvBuffer, base + st[i]! * size, size), i * size);
-          rows.push(out);
-        }
+      for (const { base, size } of this.#stateBlocks()) {
+        const out = new Uint8Array(st.length * size);
+        for (let i = 0; i < st.length; i++)
+          out.set(await runtime.read(this.#kvBuffer, base + st[i]! * size, size), i * size);
+        rows.push(out);
       }
       return writeSequenceData({
         kvDtype: this.kvDtype,
@@ -521,20 +526,14 @@ export class Context {
       const runtime = this.model.runtime;
       try {
         let r = 0;
-        for (let il = 0; il < layers; il++) {
-          for (const [name, size] of [
-            [`k_cache-${il}`, k],
-            [`v_cache-${il}`, v],
-          ] as const) {
-            const base = this.#states.get(name)!.offset ?? 0;
-            const rows = data.rows[r++]!;
-            for (let i = 0; i < cells.length; i++)
-              await runtime.write(
-                this.#kvBuffer,
-                base + cells[i]! * size,
-                rows.subarray(i * size, (i + 1) * size),
-              );
-          }
+        for (const { base, size } of this.#stateBlocks()) {
+          const rows = data.rows[r++]!;
+          for (let i = 0; i < cells.length; i++)
+            await runtime.write(
+              this.#kvBuffer,
+              base + cells[i]! * size,
+              rows.subarray(i * size, (i + 1) * size),
+            );
         }
       } catch (e) {
         this.kv.seqRm(seq);

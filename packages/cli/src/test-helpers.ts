@@ -1,0 +1,32 @@
+import { execFile } from "node:child_process";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** The built CLI the tests run (`turbo run build` makes it). */
+export const bin = resolve(here, "../dist/bin.js");
+
+/** The shared test data: $MINFER_FIXTURES, or ../shared/fixtures beside the repository. */
+export const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../../shared/fixtures");
+
+/** What a CLI run left. */
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI with `args`; a failing exit is a result too, not a rejection. */
+export async function minfer(...args: string[]): Promise<Result> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
+      maxBuffer: 64 << 20,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
