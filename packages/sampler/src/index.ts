@@ -4,6 +4,8 @@
  * llama.cpp's sampler-chain order. The minimal sampler the full chain (penalties, min-p, mirostat,
  * grammars, ...) will grow from.
  */
+
+export type { ConstraintVocab, TokenConstraint } from "./constraint.js";
 export type { SamplerErrorCode } from "./errors.js";
 export { SamplerError } from "./errors.js";
 export type { ResolvedSamplerOptions, SamplerOptions } from "./options.js";
