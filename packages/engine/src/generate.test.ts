@@ -1,3 +1,4 @@
+import { argmax } from "@minfer/sampler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
 import { generate, greedy } from "./generate.js";
@@ -127,5 +128,35 @@ describe.skipIf(!haveStories)("generate (stories260K)", () => {
     );
     expect(() => generate(ctx, "", { addSpecial: false })).toThrow(/no tokens/);
     expect(() => generate(ctx, prompt, { sampler: { topP: 2 } })).toThrow(/topP/);
+  });
+});
+
+describe.skipIf(!haveStories)("generate with a stateful sampler (stories260K)", () => {
+  it("feeds the prompt and every chosen token to the sampler, and stops when it is done", async () => {
+    const { model, dispose } = await loadStories();
+    const ctx = new Context(model, { nCtx: 128 });
+    try {
+      const seen: number[] = [];
+      let prompt: readonly number[] = [];
+      const sampler = {
+        sample: (logits: Float32Array) => argmax(logits),
+        acceptPrompt: (t: readonly number[]) => {
+          prompt = t;
+        },
+        accept: (t: number) => {
+          seen.push(t);
+        },
+        isDone: () => seen.length === 6,
+      };
+      const g = generate(ctx, "Once upon a time", { sampler, maxTokens: 50 });
+      await g.complete();
+      expect(prompt).toEqual(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
+      expect(seen).toEqual(g.tokens);
+      expect(g.tokens.length).toBe(6);
+      expect(g.finishReason).toBe("stop");
+    } finally {
+      ctx.dispose();
+      dispose();
+    }
   });
 });

@@ -3,9 +3,17 @@ import type { Context } from "./context.js";
 import { EngineError } from "./errors.js";
 import { StopMatcher } from "./stop-matcher.js";
 
-/** Anything that picks the next token from logits. */
+/**
+ * Anything that picks the next token from logits. The optional hooks let a stateful sampler
+ * (penalties, a grammar) follow the generation: `acceptPrompt` gets the prompt's ids once, `accept`
+ * every generated token (end-of-generation included) after it is chosen, and `isDone` ends
+ * generation when nothing more may follow (a completed grammar; finish reason "stop").
+ */
 export interface TokenSampler {
   sample(logits: Float32Array): number;
+  accept?(token: number): void;
+  acceptPrompt?(tokens: readonly number[]): void;
+  isDone?(): boolean;
 }
 
 /** Options of {@link generate}. */
@@ -142,6 +150,7 @@ export function generate(
 
   return new Generation(async function* (g) {
     const t0 = performance.now();
+    sampler.acceptPrompt?.(ids);
     // Prefix reuse: keep the cached tokens that match, prefill the rest (at least one token,
     // whose logits start generation).
     let keep = 0;
@@ -181,6 +190,7 @@ export function generate(
         const id = sampler.sample(logits);
         reason = endOf(id);
         if (reason) break;
+        sampler.accept?.(id);
         g.tokens.push(id);
         if (g.tokens.length >= max) reason = "length";
         else if (context.kv.used() >= context.nCtx) reason = "context";
@@ -192,7 +202,7 @@ export function generate(
         const r = stops.push(decoder.push(id));
         g.text += r.text;
         yield { token: id, text: r.text };
-        if (r.stopped) reason = "stop";
+        if (r.stopped || sampler.isDone?.()) reason = "stop";
         if (next) {
           logits = await next;
           next = undefined;
