@@ -160,8 +160,11 @@ void attend(const NodeArgs& args, const RowFuncs& f, int ith, int nth) {
         const uint8_t* sp = m->data + j * m->nb[1];
         c0 = *reinterpret_cast<const int32_t*>(sp);
         c1 = *reinterpret_cast<const int32_t*>(sp + m->nb[0]);
-        c0 = c0 < 0 ? 0 : c0;
-        c1 = c1 > n_kv ? n_kv : c1;
+        if (c0 < 0 || c1 > n_kv || c0 > c1) {
+          // A span outside [0, nKv) is a caller's bug: fail the execute, see no cells.
+          report_kernel_error("attention: a query's span lies outside [0, nKv) or ends before it starts");
+          c0 = c1 = 0;
+        }
       } else {
         mrow = m->data + j * m->nb[1];
       }

@@ -2,7 +2,13 @@
 // non-contiguous views of a cell-major cache, odd head sizes, hdv != hd) and the batch-invariance
 // property: the same query alone and inside a batch with extra masked/out-of-span cells gives
 // bit-identical output.
+#include <cstring>
+
 #include "ops_test_util.h"
+
+namespace ops_test {
+extern std::vector<std::string> g_reports;
+}
 
 using namespace t;
 
@@ -80,8 +86,8 @@ void test_reference(std::mt19937& rng) {
         TT m = mk == 2 ? TT(DType::I32, {2, cs.nq}) : TT(mk == 0 ? DType::F32 : DType::F16, {cs.nkv, cs.nq + 2});
         if (mk == 2) {
           for (int64_t j = 0; j < cs.nq; j++) {
-            m.set(0, j, 0, 0, j == 1 ? cs.nkv : j % 3 == 2 ? -4 : j);  // j==1: empty span
-            m.set(1, j, 0, 0, j % 2 ? cs.nkv + 5 : cs.nkv - j);
+            m.set(0, j, 0, 0, j == 1 ? cs.nkv : j % 3 == 2 ? 0 : j);  // j==1: empty span
+            m.set(1, j, 0, 0, j % 2 ? cs.nkv : cs.nkv - j);
           }
         } else {
           std::uniform_real_distribution<double> u(-1, 0.5);
@@ -179,10 +185,32 @@ void test_refusals() {
 
 }  // namespace
 
+// A span outside [0, nKv) (or ending before it starts) is reported, not clamped: the execute fails.
+void test_bad_spans(std::mt19937& rng) {
+  const int64_t hd = 32, nh = 2, nkv = 8;
+  TT kc = make_cache(DType::F16, hd, 1, nkv, rng), vc = make_cache(DType::F16, hd, 1, nkv, rng);
+  const int32_t bad[][2] = {{-1, 4}, {0, nkv + 1}, {5, 3}};
+  for (const auto& b : bad) {
+    TT q(DType::F32, {hd, nh, 1});
+    q.fill_random(rng);
+    TT k = view_cells(kc, nkv), v = view_cells(vc, nkv);
+    TT m(DType::I32, {2, 1});
+    m.set(0, 0, 0, 0, b[0]);
+    m.set(1, 0, 0, 0, b[1]);
+    TT o(DType::F32, {hd, nh, 1});
+    ops_test::g_reports.clear();
+    EXPECT(!run_op(Op::ATTENTION, {&q, &k, &v, &m}, {&o}, {f32w(0.2f), f32w(0)}, SimdLevel::Scalar, 1), "checked");
+    EXPECT(ops_test::g_reports.size() == 1 && std::strstr(ops_test::g_reports[0].c_str(), "span"),
+           "span [%d, %d) of %lld cells: expected one report, got %zu", b[0], b[1], (long long)nkv,
+           ops_test::g_reports.size());
+  }
+}
+
 int main() {
   std::mt19937 rng(99);
   test_reference(rng);
   test_batch_invariance(rng);
   test_refusals();
+  test_bad_spans(rng);
   return finish("ops_attention_test");
 }
