@@ -5,10 +5,18 @@
  * grammars, ...) will grow from.
  */
 
+export type { SampleResult, TokenLogprob } from "./chain/logprobs.js";
 export type { ConstraintVocab, TokenConstraint } from "./constraint.js";
 export type { SamplerErrorCode } from "./errors.js";
 export { SamplerError } from "./errors.js";
-export type { ResolvedSamplerOptions, SamplerOptions } from "./options.js";
-export { DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P } from "./options.js";
+export type { ResolvedSamplerOptions, SamplerOptions, SamplerVocab } from "./options.js";
+export {
+  DEFAULT_DRY_SEQUENCE_BREAKERS,
+  DEFAULT_MIN_P,
+  DEFAULT_TEMPERATURE,
+  DEFAULT_TOP_K,
+  DEFAULT_TOP_P,
+  SAMPLER_DEFAULTS,
+} from "./options.js";
 export { Sampler } from "./sampler.js";
 export { argmax } from "./select.js";

@@ -1,11 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { SamplerError } from "./errors.js";
-import { DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P } from "./options.js";
+import { DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, type SamplerOptions } from "./options.js";
 import { Sampler } from "./sampler.js";
 import { argmax } from "./select.js";
-import { randomLogits, reference, referenceDistribution } from "./test-helpers.js";
+import { type ReferenceOptions, randomLogits, reference, referenceDistribution } from "./test-helpers.js";
 
 const N_DRAWS = 20_000;
+
+/** The reference's options for `s` (its defaults filled in); XTC must be off or certain to fire. */
+function referenceOptions(s: Sampler): ReferenceOptions {
+  const o = s.options;
+  if (o.xtcProbability !== 0 && o.xtcProbability !== 1) throw new Error("xtcProbability must be 0 or 1 here");
+  return {
+    temperature: o.temperature,
+    topK: o.topK,
+    topP: o.topP,
+    minP: o.minP,
+    typicalP: o.typicalP,
+    topNSigma: o.topNSigma,
+    ...(o.xtcProbability === 1 ? { xtcFiresAt: o.xtcThreshold } : {}),
+  };
+}
 
 function draws(sampler: Sampler, logits: Float32Array, count: number): number[] {
   return Array.from({ length: count }, () => sampler.sample(logits));
@@ -16,13 +31,10 @@ function draws(sampler: Sampler, logits: Float32Array, count: number): number[] 
  * probability 0 (outside top-k or the nucleus, -Infinity) never appear; the others lie within 4.5
  * standard deviations (binomial) plus one count. Returns the reference support size.
  */
-function expectMatchesReference(
-  logits: Float32Array,
-  o: { temperature: number; topK: number; topP: number; seed: number },
-): number {
-  const p = referenceDistribution(logits, o);
-  const counts = new Float64Array(logits.length);
+function expectMatchesReference(logits: Float32Array, o: SamplerOptions & { seed: number }): number {
   const sampler = new Sampler(o);
+  const p = referenceDistribution(logits, referenceOptions(sampler));
+  const counts = new Float64Array(logits.length);
   for (let t = 0; t < N_DRAWS; t++) counts[sampler.sample(logits)]!++;
   let support = 0;
   for (let i = 0; i < logits.length; i++) {
@@ -50,11 +62,8 @@ function withUniform(o: ConstructorParameters<typeof Sampler>[0], u: () => numbe
  * Exact check, no statistics: the sampler maps the uniform draw u to the id whose cumulative
  * interval holds u. Probing the middle of a reference interval must give that interval's id, and u just below 1 the last id of the support. Returns the support size.
  */
-function expectIntervalsMatchReference(
-  logits: Float32Array,
-  o: { temperature: number; topK: number; topP: number },
-): number {
-  const { ids, probs } = reference(logits, o);
+function expectIntervalsMatchReference(logits: Float32Array, o: SamplerOptions): number {
+  const { ids, probs } = reference(logits, referenceOptions(new Sampler(o)));
   let u = 0;
   const s = withUniform({ ...o, seed: 0 }, () => u);
   // Every interval of a small support; about 60 spread over a large one (there each call sorts).
@@ -216,15 +225,19 @@ describe("distribution", () => {
     // ~(1 − topP) / count, right at the bound the index-sort path prefilters with.
     const edge = new Float32Array(200);
     edge[0] = Math.log((0.9 - 1e-5) / ((0.1 + 1e-5) / 199));
-    const cases: [Float32Array, { temperature: number; topK: number; topP: number }, number, number][] = [
+    const cases: [Float32Array, SamplerOptions, number, number][] = [
       [small, { temperature: 0.7, topK: 10, topP: 0.8 }, 2, 9],
-      [small, { temperature: 2, topK: 0, topP: 1 }, 64, 64],
+      [small, { temperature: 2, topK: 0, topP: 1, minP: 0 }, 64, 64],
       [small, { temperature: 0.5, topK: 0, topP: 0.5 }, 2, 63],
       [peaked, { temperature: 0.8, topK: 40, topP: 0.95 }, 2, 40],
       [peaked, { temperature: 1, topK: 0, topP: 0.9 }, 2, 256],
-      [flat, { temperature: 1.2, topK: 0, topP: 0.95 }, 1000, 152_062],
+      [flat, { temperature: 1.2, topK: 0, topP: 0.95, minP: 0 }, 1000, 152_062],
+      // min-p alone and with top-p: the prefix bound comes from min-p (ln 0.05 ≈ −3: about half stay).
+      [flat, { temperature: 1.2, topK: 0, topP: 1, minP: 0.05 }, 1000, 152_062],
+      [flat, { temperature: 1.2, topK: 0, topP: 0.9, minP: 0.3 }, 1000, 152_062],
+      [peaked, { temperature: 0.8, topK: 0, topP: 1, minP: 0.1 }, 2, 300],
       [flat, { temperature: 0.8, topK: 5000, topP: 0.9 }, 1000, 5000],
-      [edge, { temperature: 1, topK: 0, topP: 0.9 }, 2, 2],
+      [edge, { temperature: 1, topK: 0, topP: 0.9, minP: 0 }, 2, 2],
     ];
     for (const [logits, o, min, max] of cases) {
       const support = expectIntervalsMatchReference(logits, o);
@@ -237,7 +250,7 @@ describe("distribution", () => {
     const logits = randomLogits(40, 3, -2, 2, 0.25);
     logits[4] = -Infinity;
     logits[17] = -Infinity;
-    expect(expectMatchesReference(logits, { temperature: 0.6, topK: 0, topP: 1, seed: 8 })).toBe(38);
+    expect(expectMatchesReference(logits, { temperature: 0.6, topK: 0, topP: 1, minP: 0, seed: 8 })).toBe(38);
   });
 
   it("topK at or past the vocabulary size is the same as topK off", () => {

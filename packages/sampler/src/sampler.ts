@@ -1,45 +1,91 @@
-import { invalidArgument } from "./errors.js";
+import { allNegInf, Candidates } from "./chain/candidates.js";
+import { draw } from "./chain/draw.js";
+import { Dry } from "./chain/dry.js";
+import { TokenHistory } from "./chain/history.js";
+import { applyLogitBias } from "./chain/logit-bias.js";
+import { LogSoftmax, type SampleResult } from "./chain/logprobs.js";
+import { minP } from "./chain/min-p.js";
+import { Mirostat } from "./chain/mirostat.js";
+import { applyPenalties, penaltiesOn } from "./chain/penalties.js";
+import { topNSigma } from "./chain/top-n-sigma.js";
+import { topP } from "./chain/top-p.js";
+import { type TypicalScratch, typical } from "./chain/typical.js";
+import { xtc } from "./chain/xtc.js";
+import { invalidArgument, SamplerError } from "./errors.js";
 import { checkSeed, type ResolvedSamplerOptions, resolveOptions, type SamplerOptions } from "./options.js";
 import { Xoshiro128 } from "./prng.js";
-import { argmax, checkLogits, nanAt, selectTopK, sortIds } from "./select.js";
+import { argmax, checkLogits } from "./select.js";
 
-/** With top-k off, the nucleus is first looked for among this many best ids. */
-const NUCLEUS_FIRST_K = 256;
+/** With top-k off, top-p and min-p first look for their cut among this many best ids. */
+const PREFIX_FIRST_K = 256;
+
+const EMPTY = new Uint32Array(0);
 
 /**
- * Draws a token id from logits. One stage per llama.cpp sampler, in llama.cpp's chain order:
- * top-k → top-p → temperature → dist.
+ * Draws a token id from logits through llama.cpp's sampler chain, in this fixed order:
  *
- * 1. top-k: keep the `topK` largest logits (lower id first on ties); `-Infinity` is never kept.
- * 2. top-p: softmax of the kept logits (temperature 1, as llama.cpp's top-p sees them before its
- *    temperature stage); keep the smallest most-probable-first prefix whose cumulative probability
- *    is ≥ `topP`, at least one token.
- * 3. temperature: softmax of the survivors' logits divided by `temperature` (float64 sums).
- * 4. dist: one uniform double from xoshiro128** picks a survivor by cumulative probability, walking
- *    them most probable first (vocabulary order when neither cut is on).
+ * 1. logit bias (`logitBias`);
+ * 2. repetition, frequency and presence penalties over the last `repeatLastN` accepted tokens;
+ * 3. DRY over the last `dryPenaltyLastN` accepted tokens;
+ * 4. the constraint (a grammar) — see below;
+ * 5. top-k → typical → top-p → min-p → XTC → top-n-sigma (the truncation stages), or mirostat
+ *    v1/v2 in their place;
+ * 6. temperature, then one draw from xoshiro128**.
  *
- * `temperature <= 0` is greedy: {@link argmax}, no draw. Every other call consumes the same amount of
- * the PRNG stream, so the n-th call's draw depends only on the seed and n.
+ * `temperature <= 0` is greedy: the argmax after stages 1–4, no draw. Each stage whose option is at
+ * its "off" value does nothing; see {@link SamplerOptions} for every default.
+ *
+ * **State.** `sample` never changes the history: the caller passes each chosen token to
+ * {@link accept} (which feeds the penalties and DRY, updates mirostat's mu and advances the
+ * constraint), and the prompt to {@link acceptPrompt} (penalties and DRY only).
+ *
+ * **Constraint.** The chain first runs without the constraint; when `constraint.allows(token)`, that
+ * token is the answer. Otherwise the constraint masks a copy of the logits and the chain runs again
+ * (llama.cpp's fast path: the result is not exactly the chain over the masked logits, but the full
+ * vocabulary is masked only when needed). A mask that leaves nothing throws `GRAMMAR_DEAD_END`.
+ *
+ * **Logits.** The caller's array is never modified. Stages 1–4 work on a scratch copy, made only
+ * when one of them is active; the truncation stages work on candidate id lists (a bounded heap for
+ * top-k, index sorts only where a stage needs order), all scratch reused from call to call.
+ *
+ * **Randomness.** Each non-greedy chain run uses one uniform double for the draw, plus one for XTC
+ * when `xtcProbability > 0`; a rejected constraint fast path runs the chain twice. So a seed and the
+ * same inputs give the same tokens on every platform.
  *
  * @example
  * ```ts
- * const sampler = new Sampler({ temperature: 0.7, topK: 40, topP: 0.9, seed: 42 });
+ * const sampler = new Sampler({ temperature: 0.7, topK: 40, minP: 0.05, repeatPenalty: 1.1, seed: 42 });
+ * sampler.acceptPrompt(promptIds);
  * const token = sampler.sample(logits); // logits: Float32Array of vocabulary size
+ * sampler.accept(token);
  * ```
  */
 export class Sampler {
   private opts: ResolvedSamplerOptions;
   private readonly rng: Xoshiro128;
-  // Scratch, grown on demand and reused across calls.
-  private ids = new Uint32Array(0);
-  private heap = new Float32Array(0);
-  private weights = new Float64Array(0);
-  private keys = new Float64Array(0);
+  private readonly cands = new Candidates();
+  private readonly typicalScratch: TypicalScratch = { order: new Float64Array(0), pos: new Uint32Array(0) };
+  private readonly counts = new Map<number, number>();
+  private readonly history: TokenHistory;
+  private readonly dry: Dry | undefined;
+  private readonly mirostat: Mirostat | undefined;
+  private readonly logSoftmax = new LogSoftmax();
+  private work = new Float32Array(0);
+  /** The last token mirostat drew and its surprise, for the mu update in accept(). */
+  private pending: { token: number; surprise: number } | undefined;
 
   /** Throws `INVALID_ARGUMENT` ({@link SamplerError}) for an invalid option, naming it. */
   constructor(options: SamplerOptions = {}) {
-    this.opts = resolveOptions(options);
-    this.rng = new Xoshiro128(this.opts.seed);
+    const o = resolveOptions(options);
+    this.opts = o;
+    this.rng = new Xoshiro128(o.seed);
+    const window = (on: boolean, n: number): number => (!on || n === 0 ? 0 : n < 0 ? Infinity : n);
+    const dryOn = o.dryMultiplier > 0 && o.dryPenaltyLastN !== 0;
+    this.history = new TokenHistory(
+      Math.max(window(penaltiesOn(o), o.repeatLastN), window(dryOn, o.dryPenaltyLastN)),
+    );
+    if (dryOn) this.dry = new Dry(o, o.drySequenceBreakers, Dry.bytesLookup(o.vocab, o.tokenText));
+    if (o.mirostat !== 0) this.mirostat = new Mirostat(o.mirostat, o.mirostatTau, o.mirostatEta);
   }
 
   /** The options in use, defaults filled in; `seed` is the one chosen when none was given. */
@@ -47,166 +93,151 @@ export class Sampler {
     return this.opts;
   }
 
+  /** Mirostat's current surprise bound mu (bits); `undefined` when mirostat is off. */
+  get mirostatMu(): number | undefined {
+    return this.mirostat?.mu;
+  }
+
   /**
-   * Restarts the PRNG stream: from `seed` when given (it becomes `options.seed`), else from the
-   * current `options.seed`, so the following draws repeat.
+   * Starts over: restarts the PRNG stream (from `seed` when given, which becomes `options.seed`, else
+   * from the current `options.seed`, so the following draws repeat), forgets the token history, sets
+   * mirostat's mu back to 2·tau and resets the constraint.
    */
   reset(seed?: number): void {
     if (seed !== undefined) this.opts = Object.freeze({ ...this.opts, seed: checkSeed(seed) });
     this.rng.seed(this.opts.seed);
+    this.history.clear();
+    this.mirostat?.reset();
+    this.pending = undefined;
+    this.opts.constraint?.reset();
   }
 
   /**
-   * A token id drawn from `logits` (one per vocabulary entry). Throws `INVALID_ARGUMENT` for empty
-   * logits, a NaN logit, or logits that are all `-Infinity`.
+   * Records a chosen token: appends it to the penalty/DRY history, updates mirostat's mu (when
+   * `token` is the one the last `sample` drew), and advances the constraint (which throws when it
+   * does not allow `token`).
+   */
+  accept(token: number): void {
+    checkToken(token);
+    this.opts.constraint?.accept(token);
+    this.history.push(token);
+    if (this.mirostat && this.pending?.token === token) this.mirostat.update(this.pending.surprise);
+    this.pending = undefined;
+  }
+
+  /** Seeds the penalty/DRY history with the prompt's tokens; the constraint and mirostat are untouched. */
+  acceptPrompt(tokens: ArrayLike<number>): void {
+    for (let i = 0; i < tokens.length; i++) checkToken(tokens[i]!);
+    for (let i = 0; i < tokens.length; i++) this.history.push(tokens[i]!);
+  }
+
+  /** Whether the constraint allows no further token (generation must end); false without one. */
+  isDone(): boolean {
+    return this.opts.constraint?.isExhausted() ?? false;
+  }
+
+  /**
+   * A token id drawn from `logits` (one per vocabulary entry), which are not modified. Throws
+   * `INVALID_ARGUMENT` for empty logits, a NaN logit, logits that are all `-Infinity` or a biased id
+   * outside the vocabulary, and `GRAMMAR_DEAD_END` when the constraint allows no token.
    */
   sample(logits: Float32Array): number {
+    return this.run(logits, -1).token;
+  }
+
+  /**
+   * Like {@link sample}, with log-probabilities (natural log) as OpenAI's `logprobs` means them: of
+   * the temperature-1 softmax over the whole vocabulary of the logits after logit bias, penalties and
+   * DRY — before the constraint, the truncation stages and the temperature. `top` holds the `n`
+   * (default `options.nProbs`) most probable tokens of that distribution; `logprob` is the drawn
+   * token's. Costs one extra pass over the vocabulary.
+   */
+  sampleWithLogprobs(logits: Float32Array, n: number = this.opts.nProbs): SampleResult {
+    if (!Number.isSafeInteger(n) || n < 0) throw invalidArgument("n", `must be an integer >= 0, got ${n}`);
+    return this.run(logits, n);
+  }
+
+  /** The whole pipeline; `nProbs < 0` skips the log-probabilities. */
+  private run(logits: Float32Array, nProbs: number): SampleResult {
     checkLogits(logits);
-    const { temperature, topK, topP } = this.opts;
-    if (temperature <= 0) {
-      const id = argmax(logits);
-      if (logits[id] === -Infinity) throw allNegInf();
+    let work = this.preprocess(logits);
+    const top = nProbs >= 0 ? this.logSoftmax.compute(work, nProbs) : [];
+    let token = this.chain(work);
+    const c = this.opts.constraint;
+    if (c && !c.allows(token)) {
+      if (work === logits) work = this.copy(logits);
+      c.mask(work);
+      if (!hasDrawable(work)) {
+        throw new SamplerError(
+          "GRAMMAR_DEAD_END",
+          "the constraint allows none of the tokens left after logit bias (no token can come next)",
+        );
+      }
+      token = this.chain(work);
+    }
+    const logprob = nProbs >= 0 ? this.logSoftmax.logprob(work[token]!) : 0;
+    return { token, logprob, top };
+  }
+
+  /** Stages 1–3 on a scratch copy when any is active; else the caller's logits. */
+  private preprocess(logits: Float32Array): Float32Array {
+    const o = this.opts;
+    const pen = penaltiesOn(o) && o.repeatLastN !== 0 ? this.history.last(o.repeatLastN) : EMPTY;
+    const dry = this.dry ? this.history.last(o.dryPenaltyLastN) : EMPTY;
+    if (o.logitBias.size === 0 && pen.length === 0 && dry.length < 2) return logits;
+    const work = this.copy(logits);
+    if (o.logitBias.size > 0) applyLogitBias(work, o.logitBias);
+    if (pen.length > 0) applyPenalties(work, pen, o, this.counts);
+    if (dry.length >= 2) this.dry!.apply(work, dry);
+    return work;
+  }
+
+  /** `logits` copied into the scratch buffer (reallocated only when the vocabulary size changes). */
+  private copy(logits: Float32Array): Float32Array {
+    const n = logits.length;
+    if (this.work.length !== n) this.work = new Float32Array(n);
+    this.work.set(logits);
+    return this.work;
+  }
+
+  /** Stages 5–6 on the working logits. */
+  private chain(work: Float32Array): number {
+    const o = this.opts;
+    this.pending = undefined;
+    if (o.temperature <= 0) {
+      const id = argmax(work);
+      if (work[id] === -Infinity) throw allNegInf();
       return id;
     }
     const u = this.rng.nextFloat64();
-    const n = logits.length;
-    if (topK > 0 && topK < n) return this.drawTopK(logits, topK, topP, temperature, u);
-    if (topP < 1) return this.drawNucleus(logits, topP, temperature, u);
-    return this.drawAll(logits, temperature, u);
-  }
-
-  /** top-k on: select k, then cut and draw among them. */
-  private drawTopK(logits: Float32Array, k: number, topP: number, temperature: number, u: number): number {
-    if (this.heap.length < k) this.heap = new Float32Array(k);
-    const ids = this.scratchIds(k);
-    const m = selectTopK(logits, k, this.heap, ids);
-    if (m === 0) throw allNegInf();
-    let cut = m;
-    if (topP < 1) {
-      const max = logits[ids[0]!]!;
-      let z = 0;
-      for (let j = 0; j < m; j++) z += weight(logits[ids[j]!]!, max, 1);
-      cut = nucleusCut(logits, ids, m, max, z, topP);
+    const c = this.cands;
+    if (this.mirostat) {
+      this.pending = this.mirostat.sample(c, work, o.temperature, u);
+      return this.pending.token;
     }
-    return this.draw(logits, ids, cut, temperature, u);
-  }
-
-  /**
-   * top-k off, top-p on: the normalizer runs over the whole vocabulary; the nucleus is searched among
-   * the best NUCLEUS_FIRST_K ids, then, when it does not fit, among every id that can be in it (one
-   * index sort).
-   */
-  private drawNucleus(logits: Float32Array, topP: number, temperature: number, u: number): number {
-    const n = logits.length;
-    let max = -Infinity;
-    let count = 0;
-    for (let i = 0; i < n; i++) {
-      const v = logits[i]!;
-      if (v > max) max = v;
-      else if (Number.isNaN(v)) throw nanAt(i);
-      if (v !== -Infinity) count++;
-    }
-    if (count === 0) throw allNegInf();
-    let z = 0;
-    for (let i = 0; i < n; i++) z += weight(logits[i]!, max, 1);
-    if (NUCLEUS_FIRST_K < count) {
-      const k = NUCLEUS_FIRST_K;
-      if (this.heap.length < k) this.heap = new Float32Array(k);
-      const ids = this.scratchIds(k);
-      const m = selectTopK(logits, k, this.heap, ids);
-      const cut = nucleusCut(logits, ids, m, max, z, topP);
-      if (cut < m) return this.draw(logits, ids, cut, temperature, u);
-    }
-    // The nucleus' last token has probability ≥ (1 − topP) / count: the tail it starts holds more
-    // than 1 − topP over at most `count` tokens, none more probable than it. Halved for rounding.
-    const threshold = max + Math.log((0.5 * (1 - topP) * z) / count);
-    const ids = this.scratchIds(n);
-    if (this.keys.length < n) this.keys = new Float64Array(n);
-    const m = sortIds(logits, threshold, ids, this.keys);
-    return this.draw(logits, ids, nucleusCut(logits, ids, m, max, z, topP), temperature, u);
-  }
-
-  /** No cut: the whole vocabulary, walked in vocabulary order. */
-  private drawAll(logits: Float32Array, temperature: number, u: number): number {
-    const n = logits.length;
-    const max = logits[argmax(logits)]!;
-    if (max === -Infinity) throw allNegInf();
-    if (this.weights.length < n) this.weights = new Float64Array(n);
-    const w = this.weights;
-    const inv = 1 / temperature;
-    let total = 0;
-    for (let i = 0; i < n; i++) total += w[i] = weight(logits[i]!, max, inv);
-    const target = u * total;
-    let cum = 0;
-    let last = 0;
-    for (let i = 0; i < n; i++) {
-      const wi = w[i]!;
-      if (wi === 0) continue;
-      cum += wi;
-      if (target < cum) return i;
-      last = i;
-    }
-    return last;
-  }
-
-  /** Draws among `ids[0..cut)` (sorted best first) with the temperature's softmax. */
-  private draw(logits: Float32Array, ids: Uint32Array, cut: number, temperature: number, u: number): number {
-    if (cut === 1) return ids[0]!;
-    if (this.weights.length < cut) this.weights = new Float64Array(cut);
-    const w = this.weights;
-    const max = logits[ids[0]!]!;
-    const inv = 1 / temperature;
-    let total = 0;
-    for (let j = 0; j < cut; j++) total += w[j] = weight(logits[ids[j]!]!, max, inv);
-    const target = u * total;
-    let cum = 0;
-    let last = 0;
-    for (let j = 0; j < cut; j++) {
-      const wj = w[j]!;
-      if (wj === 0) break; // sorted: the rest weigh 0 too
-      cum += wj;
-      if (target < cum) return ids[j]!;
-      last = j;
-    }
-    return ids[last]!;
-  }
-
-  private scratchIds(size: number): Uint32Array {
-    if (this.ids.length < size) this.ids = new Uint32Array(size);
-    return this.ids;
+    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const n = work.length;
+    if (o.topK > 0 && o.topK < n) c.fillTopK(work, o.topK);
+    else if (o.typicalP >= 1 && (o.topP < 1 || o.minP > 0))
+      c.fillPrefix(work, o.topP, o.minP, PREFIX_FIRST_K);
+    else c.fillAll(work);
+    typical(c, o.typicalP, this.typicalScratch);
+    topP(c, o.topP);
+    minP(c, o.minP);
+    xtc(c, o.xtcProbability, o.xtcThreshold, u2);
+    topNSigma(c, o.topNSigma);
+    return draw(c, o.temperature, u).token;
   }
 }
 
-/**
- * The smallest prefix of `ids[0..m)` (sorted best first) whose cumulative probability, under the
- * temperature-1 softmax with normalizer `z`, is ≥ `topP`; at least 1; m when the prefix never gets
- * there.
- */
-function nucleusCut(
-  logits: Float32Array,
-  ids: Uint32Array,
-  m: number,
-  max: number,
-  z: number,
-  topP: number,
-): number {
-  let cum = 0;
-  for (let j = 0; j < m; j++) {
-    cum += weight(logits[ids[j]!]!, max, 1) / z;
-    if (cum >= topP) return j + 1;
+/** Whether some logit is neither -Infinity nor NaN. */
+function hasDrawable(logits: Float32Array): boolean {
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > -Infinity) return true;
+  return false;
+}
+
+function checkToken(token: number): void {
+  if (!Number.isSafeInteger(token) || token < 0 || token > 0xffffffff) {
+    throw invalidArgument("token", `must be an integer >= 0, got ${String(token)}`);
   }
-  return m;
-}
-
-/**
- * exp((v − max) · invT), the unnormalized softmax weight; with a `+Infinity` max, 1 for the
- * `+Infinity` logits and 0 for the rest.
- */
-function weight(v: number, max: number, invT: number): number {
-  if (max === Infinity) return v === Infinity ? 1 : 0;
-  return Math.exp((v - max) * invT);
-}
-
-function allNegInf(): Error {
-  return invalidArgument("logits", "every logit is -Infinity: no token can be drawn");
 }

@@ -17,40 +17,94 @@ export function randomLogits(n: number, seed: number, lo = -5, hi = 5, step = 0.
   return out;
 }
 
-/** Options the reference needs. */
+/** Options the reference needs: the truncation stages and the temperature (off when absent). */
 export interface ReferenceOptions {
   temperature: number;
   topK: number;
   topP: number;
+  minP: number;
+  typicalP?: number;
+  topNSigma?: number;
+  /** XTC's threshold, for a draw where XTC fires (its chance came up); absent: XTC does nothing. */
+  xtcFiresAt?: number;
+}
+
+/** The largest of `xs` (no spread: vocabularies are too long for argument lists). */
+function maxOf(xs: number[]): number {
+  let m = -Infinity;
+  for (const x of xs) if (x > m) m = x;
+  return m;
+}
+
+/** The temperature-1 (or `invT`) softmax of `vs`, float64. */
+function softmax(vs: number[], invT = 1): number[] {
+  const max = maxOf(vs);
+  const w = vs.map((v) => (max === Infinity ? (v === Infinity ? 1 : 0) : Math.exp((v - max) * invT)));
+  const z = w.reduce((a, b) => a + b, 0);
+  return w.map((x) => x / z);
 }
 
 /**
- * The sampler's distribution straight from the definition, with a full sort in float64: top-k, then
- * top-p on the temperature-1 softmax, then the temperature's softmax. `ids` in the order the sampler
- * walks them (most probable first; vocabulary order when neither top-k nor top-p cuts), `probs` theirs.
+ * The sampler's distribution straight from each stage's definition, with full sorts in float64:
+ * top-k → typical → top-p → min-p → XTC → top-n-sigma → temperature. `ids` in the order the sampler
+ * walks them (most probable first; vocabulary order when no stage needs an order), `probs` theirs.
  */
 export function reference(logits: Float32Array, o: ReferenceOptions): { ids: number[]; probs: number[] } {
   const n = logits.length;
-  const finite = Array.from({ length: n }, (_, i) => i).filter((i) => logits[i] !== -Infinity);
-  let ids = [...finite].sort((a, b) => logits[b]! - logits[a]! || a - b);
-  const max = logits[ids[0]!]!;
-  const noCut = (o.topK <= 0 || o.topK >= n) && o.topP >= 1;
-  if (o.topK > 0) ids = ids.slice(0, o.topK);
-  const p1 = ids.map((i) => Math.exp(logits[i]! - max));
-  const z1 = p1.reduce((a, b) => a + b, 0);
-  let cum = 0;
-  let cut = ids.length;
-  for (let j = 0; j < ids.length; j++) {
-    cum += p1[j]! / z1;
-    if (cum >= o.topP) {
-      cut = j + 1;
-      break;
+  const v = (i: number): number => logits[i]!;
+  const finite = Array.from({ length: n }, (_, i) => i).filter((i) => v(i) !== -Infinity);
+  const sorted = [...finite].sort((a, b) => v(b) - v(a) || a - b);
+  const typicalP = o.typicalP ?? 1;
+  const topKCuts = o.topK > 0 && o.topK < n;
+  const ordered = topKCuts || o.topP < 1 || o.minP > 0 || typicalP < 1 || o.xtcFiresAt !== undefined;
+  let ids = ordered ? sorted : finite;
+  if (topKCuts) ids = ids.slice(0, o.topK);
+  if (typicalP < 1 && ids.length > 1) {
+    const p = softmax(ids.map(v));
+    const h = -p.reduce((a, x) => a + (x > 0 ? x * Math.log(x) : 0), 0);
+    const score = p.map((x) => (x > 0 ? Math.abs(-Math.log(x) - h) : Infinity));
+    const byScore = ids.map((_, j) => j).sort((a, b) => score[a]! - score[b]! || a - b);
+    let cum = 0;
+    let keep = byScore.length;
+    for (let r = 0; r < byScore.length; r++) {
+      cum += p[byScore[r]!]!;
+      if (cum >= typicalP) {
+        keep = r + 1;
+        break;
+      }
+    }
+    const kept = new Set(byScore.slice(0, keep));
+    ids = ids.filter((_, j) => kept.has(j));
+  }
+  if (o.topP < 1) {
+    const p = softmax(ids.map(v));
+    let cum = 0;
+    for (let j = 0; j < ids.length; j++) {
+      cum += p[j]!;
+      if (cum >= o.topP) {
+        ids = ids.slice(0, j + 1);
+        break;
+      }
     }
   }
-  ids = noCut ? finite : ids.slice(0, cut);
-  const w = ids.map((i) => Math.exp((logits[i]! - max) / o.temperature));
-  const z = w.reduce((a, b) => a + b, 0);
-  return { ids, probs: w.map((x) => x / z) };
+  if (o.minP > 0) {
+    const p = softmax(ids.map(v));
+    const pmax = maxOf(p);
+    ids = ids.filter((_, j) => p[j]! >= o.minP * pmax);
+  }
+  if (o.xtcFiresAt !== undefined && o.xtcFiresAt <= 0.5) {
+    const p = softmax(ids.map(v));
+    const above = p.filter((x) => x >= o.xtcFiresAt!).length;
+    if (above >= 2) ids = ids.slice(above - 1);
+  }
+  if ((o.topNSigma ?? -1) > 0 && ids.length > 1) {
+    const vs = ids.map(v);
+    const mean = vs.reduce((a, b) => a + b, 0) / vs.length;
+    const sd = Math.sqrt(vs.reduce((a, x) => a + (x - mean) ** 2, 0) / vs.length);
+    const max = maxOf(vs);
+    ids = ids.filter((i) => v(i) >= max - o.topNSigma! * sd);
+  }
+  return { ids, probs: softmax(ids.map(v), 1 / o.temperature) };
 }
 
 /** {@link reference} as one probability per vocabulary id (0 outside the support). */
