@@ -9,6 +9,7 @@ export type { SampleResult, TokenLogprob } from "./chain/logprobs.js";
 export type { ConstraintVocab, TokenConstraint } from "./constraint.js";
 export type { SamplerErrorCode } from "./errors.js";
 export { SamplerError } from "./errors.js";
+export { Grammar, GrammarConstraint, GrammarError } from "./grammar/index.js";
 export type { ResolvedSamplerOptions, SamplerOptions, SamplerVocab } from "./options.js";
 export {
   DEFAULT_DRY_SEQUENCE_BREAKERS,
