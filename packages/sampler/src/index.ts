@@ -10,6 +10,8 @@ export type { ConstraintVocab, TokenConstraint } from "./constraint.js";
 export type { SamplerErrorCode } from "./errors.js";
 export { SamplerError } from "./errors.js";
 export { Grammar, GrammarConstraint, GrammarError } from "./grammar/index.js";
+export type { JsonSchemaToGbnfOptions } from "./json-schema/index.js";
+export { jsonSchemaToGbnf, SchemaError } from "./json-schema/index.js";
 export type { ResolvedSamplerOptions, SamplerOptions, SamplerVocab } from "./options.js";
 export {
   DEFAULT_DRY_SEQUENCE_BREAKERS,

@@ -1,0 +1,149 @@
+/**
+ * Objects: the declared properties in the schema's order (required ones mandatory, optional ones may be
+ * left out), then any required names the schema does not declare (in `required`'s order), then — only
+ * when `additionalProperties` is `true` or a schema — any number of further members whose keys are none of
+ * those names. Leaving `additionalProperties` out allows no further members when `properties` is given (a
+ * documented subset: JSON Schema would allow any); with neither, any members are allowed. Further
+ * members' keys are written without escapes, so that the grammar can tell them from the declared names.
+ */
+
+import { child, invalid, UnsatisfiableSchema } from "./errors.js";
+import { alt, classChar, literal, repeat, seq } from "./gbnf.js";
+import { isObject } from "./keywords.js";
+import { jsonLiteral, type Separators } from "./primitives.js";
+
+/** What the object builder needs from the converter. */
+export interface ObjectContext {
+  /** A GBNF expression for `schema` at `path`, named from `hint` where a rule is made. */
+  visit(schema: unknown, path: string, hint: string): string;
+  readonly sep: Separators;
+}
+
+/** One member in the emitted order. */
+interface Member {
+  readonly text: string;
+  readonly required: boolean;
+}
+
+/** The GBNF expression (without a rule) for an object schema `s` at `path`. */
+export function objectExpr(
+  ctx: ObjectContext,
+  s: Record<string, unknown>,
+  path: string,
+  hint: string,
+): string {
+  const properties = s.properties ?? {};
+  if (!isObject(properties)) throw invalid("properties", path, "must be an object");
+  const required = s.required ?? [];
+  if (!Array.isArray(required) || required.some((k) => typeof k !== "string")) {
+    throw invalid("required", path, "must be an array of strings");
+  }
+  // With neither properties nor additionalProperties, any members (`{"type": "object"}` is any object).
+  const additional =
+    s.properties === undefined && s.additionalProperties === undefined ? true : s.additionalProperties;
+  if (additional !== undefined && typeof additional !== "boolean" && !isObject(additional)) {
+    throw invalid("additionalProperties", path, "must be a boolean or a schema");
+  }
+  const names = new Set<string>([...Object.keys(properties), ...(required as string[])]);
+  const members: Member[] = [];
+  const member = (key: string, value: string) => seq(jsonLiteral(key), ctx.sep.colon, value);
+  for (const [key, schema] of Object.entries(properties)) {
+    const isRequired = required.includes(key);
+    if (schema === false) {
+      if (isRequired)
+        throw new UnsatisfiableSchema("required", path, `"${key}" is required but its schema is false`);
+      continue;
+    }
+    const value = ctx.visit(schema, child(path, "properties", key), `${hint}-${key}`);
+    members.push({ text: member(key, value), required: isRequired });
+  }
+  for (const key of new Set(required as string[])) {
+    if (Object.hasOwn(properties, key)) continue;
+    if (additional === false) {
+      throw new UnsatisfiableSchema(
+        "required",
+        path,
+        `"${key}" is required but additionalProperties is false`,
+      );
+    }
+    const value = ctx.visit(additional ?? true, child(path, "additionalProperties"), `${hint}-${key}`);
+    members.push({ text: member(key, value), required: true });
+  }
+  let extra: string | undefined;
+  if (additional !== undefined && additional !== false) {
+    const value = ctx.visit(additional, child(path, "additionalProperties"), `${hint}-additional`);
+    extra = seq('"\\""', keyNotIn(names), '"\\""', ctx.sep.colon, value);
+  }
+  return seq('"{"', membersExpr(members, extra, ctx.sep.comma), '"}"');
+}
+
+/**
+ * The members between the braces: after the first member present, each later one is `, member`
+ * (optional ones optional); before it, the first present member is any optional one up to and including the
+ * first required one.
+ */
+function membersExpr(members: Member[], extra: string | undefined, comma: string): string {
+  const rest = (from: number): string => {
+    const parts = members
+      .slice(from)
+      .map((m) => (m.required ? seq(comma, m.text) : repeat(seq(comma, m.text), 0, 1)));
+    if (extra !== undefined) parts.push(repeat(seq(comma, extra), 0, Infinity));
+    return seq(...parts);
+  };
+  const alts: string[] = [];
+  let nullable = true;
+  for (let i = 0; i < members.length; i++) {
+    alts.push(seq(members[i]!.text, rest(i + 1)));
+    if (members[i]!.required) {
+      nullable = false;
+      break;
+    }
+  }
+  if (nullable && extra !== undefined) alts.push(seq(extra, repeat(seq(comma, extra), 0, Infinity)));
+  if (alts.length === 0) return "";
+  const body = alt(...alts);
+  return nullable ? `(${body})?` : body;
+}
+
+/** Characters a key written without escapes may hold. */
+const RAW_KEY_CHAR = '[^"\\\\\\x00-\\x1F]';
+
+/** Code points a key written without escapes may not hold (as class members). */
+const RAW_EXCLUDED = '"\\\\\\x00-\\x1F';
+
+/** Keys (the text between the quotes, no escapes) that are none of `names`: a complement of their trie. */
+function keyNotIn(names: Set<string>): string {
+  interface Node {
+    terminal: boolean;
+    children: Map<number, Node>;
+  }
+  const root: Node = { terminal: false, children: new Map() };
+  for (const name of names) {
+    let node = root;
+    let writable = true;
+    for (const ch of name) {
+      const cp = ch.codePointAt(0)!;
+      if (cp === 0x22 || cp === 0x5c || cp < 0x20) {
+        // A raw key cannot hold this character, so it can never spell this name.
+        writable = false;
+        break;
+      }
+      let next = node.children.get(cp);
+      if (next === undefined) {
+        next = { terminal: false, children: new Map() };
+        node.children.set(cp, next);
+      }
+      node = next;
+    }
+    if (writable) node.terminal = true;
+  }
+  const expr = (node: Node): string => {
+    const alts: string[] = [];
+    for (const [cp, next] of node.children) alts.push(seq(literal(String.fromCodePoint(cp)), expr(next)));
+    const other = [...node.children.keys()].map(classChar).join("");
+    alts.push(seq(`[^${RAW_EXCLUDED}${other}]`, repeat(RAW_KEY_CHAR, 0, Infinity)));
+    const body = alt(...alts);
+    return node.terminal ? `(${body})` : `(${body})?`;
+  };
+  return expr(root);
+}
