@@ -5,8 +5,9 @@
  * subset: JSON Schema would allow any); `items` alone left out allows any values.
  */
 
-import { child, invalid, UnsatisfiableSchema } from "./errors.js";
+import { child, invalid, UnsatisfiableSchema, unsupported } from "./errors.js";
 import { repeat, seq } from "./gbnf.js";
+import { capped, MAX_COUNT } from "./limits.js";
 import type { ObjectContext } from "./object.js";
 
 function count(s: Record<string, unknown>, key: string, path: string, fallback: number): number {
@@ -43,7 +44,8 @@ export function arrayExpr(
     restKey = "items";
   }
   const min = count(s, "minItems", path, 0);
-  let max = count(s, "maxItems", path, Infinity);
+  let max = capped(count(s, "maxItems", path, Infinity));
+  if (min > MAX_COUNT) throw unsupported("minItems", path, `above ${MAX_COUNT} is not supported`);
   // A false tuple position ends the array before it; a false rest ends it after the tuple.
   const falseAt = prefix.indexOf(false);
   if (falseAt >= 0) max = Math.min(max, falseAt);

@@ -115,3 +115,23 @@ describe("jsonSchemaToGbnf: the documented subset", () => {
     expect(g.matches(doc)).toBe(false);
   });
 });
+
+describe("jsonSchemaToGbnf: large bounds", () => {
+  it("lowers maxLength and maxItems above 2000 to 2000 (a subset)", () => {
+    const g = Grammar.parse(
+      jsonSchemaToGbnf({ type: "array", items: { type: "string", maxLength: 5000 }, maxItems: 9999 }),
+    );
+    expect(g.matches(`["${"a".repeat(2000)}"]`)).toBe(true);
+    expect(g.matches(`["${"a".repeat(2001)}"]`)).toBe(false);
+    expect(g.matches(`[${Array(2000).fill('""').join(",")}]`)).toBe(true);
+    expect(g.matches(`[${Array(2001).fill('""').join(",")}]`)).toBe(false);
+  });
+});
+
+describe("@minfer/sampler exports", () => {
+  it("exports jsonSchemaToGbnf and SchemaError", async () => {
+    const pkg = await import("../index.js");
+    expect(pkg.jsonSchemaToGbnf).toBe(jsonSchemaToGbnf);
+    expect(typeof pkg.SchemaError).toBe("function");
+  });
+});

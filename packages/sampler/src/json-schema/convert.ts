@@ -13,6 +13,7 @@ import { formatBody, SUPPORTED_FORMATS, type SupportedFormat } from "./formats.j
 import { alt, RuleTable, seq } from "./gbnf.js";
 import { integerRange } from "./integer-range.js";
 import { checkKeywords, constrainingKeys, isObject, without } from "./keywords.js";
+import { capped, MAX_COUNT } from "./limits.js";
 import { canonical, mergeSchemas } from "./merge.js";
 import { objectExpr } from "./object.js";
 import { jsonLiteral, Primitives, type Separators, separators, stringBody } from "./primitives.js";
@@ -250,7 +251,8 @@ class Converter {
       return this.rule(`${f}-string`, seq('"\\""', this.format(f as SupportedFormat), '"\\""'));
     }
     const min = (schema.minLength as number | undefined) ?? 0;
-    const max = (schema.maxLength as number | undefined) ?? Infinity;
+    const max = capped((schema.maxLength as number | undefined) ?? Infinity);
+    if (min > MAX_COUNT) throw unsupported("minLength", path, `above ${MAX_COUNT} is not supported`);
     if (min > max)
       throw new UnsatisfiableSchema("minLength", path, `minLength ${min} exceeds maxLength ${max}`);
     if (min === 0 && max === Infinity) return this.state.prims.name("string");

@@ -228,7 +228,10 @@ export const CORPUS: readonly CorpusEntry[] = [
           { type: ["integer", "string"], minimum: 10, maximum: 20 },
         ],
       },
-      allOf: [{ minItems: 1, maxItems: 4 }, { minItems: 2, maxItems: 3 }],
+      allOf: [
+        { minItems: 1, maxItems: 4 },
+        { minItems: 2, maxItems: 3 },
+      ],
     },
     valid: ["[10,20]", "[15,11,12]"],
     invalid: ["[10]", "[10,11,12,13]", "[9,10]", "[10,21]", "[3,4]", '["x",10]'],

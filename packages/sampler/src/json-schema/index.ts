@@ -19,6 +19,7 @@
  * - integers are written as `0` or `-?[1-9][0-9]*` (not `1.0` or `1e2`); `enum` / `const` values as
  *   JSON.stringify writes them;
  * - strings escape only as JSON allows and never a UTF-16 surrogate (`\uD83D`): astral characters are raw;
+ * - maxLength / maxItems above 2000 are lowered to 2000 (minLength / minItems above it are refused);
  * - the formats as formats.ts says (no leap seconds, `T` separator, fractions of at most 9 digits, no urn:uuid).
  * oneOf is treated as anyOf: a document matching several branches is accepted though oneOf would reject it.
  */

@@ -32,6 +32,8 @@ describe("jsonSchemaToGbnf: unsupported keywords are refused by name and path", 
     [{ type: "string", enum: ["a"], minLength: 1 }, "minLength", "#/minLength"],
     [{ type: "string", format: "date", maxLength: 10 }, "maxLength", "#/maxLength"],
     [{ type: "integer", maximum: 2 ** 60 }, "maximum", "#/maximum"],
+    [{ type: "string", minLength: 2001 }, "minLength", "#/minLength"],
+    [{ type: "array", minItems: 2001 }, "minItems", "#/minItems"],
     [{ anyOf: [{}], oneOf: [{}] }, "oneOf", "#/oneOf"],
     [
       {
