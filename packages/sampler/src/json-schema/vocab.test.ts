@@ -55,7 +55,7 @@ describe("jsonSchemaToGbnf: generation over a real vocabulary (qwen2, multi-byte
             }, text).not.toThrow();
             expect(validate(value), `ajv rejects ${text}`).toBe(true);
             expect(g.matches(text)).toBe(true);
-          if (process.env.SHOW_DOCS) console.log(text);
+            if (process.env.SHOW_DOCS) console.log(text);
             break;
           }
           // Random logits favouring closers; the sampler's fast path: the best token first, the mask only
