@@ -56,7 +56,22 @@ describe.skipIf(!have)("minfer run", () => {
 
   it("sampling with a seed is reproducible; other seeds draw other tokens", async () => {
     const sample = (seed: string) =>
-      minfer("run", "-m", stories, "-p", "Once", "-n", "16", "--temp", "1.5", "--seed", seed, "--ids");
+      minfer(
+        "run",
+        "-m",
+        stories,
+        "-p",
+        "Once",
+        "-n",
+        "16",
+        "--temp",
+        "1.5",
+        "--min-p",
+        "0",
+        "--seed",
+        seed,
+        "--ids",
+      );
     const [a, b, c] = await Promise.all([sample("7"), sample("7"), sample("8")]);
     expect(a.code, a.stderr).toBe(0);
     expect(JSON.parse(a.stdout)).toHaveLength(16);
@@ -113,6 +128,113 @@ describe.skipIf(!have)("minfer run", () => {
     expect(noPromptFile.code).toBe(1);
     expect(noPromptFile.stderr).toContain("[ENOENT]");
     for (const r of [missing, unreadable, notGguf, noPromptFile]) noStackTrace(r);
+  });
+});
+
+describe.skipIf(!have)("minfer run: the sampler chain and constrained output", () => {
+  const grammars = join(fixtures, "grammars");
+
+  it("--grammar-file keeps the output inside the grammar", async () => {
+    const r = await minfer(
+      "run",
+      "-m",
+      stories,
+      "-p",
+      "Once upon a time",
+      "-n",
+      "40",
+      "--seed",
+      "3",
+      "--grammar-file",
+      join(grammars, "arithmetic.gbnf"),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const { Grammar } = await import("@minfer/sampler");
+    const g = Grammar.parse(readFileSync(join(grammars, "arithmetic.gbnf"), "utf8"));
+    expect(r.stdout.length).toBeGreaterThan(0);
+    expect(g.matchesPrefix(r.stdout), r.stdout).toBe(true);
+  });
+
+  it("-j makes JSON valid under the schema, ending when the object is complete", async () => {
+    const schema = {
+      type: "object",
+      properties: {
+        name: { type: "string", maxLength: 10 },
+        age: { type: "integer", minimum: 1, maximum: 99 },
+        kind: { enum: ["cat", "dog"] },
+      },
+      required: ["name", "age", "kind"],
+      additionalProperties: false,
+    };
+    for (const seed of ["1", "2", "3"]) {
+      const r = await minfer(
+        "run",
+        "-m",
+        stories,
+        "-p",
+        "Once upon a time",
+        "-n",
+        "200",
+        "--seed",
+        seed,
+        "-j",
+        JSON.stringify(schema),
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const doc = JSON.parse(r.stdout) as { name: string; age: number; kind: string };
+      expect(Object.keys(doc)).toEqual(["name", "age", "kind"]);
+      expect([...doc.name].length).toBeLessThanOrEqual(10);
+      expect(Number.isInteger(doc.age) && doc.age >= 1 && doc.age <= 99).toBe(true);
+      expect(["cat", "dog"]).toContain(doc.kind);
+    }
+  });
+
+  it("--logit-bias bans a token; the chain's flags are checked and named", async () => {
+    const greedy = await minfer(
+      "run",
+      "-m",
+      stories,
+      "-p",
+      "Once upon a time",
+      "-n",
+      "8",
+      "--temp",
+      "0",
+      "--ids",
+    );
+    const first = (JSON.parse(greedy.stdout) as number[])[0]!;
+    const banned = await minfer(
+      "run",
+      "-m",
+      stories,
+      "-p",
+      "Once upon a time",
+      "-n",
+      "8",
+      "--temp",
+      "0",
+      "--ids",
+      "--logit-bias",
+      `${first}-inf`,
+    );
+    expect(banned.code, banned.stderr).toBe(0);
+    expect(JSON.parse(banned.stdout)).not.toContain(first);
+    const bad = [
+      [["--min-p", "2"], /--min-p/],
+      [["--mirostat", "3"], /--mirostat must be 0, 1 or 2/],
+      [["--logit-bias", "12x"], /--logit-bias expects/],
+      [["--logit-bias", "999999+1"], /outside the vocabulary/],
+      [["--grammar", 'root ::= "a'], /GRAMMAR_SYNTAX|line 1/],
+      [["-j", '{"type":"string","pattern":"a+"}'], /pattern/],
+      [["-j", "{nope"], /--json-schema is not valid JSON/],
+      [["--grammar", 'root ::= "a"', "-j", "{}"], /at most one of/],
+    ] as const;
+    for (const [args, message] of bad) {
+      const r = await minfer("run", "-m", stories, "-p", "x", ...args);
+      expect(r.code, args.join(" ")).not.toBe(0);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * @module @minfer/sampler
- * Token sampling from logits: greedy (argmax) or top-k → top-p → temperature → a seeded draw, in
- * llama.cpp's sampler-chain order. The minimal sampler the full chain (penalties, min-p, mirostat,
- * grammars, ...) will grow from.
+ * Everything between logits and the next token: the sampler chain in llama.cpp's order (logit
+ * bias → penalties → DRY → grammar/constraint → top-k → typical → top-p → min-p → XTC →
+ * top-n-sigma → temperature → draw, or mirostat v1/v2), log-probabilities, GBNF grammars as
+ * token constraints, and JSON Schema → GBNF.
  */
 
 export type { SampleResult, TokenLogprob } from "./chain/logprobs.js";

@@ -37,7 +37,7 @@ const EMPTY = new Uint32Array(0);
  *
  * **State.** `sample` never changes the history: the caller passes each chosen token to
  * {@link accept} (which feeds the penalties and DRY, updates mirostat's mu and advances the
- * constraint), and the prompt to {@link acceptPrompt} (penalties and DRY only).
+ * constraint), and the prompt to {@link acceptPrompt} (which starts a generation over).
  *
  * **Constraint.** The chain first runs without the constraint; when `constraint.allows(token)`, that
  * token is the answer. Otherwise the constraint masks a copy of the logits and the chain runs again
@@ -125,10 +125,19 @@ export class Sampler {
     this.pending = undefined;
   }
 
-  /** Seeds the penalty/DRY history with the prompt's tokens; the constraint and mirostat are untouched. */
+  /**
+   * Starts a generation from `tokens`, the whole prompt (the engine calls it once per generation):
+   * the penalty/DRY history becomes the prompt's tokens (what came before is forgotten, so a
+   * chat that re-sends its conversation is not counted twice), the constraint starts over and
+   * mirostat's mu goes back to 2·tau. The PRNG stream continues (see {@link reset}).
+   */
   acceptPrompt(tokens: ArrayLike<number>): void {
     for (let i = 0; i < tokens.length; i++) checkToken(tokens[i]!);
+    this.history.clear();
     for (let i = 0; i < tokens.length; i++) this.history.push(tokens[i]!);
+    this.mirostat?.reset();
+    this.pending = undefined;
+    this.opts.constraint?.reset();
   }
 
   /** Whether the constraint allows no further token (generation must end); false without one. */

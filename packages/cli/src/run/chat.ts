@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { type Context, EngineError, generate, type Model } from "@minfer/engine";
-import { Sampler } from "@minfer/sampler";
+import type { Sampler } from "@minfer/sampler";
 import { type ChatMessage, ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
@@ -15,6 +15,7 @@ import {
   samplerSettings,
   samplingOptions,
 } from "./options.js";
+import { chainOptions, makeSampler } from "./sampling.js";
 import { onInterrupt } from "./signal.js";
 import { timingSummary } from "./timings.js";
 
@@ -34,6 +35,7 @@ export const chatOptions: OptionSpec[] = [
     help: "most tokens per reply; -1 = until end of generation (default: -1)",
   },
   ...samplingOptions,
+  ...chainOptions,
   ...contextOptions,
   {
     flags: ["--verbose"],
@@ -82,11 +84,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const n = options.nPredict as number | undefined;
   if (n !== undefined) check(n >= -1, "-n", "-1 or an integer >= 0", n);
   const settings = runSettings(options);
-  const sampler = new Sampler(samplerSettings(options));
+  const basic = samplerSettings(options);
   const verbose = Boolean(options.verbose);
   const loaded = await loadModel(path, settings, verbose);
   let ctx: Context | undefined;
   try {
+    const sampler = await makeSampler(options, basic, loaded.model);
     const template = await chatTemplate(loaded.model, options.chatTemplateFile as string | undefined);
     ctx = newContext(loaded.model, settings);
     if (verbose) process.stderr.write(`${describeContext(ctx)}\n`);

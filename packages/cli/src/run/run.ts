@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { generate } from "@minfer/engine";
-import { Sampler } from "@minfer/sampler";
+import type { Sampler } from "@minfer/sampler";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { describeContext, loadModel, newContext } from "./load.js";
@@ -13,6 +13,7 @@ import {
   samplerSettings,
   samplingOptions,
 } from "./options.js";
+import { chainOptions, makeSampler } from "./sampling.js";
 import { onInterrupt } from "./signal.js";
 import { StepTimer, timingSummary } from "./timings.js";
 
@@ -27,6 +28,7 @@ export const runOptions: OptionSpec[] = [
     help: "most tokens to generate; -1 = until end of generation or a full context (default: -1)",
   },
   ...samplingOptions,
+  ...chainOptions,
   ...contextOptions,
   {
     flags: ["--stop"],
@@ -58,7 +60,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const n = options.nPredict as number | undefined;
   if (n !== undefined) check(n >= -1, "-n", "-1 or an integer >= 0", n);
   const settings = runSettings(options);
-  const sampler = new Sampler(samplerSettings(options));
+  const basic = samplerSettings(options);
   const verbose = Boolean(options.verbose);
   const prompt =
     options.prompt !== undefined
@@ -66,6 +68,13 @@ export async function runCommand(argv: string[]): Promise<number> {
       : await readFile(options.file as string, "utf8");
 
   const loaded = await loadModel(path, settings, verbose);
+  let sampler: Sampler;
+  try {
+    sampler = await makeSampler(options, basic, loaded.model);
+  } catch (e) {
+    loaded.close();
+    throw e;
+  }
   const ctx = newContext(loaded.model, settings);
   const stderr = process.stderr;
   if (verbose) {

@@ -78,12 +78,17 @@ describe("penalties", () => {
     expectShifted(workingLogits(all, logits), wantAll, 0);
   });
 
-  it("reset() forgets the history", () => {
+  it("reset() forgets the history, and acceptPrompt replaces it", () => {
     const logits = randomLogits(10, 42);
     const s = new Sampler({ presencePenalty: 5, seed: 1 });
     s.acceptPrompt([1, 2, 3]);
     s.reset();
     expectShifted(workingLogits(s, logits), logits, 0);
+    s.acceptPrompt([1, 2, 3]);
+    s.accept(4);
+    s.acceptPrompt([7]);
+    const want = Array.from(logits, (v, i) => (i === 7 ? v - 5 : v));
+    expectShifted(workingLogits(s, logits), want, 0);
   });
 });
 
@@ -273,11 +278,13 @@ describe("constraint", () => {
     expect(new Sampler({ constraint: c, temperature: 0 }).sample(logits)).toBe(2);
   });
 
-  it("accept advances the constraint, acceptPrompt does not; isDone is its isExhausted; reset resets it", () => {
+  it("accept advances the constraint, acceptPrompt restarts it; isDone is its isExhausted; reset resets it", () => {
     const { c, calls } = fakeConstraint(new Set([1, 2]));
     const s = new Sampler({ constraint: c, seed: 1 });
     s.acceptPrompt([0, 3]);
     expect(calls.accept).toEqual([]);
+    expect(calls.reset).toBe(1);
+    calls.reset = 0;
     s.accept(1);
     s.accept(2);
     expect(() => s.accept(0)).toThrow(SamplerError);
