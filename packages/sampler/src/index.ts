@@ -20,6 +20,7 @@ export {
   DEFAULT_TEMPERATURE,
   DEFAULT_TOP_K,
   DEFAULT_TOP_P,
+  LLAMA_CPP_SAMPLING,
   SAMPLER_DEFAULTS,
 } from "./options.js";
 export { Sampler } from "./sampler.js";

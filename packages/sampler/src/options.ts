@@ -11,24 +11,24 @@ export interface SamplerVocab {
 }
 
 /**
- * Options of a {@link Sampler}. Every field is optional; the defaults are llama.cpp's command-line
- * defaults, and every stage but top-k, top-p, min-p and temperature is off by default.
+ * Options of a {@link Sampler}. Every field is optional and every stage's default is a no-op;
+ * llama.cpp's command-line defaults for temperature, top-k, top-p and min-p are {@link LLAMA_CPP_SAMPLING}.
  */
 export interface SamplerOptions {
   /**
-   * Softmax temperature, the last stage before the draw. Default 0.8. `<= 0` means greedy: the
+   * Softmax temperature, the last stage before the draw. Default 1 (no change). `<= 0` means greedy: the
    * argmax after logit bias, penalties, DRY and the constraint (the truncation stages are skipped),
    * as in llama.cpp. Must be finite.
    */
   temperature?: number;
-  /** Keep only the `topK` largest logits (lower id first on ties). Default 40. `<= 0` turns it off. */
+  /** Keep only the `topK` largest logits (lower id first on ties). Default 0 (off); `<= 0` turns it off. */
   topK?: number;
   /**
    * Nucleus: keep the smallest prefix (most probable first) whose cumulative probability reaches
-   * `topP`, always at least one token. In (0, 1]; default 0.95; 1 turns it off.
+   * `topP`, always at least one token. In (0, 1]; default 1 (off).
    */
   topP?: number;
-  /** Keep the tokens whose probability is ≥ `minP` × the largest probability. In [0, 1]; default 0.05; 0 is off. */
+  /** Keep the tokens whose probability is ≥ `minP` × the largest probability. In [0, 1]; default 0 (off). */
   minP?: number;
   /**
    * Locally typical sampling: keep the tokens whose surprise is closest to the entropy, up to
@@ -113,14 +113,20 @@ export interface ResolvedSamplerOptions {
   readonly seed: number;
 }
 
-/** Default {@link SamplerOptions.temperature}. */
-export const DEFAULT_TEMPERATURE = 0.8;
-/** Default {@link SamplerOptions.topK}. */
-export const DEFAULT_TOP_K = 40;
-/** Default {@link SamplerOptions.topP}. */
-export const DEFAULT_TOP_P = 0.95;
-/** Default {@link SamplerOptions.minP}. */
-export const DEFAULT_MIN_P = 0.05;
+/**
+ * Default {@link SamplerOptions.temperature}: 1, no change to the distribution. Every stage's
+ * default is a no-op, so `new Sampler()` draws from the softmax of the logits as they are; llama.cpp's
+ * command-line defaults are {@link LLAMA_CPP_SAMPLING} (what `minfer run` uses).
+ */
+export const DEFAULT_TEMPERATURE = 1;
+/** Default {@link SamplerOptions.topK}: 0 (off). */
+export const DEFAULT_TOP_K = 0;
+/** Default {@link SamplerOptions.topP}: 1 (off). */
+export const DEFAULT_TOP_P = 1;
+/** Default {@link SamplerOptions.minP}: 0 (off). */
+export const DEFAULT_MIN_P = 0;
+/** llama.cpp's command-line sampling defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05. */
+export const LLAMA_CPP_SAMPLING = Object.freeze({ temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05 });
 /** Default {@link SamplerOptions.drySequenceBreakers}. */
 export const DEFAULT_DRY_SEQUENCE_BREAKERS: readonly string[] = Object.freeze(["\n", ":", '"', "*"]);
 

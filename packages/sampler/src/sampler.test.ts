@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { SamplerError } from "./errors.js";
-import { DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, type SamplerOptions } from "./options.js";
+import {
+  DEFAULT_TEMPERATURE,
+  DEFAULT_TOP_K,
+  DEFAULT_TOP_P,
+  LLAMA_CPP_SAMPLING,
+  type SamplerOptions,
+} from "./options.js";
 import { Sampler } from "./sampler.js";
 import { argmax } from "./select.js";
 import { draws, expectIntervalsMatchReference, expectMatchesReference } from "./test-checks.js";
@@ -14,9 +20,17 @@ describe("Sampler options", () => {
       topK: DEFAULT_TOP_K,
       topP: DEFAULT_TOP_P,
     });
-    expect(DEFAULT_TEMPERATURE).toBe(0.8);
-    expect(DEFAULT_TOP_K).toBe(40);
-    expect(DEFAULT_TOP_P).toBe(0.95);
+    // Every stage's default is a no-op: the softmax of the logits as they are.
+    expect(s.options).toMatchObject({ temperature: 1, topK: 0, topP: 1, minP: 0, typicalP: 1, mirostat: 0 });
+    expect(s.options).toMatchObject({
+      repeatPenalty: 1,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      dryMultiplier: 0,
+    });
+    expect(s.options).toMatchObject({ xtcProbability: 0, topNSigma: -1 });
+    // llama.cpp's command-line defaults, for the CLI.
+    expect(LLAMA_CPP_SAMPLING).toEqual({ temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05 });
     expect(Number.isInteger(s.options.seed) && s.options.seed >= 0 && s.options.seed <= 0xffffffff).toBe(
       true,
     );

@@ -1,5 +1,5 @@
 import type { ContextOptions } from "@minfer/engine";
-import type { SamplerOptions } from "@minfer/sampler";
+import { LLAMA_CPP_SAMPLING, type SamplerOptions } from "@minfer/sampler";
 import type { OptionSpec, ParsedOptions } from "../args.js";
 import { CliError } from "../errors.js";
 
@@ -95,7 +95,7 @@ export function runSettings(options: ParsedOptions): RunSettings {
   };
 }
 
-/** Validated sampler options; defaults are the sampler's (llama.cpp's). */
+/** Validated sampler options, over llama.cpp's defaults. */
 export function samplerSettings(options: ParsedOptions): SamplerOptions {
   const { temp, topK, topP, seed } = options as {
     temp?: number;
@@ -113,7 +113,9 @@ export function samplerSettings(options: ParsedOptions): SamplerOptions {
       "-1 or an integer in [0, 4294967295]",
       seed,
     );
+  // llama.cpp's command-line defaults (the library's own defaults are no-ops).
   return {
+    ...LLAMA_CPP_SAMPLING,
     ...(temp !== undefined ? { temperature: temp } : {}),
     ...(topK !== undefined ? { topK } : {}),
     ...(topP !== undefined ? { topP } : {}),
