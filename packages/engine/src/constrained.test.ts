@@ -126,7 +126,7 @@ describe.skipIf(!haveStories)("constrained generation on stories260K", () => {
     for (const [name, schema] of Object.entries(SCHEMAS)) {
       const validate = ajv.compile(schema);
       const gbnf = jsonSchemaToGbnf(schema);
-      for (let seed = 1; seed <= 4; seed++) {
+      for (let seed = 1; seed <= 8; seed++) {
         const { text, reason } = await constrained(ctx, gbnf, seed, 400);
         expect(reason, `${name} seed ${seed}: ${text}`).not.toBe("length");
         const doc = JSON.parse(text);
@@ -177,7 +177,7 @@ describe("constrained generation on a synthetic model (random weights, byte voca
     for (const [name, schema] of Object.entries(SCHEMAS)) {
       const validate = ajv.compile(schema);
       const gbnf = jsonSchemaToGbnf(schema);
-      for (let seed = 1; seed <= 4; seed++) {
+      for (let seed = 1; seed <= 8; seed++) {
         const { text, reason } = await constrained(ctx, gbnf, seed, 900);
         expect(reason, `${name} seed ${seed}: ${text}`).not.toBe("length");
         expect(validate(JSON.parse(text)), `${name} seed ${seed}: ${text}`).toBe(true);
