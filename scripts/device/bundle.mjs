@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// Packs the built `minfer` CLI for a machine without npm (the GPU machine, see
+// ../shared/device/README.md): the CLI and its quantize worker bundled with every workspace
+// dependency inlined, the CPU backend's native addon beside them, in the layout the backend's
+// loader expects (dist/ and build/Release/ under one package root).
+//
+//   turbo run build && node scripts/device/bundle.mjs [OUT_DIR]      (default: .device/minfer)
+//   node OUT_DIR/dist/bin.js run -m model.gguf -p "Once upon a time"  (on the other machine)
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "tsup";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const out = resolve(process.argv[2] ?? join(root, ".device", "minfer"));
+const addon = join(root, "packages/backend-cpu/build/Release/minfer_cpu.node");
+if (!existsSync(addon)) {
+  console.error(`bundle: ${addon} is missing; build first (turbo run build)`);
+  process.exit(1);
+}
+rmSync(out, { recursive: true, force: true });
+await build({
+  entry: {
+    bin: join(root, "packages/cli/src/bin.ts"),
+    "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
+  },
+  outDir: join(out, "dist"),
+  format: ["esm"],
+  target: "node20",
+  platform: "node",
+  splitting: true,
+  bundle: true,
+  noExternal: [/.*/],
+  // Optional backends the registry tries by name: absent there, reported as absent.
+  external: ["@minfer/backend-cuda", "@minfer/backend-metal"],
+  // Bundled CommonJS dependencies may call require(); give ESM output one.
+  banner: {
+    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+  },
+  silent: true,
+  dts: false,
+  clean: true,
+});
+mkdirSync(join(out, "build", "Release"), { recursive: true });
+copyFileSync(addon, join(out, "build", "Release", "minfer_cpu.node"));
+writeFileSync(
+  join(out, "package.json"),
+  `${JSON.stringify({ name: "minfer", version: (await import(join(root, "packages/cli/package.json"), { with: { type: "json" } })).default.version, type: "module", private: true }, null, 2)}\n`,
+);
+const mib = (p) => (statSync(p).size / 1048576).toFixed(1);
+console.error(
+  `bundle: ${out} (dist/bin.js ${mib(join(out, "dist", "bin.js"))} MiB, addon ${mib(join(out, "build", "Release", "minfer_cpu.node"))} MiB)`,
+);
