@@ -1,4 +1,5 @@
 import { formatOptions } from "./args.js";
+import { convertCommand, convertOptions } from "./convert/convert.js";
 import { CliError } from "./errors.js";
 import { inspectCommand, inspectOptions } from "./gguf/inspect.js";
 import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
@@ -70,6 +71,12 @@ const COMMANDS: Record<string, Command> = {
     summary: "measure prompt processing (pp) and generation (tg) speed, llama-bench style",
     options: benchOptions,
     run: benchCommand,
+  },
+  convert: {
+    usage: "minfer convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|…] [--name NAME]",
+    summary: "convert a Hugging Face Llama / Qwen2 / Qwen3 checkpoint (safetensors) to GGUF",
+    options: convertOptions,
+    run: convertCommand,
   },
   tokenize: {
     usage: "minfer tokenize -m FILE (-p TEXT | -f TEXTFILE) [--ids] [--no-special]",

@@ -1,0 +1,194 @@
+// `minfer convert HF_DIR -o OUT.gguf [--type TYPE]`: a Hugging Face Llama / Qwen2 / Qwen3
+// checkpoint (config.json, safetensors, tokenizer.json) → one GGUF file, streamed tensor by tensor.
+import { existsSync, statSync } from "node:fs";
+import { basename, resolve } from "node:path";
+import {
+  chooseType,
+  fileTypeOf,
+  type GgmlTypeInfo,
+  type GgufKV,
+  GgufValueType,
+  ggmlTypeByName,
+  QUANTIZE_TYPES,
+  quantize,
+  writeGguf,
+} from "@minfer/gguf";
+import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
+import { CliError } from "../errors.js";
+import { ProgressBar } from "../progress.js";
+import { ConvertError } from "./errors.js";
+import { archMetadata, llama3RopeFactors, readHfConfig } from "./hf-config.js";
+import { readHfTokenizer } from "./hf-tokenizer.js";
+import { readCheckpointTensors, TensorReader } from "./safetensors.js";
+import { type PlannedTensor, permuteRows, planTensors } from "./tensor-map.js";
+
+export const convertOptions: OptionSpec[] = [
+  {
+    flags: ["-o", "--outfile"],
+    kind: "string",
+    metavar: "OUT.gguf",
+    help: "the GGUF file to write (required)",
+  },
+  {
+    flags: ["--type", "--outtype"],
+    kind: "string",
+    metavar: "TYPE",
+    help: `weight type: ${QUANTIZE_TYPES.map((t) => t.toLowerCase()).join(", ")} (default: f16); norms and biases stay f32`,
+  },
+  {
+    flags: ["--name"],
+    kind: "string",
+    metavar: "NAME",
+    help: "general.name (default: the directory's name)",
+  },
+];
+
+/** Elements converted per chunk: whole rows (whole heads for Q/K), about a million. */
+const CHUNK_ELEMENTS = 1 << 20;
+
+/** What {@link convertCheckpoint} wrote. */
+export interface ConvertSummary {
+  arch: string;
+  pre: string;
+  tensors: number;
+  fileSize: number;
+  types: Map<string, number>;
+}
+
+/** Options of {@link convertCheckpoint}. */
+export interface ConvertOptions {
+  /** Weight type name (f32, f16, bf16, q8_0, …). Default: f16. */
+  type?: string;
+  /** general.name. Default: the directory's base name. */
+  name?: string;
+  /** Called as bytes of tensor data are produced. */
+  onProgress?: (done: number, total: number, tensor: string) => void;
+}
+
+const u32 = (key: string, value: number): GgufKV => ({ key, type: GgufValueType.UINT32, value });
+const str = (key: string, value: string): GgufKV => ({ key, type: GgufValueType.STRING, value });
+
+/** Converts the checkpoint in `dir` to the GGUF `out`. Refusals are {@link ConvertError}s naming what is wrong. */
+export async function convertCheckpoint(
+  dir: string,
+  out: string,
+  options: ConvertOptions = {},
+): Promise<ConvertSummary> {
+  if (!existsSync(dir) || !statSync(dir).isDirectory())
+    throw new ConvertError("MISSING_FILE", `${dir} is not a directory (a Hugging Face checkpoint)`);
+  const target = ggmlTypeByName(options.type ?? "f16");
+  if (!QUANTIZE_TYPES.includes(target.name))
+    throw new CliError(
+      "BAD_VALUE",
+      `--type ${options.type}: cannot write ${target.name}; supported: ${QUANTIZE_TYPES.map((t) => t.toLowerCase()).join(", ")}`,
+    );
+  const config = readHfConfig(dir);
+  const tok = readHfTokenizer(dir, config);
+  const tensors = await readCheckpointTensors(dir);
+  const plan = planTensors(config, tok.nVocab, tensors);
+  if (config.ropeScaling?.type === "llama3") {
+    const values = llama3RopeFactors(config);
+    plan.push({ name: "rope_freqs.weight", dims: [values.length], values });
+  }
+  const types = plan.map((t) => chooseType(t.dims, target).to);
+
+  const fileType = fileTypeOf(target.id);
+  const metadata: GgufKV[] = [
+    str("general.architecture", config.arch),
+    { key: "general.type", type: GgufValueType.STRING, value: "model" },
+    str("general.name", options.name ?? basename(resolve(dir))),
+    ...archMetadata(config, tok.nVocab),
+    ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
+    ...(target.quantized ? [u32("general.quantization_version", 2)] : []),
+    ...tok.metadata,
+  ];
+
+  const total = plan.reduce((a, t) => a + t.dims.reduce((x, d) => x * d, 1), 0);
+  let done = 0;
+  const reader = new TensorReader();
+  try {
+    const layout = await writeGguf(
+      out,
+      metadata,
+      plan.map((t, i) => ({
+        name: t.name,
+        type: types[i]!.id,
+        dims: t.dims,
+        data: () =>
+          chunks(reader, t, types[i]!, (n) => {
+            done += n;
+            options.onProgress?.(done, total, t.name);
+          }),
+      })),
+    );
+    const byType = new Map<string, number>();
+    for (const t of types) byType.set(t.name, (byType.get(t.name) ?? 0) + 1);
+    return {
+      arch: config.arch,
+      pre: tok.pre,
+      tensors: plan.length,
+      fileSize: layout.fileSize,
+      types: byType,
+    };
+  } finally {
+    await reader.close();
+  }
+}
+
+/** A tensor's converted bytes, a chunk of whole rows at a time. */
+async function* chunks(
+  reader: TensorReader,
+  t: PlannedTensor,
+  type: GgmlTypeInfo,
+  progress: (elements: number) => void,
+): AsyncGenerator<Uint8Array> {
+  if (t.values) {
+    progress(t.values.length);
+    yield quantize(type.id, t.values);
+    return;
+  }
+  const src = t.src!;
+  const rowLen = t.dims[0]!;
+  const nRows = src.shape.length > 1 ? src.shape[0]! : 1;
+  const unit = t.permute?.headDim ?? 1;
+  const perChunk = Math.max(unit, Math.floor(CHUNK_ELEMENTS / rowLen / unit) * unit);
+  for (let r = 0; r < nRows; r += perChunk) {
+    const r1 = Math.min(nRows, r + perChunk);
+    let rows = await reader.rows(src, r, r1);
+    if (t.permute) rows = permuteRows(rows, rowLen, t.permute.headDim);
+    progress(rows.length);
+    yield quantize(type.id, rows);
+  }
+}
+
+/** Runs `minfer convert`. A refused checkpoint prints `minfer: error [CODE]: …` and exits 1. */
+export async function convertCommand(argv: string[]): Promise<number> {
+  const { options, positionals } = parseArgs(argv, convertOptions);
+  const [dir] = expectPositionals(positionals, ["HF_DIR"]);
+  const out = options.outfile as string | undefined;
+  if (!out) throw new CliError("MISSING_ARGUMENT", "-o OUT.gguf is required");
+  let bar: ProgressBar | undefined;
+  let totalElems = 0;
+  try {
+    const s = await convertCheckpoint(dir!, out, {
+      type: options.type as string | undefined,
+      name: options.name as string | undefined,
+      onProgress: (done, total, name) => {
+        totalElems = total;
+        bar ??= new ProgressBar("convert", total);
+        bar.update(done, name);
+      },
+    });
+    const types = [...s.types.entries()].map(([n, k]) => `${n}×${k}`).join(" ");
+    (bar ?? new ProgressBar("convert", 0)).done(
+      `${out}: ${s.arch}, tokenizer pre ${s.pre}, ${s.tensors} tensors (${types}), ${(totalElems / 1e6).toFixed(1)}M parameters, ${(s.fileSize / 1048576).toFixed(1)} MiB`,
+    );
+    return 0;
+  } catch (e) {
+    if (e instanceof ConvertError) {
+      process.stderr.write(`minfer: error [${e.code}]: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
