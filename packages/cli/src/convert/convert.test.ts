@@ -333,3 +333,52 @@ describe.skipIf(!existsSync(bin))("minfer convert (the built CLI): output and re
     expect(r.stderr).toMatch(/-o OUT.gguf is required/);
   });
 });
+
+describe("RoPE scaling", () => {
+  it("linear and yarn become <arch>.rope.scaling.* keys; llama3 the rope_freqs.weight tensor", async () => {
+    const dir = join(tmp, "rope");
+    await writeCheckpoint(dir, {
+      arch: "qwen2",
+      vocab: "qwen2",
+      vocabPath: VOCAB.qwen2,
+      shape: { ...TINY, nLayer: 1 },
+      editConfig: (c) => {
+        c.rope_scaling = { type: "yarn", factor: 4, original_max_position_embeddings: 32768 };
+      },
+    });
+    await convertCheckpoint(dir, join(tmp, "yarn.gguf"), { type: "f32" });
+    const md = (await readGguf(join(tmp, "yarn.gguf"))).metadata;
+    expect(md.string("qwen2.rope.scaling.type")).toBe("yarn");
+    expect(md.number("qwen2.rope.scaling.factor")).toBe(4);
+    expect(md.integer("qwen2.rope.scaling.original_context_length")).toBe(32768);
+
+    const l3 = join(tmp, "rope-llama3");
+    await writeCheckpoint(l3, {
+      arch: "llama",
+      vocab: "llama-bpe",
+      vocabPath: VOCAB["llama-bpe"],
+      shape: { ...TINY, nLayer: 1, ropeTheta: 500000 },
+      editConfig: (c) => {
+        c.rope_scaling = {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        };
+      },
+    });
+    await convertCheckpoint(l3, join(tmp, "llama3.gguf"), { type: "f32" });
+    const file = await readGguf(join(tmp, "llama3.gguf"));
+    expect(file.metadata.optString("llama.rope.scaling.type")).toBeUndefined();
+    const f = await f32Of(file, "rope_freqs.weight");
+    expect(f.length).toBe(TINY.headDim / 2);
+    // Wavelength 2π·500000^(2i/16): short ones (< 2048) keep factor 1, long ones (> 8192) get 8.
+    for (let i = 0; i < f.length; i++) {
+      const wavelen = 2 * Math.PI * 500000 ** ((2 * i) / TINY.headDim);
+      if (wavelen < 2048) expect(f[i]).toBe(1);
+      else if (wavelen > 8192) expect(f[i]).toBe(8);
+      else expect(f[i]).toBeGreaterThan(1);
+    }
+  });
+});
