@@ -161,7 +161,11 @@ export class Context {
     const layout = { nCtx: this.nCtx, kvDtype: this.#kvType };
     let built: Built;
     if (p.kind === "shift") {
-      const g: KvGraph = buildKvShift(hp, this.model.arch.FEATURES, { ...layout, nCells: p.nTokens });
+      const g: KvGraph = buildKvShift(hp, this.model.arch.FEATURES, {
+        ...layout,
+        nCells: p.nTokens,
+        tensors: this.model.tensors,
+      });
       built = g;
     } else if (p.kind === "move") {
       built = buildKvMove(hp, { ...layout, nCells: p.nTokens });

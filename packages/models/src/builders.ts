@@ -40,7 +40,7 @@ export interface GraphInputs {
   readonly mask: Tensor;
   /** I32 [nOutputs]: indices (into the batch) of the tokens whose logits are wanted. */
   readonly outIds: Tensor;
-  /** F32 [nRot / 2]: RoPE frequency factors (llama3 scaling only; fill with `llama3RopeFreqs`). */
+  /** F32 [nRot / 2]: RoPE frequency factors from the llama3 scaling keys (fill with `llama3RopeFreqs`); absent when the file has `rope_freqs.weight`. */
   readonly ropeFreqs?: Tensor;
 }
 
@@ -72,6 +72,8 @@ export function decoderTensorSpecs(hp: Hparams, f: ArchFeatures): TensorSpec[] {
     m("token_embd.weight", hp.nEmbd, hp.nVocab),
     v("output_norm.weight", hp.nEmbd),
     m("output.weight", hp.nEmbd, hp.nVocab),
+    // RoPE frequency factors as llama.cpp's converter stores llama3 scaling (optional).
+    { ...v(ROPE_FREQS, hp.nRot / 2), optional: true },
   ];
   for (let il = 0; il < hp.nLayer; il++) {
     const p = `blk.${il}.`;
@@ -87,6 +89,26 @@ export function decoderTensorSpecs(hp: Hparams, f: ArchFeatures): TensorSpec[] {
     specs.push(m(`${p}ffn_down.weight`, hp.nFf, hp.nEmbd));
   }
   return specs;
+}
+
+/** The tensor llama.cpp's converter stores llama3 RoPE frequency factors in. */
+export const ROPE_FREQS = "rope_freqs.weight";
+
+/**
+ * The ROPE frequency factors of a graph: the file's `rope_freqs.weight` when it has one (llama.cpp
+ * uses it whatever the scaling keys say), else an input filled from the llama3 scaling keys, else none.
+ */
+export function ropeFactors(
+  b: GraphBuilder,
+  hp: Hparams,
+  tensors: ModelTensors | undefined,
+): { tensor?: Tensor; input?: Tensor } {
+  if (tensors?.byName.has(ROPE_FREQS)) return { tensor: b.weight(ROPE_FREQS, DType.F32, [hp.nRot / 2]) };
+  if (usesRopeFreqs(hp)) {
+    const input = b.input("rope_freqs", DType.F32, [hp.nRot / 2]);
+    return { tensor: input, input };
+  }
+  return {};
 }
 
 /** Weights by name, created once per graph with the dtype `loadTensors` found (default F32). */
@@ -168,6 +190,7 @@ export function buildAttention(
   rope: RopeParams,
   nKv: number,
   il: number,
+  freqFactors: Tensor | undefined = inp.ropeFreqs,
 ): Tensor {
   const nTokens = x.ne[1];
   const proj = (wt: Tensor, bias: Tensor | undefined, name: string) => {
@@ -181,8 +204,8 @@ export function buildAttention(
   k = b.reshape(k, [hp.headDimK, hp.nHeadKv, nTokens], `Kcur_heads-${il}`);
   if (w.qNorm) q = buildNorm(b, q, w.qNorm, hp.rmsEps, "Qcur_normed", il);
   if (w.kNorm) k = buildNorm(b, k, w.kNorm, hp.rmsEps, "Kcur_normed", il);
-  q = b.name(b.rope(q, inp.positions, rope, inp.ropeFreqs), "Qcur_rope", il);
-  k = b.name(b.rope(k, inp.positions, rope, inp.ropeFreqs), "Kcur_rope", il);
+  q = b.name(b.rope(q, inp.positions, rope, freqFactors), "Qcur_rope", il);
+  k = b.name(b.rope(k, inp.positions, rope, freqFactors), "Kcur_rope", il);
 
   const kRows = b.reshape(k, [hp.headDimK * hp.nHeadKv, nTokens], `Kcur_rows-${il}`);
   const kStored = b.name(b.setRows(w.kCache, kRows, inp.cells), "k_cache_store", il);
@@ -217,13 +240,14 @@ export function buildDecoder(hp: Hparams, f: ArchFeatures, o: BuildOptions): Bui
   const kvDtype = o.kvDtype ?? DType.F32;
   const b = new GraphBuilder();
   const W = new Weights(b, o.tensors);
+  const factors = ropeFactors(b, hp, o.tensors);
   const inputs: GraphInputs = {
     tokens: b.input("tokens", DType.I32, [nTokens]),
     positions: b.input("positions", DType.I32, [nTokens]),
     cells: b.input("cells", DType.I32, [nTokens]),
     mask: o.spans ? b.input("kq_spans", DType.I32, [2, nTokens]) : b.input("mask", DType.F32, [nKv, nTokens]),
     outIds: b.input("out_ids", DType.I32, [nOutputs]),
-    ...(usesRopeFreqs(hp) ? { ropeFreqs: b.input("rope_freqs", DType.F32, [hp.nRot / 2]) } : {}),
+    ...(factors.input ? { ropeFreqs: factors.input } : {}),
   };
   const rope = ropeParams(hp, f.ropeMode);
   const nQ = hp.nHead * hp.headDimK;
@@ -256,7 +280,7 @@ export function buildDecoder(hp: Hparams, f: ArchFeatures, o: BuildOptions): Bui
       kCache: b.state(`k_cache-${il}`, kvDtype, [nK, nCtx]),
       vCache: b.state(`v_cache-${il}`, kvDtype, [nV, nCtx]),
     };
-    const attn = buildAttention(b, hp, normed, layer, inputs, rope, nKv, il);
+    const attn = buildAttention(b, hp, normed, layer, inputs, rope, nKv, il, factors.tensor);
     const ffnInp = b.name(b.add(attn, inpL), "ffn_inp", il);
     const ffnNormed = buildNorm(
       b,

@@ -11,7 +11,15 @@ export type {
   GraphInputs,
   GraphShape,
 } from "./builders.js";
-export { buildAttention, buildDecoder, buildFfn, buildNorm, decoderTensorSpecs } from "./builders.js";
+export {
+  buildAttention,
+  buildDecoder,
+  buildFfn,
+  buildNorm,
+  decoderTensorSpecs,
+  ROPE_FREQS,
+  ropeFactors,
+} from "./builders.js";
 export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
 export { ModelError } from "./errors.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";

@@ -1,7 +1,8 @@
 import { DType, type Graph, GraphBuilder, type RopeParams, type Tensor } from "@minfer/ir";
-import type { ArchFeatures } from "./builders.js";
+import { type ArchFeatures, ropeFactors } from "./builders.js";
 import type { Hparams } from "./hparams.js";
-import { ropeParams, usesRopeFreqs } from "./rope.js";
+import { ropeParams } from "./rope.js";
+import type { ModelTensors } from "./tensors.js";
 
 /** The KV cache's state tensors as a decode graph declares them. */
 export interface KvLayout {
@@ -39,13 +40,18 @@ export function shiftRopeParams(hp: Hparams, mode: RopeParams["mode"]): RopePara
 /**
  * Re-ropes the K rows of `nCells` cells after a position shift (`seqAdd`/`seqDiv`): each layer's
  * K rows at `cells` are read (as F32), rotated by `deltas` and written back. Inputs: `cells` and
- * `deltas` (I32 [nCells]) and, for llama3 scaling, `rope_freqs`.
+ * `deltas` (I32 [nCells]) and, for llama3 scaling keys without a `rope_freqs.weight` tensor, `rope_freqs`.
  */
-export function buildKvShift(hp: Hparams, f: ArchFeatures, o: KvLayout & { nCells: number }): KvGraph {
+export function buildKvShift(
+  hp: Hparams,
+  f: ArchFeatures,
+  o: KvLayout & { nCells: number; tensors?: ModelTensors },
+): KvGraph {
   const b = new GraphBuilder();
   const cells = b.input("cells", DType.I32, [o.nCells]);
   const deltas = b.input("deltas", DType.I32, [o.nCells]);
-  const freqs = usesRopeFreqs(hp) ? b.input("rope_freqs", DType.F32, [hp.nRot / 2]) : undefined;
+  const factors = ropeFactors(b, hp, o.tensors);
+  const freqs = factors.tensor;
   const rope = shiftRopeParams(hp, f.ropeMode);
   for (let il = 0; il < hp.nLayer; il++) {
     const [k] = caches(b, hp, o, il);
@@ -55,7 +61,10 @@ export function buildKvShift(hp: Hparams, f: ArchFeatures, o: KvLayout & { nCell
     const flat = b.reshape(turned, [hp.headDimK * hp.nHeadKv, o.nCells], `k_shift_flat-${il}`);
     b.name(b.setRows(k, flat, cells), "k_shift_store", il);
   }
-  return { graph: b.build(), inputs: { cells, deltas, ...(freqs ? { ropeFreqs: freqs } : {}) } };
+  return {
+    graph: b.build(),
+    inputs: { cells, deltas, ...(factors.input ? { ropeFreqs: factors.input } : {}) },
+  };
 }
 
 /**

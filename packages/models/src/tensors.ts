@@ -15,6 +15,8 @@ export interface TensorSpec {
   readonly name: string;
   readonly ne: readonly number[];
   readonly kind: "matrix" | "vector";
+  /** May be absent from the file (e.g. `rope_freqs.weight`). */
+  readonly optional?: boolean;
 }
 
 /** A tensor checked against its spec: its name (= GGUF source), dtype and shape. */
@@ -67,7 +69,8 @@ export function checkTensor(available: ReadonlyMap<string, TensorInfo>, spec: Te
 
 /**
  * Checks every expected tensor. `output.weight` may be absent (tied embeddings: the output
- * projection then reuses `token_embd.weight`); any other absent tensor is MISSING_TENSOR.
+ * projection then reuses `token_embd.weight`), and so may a spec marked optional; any other absent
+ * tensor is MISSING_TENSOR.
  */
 export function checkTensors(infos: Iterable<TensorInfo>, specs: readonly TensorSpec[]): ModelTensors {
   const available = new Map<string, TensorInfo>();
@@ -79,6 +82,7 @@ export function checkTensors(infos: Iterable<TensorInfo>, specs: readonly Tensor
       tiedOutput = true;
       continue;
     }
+    if (spec.optional && !available.has(spec.name)) continue;
     byName.set(spec.name, checkTensor(available, spec));
   }
   return { byName, tiedOutput };
