@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { backend as cpuBackend } from "@minfer/backend-cpu";
 import { GgmlType, GgufValueType, synthesizeModel, writeGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
-import { llama, llama3RopeFreqs } from "@minfer/models";
+import { llama3RopeFreqs } from "@minfer/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
 import { Model } from "./model.js";
