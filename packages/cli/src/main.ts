@@ -55,13 +55,13 @@ const GGUF_COMMANDS: Record<string, Command> = {
 const COMMANDS: Record<string, Command> = {
   run: {
     usage:
-      "minfer run -m FILE (-p PROMPT | -f PROMPTFILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-t N] [-c N] [-b N] [--ids] [--verbose]",
+      "minfer run [-m FILE] (-p PROMPT | -f PROMPTFILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-t N] [-c N] [-b N] [--ids] [--verbose]",
     summary: "generate a continuation of a prompt; only the generated text goes to stdout",
     options: runOptions,
     run: runCommand,
   },
   chat: {
-    usage: "minfer chat -m FILE [--system TEXT] [--chat-template-file F] [sampling options] [-c N] [-t N]",
+    usage: "minfer chat [-m FILE] [--system TEXT] [--chat-template-file F] [sampling options] [-c N] [-t N]",
     summary: "chat through the model's chat template, one user line at a time from stdin",
     options: chatOptions,
     run: chatCommand,

@@ -115,9 +115,9 @@ describe.skipIf(!have)("minfer run", () => {
       expect(r.stdout).toBe("");
       noStackTrace(r);
     });
-    const missing = await minfer("run", "-p", "x");
+    const missing = await minfer("run", "-m", stories);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("-m FILE is required");
+    expect(missing.stderr).toContain("give the prompt with exactly one of -p TEXT or -f PROMPTFILE");
     const unreadable = await minfer("run", "-m", join(fixtures, "no-such.gguf"), "-p", "x");
     expect(unreadable.code).not.toBe(0);
     expect(unreadable.stderr).toContain("-m: cannot read");
@@ -128,6 +128,31 @@ describe.skipIf(!have)("minfer run", () => {
     expect(noPromptFile.code).toBe(1);
     expect(noPromptFile.stderr).toContain("[ENOENT]");
     for (const r of [missing, unreadable, notGguf, noPromptFile]) noStackTrace(r);
+  });
+});
+
+describe("minfer run with the built-in model", () => {
+  it("without -m, greedy output is transformers' greedy continuation of the same checkpoint", async () => {
+    const ref = JSON.parse(
+      readFileSync(resolve(here, "../../../examples/train-default-model/reference-greedy.json"), "utf8"),
+    ) as { samples: { prompt: string; prompt_ids: number[]; greedy_ids: number[] }[] };
+    for (const s of ref.samples.slice(0, 3)) {
+      const want = s.greedy_ids.slice(s.prompt_ids.length);
+      const r = await minfer(
+        "run",
+        "-p",
+        s.prompt,
+        "-n",
+        String(want.length),
+        "--temp",
+        "0",
+        "--ids",
+        "--ignore-eos",
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain("built-in demonstration model");
+      expect(JSON.parse(r.stdout)).toEqual(want);
+    }
   });
 });
 

@@ -80,7 +80,7 @@ function render(
 export async function chatCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, chatOptions);
   expectPositionals(positionals, []);
-  const path = modelPath(options);
+  const path = modelPath(options, true);
   const n = options.nPredict as number | undefined;
   if (n !== undefined) check(n >= -1, "-n", "-1 or an integer >= 0", n);
   const settings = runSettings(options);

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { ContextOptions } from "@minfer/engine";
 import { LLAMA_CPP_SAMPLING, type SamplerOptions } from "@minfer/sampler";
 import type { OptionSpec, ParsedOptions } from "../args.js";
@@ -8,7 +10,7 @@ export const modelOption: OptionSpec = {
   flags: ["-m", "--model"],
   kind: "string",
   metavar: "FILE",
-  help: "the GGUF model",
+  help: "the GGUF model (run, chat: default the built-in demonstration model)",
 };
 
 /** Threads, context, micro-batch and KV type: how the model is run. */
@@ -61,10 +63,28 @@ export function check(ok: boolean, flag: string, what: string, value: unknown): 
   if (!ok) throw new CliError("BAD_VALUE", `${flag} must be ${what}, got ${String(value)}`);
 }
 
-/** The model path, required. */
-export function modelPath(options: ParsedOptions): string {
-  if (options.model === undefined) throw new CliError("MISSING_ARGUMENT", "-m FILE is required");
-  return options.model as string;
+/**
+ * The built-in default model: a 7M-parameter Qwen3 trained on the Brown corpus
+ * (examples/train-default-model), shipped in this package. A demonstration of minfer writing
+ * text, not an assistant.
+ */
+export const DEFAULT_MODEL: string = ["../models/", "../../models/"]
+  .map((dir) => fileURLToPath(new URL(`${dir}minfer-default-7m-f16.gguf`, import.meta.url)))
+  .reduce((found, p) => (existsSync(found) ? found : p)); // dist/chunk.js or src/run/options.ts
+
+/** The model path: -m, or the built-in default model (said on stderr) when `allowDefault`. */
+export function modelPath(options: ParsedOptions, allowDefault = false): string {
+  if (options.model !== undefined) return options.model as string;
+  if (!allowDefault) throw new CliError("MISSING_ARGUMENT", "-m FILE is required");
+  if (!existsSync(DEFAULT_MODEL))
+    throw new CliError(
+      "MISSING_ARGUMENT",
+      `-m FILE is required (the built-in model ${DEFAULT_MODEL} is missing)`,
+    );
+  process.stderr.write(
+    "minfer: no -m given: using the built-in demonstration model (7M parameters, trained on the Brown corpus; not an assistant)\n",
+  );
+  return DEFAULT_MODEL;
 }
 
 /** Validated context settings (undefined = the engine's default). */

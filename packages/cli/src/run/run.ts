@@ -54,7 +54,7 @@ export const runOptions: OptionSpec[] = [
 export async function runCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, runOptions);
   expectPositionals(positionals, []);
-  const path = modelPath(options);
+  const path = modelPath(options, true);
   if ((options.prompt === undefined) === (options.file === undefined))
     throw new CliError("MISSING_ARGUMENT", "give the prompt with exactly one of -p TEXT or -f PROMPTFILE");
   const n = options.nPredict as number | undefined;
