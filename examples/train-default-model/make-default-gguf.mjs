@@ -26,7 +26,17 @@ const tmp = mkdtempSync(join(tmpdir(), "minfer-default-"));
 const converted = join(tmp, "converted.gguf");
 const r = spawnSync(
   process.execPath,
-  [join(root, "packages/cli/dist/bin.js"), "convert", hf, "-o", converted, "--type", "f16", "--name", "minfer default 7M (Brown corpus)"],
+  [
+    join(root, "packages/cli/dist/bin.js"),
+    "convert",
+    hf,
+    "-o",
+    converted,
+    "--type",
+    "f16",
+    "--name",
+    "minfer default 7M (Brown corpus)",
+  ],
   { stdio: "inherit" },
 );
 if (r.status !== 0) process.exit(r.status ?? 1);
