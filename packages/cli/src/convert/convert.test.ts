@@ -368,7 +368,32 @@ describe("RoPE scaling", () => {
         };
       },
     });
+    // transformers 5 writes the same as `rope_parameters`, with rope_theta inside it.
+    const t5 = join(tmp, "rope-t5");
+    await writeCheckpoint(t5, {
+      arch: "llama",
+      vocab: "llama-bpe",
+      vocabPath: VOCAB["llama-bpe"],
+      shape: { ...TINY, nLayer: 1 },
+      editConfig: (c) => {
+        delete c.rope_theta;
+        c.rope_parameters = {
+          rope_type: "llama3",
+          rope_theta: 500000,
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8192,
+        };
+      },
+    });
+    await convertCheckpoint(t5, join(tmp, "llama3-t5.gguf"), { type: "f32" });
+    const t5File = await readGguf(join(tmp, "llama3-t5.gguf"));
+    expect(t5File.metadata.number("llama.rope.freq_base")).toBe(500000);
     await convertCheckpoint(l3, join(tmp, "llama3.gguf"), { type: "f32" });
+    expect(await f32Of(t5File, "rope_freqs.weight")).toEqual(
+      await f32Of(await readGguf(join(tmp, "llama3.gguf")), "rope_freqs.weight"),
+    );
     const file = await readGguf(join(tmp, "llama3.gguf"));
     expect(file.metadata.optString("llama.rope.scaling.type")).toBeUndefined();
     const f = await f32Of(file, "rope_freqs.weight");

@@ -125,8 +125,9 @@ export function readHfConfig(dir: string): HfConfig {
     nHeadKv,
     headDim,
     rmsEps: num("rms_norm_eps") ?? 1e-6,
-    ropeTheta: num("rope_theta") ?? 10000,
-    ropeScaling: ropeScaling(path, raw.rope_scaling),
+    // transformers 5 writes RoPE settings as `rope_parameters` { rope_theta, rope_type, factor, … }.
+    ropeTheta: num("rope_theta") ?? ropeParam(path, raw.rope_parameters, "rope_theta") ?? 10000,
+    ropeScaling: ropeScaling(path, raw.rope_scaling ?? raw.rope_parameters),
     nCtx: num("max_position_embeddings", { int: true }) ?? DEFAULT_CTX[arch],
     vocabSize: num("vocab_size", { int: true }),
     tied: raw.tie_word_embeddings === true,
@@ -134,6 +135,19 @@ export function readHfConfig(dir: string): HfConfig {
     eosId: id("eos_token_id"),
     raw,
   };
+}
+
+/** A number in transformers 5's `rope_parameters`, if there. */
+function ropeParam(path: string, v: unknown, key: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  const x = (v as Record<string, unknown>)[key];
+  if (x === undefined) return undefined;
+  if (typeof x !== "number" || !Number.isFinite(x) || x <= 0)
+    throw new ConvertError(
+      "BAD_CONFIG_KEY",
+      `${path}: rope_parameters.${key} must be a positive number, got ${JSON.stringify(x)}`,
+    );
+  return x;
 }
 
 function ropeScaling(path: string, v: unknown): RopeScalingConfig | undefined {
