@@ -227,6 +227,19 @@ describe.skipIf(!existsSync(bin))("minfer convert (the built CLI): output and re
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("");
     expect((await readGguf(out)).metadata.integer("general.file_type")).toBe(7);
+    expect(r.stderr).not.toContain("kept in another type");
+  });
+
+  it("says which matrices could not take the asked type (rows of 64 are not whole Q4_K blocks)", async () => {
+    const out = join(tmp, "cli-q4k.gguf");
+    const r = await minfer("convert", good, "-o", out, "--type", "q4_k");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/matrices kept in another type/);
+    expect(r.stderr).toMatch(
+      /blk\.0\.attn_q\.weight: rows of 64 are not a multiple of the Q4_K block size 256; using Q8_0/,
+    );
+    const file = await readGguf(out);
+    expect(file.tensors.find((t) => t.name === "blk.0.attn_q.weight")!.typeName).toBe("Q8_0");
   });
 
   async function refused(dir: string, code: string, pattern: RegExp): Promise<void> {

@@ -53,6 +53,8 @@ export interface ConvertSummary {
   tensors: number;
   fileSize: number;
   types: Map<string, number>;
+  /** Matrices written in another type than asked, each with why (rows not whole blocks). */
+  fallbacks: string[];
 }
 
 /** Options of {@link convertCheckpoint}. */
@@ -90,7 +92,9 @@ export async function convertCheckpoint(
     const values = llama3RopeFactors(config);
     plan.push({ name: "rope_freqs.weight", dims: [values.length], values });
   }
-  const types = plan.map((t) => chooseType(t.dims, target).to);
+  const choices = plan.map((t) => chooseType(t.dims, target));
+  const types = choices.map((c) => c.to);
+  const fallbacks = choices.flatMap((c, i) => (c.note ? [`${plan[i]!.name}: ${c.note}`] : []));
 
   const fileType = fileTypeOf(target.id);
   const metadata: GgufKV[] = [
@@ -129,6 +133,7 @@ export async function convertCheckpoint(
       tensors: plan.length,
       fileSize: layout.fileSize,
       types: byType,
+      fallbacks,
     };
   } finally {
     await reader.close();
@@ -180,6 +185,12 @@ export async function convertCommand(argv: string[]): Promise<number> {
       },
     });
     const types = [...s.types.entries()].map(([n, k]) => `${n}×${k}`).join(" ");
+    // Not silent: say which matrices could not take the asked type (as `gguf quantize` does).
+    if (s.fallbacks.length > 0) {
+      process.stderr.write(`minfer: ${s.fallbacks.length} matrices kept in another type:\n`);
+      for (const f of s.fallbacks.slice(0, 8)) process.stderr.write(`  ${f}\n`);
+      if (s.fallbacks.length > 8) process.stderr.write(`  … and ${s.fallbacks.length - 8} more\n`);
+    }
     (bar ?? new ProgressBar("convert", 0)).done(
       `${out}: ${s.arch}, tokenizer pre ${s.pre}, ${s.tensors} tensors (${types}), ${(totalElems / 1e6).toFixed(1)}M parameters, ${(s.fileSize / 1048576).toFixed(1)} MiB`,
     );
