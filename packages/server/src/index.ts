@@ -1,5 +1,7 @@
 /**
  * @module @minfer/server
- * Not implemented yet.
+ * An OpenAI-compatible HTTP server (fastify) over one @minfer/engine model and context.
  */
-export {};
+export { ApiError } from "./request.js";
+export type { MinferServer, ServerOptions } from "./server.js";
+export { createServer } from "./server.js";

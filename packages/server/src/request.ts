@@ -1,0 +1,283 @@
+/** Parsing and checking of OpenAI request bodies: every field known, typed and in range. */
+
+/** An OpenAI-style error: the HTTP status and the body's `error` object. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string = "invalid_request_error",
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+
+  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+const bad = (param: string, message: string, code = "invalid_value") =>
+  new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, code);
+
+/** A chat message as it reaches the template (text content only in this version). */
+export interface ParsedMessage {
+  role: string;
+  content: string;
+  name?: string;
+}
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; schema: unknown; name: string };
+
+/** What both endpoints share. */
+export interface ParsedCommon {
+  stream: boolean;
+  includeUsage: boolean;
+  maxTokens: number | undefined;
+  temperature: number | undefined;
+  topP: number | undefined;
+  topK: number | undefined;
+  minP: number | undefined;
+  seed: number | undefined;
+  stop: string[];
+  presencePenalty: number | undefined;
+  frequencyPenalty: number | undefined;
+  repeatPenalty: number | undefined;
+  logitBias: Map<number, number> | undefined;
+  responseFormat: ResponseFormat;
+}
+
+export interface ParsedChat extends ParsedCommon {
+  messages: ParsedMessage[];
+}
+
+export interface ParsedCompletion extends ParsedCommon {
+  prompt: string;
+}
+
+type Body = Record<string, unknown>;
+
+const COMMON_FIELDS = [
+  "model",
+  "stream",
+  "stream_options",
+  "max_tokens",
+  "temperature",
+  "top_p",
+  "top_k",
+  "min_p",
+  "seed",
+  "stop",
+  "presence_penalty",
+  "frequency_penalty",
+  "repeat_penalty",
+  "logit_bias",
+  "response_format",
+  "n",
+  "user",
+];
+const CHAT_FIELDS = new Set([...COMMON_FIELDS, "messages", "max_completion_tokens", "logprobs"]);
+const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, "prompt", "echo", "logprobs"]);
+
+/** Fields OpenAI defines that this server does not implement yet: named in the 400. */
+const NOT_YET = new Set(["tools", "tool_choice", "parallel_tool_calls", "top_logprobs", "suffix", "best_of"]);
+
+function checkObject(body: unknown): Body {
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new ApiError(
+      400,
+      "the request body must be a JSON object",
+      "invalid_request_error",
+      null,
+      "invalid_body",
+    );
+  return body as Body;
+}
+
+function checkKnown(body: Body, known: Set<string>): void {
+  for (const key of Object.keys(body)) {
+    if (known.has(key)) continue;
+    if (NOT_YET.has(key)) throw bad(key, "is not supported by this server yet", "unsupported_parameter");
+    throw bad(key, "unknown field", "unknown_parameter");
+  }
+}
+
+function num(body: Body, key: string, min: number, max: number, integer = false): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw bad(key, `must be a number, got ${JSON.stringify(v)}`);
+  if (integer && !Number.isInteger(v)) throw bad(key, `must be an integer, got ${v}`);
+  if (v < min || v > max) throw bad(key, `must be in [${min}, ${max}], got ${v}`);
+  return v;
+}
+
+function bool(body: Body, key: string): boolean | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function parseStop(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (typeof v === "string") return v === "" ? [] : [v];
+  if (!Array.isArray(v)) throw bad("stop", "must be a string or an array of strings");
+  if (v.length > 16) throw bad("stop", `at most 16 stop strings, got ${v.length}`);
+  return v.map((s, i) => {
+    if (typeof s !== "string" || s === "") throw bad(`stop[${i}]`, "must be a non-empty string");
+    return s;
+  });
+}
+
+function parseLogitBias(v: unknown, nVocab: number): Map<number, number> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v))
+    throw bad("logit_bias", "must be an object of token id → bias");
+  const map = new Map<number, number>();
+  for (const [k, b] of Object.entries(v as Record<string, unknown>)) {
+    const id = Number(k);
+    if (!/^\d+$/.test(k) || id >= nVocab)
+      throw bad("logit_bias", `key "${k}" is not a token id in [0, ${nVocab})`);
+    if (typeof b !== "number" || !Number.isFinite(b) || b < -100 || b > 100)
+      throw bad("logit_bias", `bias of token ${k} must be a number in [-100, 100]`);
+    // OpenAI: -100 bans the token, 100 forces it.
+    map.set(id, b <= -100 ? Number.NEGATIVE_INFINITY : b);
+  }
+  return map;
+}
+
+function parseResponseFormat(v: unknown): ResponseFormat {
+  if (v === undefined || v === null) return { type: "text" };
+  if (typeof v !== "object" || Array.isArray(v)) throw bad("response_format", "must be an object");
+  const rf = v as Body;
+  if (rf.type === "text") return { type: "text" };
+  if (rf.type === "json_object") return { type: "json_object" };
+  if (rf.type === "json_schema") {
+    const js = rf.json_schema;
+    if (typeof js !== "object" || js === null || Array.isArray(js))
+      throw bad("response_format.json_schema", "must be an object with a schema");
+    const o = js as Body;
+    if (o.name !== undefined && typeof o.name !== "string")
+      throw bad("response_format.json_schema.name", "must be a string");
+    const schema = o.schema ?? {};
+    if (typeof schema !== "object" && typeof schema !== "boolean")
+      throw bad("response_format.json_schema.schema", "must be a JSON Schema (an object)");
+    return { type: "json_schema", schema, name: (o.name as string | undefined) ?? "response" };
+  }
+  throw bad(
+    "response_format.type",
+    `must be "text", "json_object" or "json_schema", got ${JSON.stringify(rf.type)}`,
+  );
+}
+
+function parseCommon(body: Body, nVocab: number): ParsedCommon {
+  if (body.model !== undefined && typeof body.model !== "string") throw bad("model", "must be a string");
+  if (body.user !== undefined && typeof body.user !== "string") throw bad("user", "must be a string");
+  const n = num(body, "n", 1, 1, true);
+  void n;
+  const so = body.stream_options;
+  let includeUsage = false;
+  if (so !== undefined && so !== null) {
+    if (typeof so !== "object" || Array.isArray(so)) throw bad("stream_options", "must be an object");
+    for (const k of Object.keys(so))
+      if (k !== "include_usage") throw bad(`stream_options.${k}`, "unknown field");
+    includeUsage = bool(so as Body, "include_usage") ?? false;
+  }
+  return {
+    stream: bool(body, "stream") ?? false,
+    includeUsage,
+    maxTokens: num(body, "max_tokens", 0, 2 ** 31 - 1, true),
+    temperature: num(body, "temperature", 0, 2),
+    topP: num(body, "top_p", 0, 1),
+    topK: num(body, "top_k", 0, 2 ** 31 - 1, true),
+    minP: num(body, "min_p", 0, 1),
+    seed: num(body, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
+    stop: parseStop(body.stop),
+    presencePenalty: num(body, "presence_penalty", -2, 2),
+    frequencyPenalty: num(body, "frequency_penalty", -2, 2),
+    repeatPenalty: num(body, "repeat_penalty", 0, 10),
+    logitBias: parseLogitBias(body.logit_bias, nVocab),
+    responseFormat: parseResponseFormat(body.response_format),
+  };
+}
+
+function messageText(content: unknown, i: number): string {
+  if (content === undefined || content === null) return "";
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw bad(`messages[${i}].content`, "must be a string or an array of parts");
+  return content
+    .map((p, j) => {
+      const part = p as Body;
+      if (typeof p !== "object" || p === null || part.type !== "text" || typeof part.text !== "string")
+        throw bad(`messages[${i}].content[${j}]`, 'only {"type": "text", "text": …} parts are supported');
+      return part.text;
+    })
+    .join("");
+}
+
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
+
+export function parseChat(raw: unknown, nVocab: number): ParsedChat {
+  const body = checkObject(raw);
+  checkKnown(body, CHAT_FIELDS);
+  if (body.logprobs === true)
+    throw bad("logprobs", "is not supported by this server yet", "unsupported_parameter");
+  bool(body, "logprobs");
+  if (!Array.isArray(body.messages) || body.messages.length === 0)
+    throw bad(
+      "messages",
+      "must be a non-empty array of messages",
+      body.messages === undefined ? "missing_required_parameter" : "invalid_value",
+    );
+  const messages = body.messages.map((m, i): ParsedMessage => {
+    if (typeof m !== "object" || m === null || Array.isArray(m))
+      throw bad(`messages[${i}]`, "must be an object");
+    const msg = m as Body;
+    for (const k of Object.keys(msg))
+      if (!["role", "content", "name"].includes(k))
+        throw bad(
+          `messages[${i}].${k}`,
+          k === "tool_calls" || k === "tool_call_id"
+            ? "is not supported by this server yet"
+            : "unknown field",
+        );
+    if (typeof msg.role !== "string" || !ROLES.has(msg.role))
+      throw bad(
+        `messages[${i}].role`,
+        `must be one of ${[...ROLES].join(", ")}, got ${JSON.stringify(msg.role)}`,
+      );
+    if (msg.name !== undefined && typeof msg.name !== "string")
+      throw bad(`messages[${i}].name`, "must be a string");
+    const out: ParsedMessage = {
+      role: msg.role === "developer" ? "system" : msg.role,
+      content: messageText(msg.content, i),
+    };
+    if (msg.name !== undefined) out.name = msg.name as string;
+    return out;
+  });
+  const common = parseCommon(body, nVocab);
+  const mct = num(body, "max_completion_tokens", 0, 2 ** 31 - 1, true);
+  if (mct !== undefined && common.maxTokens !== undefined && mct !== common.maxTokens)
+    throw bad("max_completion_tokens", "differs from max_tokens; give one of them");
+  return { ...common, maxTokens: mct ?? common.maxTokens, messages };
+}
+
+export function parseCompletion(raw: unknown, nVocab: number): ParsedCompletion {
+  const body = checkObject(raw);
+  checkKnown(body, COMPLETION_FIELDS);
+  if (body.echo === true) throw bad("echo", "is not supported by this server yet", "unsupported_parameter");
+  bool(body, "echo");
+  if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== 0)
+    throw bad("logprobs", "is not supported by this server yet", "unsupported_parameter");
+  let prompt: string;
+  if (typeof body.prompt === "string") prompt = body.prompt;
+  else if (Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] === "string")
+    prompt = body.prompt[0];
+  else if (body.prompt === undefined) throw bad("prompt", "is required", "missing_required_parameter");
+  else throw bad("prompt", "must be a string (or an array of one string)");
+  return { ...parseCommon(body, nVocab), prompt };
+}
