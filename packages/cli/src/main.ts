@@ -8,6 +8,7 @@ import { synthCommand, synthOptions } from "./gguf/synth.js";
 import { benchCommand, benchOptions } from "./run/bench.js";
 import { chatCommand, chatOptions } from "./run/chat.js";
 import { runCommand, runOptions } from "./run/run.js";
+import { serveCommand, serveOptions } from "./run/serve.js";
 import { templateCommand, templateOptions } from "./text/template.js";
 import { tokenizeCommand, tokenizeOptions } from "./text/tokenize.js";
 import { VERSION } from "./version.js";
@@ -71,6 +72,13 @@ const COMMANDS: Record<string, Command> = {
     summary: "measure prompt processing (pp) and generation (tg) speed, llama-bench style",
     options: benchOptions,
     run: benchCommand,
+  },
+  serve: {
+    usage:
+      "minfer serve [-m FILE] [--host 127.0.0.1] [--port 8080] [-c N] [-t N] [--api-key KEY] [--chat-template-file F]",
+    summary: "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health)",
+    options: serveOptions,
+    run: serveCommand,
   },
   convert: {
     usage: "minfer convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|…] [--name NAME]",
