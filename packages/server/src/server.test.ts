@@ -286,6 +286,64 @@ describe("completions on a model without a chat template", () => {
     expect(err.status).toBe(400);
   });
 
+  it("a prompt longer than the context is a 400 naming the context size", async () => {
+    const err = await c2.completions
+      .create({ model: "s", prompt: "Once upon a time ".repeat(200), max_tokens: 4 })
+      .catch((e) => e);
+    expect(err.status).toBe(400);
+    expect(err.error.code).toBe("context_length_exceeded");
+    expect(err.message).toContain("256");
+  });
+
+  it("a fuzz of malformed bodies: every one a 4xx, the server alive", async () => {
+    let seed = 12345;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
+    const values = [null, true, -1, 1e300, 3.5, "", "x", [], [1], {}, { a: 1 }, [{ role: 1 }], "[DONE]"];
+    const fields = [
+      "prompt",
+      "max_tokens",
+      "temperature",
+      "top_p",
+      "seed",
+      "stop",
+      "logit_bias",
+      "stream",
+      "response_format",
+      "n",
+      "stream_options",
+      "top_k",
+      "min_p",
+      "frobnicate",
+      "messages",
+      "echo",
+    ];
+    for (let i = 0; i < 150; i++) {
+      const body: Record<string, unknown> = { prompt: "Once" };
+      const k = 1 + Math.floor(rand() * 3);
+      for (let j = 0; j < k; j++)
+        body[fields[Math.floor(rand() * fields.length)]!] = values[Math.floor(rand() * values.length)];
+      if (!Object.values(body).some((v) => v !== "Once")) continue;
+      const r = await fetch(`${s2url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body:
+          i % 10 === 9
+            ? JSON.stringify(body).slice(0, -3)
+            : JSON.stringify({ ...body, max_tokens: body.max_tokens ?? 2 }),
+      });
+      const text = await r.text();
+      if (r.status !== 200) {
+        expect(r.status, text).toBeGreaterThanOrEqual(400);
+        expect(r.status, text).toBeLessThan(500);
+        expect(JSON.parse(text).error.message).toBeTruthy();
+      }
+    }
+    expect((await fetch(`${s2url}/health`)).status).toBe(200);
+  });
+
   it("a client that goes away mid-stream aborts its generation; the next request is served", async () => {
     const ac = new AbortController();
     const r = await fetch(`${s2url}/v1/completions`, {
