@@ -26,6 +26,7 @@ export class StepTimer {
   #steps = 0;
   #stepMs = 0;
   #computeMs = 0;
+  #jsMs = 0;
 
   constructor(
     readonly ctx: Context,
@@ -42,11 +43,14 @@ export class StepTimer {
     const now = performance.now();
     const step = now - this.#last;
     const { computeMs, totalMs } = this.ctx.lastTiming;
-    const js = step - computeMs;
+    // generate() starts the next decode before this token is handled, so a step can be shorter
+    // than its decode: then no JavaScript was on the critical path (0, not a negative time).
+    const js = Math.max(0, step - computeMs);
     if (index > 0) {
       this.#steps++;
       this.#stepMs += step;
       this.#computeMs += computeMs;
+      this.#jsMs += js;
     }
     this.out.write(
       `token ${index} (id ${id}): step ${step.toFixed(3)} ms, compute ${computeMs.toFixed(3)} ms, ` +
@@ -60,7 +64,7 @@ export class StepTimer {
   /** The totals over the decode steps (all tokens but the first). */
   summary(): string {
     if (this.#steps === 0) return "per-token: no decode steps";
-    const js = this.#stepMs - this.#computeMs;
+    const js = this.#jsMs;
     return (
       `per-token: ${this.#steps} decode steps, mean step ${(this.#stepMs / this.#steps).toFixed(3)} ms, ` +
       `compute ${(this.#computeMs / this.#steps).toFixed(3)} ms, JS overhead ${(js / this.#steps).toFixed(3)} ms (${pct(js, this.#stepMs)} of the step)`
