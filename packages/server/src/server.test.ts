@@ -363,3 +363,51 @@ describe("completions on a model without a chat template", () => {
     expect(finished[before]!.completionTokens).toBeLessThan(250);
   });
 });
+
+describe("llama-server's text endpoints", () => {
+  const post = (path: string, body: unknown, key = "sk-test") =>
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
+
+  it("/tokenize and /detokenize agree with the model's tokenizer and invert each other", async () => {
+    const text = "The jury said that the city was quiet.";
+    const t = (await (await post("/tokenize", { content: text })).json()) as { tokens: number[] };
+    expect(t.tokens).toEqual(chatModel.tokenizer.encode(text, { addSpecial: false }));
+    const d = (await (await post("/detokenize", { tokens: t.tokens })).json()) as { content: string };
+    expect(d.content).toBe(text);
+    const p = (await (await post("/tokenize", { content: "The jury", with_pieces: true })).json()) as {
+      tokens: { id: number; piece: string }[];
+    };
+    expect(p.tokens.map((x) => x.piece).join("")).toBe("The jury");
+  });
+
+  it("/apply-template renders the chat template with the generation prompt", async () => {
+    const r = (await (await post("/apply-template", { messages })).json()) as { prompt: string };
+    expect(r.prompt).toBe(
+      chatModel.chatTemplate!.render({
+        messages,
+        addGenerationPrompt: true,
+        bosToken: "<|endoftext|>",
+        eosToken: "<|endoftext|>",
+      }),
+    );
+  });
+
+  it("refuses bad bodies naming the field, and needs the key", async () => {
+    for (const [path, body, param] of [
+      ["/tokenize", { content: 3 }, "content"],
+      ["/tokenize", { content: "x", extra: 1 }, "extra"],
+      ["/detokenize", { tokens: [1, 99999] }, "tokens[1]"],
+      ["/detokenize", { tokens: "x" }, "tokens"],
+      ["/apply-template", { messages: [] }, "messages"],
+    ] as const) {
+      const r = await post(path, body);
+      expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(((await r.json()) as { error: { param: string } }).error.param).toBe(param);
+    }
+    expect((await post("/tokenize", { content: "x" }, "sk-wrong")).status).toBe(401);
+  });
+});

@@ -13,6 +13,7 @@ import { Grammar, jsonSchemaToGbnf, LLAMA_CPP_SAMPLING, Sampler, type SamplerOpt
 import type { ChatTemplate } from "@minfer/tokenizer";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { ApiError, type ParsedCommon, parseChat, parseCompletion } from "./request.js";
+import { registerTextRoutes } from "./text-routes.js";
 
 export interface ServerOptions {
   /** The loaded model (the caller keeps ownership and disposes it after `close()`). */
@@ -112,7 +113,8 @@ export function createServer(options: ServerOptions): MinferServer {
   );
 
   app.addHook("onRequest", async (request, reply) => {
-    if (options.apiKey === undefined || !request.url.startsWith("/v1/")) return;
+    // Everything but /health needs the key when one is set (llama-server does the same).
+    if (options.apiKey === undefined || request.url === "/health") return;
     if (request.headers.authorization !== `Bearer ${options.apiKey}`)
       return reply
         .code(401)
@@ -128,6 +130,7 @@ export function createServer(options: ServerOptions): MinferServer {
   });
 
   app.get("/health", async () => ({ status: "ok" }));
+  registerTextRoutes(app, model, (messages) => renderChat(messages));
   app.get("/v1/models", async () => ({
     object: "list",
     data: [{ id: modelId, object: "model", created, owned_by: "minfer" }],

@@ -1,0 +1,66 @@
+import type { Model } from "@minfer/engine";
+import type { FastifyInstance } from "fastify";
+import { ApiError, parseChat } from "./request.js";
+
+const bad = (param: string, message: string) =>
+  new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_value");
+
+type Body = Record<string, unknown>;
+
+function object(raw: unknown, known: readonly string[]): Body {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new ApiError(400, "the body must be a JSON object", "invalid_request_error", null, "invalid_value");
+  const body = raw as Body;
+  for (const k of Object.keys(body)) if (!known.includes(k)) throw bad(k, "unknown field");
+  return body;
+}
+
+function optBool(body: Body, key: string, dflt: boolean): boolean {
+  const v = body[key];
+  if (v === undefined) return dflt;
+  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/**
+ * llama-server's text endpoints: `POST /tokenize` {content, add_special?, parse_special?,
+ * with_pieces?} → {tokens}, `POST /detokenize` {tokens} → {content}, `POST /apply-template`
+ * {messages} → {prompt} (the chat template's rendering with the generation prompt).
+ */
+export function registerTextRoutes(
+  app: FastifyInstance,
+  model: Model,
+  renderChat: (messages: { role: string; content: string }[]) => { text: string },
+): void {
+  const { tokenizer } = model;
+  const nVocab = model.hparams.nVocab;
+
+  app.post("/tokenize", async (request) => {
+    const body = object(request.body, ["content", "add_special", "parse_special", "with_pieces"]);
+    if (typeof body.content !== "string") throw bad("content", "must be a string");
+    const ids = tokenizer.encode(body.content, {
+      addSpecial: optBool(body, "add_special", false),
+      parseSpecial: optBool(body, "parse_special", true),
+    });
+    if (!optBool(body, "with_pieces", false)) return { tokens: ids };
+    const decoder = new TextDecoder("utf-8", { fatal: false });
+    return { tokens: ids.map((id) => ({ id, piece: decoder.decode(tokenizer.tokenBytes(id)) })) };
+  });
+
+  app.post("/detokenize", async (request) => {
+    const body = object(request.body, ["tokens"]);
+    const tokens = body.tokens;
+    if (!Array.isArray(tokens)) throw bad("tokens", "must be an array of token ids");
+    tokens.forEach((t, i) => {
+      if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
+        throw bad(`tokens[${i}]`, `must be a token id in [0, ${nVocab}), got ${JSON.stringify(t)}`);
+    });
+    return { content: tokenizer.decode(tokens as number[]) };
+  });
+
+  app.post("/apply-template", async (request) => {
+    const body = object(request.body, ["messages"]);
+    const { messages } = parseChat({ messages: body.messages }, nVocab);
+    return { prompt: renderChat(messages).text };
+  });
+}
