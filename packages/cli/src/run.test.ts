@@ -215,33 +215,10 @@ describe.skipIf(!have)("minfer run: the sampler chain and constrained output", (
   });
 
   it("--logit-bias bans a token; the chain's flags are checked and named", async () => {
-    const greedy = await minfer(
-      "run",
-      "-m",
-      stories,
-      "-p",
-      "Once upon a time",
-      "-n",
-      "8",
-      "--temp",
-      "0",
-      "--ids",
-    );
-    const first = (JSON.parse(greedy.stdout) as number[])[0]!;
-    const banned = await minfer(
-      "run",
-      "-m",
-      stories,
-      "-p",
-      "Once upon a time",
-      "-n",
-      "8",
-      "--temp",
-      "0",
-      "--ids",
-      "--logit-bias",
-      `${first}-inf`,
-    );
+    const greedyIds = (...extra: string[]) =>
+      minfer("run", "-m", stories, "-p", "Once upon a time", "-n", "8", "--temp", "0", "--ids", ...extra);
+    const first = (JSON.parse((await greedyIds()).stdout) as number[])[0]!;
+    const banned = await greedyIds("--logit-bias", `${first}-inf`);
     expect(banned.code, banned.stderr).toBe(0);
     expect(JSON.parse(banned.stdout)).not.toContain(first);
     const bad = [

@@ -479,10 +479,11 @@ export class Context {
       const { k, v, layers } = this.#rowBytes();
       const rows: SequenceRows[] = [];
       const runtime = this.model.runtime;
+      const runs = cellRuns(st);
       for (const { base, size } of this.#stateBlocks()) {
         const out = new Uint8Array(st.length * size);
-        for (let i = 0; i < st.length; i++)
-          out.set(await runtime.read(this.#kvBuffer, base + st[i]! * size, size), i * size);
+        for (const [at, first, n] of runs)
+          out.set(await runtime.read(this.#kvBuffer, base + first * size, n * size), at * size);
         rows.push(out);
       }
       return writeSequenceData({
@@ -530,13 +531,14 @@ export class Context {
       const runtime = this.model.runtime;
       try {
         let r = 0;
+        const runs = cellRuns(cells);
         for (const { base, size } of this.#stateBlocks()) {
           const rows = data.rows[r++]!;
-          for (let i = 0; i < cells.length; i++)
+          for (const [at, first, n] of runs)
             await runtime.write(
               this.#kvBuffer,
-              base + cells[i]! * size,
-              rows.subarray(i * size, (i + 1) * size),
+              base + first * size,
+              rows.subarray(at * size, (at + n) * size),
             );
         }
       } catch (e) {
@@ -554,4 +556,19 @@ export class Context {
     this.#scheduler.dispose();
     this.#kvBuffer.dispose();
   }
+}
+
+/**
+ * Consecutive cells as runs [index in `cells`, first cell, count], so a sequence's K/V rows move
+ * with one read or write per run instead of one per cell.
+ */
+function cellRuns(cells: ArrayLike<number>): [number, number, number][] {
+  const runs: [number, number, number][] = [];
+  for (let i = 0; i < cells.length; ) {
+    let n = 1;
+    while (i + n < cells.length && cells[i + n] === cells[i]! + n) n++;
+    runs.push([i, cells[i]!, n]);
+    i += n;
+  }
+  return runs;
 }

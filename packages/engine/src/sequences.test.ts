@@ -114,13 +114,19 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
     const a = new Context(model, { nCtx: 64, nSeqMax: 2 });
     const b = new Context(model, { nCtx: 64, nSeqMax: 2 });
     try {
-      await a.eval(words("filler tokens"), 1); // the saved cells are not at the front
+      // The saved cells are not at the front and not one run: the filler's freed cells are reused.
+      await a.eval(words("filler tokens"), 1);
       await a.eval(prompt, 0);
+      a.seqRm(1);
+      const more = words(" named Tom");
+      await a.eval(more, 0);
       const state = await a.saveSequence(0);
+      await b.eval(words("x"), 0); // nor are the restored cells at the front
       await b.restoreSequence(state, 1);
-      expect(b.history(1)).toEqual(prompt);
+      expect(b.history(1)).toEqual([...prompt, ...more]);
       const next = words(" who");
-      expect(maxAbsDiff(await a.eval(next, 0), await b.eval(next, 1))).toBe(0);
+      // Same rows, other cells (and a mask in one, spans in the other): equal to float rounding.
+      expect(maxAbsDiff(await a.eval(next, 0), await b.eval(next, 1))).toBeLessThan(1e-5);
       // Malformed or mismatched state is refused with a code, changing nothing.
       const bad = state.slice();
       bad[0] = 0;

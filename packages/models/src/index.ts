@@ -31,6 +31,7 @@ export * as qwen2 from "./qwen2.js";
 export * as qwen3 from "./qwen3.js";
 export type { ArchModule } from "./registry.js";
 export { architecture, SUPPORTED_ARCHS } from "./registry.js";
-export { llama3RopeFreqs, ropeParams, usesRopeFreqs } from "./rope.js";
+export type { Llama3Scaling } from "./rope.js";
+export { llama3FreqFactors, llama3RopeFreqs, ropeParams, usesRopeFreqs } from "./rope.js";
 export type { ModelTensor, ModelTensors, TensorInfo, TensorSpec } from "./tensors.js";
 export { checkTensor, checkTensors } from "./tensors.js";

@@ -42,12 +42,27 @@ export function usesRopeFreqs(hp: Hparams): boolean {
  * `rope_freqs.weight`).
  */
 export function llama3RopeFreqs(hp: Hparams): Float32Array {
-  const { factor, originalContextLength: L, lowFreqFactor: low, highFreqFactor: high } = hp.ropeScaling;
-  const out = new Float32Array(hp.nRot / 2);
+  return llama3FreqFactors({ ...hp.ropeScaling, freqBase: hp.ropeFreqBase, nRot: hp.nRot });
+}
+
+/** What {@link llama3FreqFactors} needs: the scaling settings, the RoPE base and the rotated dims. */
+export interface Llama3Scaling {
+  readonly factor: number;
+  readonly originalContextLength: number;
+  readonly lowFreqFactor: number;
+  readonly highFreqFactor: number;
+  readonly freqBase: number;
+  readonly nRot: number;
+}
+
+/** The factors of {@link llama3RopeFreqs} from the settings alone (what a converter has). */
+export function llama3FreqFactors(s: Llama3Scaling): Float32Array {
+  const { factor, originalContextLength: L, lowFreqFactor: low, highFreqFactor: high } = s;
+  const out = new Float32Array(s.nRot / 2);
   const loWavelen = L / low;
   const hiWavelen = L / high;
   for (let i = 0; i < out.length; i++) {
-    const freq = hp.ropeFreqBase ** ((-2 * i) / hp.nRot);
+    const freq = s.freqBase ** ((-2 * i) / s.nRot);
     const wavelen = (2 * Math.PI) / freq;
     if (wavelen < hiWavelen) out[i] = 1;
     else if (wavelen > loWavelen) out[i] = factor;

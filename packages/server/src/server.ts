@@ -141,19 +141,8 @@ export function createServer(options: ServerOptions): MinferServer {
     const rf = p.responseFormat;
     if (rf.type !== "text") {
       const param = rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format";
-      let gbnf: string;
       try {
-        gbnf = jsonSchemaToGbnf(rf.type === "json_schema" ? rf.schema : { type: "object" });
-      } catch (e) {
-        throw new ApiError(
-          400,
-          `the JSON Schema cannot be enforced: ${(e as Error).message}`,
-          "invalid_request_error",
-          param,
-          "unsupported_schema",
-        );
-      }
-      try {
+        const gbnf = jsonSchemaToGbnf(rf.type === "json_schema" ? rf.schema : { type: "object" });
         constraint = Grammar.parse(gbnf).constraint(model.tokenizer);
       } catch (e) {
         throw new ApiError(

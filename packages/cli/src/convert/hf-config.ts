@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type GgufKV, GgufValueType } from "@minfer/gguf";
+import { llama3FreqFactors } from "@minfer/models";
 import { ConvertError } from "./errors.js";
 
 /** Architectures `minfer convert` reads, by Hugging Face class and model_type. */
@@ -214,22 +215,12 @@ export function archMetadata(c: HfConfig, nVocab: number): GgufKV[] {
  */
 export function llama3RopeFactors(c: HfConfig): Float32Array {
   const s = c.ropeScaling!;
-  const factor = s.factor;
-  const low = s.lowFreqFactor ?? 1;
-  const high = s.highFreqFactor ?? 4;
-  const old = s.originalContextLength ?? 8192;
-  const lowWavelen = old / low;
-  const highWavelen = old / high;
-  const out = new Float32Array(c.headDim / 2);
-  for (let i = 0; i < out.length; i++) {
-    const freq = 1 / c.ropeTheta ** ((2 * i) / c.headDim);
-    const wavelen = (2 * Math.PI) / freq;
-    if (wavelen < highWavelen) out[i] = 1;
-    else if (wavelen > lowWavelen) out[i] = factor;
-    else {
-      const smooth = (old / wavelen - low) / (high - low);
-      out[i] = 1 / ((1 - smooth) / factor + smooth);
-    }
-  }
-  return out;
+  return llama3FreqFactors({
+    factor: s.factor,
+    lowFreqFactor: s.lowFreqFactor ?? 1,
+    highFreqFactor: s.highFreqFactor ?? 4,
+    originalContextLength: s.originalContextLength ?? 8192,
+    freqBase: c.ropeTheta,
+    nRot: c.headDim,
+  });
 }
