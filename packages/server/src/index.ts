@@ -2,6 +2,9 @@
  * @module @minfer/server
  * An OpenAI-compatible HTTP server (fastify) over one @minfer/engine model and context.
  */
+
+export type { BatcherOptions, JobFinish, JobResult, JobSpec, SlotInfo, TokenEvent } from "./batcher.js";
+export { Batcher, BatcherError } from "./batcher.js";
 export { ApiError } from "./request.js";
 export type { MinferServer, ServerOptions } from "./server.js";
-export { createServer } from "./server.js";
+export { createServer, SERVER_DEFAULTS } from "./server.js";

@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly type: string = "invalid_request_error",
     readonly param: string | null = null,
     readonly code: string | null = null,
+    /** Extra response headers (e.g. Retry-After on a 503). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
@@ -23,8 +25,10 @@ const bad = (param: string, message: string, code = "invalid_value") =>
 /** A chat message as it reaches the template (text content only in this version). */
 export interface ParsedMessage {
   role: string;
-  content: string;
+  content: string | null;
   name?: string;
+  /** Fields the template reads as they are (tool_calls, tool_call_id). */
+  [extra: string]: unknown;
 }
 
 export type ResponseFormat =
@@ -48,10 +52,20 @@ export interface ParsedCommon {
   repeatPenalty: number | undefined;
   logitBias: Map<number, number> | undefined;
   responseFormat: ResponseFormat;
+  /** Choices to generate (OpenAI `n`). */
+  n: number;
+  /** llama.cpp's `cache_prompt`: reuse a cached prefix (default true). */
+  cachePrompt: boolean;
+  /** llama.cpp's `grammar`: GBNF text. */
+  grammar: string | undefined;
+  /** Log-probabilities: undefined = none, else the number of alternatives per token. */
+  nProbs: number | undefined;
 }
 
 export interface ParsedChat extends ParsedCommon {
   messages: ParsedMessage[];
+  /** llama.cpp's `chat_template_kwargs`: extra template variables (e.g. enable_thinking). */
+  templateKwargs: Record<string, unknown>;
 }
 
 export interface ParsedCompletion extends ParsedCommon {
@@ -78,12 +92,32 @@ const COMMON_FIELDS = [
   "response_format",
   "n",
   "user",
+  "cache_prompt",
+  "grammar",
 ];
-const CHAT_FIELDS = new Set([...COMMON_FIELDS, "messages", "max_completion_tokens", "logprobs"]);
+const CHAT_FIELDS = new Set([
+  ...COMMON_FIELDS,
+  "messages",
+  "max_completion_tokens",
+  "logprobs",
+  "top_logprobs",
+  "chat_template_kwargs",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+]);
 const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, "prompt", "echo", "logprobs"]);
 
 /** Fields OpenAI defines that this server does not implement yet: named in the 400. */
-const NOT_YET = new Set(["tools", "tool_choice", "parallel_tool_calls", "top_logprobs", "suffix", "best_of"]);
+const NOT_YET = new Set([
+  "suffix",
+  "best_of",
+  "audio",
+  "modalities",
+  "prediction",
+  "functions",
+  "function_call",
+]);
 
 function checkObject(body: unknown): Body {
   if (typeof body !== "object" || body === null || Array.isArray(body))
@@ -177,8 +211,10 @@ function parseResponseFormat(v: unknown): ResponseFormat {
 function parseCommon(body: Body, nVocab: number): ParsedCommon {
   if (body.model !== undefined && typeof body.model !== "string") throw bad("model", "must be a string");
   if (body.user !== undefined && typeof body.user !== "string") throw bad("user", "must be a string");
-  const n = num(body, "n", 1, 1, true);
-  void n;
+  const n = num(body, "n", 1, MAX_N, true) ?? 1;
+  if (body.grammar !== undefined && body.grammar !== null && typeof body.grammar !== "string")
+    throw bad("grammar", "must be a GBNF grammar (a string)");
+  const grammar = typeof body.grammar === "string" && body.grammar.trim() !== "" ? body.grammar : undefined;
   const so = body.stream_options;
   let includeUsage = false;
   if (so !== undefined && so !== null) {
@@ -202,8 +238,17 @@ function parseCommon(body: Body, nVocab: number): ParsedCommon {
     repeatPenalty: num(body, "repeat_penalty", 0, 10),
     logitBias: parseLogitBias(body.logit_bias, nVocab),
     responseFormat: parseResponseFormat(body.response_format),
+    n,
+    cachePrompt: bool(body, "cache_prompt") ?? true,
+    grammar,
+    nProbs: undefined,
   };
 }
+
+/** Most choices one request may ask for. */
+export const MAX_N = 16;
+/** Most alternatives per token in log-probabilities (OpenAI's limit for chat). */
+export const MAX_TOP_LOGPROBS = 20;
 
 function messageText(content: unknown, i: number): string {
   if (content === undefined || content === null) return "";
@@ -224,9 +269,16 @@ const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 export function parseChat(raw: unknown, nVocab: number): ParsedChat {
   const body = checkObject(raw);
   checkKnown(body, CHAT_FIELDS);
-  if (body.logprobs === true)
-    throw bad("logprobs", "is not supported by this server yet", "unsupported_parameter");
-  bool(body, "logprobs");
+  const logprobs = bool(body, "logprobs") ?? false;
+  const top = num(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, true);
+  if (top !== undefined && !logprobs) throw bad("top_logprobs", "needs logprobs: true");
+  const kw = body.chat_template_kwargs;
+  if (kw !== undefined && kw !== null && (typeof kw !== "object" || Array.isArray(kw)))
+    throw bad("chat_template_kwargs", "must be an object of template variables");
+  const templateKwargs = { ...((kw ?? {}) as Record<string, unknown>) };
+  for (const k of Object.keys(templateKwargs))
+    if (["messages", "tools", "add_generation_prompt", "bos_token", "eos_token"].includes(k))
+      throw bad(`chat_template_kwargs.${k}`, "is set by the server; it cannot be a template kwarg");
   if (!Array.isArray(body.messages) || body.messages.length === 0)
     throw bad(
       "messages",
@@ -263,7 +315,13 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
   const mct = num(body, "max_completion_tokens", 0, 2 ** 31 - 1, true);
   if (mct !== undefined && common.maxTokens !== undefined && mct !== common.maxTokens)
     throw bad("max_completion_tokens", "differs from max_tokens; give one of them");
-  return { ...common, maxTokens: mct ?? common.maxTokens, messages };
+  return {
+    ...common,
+    maxTokens: mct ?? common.maxTokens,
+    messages,
+    templateKwargs,
+    nProbs: logprobs ? (top ?? 0) : undefined,
+  };
 }
 
 export function parseCompletion(raw: unknown, nVocab: number): ParsedCompletion {
@@ -271,13 +329,13 @@ export function parseCompletion(raw: unknown, nVocab: number): ParsedCompletion 
   checkKnown(body, COMPLETION_FIELDS);
   if (body.echo === true) throw bad("echo", "is not supported by this server yet", "unsupported_parameter");
   bool(body, "echo");
-  if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== 0)
-    throw bad("logprobs", "is not supported by this server yet", "unsupported_parameter");
+  // Legacy completions: logprobs is the number of alternatives per token (OpenAI allows 0–5).
+  const nProbs = num(body, "logprobs", 0, MAX_TOP_LOGPROBS, true);
   let prompt: string;
   if (typeof body.prompt === "string") prompt = body.prompt;
   else if (Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] === "string")
     prompt = body.prompt[0];
   else if (body.prompt === undefined) throw bad("prompt", "is required", "missing_required_parameter");
   else throw bad("prompt", "must be a string (or an array of one string)");
-  return { ...parseCommon(body, nVocab), prompt };
+  return { ...parseCommon(body, nVocab), prompt, nProbs };
 }

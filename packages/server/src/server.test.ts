@@ -22,7 +22,7 @@ let client: OpenAI;
 beforeAll(async () => {
   runtime = await backend.devices()[0]!.init({ threads: 2 });
   chatModel = await Model.load(CHAT_MODEL, { runtime });
-  server = createServer({ model: chatModel, contextOptions: { nCtx: 512 }, apiKey: "sk-test" });
+  server = createServer({ model: chatModel, parallel: 2, contextOptions: { nCtx: 1024 }, apiKey: "sk-test" });
   url = await server.listen(0, "127.0.0.1");
   client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "sk-test", maxRetries: 0 });
 });
@@ -201,7 +201,7 @@ describe("bad requests", () => {
     [{ messages: [{ role: "wizard", content: "hi" }] }, "messages[0].role"],
     [{}, "messages"],
     [{ messages, response_format: { type: "yaml" } }, "response_format.type"],
-    [{ messages, n: 2 }, "n"],
+    [{ messages, n: 17 }, "n"],
   ])("%j → 400 naming %s", async (body, param) => {
     const r = await post(body);
     expect(r.status).toBe(400);
@@ -255,6 +255,7 @@ describe("completions on a model without a chat template", () => {
     stories = await Model.load(storiesPath, { runtime });
     s2 = createServer({
       model: stories,
+      parallel: 1,
       contextOptions: { nCtx: 256 },
       onGeneration: (info) => finished.push(info),
     });

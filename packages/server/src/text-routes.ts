@@ -1,6 +1,6 @@
 import type { Model } from "@minfer/engine";
 import type { FastifyInstance } from "fastify";
-import { ApiError, parseChat } from "./request.js";
+import { ApiError, type ParsedMessage, parseChat } from "./request.js";
 
 const bad = (param: string, message: string) =>
   new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_value");
@@ -29,13 +29,11 @@ function optBool(body: Body, key: string, dflt: boolean): boolean {
  */
 export function registerTextRoutes(
   app: FastifyInstance,
-  model: Model,
-  renderChat: (messages: { role: string; content: string }[]) => { text: string },
+  getModel: () => Model,
+  renderChat: (messages: ParsedMessage[]) => { text: string },
 ): void {
-  const { tokenizer } = model;
-  const nVocab = model.hparams.nVocab;
-
   app.post("/tokenize", async (request) => {
+    const { tokenizer } = getModel();
     const body = object(request.body, ["content", "add_special", "parse_special", "with_pieces"]);
     if (typeof body.content !== "string") throw bad("content", "must be a string");
     const ids = tokenizer.encode(body.content, {
@@ -48,6 +46,8 @@ export function registerTextRoutes(
   });
 
   app.post("/detokenize", async (request) => {
+    const { tokenizer, hparams } = getModel();
+    const nVocab = hparams.nVocab;
     const body = object(request.body, ["tokens"]);
     const tokens = body.tokens;
     if (!Array.isArray(tokens)) throw bad("tokens", "must be an array of token ids");
@@ -60,7 +60,7 @@ export function registerTextRoutes(
 
   app.post("/apply-template", async (request) => {
     const body = object(request.body, ["messages"]);
-    const { messages } = parseChat({ messages: body.messages }, nVocab);
+    const { messages } = parseChat({ messages: body.messages }, getModel().hparams.nVocab);
     return { prompt: renderChat(messages).text };
   });
 }

@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import type { ContextOptions } from "@minfer/engine";
-import { createServer } from "@minfer/server";
+import { createServer, SERVER_DEFAULTS } from "@minfer/server";
 import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
-import { loadModel } from "./load.js";
+import { type Loaded, loadModel } from "./load.js";
 import { check, contextOptions, modelOption, modelPath, runSettings } from "./options.js";
 
 export const serveOptions: OptionSpec[] = [
@@ -17,10 +17,29 @@ export const serveOptions: OptionSpec[] = [
     help: "port to listen on; 0 = any free one (default: 8080)",
   },
   {
+    flags: ["-np", "--parallel"],
+    kind: "integer",
+    metavar: "N",
+    help: `slots: requests generating at once, batched together; -c is shared out to them (default: ${SERVER_DEFAULTS.parallel})`,
+  },
+  {
+    flags: ["--queue"],
+    kind: "integer",
+    metavar: "N",
+    help: `requests that may wait for a slot; more get 503 + Retry-After (default: ${SERVER_DEFAULTS.queueSize})`,
+  },
+  {
+    flags: ["--timeout"],
+    kind: "number",
+    metavar: "S",
+    help: "per-request limit in seconds, arrival to last token; past it, 504 (default: none)",
+  },
+  { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
+  {
     flags: ["--api-key"],
     kind: "string",
     metavar: "KEY",
-    help: "require `Authorization: Bearer KEY` on /v1/* (default: no key)",
+    help: "require `Authorization: Bearer KEY` on every endpoint but /health (default: no key)",
   },
   {
     flags: ["--chat-template-file"],
@@ -28,13 +47,39 @@ export const serveOptions: OptionSpec[] = [
     metavar: "F",
     help: "use this Jinja chat template instead of the model's",
   },
-  ...contextOptions,
+  ...contextOptions.map((o) =>
+    o.flags.includes("-c")
+      ? {
+          ...o,
+          help: "KV cache tokens shared out equally to the slots (default: min(4096, the model's); 0 = the model's)",
+        }
+      : o.flags.includes("-b")
+        ? {
+            ...o,
+            help: `most tokens one decode step holds: generating slots plus prompt chunks (default: ${SERVER_DEFAULTS.batchSize})`,
+          }
+        : o,
+  ),
   { flags: ["--verbose"], kind: "boolean", help: "log every request (JSON lines on stdout)" },
 ];
 
+async function readTemplate(file: string): Promise<ChatTemplate> {
+  let source: string;
+  try {
+    source = await readFile(file, "utf8");
+  } catch (e) {
+    throw new CliError(
+      "BAD_VALUE",
+      `--chat-template-file: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? e})`,
+    );
+  }
+  return ChatTemplate.parse(source, file);
+}
+
 /**
- * `minfer serve`: an OpenAI-compatible HTTP server (see @minfer/server). Requests run one at a
- * time on one context. SIGINT/SIGTERM stop it (in-flight generations are aborted), exit 0.
+ * `minfer serve`: an OpenAI-compatible HTTP server (see @minfer/server). It listens at once
+ * (/health answers 503 while the model loads), batches the slots' requests together, and on
+ * SIGINT/SIGTERM stops taking requests, lets running ones finish (30 s at most) and exits 0.
  */
 export async function serveCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, serveOptions);
@@ -43,86 +88,110 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const host = (options.host as string | undefined) ?? "127.0.0.1";
   const port = (options.port as number | undefined) ?? 8080;
   check(Number.isInteger(port) && port >= 0 && port <= 65535, "--port", "an integer in [0, 65535]", port);
+  const parallel = (options.parallel as number | undefined) ?? SERVER_DEFAULTS.parallel;
+  check(parallel >= 1 && parallel <= 256, "-np", "an integer in [1, 256]", parallel);
+  const queueSize = (options.queue as number | undefined) ?? SERVER_DEFAULTS.queueSize;
+  check(queueSize >= 0, "--queue", "0 or a positive integer", queueSize);
+  const timeout = options.timeout as number | undefined;
+  if (timeout !== undefined) check(timeout > 0, "--timeout", "a positive number of seconds", timeout);
   const apiKey = options.apiKey as string | undefined;
   if (apiKey !== undefined && apiKey === "") throw new CliError("BAD_VALUE", "--api-key must not be empty");
   const settings = runSettings(options);
+  const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
-  let chatTemplate: ChatTemplate | undefined;
-  if (templateFile !== undefined) {
-    let source: string;
-    try {
-      source = await readFile(templateFile, "utf8");
-    } catch (e) {
-      throw new CliError(
-        "BAD_VALUE",
-        `--chat-template-file: cannot read ${templateFile} (${(e as NodeJS.ErrnoException).code ?? e})`,
-      );
-    }
-    chatTemplate = ChatTemplate.parse(source, templateFile);
-  }
+  const chatTemplate = templateFile !== undefined ? await readTemplate(templateFile) : undefined;
   const verbose = Boolean(options.verbose);
-  const loaded = await loadModel(path, settings, verbose);
-  const { model, runtime } = loaded;
+
+  let loaded: Loaded | undefined;
+  const loading = loadModel(path, settings, verbose).then((l) => {
+    loaded = l;
+    return l.model;
+  });
+  const modelReady = loading.then((m) => {
+    const nCtx = settings.nCtx === 0 ? m.hparams.nCtxTrain : settings.nCtx;
+    if (nCtx !== undefined && Math.floor(nCtx / parallel) < 2)
+      throw new CliError("BAD_VALUE", `-c ${nCtx} cannot be shared by ${parallel} slots (-np)`);
+    return m;
+  });
   const contextOptions: ContextOptions = {
-    ...(settings.nCtx !== undefined
-      ? { nCtx: settings.nCtx === 0 ? model.hparams.nCtxTrain : settings.nCtx }
-      : {}),
-    ...(settings.nUbatch !== undefined ? { nUbatch: settings.nUbatch } : {}),
+    ...(settings.nCtx !== undefined ? { nCtx: settings.nCtx } : {}),
+    nUbatch: batchSize,
     ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
   };
-  let server: ReturnType<typeof createServer>;
-  try {
-    server = createServer({
-      model,
-      contextOptions,
-      ...(chatTemplate ? { chatTemplate } : {}),
-      ...(apiKey !== undefined ? { apiKey } : {}),
-      logger: verbose,
-    });
-  } catch (e) {
-    loaded.close();
-    throw e;
-  }
+  const server = createServer({
+    model: modelReady,
+    parallel,
+    contextOptions,
+    batchSize,
+    queueSize,
+    ...(timeout !== undefined ? { timeoutSeconds: timeout } : {}),
+    metrics: Boolean(options.metrics),
+    ...(chatTemplate ? { chatTemplate } : {}),
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    logger: verbose,
+  });
   let address: string;
   try {
     address = await server.listen(port, host);
   } catch (e) {
     await server.close();
-    loaded.close();
+    await loading.catch(() => undefined);
+    loaded?.close();
     const err = e as NodeJS.ErrnoException;
     if (err.code === "EADDRINUSE" || err.code === "EACCES" || err.code === "EADDRNOTAVAIL")
       throw new CliError("BAD_VALUE", `cannot listen on ${host}:${port} (${err.code})`);
     throw e;
   }
-  const ctx = server.context;
-  const template = chatTemplate
-    ? templateFile
-    : model.chatTemplate
-      ? "the model's"
-      : "none (chat requests are refused; /v1/completions works)";
-  process.stderr.write(
-    [
-      `serve: model ${server.modelId} (${path})`,
-      `serve: device cpu, ${runtime.threads} threads (${runtime.simd}); everything runs on it`,
-      `serve: 1 slot, context ${ctx.nCtx} tokens, micro-batch ${ctx.nUbatch}, KV ${ctx.kvDtype}; requests run one at a time`,
-      `serve: chat template: ${template}; API key: ${apiKey !== undefined ? "required" : "none"}`,
-      `serve: listening on ${address} (OpenAI base URL ${address}/v1)`,
-      "",
-    ].join("\n"),
-  );
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
+  process.stderr.write(`serve: listening on ${address} (OpenAI base URL ${address}/v1); loading ${path}\n`);
+  let signal: string | undefined;
+  const stopped = new Promise<string>((resolve) => {
+    const stop = (s: string) => {
       process.off("SIGINT", onInt);
       process.off("SIGTERM", onTerm);
-      process.stderr.write(`serve: ${signal}: stopping\n`);
-      resolve();
+      signal = s;
+      resolve(s);
     };
     const onInt = () => stop("SIGINT");
     const onTerm = () => stop("SIGTERM");
     process.on("SIGINT", onInt);
     process.on("SIGTERM", onTerm);
   });
-  await server.close();
-  loaded.close();
+  try {
+    await Promise.race([server.ready, stopped]);
+  } catch (e) {
+    await server.close();
+    loaded?.close();
+    throw e;
+  }
+  if (signal === undefined) {
+    const b = server.batcher;
+    const ctx = b.context;
+    const rt = loaded!.runtime;
+    const template = chatTemplate
+      ? templateFile
+      : loaded!.model.chatTemplate
+        ? "the model's"
+        : "none (chat requests are refused; /v1/completions works)";
+    process.stderr.write(
+      [
+        `serve: model ${server.modelId} (${path})`,
+        `serve: device cpu, ${rt.threads} threads (${rt.simd}); every layer and op runs on it`,
+        `serve: ${b.parallel} slot${b.parallel > 1 ? "s" : ""} × ${b.ctxPerSlot} tokens of context each ` +
+          `(KV cache ${ctx.nCtx} cells, ${ctx.kvDtype}); up to ${b.batchSize} tokens per decode step; ` +
+          `queue ${b.queueSize}; timeout ${timeout !== undefined ? `${timeout} s` : "none"}`,
+        `serve: chat template: ${template}; API key: ${apiKey !== undefined ? "required" : "none"}; ` +
+          `metrics: ${options.metrics ? "/metrics" : "off"}`,
+        `serve: ready on ${address}`,
+        "",
+      ].join("\n"),
+    );
+  }
+  const s = await stopped;
+  process.stderr.write(
+    `serve: ${s}: no new requests; letting running ones finish (${SERVER_DEFAULTS.drainSeconds} s at most)\n`,
+  );
+  const finished = await server.drain(SERVER_DEFAULTS.drainSeconds);
+  if (!finished) process.stderr.write("serve: requests still running were aborted\n");
+  loaded?.close();
   return 0;
 }

@@ -1,0 +1,517 @@
+import { Context, type ContextOptions, type Model, StopMatcher } from "@minfer/engine";
+import type { Sampler, TokenLogprob } from "@minfer/sampler";
+import type { StreamDecoder } from "@minfer/tokenizer";
+
+/** Why a job ended: the engine's reasons, plus "timeout" (its deadline passed). */
+export type JobFinish = "eog" | "stop" | "length" | "context" | "abort" | "timeout";
+
+/** One generated token as a job reports it. */
+export interface TokenEvent {
+  readonly token: number;
+  /** The text this token released (may be empty: held back for a stop string, or half a character). */
+  readonly text: string;
+  /** Present when the job asked for log-probabilities. */
+  readonly logprob?: number;
+  readonly top?: readonly TokenLogprob[];
+}
+
+/** What a request asks the batcher to generate. */
+export interface JobSpec {
+  /** The prompt's token ids (at least one). */
+  readonly ids: readonly number[];
+  /** This job's own sampler (its state follows the job). */
+  readonly sampler: Sampler;
+  readonly maxTokens?: number;
+  readonly stop?: readonly string[];
+  /** Ask for log-probabilities with this many alternatives per token (0 = the drawn token's only). */
+  readonly nProbs?: number;
+  /** Reuse the longest cached prefix held by any slot. Default true. */
+  readonly cachePrompt?: boolean;
+  readonly signal?: AbortSignal;
+  /** performance.now() after which the job ends with "timeout". */
+  readonly deadline?: number;
+  /** Called once, when the job gets a slot (before its prompt is prefilled). */
+  onStart?(info: { slot: number; cachedTokens: number }): void;
+  /** Called for every generated token, then once more with `token: -1` for text held back at the end. */
+  onToken?(event: TokenEvent): void;
+}
+
+/** How a job ended. */
+export interface JobResult {
+  readonly finish: JobFinish;
+  readonly tokens: readonly number[];
+  readonly text: string;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  /** Waiting for a slot, prefilling, generating (milliseconds). */
+  readonly queuedMs: number;
+  readonly promptMs: number;
+  readonly generateMs: number;
+}
+
+/** What the batcher reports to an observer (metrics, logs). */
+export interface BatcherObserver {
+  onStep?(info: { tokens: number; promptTokens: number; generating: number; ms: number }): void;
+  onJobEnd?(result: JobResult): void;
+  onJobError?(error: unknown): void;
+}
+
+/** Errors of {@link Batcher.submit}. */
+export class BatcherError extends Error {
+  constructor(
+    readonly code: "QUEUE_FULL" | "PROMPT_TOO_LONG" | "CLOSED",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface BatcherOptions {
+  /** Slots (sequences generating at once). */
+  readonly parallel: number;
+  /** KV cells of each slot: its prompt plus generated tokens. */
+  readonly ctxPerSlot: number;
+  /** Most tokens one step decodes (generating slots first, then prompt chunks). */
+  readonly batchSize: number;
+  /** Most jobs waiting for a slot; one more is refused with QUEUE_FULL. */
+  readonly queueSize: number;
+  readonly contextOptions?: Omit<ContextOptions, "nCtx" | "nSeqMax">;
+  readonly observer?: BatcherObserver;
+}
+
+class Job {
+  readonly spec: JobSpec;
+  readonly queuedAt = performance.now();
+  startedAt = 0;
+  prefilledAt = 0;
+  nPast = 0;
+  cached = 0;
+  chunk = 0;
+  pending = -1;
+  readonly tokens: number[] = [];
+  text = "";
+  decoder!: StreamDecoder;
+  stops: StopMatcher;
+  resolve!: (r: JobResult) => void;
+  reject!: (e: unknown) => void;
+  readonly done: Promise<JobResult>;
+
+  constructor(spec: JobSpec) {
+    this.spec = spec;
+    this.stops = new StopMatcher(spec.stop ?? []);
+    this.done = new Promise((res, rej) => {
+      this.resolve = res;
+      this.reject = rej;
+    });
+  }
+}
+
+/** A slot: one sequence of the shared context, idle (its cache kept for reuse) or running a job. */
+interface Slot {
+  readonly id: number;
+  job: Job | undefined;
+  lastUsed: number;
+  /** Tokens finished jobs of this slot generated, for /slots. */
+  decoded: number;
+}
+
+/** What /slots shows of a slot. */
+export interface SlotInfo {
+  readonly id: number;
+  readonly state: "idle" | "prefill" | "generating";
+  readonly nCtx: number;
+  /** Tokens the slot holds in the cache. */
+  readonly nPast: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly generated: number;
+}
+
+const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Continuous batching over one context: every step is one decode holding the next token of each
+ * generating slot, then chunks of prompts still being prefilled, up to `batchSize` tokens. A job
+ * takes a free slot; the slot (or, by a shared-cell copy, another slot) whose cached tokens match
+ * the longest prefix of its prompt is reused. Jobs beyond the slots wait in a bounded FIFO queue.
+ */
+export class Batcher {
+  readonly context: Context;
+  readonly parallel: number;
+  readonly ctxPerSlot: number;
+  readonly batchSize: number;
+  readonly queueSize: number;
+  readonly #slots: Slot[];
+  readonly #queue: Job[] = [];
+  readonly #model: Model;
+  readonly #observer: BatcherObserver;
+  #running: Promise<void> | undefined;
+  #closed = false;
+  #clock = 0;
+
+  constructor(model: Model, options: BatcherOptions) {
+    const int = (v: number, what: string) => {
+      if (!Number.isInteger(v) || v < 1) throw new RangeError(`${what} must be a positive integer, got ${v}`);
+      return v;
+    };
+    this.parallel = int(options.parallel, "parallel");
+    this.ctxPerSlot = int(options.ctxPerSlot, "ctxPerSlot");
+    this.batchSize = int(options.batchSize, "batchSize");
+    this.queueSize = options.queueSize;
+    if (!Number.isInteger(this.queueSize) || this.queueSize < 0)
+      throw new RangeError(`queueSize must be a non-negative integer, got ${this.queueSize}`);
+    this.#model = model;
+    this.#observer = options.observer ?? {};
+    this.context = new Context(model, {
+      ...options.contextOptions,
+      nCtx: this.parallel * this.ctxPerSlot,
+      nSeqMax: this.parallel,
+    });
+    this.#slots = Array.from({ length: this.parallel }, (_, id) => ({
+      id,
+      job: undefined,
+      lastUsed: 0,
+      decoded: 0,
+    }));
+  }
+
+  /** Jobs waiting for a slot. */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /** Slots running a job. */
+  get busy(): number {
+    return this.#slots.filter((s) => s.job).length;
+  }
+
+  /** Jobs that can be submitted now: free slots plus free queue places. */
+  capacity(): number {
+    if (this.#closed) return 0;
+    const free = this.#slots.filter((s) => !s.job).length;
+    return Math.max(0, free + this.queueSize - this.#queue.length);
+  }
+
+  /** Whether nothing runs or waits. */
+  get idle(): boolean {
+    return this.#queue.length === 0 && this.busy === 0;
+  }
+
+  slots(): SlotInfo[] {
+    return this.#slots.map((s) => {
+      const j = s.job;
+      const nPast = this.context.kv.seqCount(s.id);
+      return {
+        id: s.id,
+        state: !j ? "idle" : j.nPast < j.spec.ids.length ? "prefill" : "generating",
+        nCtx: this.ctxPerSlot,
+        nPast,
+        promptTokens: j ? j.spec.ids.length : 0,
+        cachedTokens: j ? j.cached : 0,
+        generated: j ? j.tokens.length : 0,
+      };
+    });
+  }
+
+  /**
+   * Queues a job; resolves when it ends (also aborted or timed out), rejects when it fails.
+   * Throws (synchronously) PROMPT_TOO_LONG, QUEUE_FULL or CLOSED.
+   */
+  submit(spec: JobSpec): Promise<JobResult> {
+    if (this.#closed) throw new BatcherError("CLOSED", "the server is shutting down");
+    if (spec.ids.length === 0) throw new RangeError("the prompt has no tokens");
+    if (spec.ids.length >= this.ctxPerSlot)
+      throw new BatcherError(
+        "PROMPT_TOO_LONG",
+        `the prompt has ${spec.ids.length} tokens; a slot's context holds ${this.ctxPerSlot} ` +
+          "(prompt and generated tokens together)",
+      );
+    const free = this.#slots.filter((s) => !s.job).length;
+    if (this.#queue.length >= free + this.queueSize)
+      throw new BatcherError(
+        "QUEUE_FULL",
+        `all ${this.parallel} slots are busy and ${this.#queue.length} requests wait (the queue holds ${this.queueSize})`,
+      );
+    const job = new Job(spec);
+    this.#queue.push(job);
+    this.#kick();
+    return job.done;
+  }
+
+  /** Stops taking jobs; resolves when every queued and running job has ended. */
+  async drain(): Promise<void> {
+    this.#closed = true;
+    while (this.#running) await this.#running;
+  }
+
+  /** Aborts everything (jobs end with "abort") and frees the context. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const j of this.#queue.splice(0)) this.#end(j, undefined, "abort");
+    for (const s of this.#slots) if (s.job) this.#end(s.job, s, "abort");
+    while (this.#running) await this.#running;
+    this.context.dispose();
+  }
+
+  #kick(): void {
+    if (this.#running) return;
+    this.#running = this.#loop().finally(() => {
+      this.#running = undefined;
+      // A job submitted while the loop was finishing.
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #loop(): Promise<void> {
+    for (;;) {
+      this.#expire();
+      this.#assign();
+      const active = this.#slots.filter((s) => s.job);
+      if (active.length === 0) return;
+      await this.#step(active);
+      // Let the event loop run between steps: new requests, disconnects, health checks.
+      await nextTick();
+    }
+  }
+
+  /** Ends jobs whose client left or whose deadline passed, queued or running. */
+  #expire(): void {
+    const now = performance.now();
+    const why = (j: Job): JobFinish | undefined =>
+      j.spec.signal?.aborted
+        ? "abort"
+        : j.spec.deadline !== undefined && now > j.spec.deadline
+          ? "timeout"
+          : undefined;
+    for (let i = this.#queue.length - 1; i >= 0; i--) {
+      const r = why(this.#queue[i]!);
+      if (r) this.#end(this.#queue.splice(i, 1)[0]!, undefined, r);
+    }
+    for (const s of this.#slots) {
+      const r = s.job && why(s.job);
+      if (r) this.#end(s.job!, s, r);
+    }
+  }
+
+  /** Gives waiting jobs free slots, reusing the longest cached prefix of their prompts. */
+  #assign(): void {
+    while (this.#queue.length > 0) {
+      const free = this.#slots.filter((s) => !s.job);
+      if (free.length === 0) return;
+      const job = this.#queue.shift()!;
+      const ids = job.spec.ids;
+      const reuse = job.spec.cachePrompt !== false;
+      // A prefix match of at most ids.length - 1 tokens: the last prompt token is always
+      // decoded, its logits start generation.
+      const match = (seq: number): number => {
+        if (!reuse) return 0;
+        const h = this.context.history(seq);
+        if (!h) return 0;
+        let k = 0;
+        const n = Math.min(h.length, ids.length - 1);
+        while (k < n && h[k] === ids[k]) k++;
+        return k;
+      };
+      let slot = free[0]!;
+      let best = -1;
+      for (const s of free) {
+        const m = match(s.id);
+        if (m > best || (m === best && s.lastUsed < slot.lastUsed)) {
+          best = m;
+          slot = s;
+        }
+      }
+      // A busy slot may hold a longer match (the same conversation running elsewhere): share
+      // its cells instead of prefilling them again.
+      let source = slot;
+      for (const s of this.#slots) {
+        if (s === slot) continue;
+        const m = match(s.id);
+        if (m > best) {
+          best = m;
+          source = s;
+        }
+      }
+      if (source !== slot) {
+        this.context.seqRm(slot.id, 0, -1);
+        this.context.seqCp(source.id, slot.id, 0, best);
+      } else this.context.seqRm(slot.id, best, -1);
+      job.nPast = best;
+      job.cached = best;
+      job.startedAt = performance.now();
+      job.decoder = this.#model.tokenizer.streamDecoder();
+      slot.job = job;
+      slot.lastUsed = ++this.#clock;
+      try {
+        job.spec.sampler.acceptPrompt(ids);
+        job.spec.onStart?.({ slot: slot.id, cachedTokens: best });
+      } catch (e) {
+        this.#fail(job, slot, e);
+      }
+    }
+  }
+
+  async #step(active: Slot[]): Promise<void> {
+    const tokens: number[] = [];
+    const seqs: number[] = [];
+    const want: boolean[] = [];
+    const rows: { slot: Slot; index: number }[] = [];
+    for (const s of active) {
+      const j = s.job!;
+      if (j.pending < 0) continue;
+      rows.push({ slot: s, index: tokens.length });
+      tokens.push(j.pending);
+      seqs.push(s.id);
+      want.push(true);
+    }
+    const generating = tokens.length;
+    let budget = this.batchSize - tokens.length;
+    // Prompts in arrival order, as much of each as the step's budget allows.
+    const prefilling = active
+      .filter((s) => s.job!.pending < 0)
+      .sort((a, b) => a.job!.queuedAt - b.job!.queuedAt);
+    for (const s of prefilling) {
+      const j = s.job!;
+      j.chunk = 0;
+      if (budget <= 0) continue;
+      const ids = j.spec.ids;
+      const take = Math.min(budget, ids.length - j.nPast);
+      for (let k = 0; k < take; k++) {
+        tokens.push(ids[j.nPast + k]!);
+        seqs.push(s.id);
+        want.push(false);
+      }
+      j.chunk = take;
+      budget -= take;
+      if (j.nPast + take === ids.length) {
+        want[tokens.length - 1] = true;
+        rows.push({ slot: s, index: tokens.length - 1 });
+      }
+    }
+    const t0 = performance.now();
+    let logits: Awaited<ReturnType<Context["decode"]>>;
+    try {
+      logits = await this.context.decode({ tokens, seq: seqs, logits: want });
+    } catch (e) {
+      // The context removed the batch's tokens again; every job in it fails, the others go on.
+      this.#observer.onJobError?.(e);
+      for (const s of active) {
+        const j = s.job;
+        if (j && (j.pending >= 0 || j.chunk > 0)) this.#fail(j, s, e);
+      }
+      return;
+    }
+    this.#observer.onStep?.({
+      tokens: tokens.length,
+      promptTokens: tokens.length - generating,
+      generating,
+      ms: performance.now() - t0,
+    });
+    for (const s of prefilling) {
+      const j = s.job;
+      if (!j) continue;
+      j.nPast += j.chunk;
+      if (j.nPast === j.spec.ids.length && j.chunk > 0) j.prefilledAt = performance.now();
+    }
+    for (const { slot, index } of rows) {
+      const j = slot.job;
+      if (!j) continue;
+      if (j.pending >= 0) {
+        j.nPast++;
+        j.pending = -1;
+      }
+      try {
+        this.#next(slot, j, logits.get(index));
+      } catch (e) {
+        this.#fail(j, slot, e);
+      }
+    }
+  }
+
+  /** Samples a job's next token from its logits; ends the job or leaves the token pending. */
+  #next(slot: Slot, j: Job, row: Float32Array): void {
+    const spec = j.spec;
+    const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
+    if (j.tokens.length >= max) {
+      this.#end(j, slot, "length");
+      return;
+    }
+    const tok = this.#model.tokenizer;
+    let token: number;
+    let logprob: number | undefined;
+    let top: readonly TokenLogprob[] | undefined;
+    if (spec.nProbs !== undefined) {
+      const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
+      token = r.token;
+      logprob = r.logprob;
+      top = r.top;
+    } else token = spec.sampler.sample(row);
+    if (tok.isEog(token)) {
+      this.#end(j, slot, "eog");
+      return;
+    }
+    spec.sampler.accept(token);
+    j.tokens.push(token);
+    const r = j.stops.push(j.decoder.push(token));
+    j.text += r.text;
+    spec.onToken?.({ token, text: r.text, ...(logprob !== undefined ? { logprob, top: top ?? [] } : {}) });
+    if (r.stopped || spec.sampler.isDone()) {
+      this.#end(j, slot, "stop", true);
+      return;
+    }
+    if (j.tokens.length >= max) {
+      this.#end(j, slot, "length");
+      return;
+    }
+    // The pending token needs a cell of the slot's context.
+    if (j.nPast + 1 > this.ctxPerSlot) {
+      this.#end(j, slot, "context");
+      return;
+    }
+    j.pending = token;
+  }
+
+  /** Ends a job: flushes held-back text (unless a stop string cut it), frees its slot, resolves. */
+  #end(j: Job, slot: Slot | undefined, finish: JobFinish, stopped = false): void {
+    if (!stopped && j.decoder) {
+      const rest = j.stops.push(j.decoder.flush());
+      const tail = rest.stopped ? rest.text : rest.text + j.stops.flush();
+      if (rest.stopped) finish = "stop";
+      j.text += tail;
+      if (tail && finish !== "abort")
+        try {
+          j.spec.onToken?.({ token: -1, text: tail });
+        } catch {
+          // the consumer is gone; the result still resolves
+        }
+    }
+    if (slot) this.#release(slot);
+    const now = performance.now();
+    const started = j.startedAt || now;
+    const prefilled = j.prefilledAt || now;
+    const result: JobResult = {
+      finish,
+      tokens: j.tokens,
+      text: j.text,
+      promptTokens: j.spec.ids.length,
+      cachedTokens: j.cached,
+      queuedMs: started - j.queuedAt,
+      promptMs: prefilled - started,
+      generateMs: now - prefilled,
+    };
+    this.#observer.onJobEnd?.(result);
+    j.resolve(result);
+  }
+
+  #fail(j: Job, slot: Slot, e: unknown): void {
+    this.#release(slot);
+    // What the slot holds may be half a prompt of a failed job: start it afresh next time.
+    this.context.seqRm(slot.id, 0, -1);
+    j.reject(e);
+  }
+
+  #release(slot: Slot): void {
+    if (slot.job) slot.decoded += slot.job.tokens.length;
+    slot.job = undefined;
+  }
+}

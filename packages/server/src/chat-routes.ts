@@ -1,0 +1,75 @@
+import type { FastifyInstance } from "fastify";
+import { runCompletion } from "./completions.js";
+import { ApiError, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
+import type { ServerState } from "./server.js";
+import { registerTextRoutes } from "./text-routes.js";
+
+/** `POST /v1/chat/completions`, `/v1/completions` and llama-server's text endpoints. */
+export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
+  const retryAfterS = 1;
+  const deps = () => ({
+    model: s.model,
+    modelId: s.modelId,
+    batcher: s.batcher,
+    ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
+    retryAfterS,
+    onQueueFull: () => s.metrics?.rejected(),
+  });
+
+  function renderChat(
+    messages: ParsedMessage[],
+    kwargs: Record<string, unknown> = {},
+    tools?: unknown[],
+  ): { text: string; addSpecial: boolean } {
+    const template = s.template();
+    if (!template)
+      throw new ApiError(
+        400,
+        `the model ${s.modelId} has no chat template; use /v1/completions or start the server with a chat template file`,
+        "invalid_request_error",
+        "messages",
+        "no_chat_template",
+      );
+    const { tokenizer } = s.model;
+    const tokenText = (id: number | undefined) => (id === undefined ? "" : tokenizer.tokenText(id));
+    const bos = tokenText(tokenizer.vocab.special.bos);
+    let text: string;
+    try {
+      text = template.render({
+        messages,
+        ...(tools ? { tools } : {}),
+        addGenerationPrompt: true,
+        bosToken: bos,
+        eosToken: tokenText(tokenizer.vocab.special.eos),
+        kwargs,
+      });
+    } catch (e) {
+      throw new ApiError(
+        400,
+        `the chat template refused the messages: ${(e as Error).message}`,
+        "invalid_request_error",
+        "messages",
+      );
+    }
+    return { text, addSpecial: !(bos !== "" && text.startsWith(bos)) };
+  }
+
+  registerTextRoutes(app, () => s.model, renderChat);
+
+  app.post("/v1/chat/completions", async (request, reply) => {
+    const p = parseChat(request.body, s.model.hparams.nVocab);
+    return runCompletion(deps(), request, reply, {
+      kind: "chat",
+      prompt: renderChat(p.messages, p.templateKwargs),
+      p,
+    });
+  });
+  app.post("/v1/completions", async (request, reply) => {
+    const p = parseCompletion(request.body, s.model.hparams.nVocab);
+    return runCompletion(deps(), request, reply, {
+      kind: "completion",
+      prompt: { text: p.prompt, addSpecial: true },
+      p,
+    });
+  });
+}

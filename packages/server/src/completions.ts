@@ -1,0 +1,368 @@
+import { randomUUID } from "node:crypto";
+import type { Model } from "@minfer/engine";
+import { SamplerError } from "@minfer/sampler";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { type Batcher, BatcherError, type JobFinish, type JobResult, type TokenEvent } from "./batcher.js";
+import {
+  type ChatLogprob,
+  type CompletionLogprobs,
+  emptyCompletionLogprobs,
+  LogprobFormatter,
+} from "./logprobs.js";
+import { ApiError, type ParsedCommon } from "./request.js";
+import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
+
+/** A tool call as a choice returns it (OpenAI's message.tool_calls entry, flattened). */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+/** A fragment of a tool call, as streamed in delta.tool_calls. */
+export interface ToolCallFragment {
+  readonly index: number;
+  readonly id?: string;
+  readonly name?: string;
+  readonly arguments: string;
+}
+
+/** Turns a choice's generated text into content and tool calls (plain text when no tools). */
+export interface OutputParser {
+  push(text: string): { content: string; deltas: readonly ToolCallFragment[] };
+  end(): { content: string; deltas: readonly ToolCallFragment[] };
+  readonly calls: readonly ToolCall[];
+}
+
+class PlainText implements OutputParser {
+  readonly calls: readonly ToolCall[] = [];
+  push(text: string) {
+    return { content: text, deltas: [] };
+  }
+  end() {
+    return { content: "", deltas: [] };
+  }
+}
+
+/** What a completion request runs: its prompt, parsed fields and, for chat, tool handling. */
+export interface CompletionJob {
+  readonly kind: "chat" | "completion";
+  readonly prompt: { text: string; addSpecial: boolean };
+  readonly p: ParsedCommon;
+  /** A grammar that forces tool calls (tool_choice required / a named function). */
+  readonly toolGrammar?: GrammarRequest;
+  /** A fresh output parser per choice (tools); default plain text. */
+  readonly parser?: () => OutputParser;
+}
+
+export interface CompletionDeps {
+  readonly model: Model;
+  readonly modelId: string;
+  readonly batcher: Batcher;
+  /** Per-request limit (ms), from arrival to the last token. */
+  readonly timeoutMs?: number;
+  /** Seconds a client should wait after a 503 (queue full). */
+  readonly retryAfterS: number;
+  readonly onQueueFull?: () => void;
+}
+
+type OpenAiFinish = "stop" | "length" | "tool_calls" | null;
+
+function mapFinish(reason: JobFinish | undefined, calls: number): OpenAiFinish {
+  if (calls > 0 && (reason === "eog" || reason === "stop")) return "tool_calls";
+  if (reason === "length" || reason === "context") return "length";
+  if (reason === "eog" || reason === "stop") return "stop";
+  return null;
+}
+
+interface Choice {
+  readonly index: number;
+  readonly parser: OutputParser;
+  content: string;
+  readonly chatLogprobs: ChatLogprob[];
+  readonly textLogprobs: CompletionLogprobs;
+  result?: JobResult;
+}
+
+/** Maps a batcher/engine failure to the error the client gets. */
+function toApiError(e: unknown, ctxPerSlot: number, retryAfterS: number): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e instanceof BatcherError) {
+    if (e.code === "PROMPT_TOO_LONG")
+      return new ApiError(400, e.message, "invalid_request_error", "messages", "context_length_exceeded");
+    if (e.code === "QUEUE_FULL")
+      return new ApiError(
+        503,
+        `the server is busy: ${e.message}; retry later`,
+        "unavailable_error",
+        null,
+        "queue_full",
+        {
+          "retry-after": String(retryAfterS),
+        },
+      );
+    return new ApiError(503, e.message, "unavailable_error", null, "shutting_down");
+  }
+  if (e instanceof SamplerError)
+    return new ApiError(
+      400,
+      `sampling failed: ${e.message}`,
+      "invalid_request_error",
+      null,
+      e.code.toLowerCase(),
+    );
+  void ctxPerSlot;
+  return new ApiError(500, `internal error: ${(e as Error)?.message ?? String(e)}`, "server_error");
+}
+
+/**
+ * Runs a chat or text completion request on the batcher: n choices as n jobs, streamed as SSE
+ * or answered whole. Errors before the first byte are ordinary HTTP errors; after it, a last
+ * `data: {"error": …}` event.
+ */
+export async function runCompletion(
+  deps: CompletionDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  job: CompletionJob,
+): Promise<unknown> {
+  const { model, batcher } = deps;
+  const { kind, p } = job;
+  const tokenizer = model.tokenizer;
+  const ids = tokenizer.encode(job.prompt.text, { addSpecial: job.prompt.addSpecial, parseSpecial: true });
+  if (ids.length === 0)
+    throw new ApiError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
+  if (ids.length >= batcher.ctxPerSlot)
+    throw new ApiError(
+      400,
+      `the prompt has ${ids.length} tokens but a slot's context is ${batcher.ctxPerSlot} tokens ` +
+        "(prompt and completion together); shorten the prompt or start the server with a larger -c / fewer -np",
+      "invalid_request_error",
+      kind === "chat" ? "messages" : "prompt",
+      "context_length_exceeded",
+    );
+  const constraint = compileGrammar(model, requestGrammar(p, job.toolGrammar));
+  const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i));
+
+  const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
+  const created = Math.floor(Date.now() / 1000);
+  const object = kind === "chat" ? "chat.completion" : "text_completion";
+  const chunkObject = kind === "chat" ? "chat.completion.chunk" : "text_completion";
+  const fmt = new LogprobFormatter(tokenizer);
+  const choices: Choice[] = samplers.map((_, index) => ({
+    index,
+    parser: job.parser?.() ?? new PlainText(),
+    content: "",
+    chatLogprobs: [],
+    textLogprobs: emptyCompletionLogprobs(),
+  }));
+
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  };
+  reply.raw.on("close", onClose);
+  request.raw.on("aborted", onClose);
+
+  const sse = (data: unknown) => {
+    if (!reply.raw.destroyed)
+      reply.raw.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  };
+  const chunk = (choice: Record<string, unknown>) => ({
+    id,
+    object: chunkObject,
+    created,
+    model: deps.modelId,
+    choices: [choice],
+  });
+  let started = false;
+  const start = () => {
+    if (started || !p.stream) return;
+    started = true;
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+    if (kind === "chat")
+      for (const c of choices)
+        sse(
+          chunk({
+            index: c.index,
+            delta: { role: "assistant", content: "" },
+            logprobs: null,
+            finish_reason: null,
+          }),
+        );
+  };
+
+  const emit = (c: Choice, out: { content: string; deltas: readonly ToolCallFragment[] }, e?: TokenEvent) => {
+    c.content += out.content;
+    const lp = e && e.token >= 0 && p.nProbs !== undefined ? e : undefined;
+    let chatLp: ChatLogprob | undefined;
+    if (lp) {
+      if (kind === "chat") {
+        chatLp = fmt.chat(lp);
+        c.chatLogprobs.push(chatLp);
+      } else fmt.completion(c.textLogprobs, lp, c.content.length - out.content.length);
+    }
+    if (!p.stream || (out.content === "" && out.deltas.length === 0 && !lp)) return;
+    if (kind === "chat") {
+      const delta: Record<string, unknown> = {};
+      if (out.content !== "" || out.deltas.length === 0) delta.content = out.content;
+      if (out.deltas.length > 0)
+        delta.tool_calls = out.deltas.map((d) => ({
+          index: d.index,
+          ...(d.id !== undefined ? { id: d.id, type: "function" } : {}),
+          function: { ...(d.name !== undefined ? { name: d.name } : {}), arguments: d.arguments },
+        }));
+      sse(
+        chunk({
+          index: c.index,
+          delta,
+          logprobs: chatLp ? { content: [chatLp], refusal: null } : null,
+          finish_reason: null,
+        }),
+      );
+    } else {
+      let logprobs: CompletionLogprobs | null = null;
+      if (lp) {
+        const t = c.textLogprobs;
+        const k = t.tokens.length - 1;
+        logprobs = {
+          tokens: t.tokens.slice(k),
+          token_logprobs: t.token_logprobs.slice(k),
+          top_logprobs: t.top_logprobs.slice(k),
+          text_offset: t.text_offset.slice(k),
+        };
+      }
+      sse(chunk({ index: c.index, text: out.content, logprobs, finish_reason: null }));
+    }
+  };
+
+  const deadline = deps.timeoutMs !== undefined ? performance.now() + deps.timeoutMs : undefined;
+  let results: JobResult[];
+  try {
+    if (batcher.capacity() < p.n)
+      throw new BatcherError(
+        "QUEUE_FULL",
+        `${p.n} choices need ${p.n} places; ${batcher.capacity()} are left (slots and queue)`,
+      );
+    const jobs = choices.map((c, i) =>
+      batcher.submit({
+        ids,
+        sampler: samplers[i]!,
+        ...(p.maxTokens !== undefined ? { maxTokens: p.maxTokens } : {}),
+        stop: p.stop,
+        ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),
+        cachePrompt: p.cachePrompt,
+        signal: abort.signal,
+        ...(deadline !== undefined ? { deadline } : {}),
+        onStart: start,
+        onToken: (e) => emit(c, c.parser.push(e.text), e),
+      }),
+    );
+    // One failed choice fails the request; the others stop too.
+    for (const j of jobs) j.catch(() => abort.abort());
+    results = await Promise.all(jobs);
+  } catch (e) {
+    abort.abort();
+    reply.raw.off("close", onClose);
+    request.raw.off("aborted", onClose);
+    const err = toApiError(e, batcher.ctxPerSlot, deps.retryAfterS);
+    if (err.code === "queue_full") deps.onQueueFull?.();
+    if (!started) throw err;
+    if (err.status >= 500) request.log.error(e);
+    sse(err.body());
+    reply.raw.end();
+    return;
+  }
+  reply.raw.off("close", onClose);
+  request.raw.off("aborted", onClose);
+  results.forEach((r, i) => {
+    const c = choices[i]!;
+    c.result = r;
+    emit(c, c.parser.end());
+  });
+
+  if (results.some((r) => r.finish === "abort")) {
+    // The client is gone (or the server is closing): nothing to answer.
+    if (!started) reply.hijack();
+    if (!reply.raw.destroyed) reply.raw.destroy();
+    return;
+  }
+  const timedOut = results.some((r) => r.finish === "timeout");
+  const usage = {
+    prompt_tokens: ids.length,
+    completion_tokens: results.reduce((s, r) => s + r.tokens.length, 0),
+    total_tokens: ids.length + results.reduce((s, r) => s + r.tokens.length, 0),
+    prompt_tokens_details: { cached_tokens: results[0]!.cachedTokens },
+  };
+  const timeoutError = new ApiError(
+    504,
+    `the request took longer than the server's --timeout of ${(deps.timeoutMs ?? 0) / 1000} s`,
+    "server_error",
+    null,
+    "timeout",
+  );
+  if (!p.stream || !started) {
+    if (timedOut) throw timeoutError;
+    if (p.stream) start();
+    else
+      return {
+        id,
+        object,
+        created,
+        model: deps.modelId,
+        choices: choices.map((c) => finalChoice(kind, c, p.nProbs !== undefined)),
+        usage,
+      };
+  }
+  if (timedOut) {
+    sse(timeoutError.body());
+    reply.raw.end();
+    return;
+  }
+  for (const c of choices) {
+    const finish = mapFinish(c.result!.finish, c.parser.calls.length);
+    sse(
+      chunk(
+        kind === "chat"
+          ? { index: c.index, delta: {}, logprobs: null, finish_reason: finish }
+          : { index: c.index, text: "", logprobs: null, finish_reason: finish },
+      ),
+    );
+  }
+  if (p.includeUsage) sse({ id, object: chunkObject, created, model: deps.modelId, choices: [], usage });
+  sse("[DONE]");
+  reply.raw.end();
+}
+
+function finalChoice(kind: "chat" | "completion", c: Choice, logprobs: boolean): Record<string, unknown> {
+  const finish = mapFinish(c.result!.finish, c.parser.calls.length);
+  if (kind === "completion")
+    return {
+      index: c.index,
+      text: c.content,
+      logprobs: logprobs ? c.textLogprobs : null,
+      finish_reason: finish,
+    };
+  const calls = c.parser.calls;
+  const message: Record<string, unknown> = {
+    role: "assistant",
+    content: calls.length > 0 && c.content.trim() === "" ? null : c.content,
+  };
+  if (calls.length > 0)
+    message.tool_calls = calls.map((t) => ({
+      id: t.id,
+      type: "function",
+      function: { name: t.name, arguments: t.arguments },
+    }));
+  return {
+    index: c.index,
+    message,
+    logprobs: logprobs ? { content: c.chatLogprobs, refusal: null } : null,
+    finish_reason: finish,
+  };
+}

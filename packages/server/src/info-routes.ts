@@ -1,0 +1,94 @@
+import { LLAMA_CPP_SAMPLING } from "@minfer/sampler";
+import type { FastifyInstance } from "fastify";
+import { ApiError } from "./request.js";
+import type { ServerState } from "./server.js";
+
+/**
+ * `GET /health` (503 while loading, never behind the key), `/v1/models`, `/props`, `/slots` and
+ * `/metrics` (Prometheus text; 501 unless the server was started with metrics on).
+ */
+export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
+  const created = Math.floor(Date.now() / 1000);
+
+  app.get("/health", async (_request, reply) => {
+    if (s.loaded) return { status: "ok" };
+    if (s.loadError)
+      return reply
+        .code(500)
+        .send(
+          new ApiError(
+            500,
+            `the model failed to load: ${(s.loadError as Error).message}`,
+            "server_error",
+            null,
+            "load_failed",
+          ).body(),
+        );
+    return reply
+      .code(503)
+      .header("retry-after", "1")
+      .send(new ApiError(503, "Loading model", "unavailable_error", null, "loading").body());
+  });
+
+  app.get("/v1/models", async () => ({
+    object: "list",
+    data: [{ id: s.modelId, object: "model", created, owned_by: "minfer" }],
+  }));
+
+  app.get("/props", async () => {
+    const b = s.batcher;
+    const tok = s.model.tokenizer;
+    const text = (id: number | undefined) => (id === undefined ? "" : tok.tokenText(id));
+    return {
+      model_path: s.model.path,
+      model_alias: s.modelId,
+      total_slots: b.parallel,
+      n_ctx: b.ctxPerSlot,
+      n_ctx_total: b.context.nCtx,
+      batch_size: b.batchSize,
+      queue_size: b.queueSize,
+      timeout_s: s.timeoutMs !== undefined ? s.timeoutMs / 1000 : null,
+      kv_dtype: b.context.kvDtype,
+      chat_template: s.template()?.source ?? null,
+      bos_token: text(tok.vocab.special.bos),
+      eos_token: text(tok.vocab.special.eos),
+      default_generation_settings: {
+        n_ctx: b.ctxPerSlot,
+        params: {
+          temperature: LLAMA_CPP_SAMPLING.temperature,
+          top_k: LLAMA_CPP_SAMPLING.topK,
+          top_p: LLAMA_CPP_SAMPLING.topP,
+          min_p: LLAMA_CPP_SAMPLING.minP,
+          n_predict: -1,
+          cache_prompt: true,
+        },
+      },
+    };
+  });
+
+  app.get("/slots", async () =>
+    s.batcher.slots().map((x) => ({
+      id: x.id,
+      n_ctx: x.nCtx,
+      is_processing: x.state !== "idle",
+      state: x.state,
+      n_past: x.nPast,
+      n_prompt_tokens: x.promptTokens,
+      n_cached_tokens: x.cachedTokens,
+      n_decoded: x.generated,
+    })),
+  );
+
+  app.get("/metrics", async (_request, reply) => {
+    const m = s.metrics;
+    if (!m)
+      throw new ApiError(
+        501,
+        "metrics are off; start the server with --metrics (createServer({ metrics: true }))",
+        "not_supported_error",
+        null,
+        "metrics_disabled",
+      );
+    return reply.header("content-type", m.registry.contentType).send(await m.registry.metrics());
+  });
+}

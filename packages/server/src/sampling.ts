@@ -1,0 +1,101 @@
+import type { Model } from "@minfer/engine";
+import { Grammar, jsonSchemaToGbnf, LLAMA_CPP_SAMPLING, Sampler, type SamplerOptions } from "@minfer/sampler";
+import { ApiError, type ParsedCommon } from "./request.js";
+
+/** A grammar the request asks for, with the field that asked (named in errors). */
+export interface GrammarRequest {
+  readonly gbnf: string;
+  readonly param: string;
+}
+
+/**
+ * The one grammar a request's output must follow: from `response_format`, llama.cpp's `grammar`
+ * or a forced tool call (`extra`). Two at once is a 400: they cannot both hold.
+ */
+export function requestGrammar(p: ParsedCommon, extra?: GrammarRequest): GrammarRequest | undefined {
+  const found: GrammarRequest[] = [];
+  const rf = p.responseFormat;
+  if (rf.type !== "text") {
+    const param = rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format";
+    try {
+      found.push({
+        gbnf: jsonSchemaToGbnf(rf.type === "json_schema" ? rf.schema : { type: "object" }),
+        param,
+      });
+    } catch (e) {
+      throw new ApiError(
+        400,
+        `the JSON Schema cannot be enforced: ${(e as Error).message}`,
+        "invalid_request_error",
+        param,
+        "unsupported_schema",
+      );
+    }
+  }
+  if (p.grammar !== undefined) found.push({ gbnf: p.grammar, param: "grammar" });
+  if (extra) found.push(extra);
+  if (found.length > 1)
+    throw new ApiError(
+      400,
+      `${found.map((g) => g.param).join(" and ")} each constrain the output; give one of them`,
+      "invalid_request_error",
+      found[1]!.param,
+      "invalid_value",
+    );
+  return found[0];
+}
+
+/**
+ * Compiles the request's grammar once (parse errors are a 400 naming the field); the result makes
+ * a fresh constraint per choice.
+ */
+export function compileGrammar(
+  model: Model,
+  g: GrammarRequest | undefined,
+): (() => SamplerOptions["constraint"]) | undefined {
+  if (!g) return undefined;
+  let grammar: Grammar;
+  try {
+    grammar = Grammar.parse(g.gbnf);
+  } catch (e) {
+    throw new ApiError(
+      400,
+      `${g.param}: the grammar cannot be used: ${(e as Error).message}`,
+      "invalid_request_error",
+      g.param,
+      g.param === "grammar" ? "invalid_grammar" : "unsupported_schema",
+    );
+  }
+  return () => grammar.constraint(model.tokenizer);
+}
+
+/**
+ * A sampler for one choice of a request: llama.cpp's defaults (as llama-server) under the
+ * request's fields; `choice` offsets the seed so n choices differ but each is reproducible.
+ */
+export function makeSampler(
+  model: Model,
+  p: ParsedCommon,
+  constraint: (() => SamplerOptions["constraint"]) | undefined,
+  choice = 0,
+): Sampler {
+  const so: SamplerOptions = {
+    ...LLAMA_CPP_SAMPLING,
+    ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+    ...(p.topP !== undefined ? { topP: p.topP } : {}),
+    ...(p.topK !== undefined ? { topK: p.topK } : {}),
+    ...(p.minP !== undefined ? { minP: p.minP } : {}),
+    ...(p.seed !== undefined ? { seed: (((p.seed + choice) % 2 ** 32) + 2 ** 32) % 2 ** 32 } : {}),
+    ...(p.presencePenalty !== undefined ? { presencePenalty: p.presencePenalty } : {}),
+    ...(p.frequencyPenalty !== undefined ? { frequencyPenalty: p.frequencyPenalty } : {}),
+    ...(p.repeatPenalty !== undefined ? { repeatPenalty: p.repeatPenalty } : {}),
+    ...(p.logitBias ? { logitBias: p.logitBias } : {}),
+    vocab: model.tokenizer,
+    ...(constraint ? { constraint: constraint() } : {}),
+  };
+  try {
+    return new Sampler(so);
+  } catch (e) {
+    throw new ApiError(400, (e as Error).message);
+  }
+}
