@@ -1,0 +1,13 @@
+/**
+ * OpenAI tool calling for chat completions: checking `tools` / `tool_choice` / `parallel_tool_calls` and
+ * the tool fields of messages, the tool-call format of a chat template, a grammar forcing calls, and the
+ * parser of calls out of generated text.
+ */
+
+export type { ToolFormat } from "./formats.js";
+export { toolFormatOf } from "./formats.js";
+export { toolCallGrammar } from "./grammar.js";
+export type { TemplateToolCall, ToolChoice, ToolDef, ToolsRequest } from "./parse.js";
+export { parseMessageToolFields, parseTools } from "./parse.js";
+export type { ParsedToolCall, ToolCallDelta, ToolCallParserOptions } from "./parser.js";
+export { newCallId, ToolCallParser } from "./parser.js";
