@@ -119,6 +119,8 @@ export class ToolCallParser {
   #buf = "";
   /** hermes: whitespace before a `<tool_call>`, released only if the call turns out to be text. */
   #gap = "";
+  /** hermes "call": where in #buf the search for `</tool_call>` resumes (what was searched cannot hold it). */
+  #closeFrom = 0;
   /** Whether leading whitespace is being dropped (right after a call). */
   #afterCall = false;
   /** llama3 "json": where the `{` is in #buf, and the scan for its end. */
@@ -208,14 +210,16 @@ export class ToolCallParser {
 
   /** hermes "call": a whole `<tool_call>…</tool_call>` becomes a call, or text. */
   #inCall(final: boolean, out: { content: string; deltas: ToolCallDelta[] }): boolean {
-    const k = this.#buf.indexOf(CLOSE);
+    const k = this.#buf.indexOf(CLOSE, this.#closeFrom);
     if (k < 0) {
+      this.#closeFrom = Math.max(0, this.#buf.length - CLOSE.length + 1);
       if (final) {
         out.content += this.#gap + OPEN + this.#buf;
         this.#buf = "";
       }
       return false;
     }
+    this.#closeFrom = 0;
     const body = this.#buf.slice(0, k);
     this.#buf = this.#buf.slice(k + CLOSE.length);
     if (this.#accept(body, out)) {
