@@ -1,8 +1,9 @@
 import type { FastifyInstance } from "fastify";
-import { runCompletion } from "./completions.js";
-import { ApiError, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
+import { type CompletionJob, runCompletion } from "./completions.js";
+import { ApiError, type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
 import type { ServerState } from "./server.js";
 import { registerTextRoutes } from "./text-routes.js";
+import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
 
 /** `POST /v1/chat/completions`, `/v1/completions` and llama-server's text endpoints. */
 export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
@@ -56,13 +57,36 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
 
   registerTextRoutes(app, () => s.model, renderChat);
 
+  /** The chat job: tools rendered by the template, calls parsed from its format, forced by grammar. */
+  function chatJob(p: ParsedChat): CompletionJob {
+    const t = p.tools;
+    if (!t || t.choice === "none")
+      return { kind: "chat", prompt: renderChat(p.messages, p.templateKwargs), p };
+    const template = s.template();
+    const format = template ? toolFormatOf(template.source) : undefined;
+    if (template && !format)
+      throw new ApiError(
+        400,
+        `tools: the chat template (${template.name}) has no tool-call format minfer can parse ` +
+          "(Hermes/Qwen <tool_call> or Llama 3 JSON); start the server with --chat-template-file",
+        "invalid_request_error",
+        "tools",
+        "tools_unsupported",
+      );
+    const prompt = renderChat(p.messages, p.templateKwargs, t.templateTools);
+    const gbnf = toolCallGrammar(t, format!);
+    return {
+      kind: "chat",
+      prompt,
+      p,
+      ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: "tool_choice" } } : {}),
+      parser: () => new ToolCallParser(format!, t.tools, { parallel: t.parallel }),
+    };
+  }
+
   app.post("/v1/chat/completions", async (request, reply) => {
     const p = parseChat(request.body, s.model.hparams.nVocab);
-    return runCompletion(deps(), request, reply, {
-      kind: "chat",
-      prompt: renderChat(p.messages, p.templateKwargs),
-      p,
-    });
+    return runCompletion(deps(), request, reply, chatJob(p));
   });
   app.post("/v1/completions", async (request, reply) => {
     const p = parseCompletion(request.body, s.model.hparams.nVocab);

@@ -247,7 +247,8 @@ export async function runCompletion(
     if (batcher.capacity() < p.n)
       throw new BatcherError(
         "QUEUE_FULL",
-        `${p.n} choices need ${p.n} places; ${batcher.capacity()} are left (slots and queue)`,
+        `all ${batcher.parallel} slots are busy and ${batcher.waiting} requests wait (the queue holds ${batcher.queueSize})` +
+          (p.n > 1 ? `; n = ${p.n} choices need ${p.n} places, ${batcher.capacity()} are left` : ""),
       );
     const jobs = choices.map((c, i) =>
       batcher.submit({

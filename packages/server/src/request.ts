@@ -1,4 +1,5 @@
 /** Parsing and checking of OpenAI request bodies: every field known, typed and in range. */
+import { parseMessageToolFields, parseTools, type ToolsRequest } from "./tools/index.js";
 
 /** An OpenAI-style error: the HTTP status and the body's `error` object. */
 export class ApiError extends Error {
@@ -66,6 +67,8 @@ export interface ParsedChat extends ParsedCommon {
   messages: ParsedMessage[];
   /** llama.cpp's `chat_template_kwargs`: extra template variables (e.g. enable_thinking). */
   templateKwargs: Record<string, unknown>;
+  /** `tools` / `tool_choice` / `parallel_tool_calls`, when tools are given. */
+  tools: ToolsRequest | undefined;
 }
 
 export interface ParsedCompletion extends ParsedCommon {
@@ -290,13 +293,8 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
       throw bad(`messages[${i}]`, "must be an object");
     const msg = m as Body;
     for (const k of Object.keys(msg))
-      if (!["role", "content", "name"].includes(k))
-        throw bad(
-          `messages[${i}].${k}`,
-          k === "tool_calls" || k === "tool_call_id"
-            ? "is not supported by this server yet"
-            : "unknown field",
-        );
+      if (!["role", "content", "name", "tool_calls", "tool_call_id"].includes(k))
+        throw bad(`messages[${i}].${k}`, "unknown field");
     if (typeof msg.role !== "string" || !ROLES.has(msg.role))
       throw bad(
         `messages[${i}].role`,
@@ -309,6 +307,9 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
       content: messageText(msg.content, i),
     };
     if (msg.name !== undefined) out.name = msg.name as string;
+    const tf = parseMessageToolFields(msg, i);
+    if (tf.tool_calls) out.tool_calls = tf.tool_calls;
+    if (tf.tool_call_id !== undefined) out.tool_call_id = tf.tool_call_id;
     return out;
   });
   const common = parseCommon(body, nVocab);
@@ -320,6 +321,7 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
     maxTokens: mct ?? common.maxTokens,
     messages,
     templateKwargs,
+    tools: parseTools(body),
     nProbs: logprobs ? (top ?? 0) : undefined,
   };
 }

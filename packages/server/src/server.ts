@@ -74,6 +74,21 @@ export interface MinferServer {
   close(): Promise<void>;
 }
 
+/** Waits for the HTTP server to close, ending connections left open once responses are out. */
+async function settle(closing: Promise<void>, app: FastifyInstance): Promise<void> {
+  app.server.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      app.server.closeAllConnections();
+      resolve();
+    }, 500);
+  });
+  await Promise.race([closing, grace]);
+  clearTimeout(timer);
+  await closing;
+}
+
 function positive(v: number | undefined, dflt: number, what: string, min = 1): number {
   const x = v ?? dflt;
   if (!Number.isInteger(x) || x < min)
@@ -228,7 +243,9 @@ export function createServer(options: ServerOptions): MinferServer {
     const closing = closeApp();
     await ready.catch(() => undefined);
     if (batcher) await batcher.close();
-    await closing;
+    // Nothing runs any more: connections kept alive by clients would hold close() until their
+    // keep-alive timeout.
+    await settle(closing, app);
   };
   return {
     app,
@@ -262,7 +279,7 @@ export function createServer(options: ServerOptions): MinferServer {
         clearTimeout(timer);
       }
       await close();
-      await closing;
+      await settle(closing, app);
       return finished;
     },
     close,
