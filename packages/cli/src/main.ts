@@ -75,8 +75,9 @@ const COMMANDS: Record<string, Command> = {
   },
   serve: {
     usage:
-      "minfer serve [-m FILE] [--host 127.0.0.1] [--port 8080] [-c N] [-t N] [--api-key KEY] [--chat-template-file F]",
-    summary: "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health)",
+      "minfer serve [-m FILE] [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [-b N] [-t N] [--api-key KEY] [--metrics] [--chat-template-file F] [--queue N] [--timeout S]",
+    summary:
+      "an OpenAI-compatible HTTP server: continuous batching over -np slots (/v1/chat/completions, /v1/completions, /v1/models, /health, /props, /slots, /metrics)",
     options: serveOptions,
     run: serveCommand,
   },

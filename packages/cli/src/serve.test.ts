@@ -1,0 +1,85 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { bin, fixtures, minfer } from "./test-helpers.js";
+
+// `minfer serve` as a process: the startup report, SIGTERM draining in-flight requests before
+// exiting 0, and flags checked before anything starts.
+
+const stories = resolve(fixtures, "models/stories260K.gguf");
+let child: ChildProcess | undefined;
+
+afterEach(() => {
+  if (child && child.exitCode === null) child.kill("SIGKILL");
+  child = undefined;
+});
+
+/** Starts `minfer serve` on a free port; resolves with its address once the report says ready. */
+function serve(
+  ...args: string[]
+): Promise<{ url: string; stderr: () => string; exit: Promise<number | null> }> {
+  const proc = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child = proc;
+  let err = "";
+  const exit = new Promise<number | null>((res) => proc.on("exit", (code) => res(code)));
+  return new Promise((res, rej) => {
+    proc.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      const m = /serve: ready on (http:\/\/\S+)/.exec(err);
+      if (m) res({ url: m[1]!, stderr: () => err, exit });
+    });
+    exit.then((code) => rej(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+describe("minfer serve", () => {
+  it("reports slots and context, then on SIGTERM finishes the running stream and exits 0", async () => {
+    const s = await serve("-m", stories, "-np", "2", "-c", "4096", "--metrics");
+    expect(s.stderr()).toContain("2 slots × 2048 tokens of context each (KV cache 4096 cells");
+    expect(s.stderr()).toContain("every layer and op runs on it");
+    const res = await fetch(`${s.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        prompt: "Once upon a time",
+        max_tokens: 1500,
+        temperature: 1,
+        seed: 1,
+        stream: true,
+      }),
+    });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain("data: ");
+    child!.kill("SIGTERM");
+    // New requests are refused from now on (the port closes), the running stream goes on.
+    await new Promise((r) => setTimeout(r, 100));
+    const late = await fetch(`${s.url}/health`).then(
+      (r) => r.status,
+      () => "refused",
+    );
+    expect([503, "refused"]).toContain(late);
+    let rest = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    expect(rest).toContain('"finish_reason":"length"');
+    // Most of the 1500 tokens came after the signal.
+    expect(rest.split("data: ").length).toBeGreaterThan(500);
+    expect(rest.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(await s.exit).toBe(0);
+    expect(s.stderr()).toContain("SIGTERM: no new requests");
+  });
+
+  it("refuses bad flags with a clear message", async () => {
+    const r = await minfer("serve", "-m", stories, "-np", "0");
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("-np");
+    const q = await minfer("serve", "-m", stories, "--timeout", "-1");
+    expect(q.stderr).toContain("--timeout");
+  });
+});
