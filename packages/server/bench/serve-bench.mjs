@@ -361,6 +361,8 @@ if (!skipLlama) {
 }
 
 const llamaGen = { temperature: 0, repeatPenalty: false };
+/** node-llama-cpp's thread figures of the last context (its `threads` is a hint). */
+let llamaThreads;
 
 /** K sequences of one context decoding together: aggregate tok/s, mean TTFT. */
 async function llamaStreams(lctx, prompts) {
@@ -397,6 +399,7 @@ async function llamaContext(model, k, ctx) {
   const context = await model.createContext({ sequences: k, contextSize: ctx, batchSize: 512, threads });
   const seqs = Array.from({ length: k }, () => context.getSequence());
   const comps = seqs.map((s) => new LlamaCompletion({ contextSequence: s }));
+  llamaThreads = { ideal: context.idealThreads, max: llama.maxThreads };
   return { model, context, seqs, comps };
 }
 
@@ -564,6 +567,7 @@ try {
       minferParallelFlag: hasParallel,
       minferServer: serverArgs,
       nodeLlamaCpp: llamaVersion ?? null,
+      llamaThreads: llamaThreads ?? null,
       streams,
       secondTurn: turn,
     });
@@ -618,7 +622,10 @@ else {
       `prompts ≈ ${prompt} tokens (each stream its own), ${reps} repetition(s), engines alternating; ` +
       `tok/s = all streams' tokens / wall time from the first request to the last stream's end; ` +
       `TTFT = mean over streams from the send` +
-      (llamaVersion ? `; llama.cpp: node-llama-cpp ${llamaVersion}, K sequences of one context` : "") +
+      (llamaVersion
+        ? `; llama.cpp: node-llama-cpp ${llamaVersion}, K sequences of one context, ` +
+          `threads ${llamaThreads?.ideal} (max ${llamaThreads?.max})`
+        : "") +
       `\nminfer: ${r0 ? r0.minferServer.join(" | ") : ""}` +
       (hasParallel ? "" : " (no -np on this server yet: one slot, the streams queue)"),
   );
