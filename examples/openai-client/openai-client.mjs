@@ -5,7 +5,8 @@
 //   node openai-client.mjs --url URL       talk to a server already running (e.g. http://127.0.0.1:8080)
 //   node openai-client.mjs --check         also check what comes back (used by the tests)
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import OpenAI from "openai";
 
 const args = process.argv.slice(2);
@@ -20,11 +21,18 @@ const fail = (message) => {
 
 /** Starts `minfer serve` on a free port; resolves with its URL once it reports ready. */
 function startServer() {
-  const bin = fileURLToPath(new URL("./node_modules/.bin/minfer", import.meta.url));
+  // The `minfer` package's command (its package.json names it), run with this Node.
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve("minfer/package.json");
+  const bin = join(dirname(pkg), require(pkg).bin.minfer);
   const model = flag("-m");
-  const proc = spawn(bin, ["serve", "--port", "0", "-np", "4", ...(model ? ["-m", model] : [])], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
+  const proc = spawn(
+    process.execPath,
+    [bin, "serve", "--port", "0", "-np", "4", ...(model ? ["-m", model] : [])],
+    {
+      stdio: ["ignore", "inherit", "pipe"],
+    },
+  );
   return new Promise((resolve, reject) => {
     let err = "";
     proc.stderr.on("data", (d) => {
@@ -33,6 +41,7 @@ function startServer() {
       const m = /serve: ready on (http:\/\/\S+)/.exec(err);
       if (m) resolve({ url: m[1], stop: () => proc.kill("SIGTERM") });
     });
+    proc.on("error", reject);
     proc.on("exit", (code) => reject(new Error(`minfer serve exited with ${code}`)));
   });
 }
