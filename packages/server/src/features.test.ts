@@ -5,7 +5,15 @@ import { Context, Model } from "@minfer/engine";
 import type { DeviceRuntime } from "@minfer/ir";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHAT_MODEL, cpuRuntime, type Running, STORIES, start, writeQwen3 } from "./test-helpers.js";
+import {
+  CHAT_MODEL,
+  cpuRuntime,
+  type Running,
+  STORIES,
+  start,
+  writeChatModel,
+  writeQwen3,
+} from "./test-helpers.js";
 
 // OpenAI features through the official client: logprobs (checked against a float64 log-softmax of
 // the engine's own logits), n, llama.cpp's grammar and chat_template_kwargs, JSON Schema output
@@ -70,6 +78,66 @@ async function reference(
 }
 
 const bytesOf = (m: Model, id: number) => new TextDecoder().decode(m.tokenizer.tokenBytes(id));
+
+describe.each([
+  ["stories260K (completions)", () => s, "completion"],
+  ["synthetic Qwen3 with its template (chat)", () => q, "chat"],
+] as const)("basics on %s", (_name, server, kind) => {
+  /** Non-streamed and streamed text of one request body. */
+  async function both(
+    body: Record<string, unknown>,
+  ): Promise<{ text: string; streamed: string; finish: string; usage: { completion_tokens: number } }> {
+    const c = server().client;
+    if (kind === "completion") {
+      const r = await c.completions.create({ model: "m", prompt: "Once upon a time", ...body } as never);
+      let streamed = "";
+      const stream = (await c.completions.create({
+        model: "m",
+        prompt: "Once upon a time",
+        ...body,
+        stream: true,
+      } as never)) as unknown as AsyncIterable<unknown>;
+      for await (const x of stream) streamed += (x as { choices: { text: string }[] }).choices[0]?.text ?? "";
+      return { text: r.choices[0]!.text, streamed, finish: r.choices[0]!.finish_reason, usage: r.usage! };
+    }
+    const messages = [{ role: "user" as const, content: "Tell me a story." }];
+    const r = await c.chat.completions.create({ model: "m", messages, ...body } as never);
+    let streamed = "";
+    const stream = (await c.chat.completions.create({
+      model: "m",
+      messages,
+      ...body,
+      stream: true,
+    } as never)) as unknown as AsyncIterable<unknown>;
+    for await (const x of stream)
+      streamed += (x as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "";
+    return {
+      text: r.choices[0]!.message.content ?? "",
+      streamed,
+      finish: r.choices[0]!.finish_reason,
+      usage: r.usage!,
+    };
+  }
+
+  it("max_tokens, streamed = not streamed, seeds reproducible, stop strings cut the text", async () => {
+    const greedy = await both({ max_tokens: 12, temperature: 0 });
+    expect(greedy.finish).toBe("length");
+    expect(greedy.usage.completion_tokens).toBe(12);
+    expect(greedy.streamed).toBe(greedy.text);
+    const seeded = { max_tokens: 12, temperature: 1, seed: 77 };
+    const a = await both(seeded);
+    const b = await both(seeded);
+    expect(a.text).toBe(b.text);
+    expect(a.streamed).toBe(a.text);
+    // A stop string from the middle of the greedy text: the text before it comes back.
+    const at = Math.max(1, Math.floor(greedy.text.length / 2));
+    const stop = greedy.text.slice(at, at + 2);
+    const cut = await both({ max_tokens: 12, temperature: 0, stop });
+    expect(cut.finish).toBe("stop");
+    expect(cut.text).toBe(greedy.text.slice(0, greedy.text.indexOf(stop)));
+    expect(cut.streamed).toBe(cut.text);
+  });
+});
 
 describe("logprobs", () => {
   it("completions: each token's logprob and top alternatives match a float64 log-softmax", async () => {
@@ -375,6 +443,39 @@ describe("tool calls (Qwen3 template, Hermes <tool_call> format)", () => {
       const res = await q.post("/v1/chat/completions", body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(((await res.json()) as { error: { param: string } }).error.param).toContain(param);
+    }
+  });
+
+  it("Llama 3.1's template: a forced call in its JSON format comes back as tool_calls", async () => {
+    const path = await writeChatModel(dir, {
+      arch: "llama",
+      vocab: "ggml-vocab-llama-bpe.gguf",
+      template: "meta-llama-Llama-3.1-8B-Instruct.jinja",
+    });
+    const llama = await Model.load(path, { runtime });
+    const l = await start({ model: llama, parallel: 1, contextOptions: { nCtx: 2048 } });
+    try {
+      const body = {
+        model: "m",
+        messages,
+        tools: [weather, time],
+        tool_choice: "required" as const,
+        max_tokens: 120,
+        temperature: 1,
+        seed: 2,
+      };
+      const r = await l.client.chat.completions.create(body);
+      expect(r.choices[0]!.finish_reason).toBe("tool_calls");
+      const call = r.choices[0]!.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+      expect(["get_weather", "get_time"]).toContain(call.function.name);
+      expect(typeof JSON.parse(call.function.arguments)).toBe("object");
+      let args = "";
+      for await (const c of await l.client.chat.completions.create({ ...body, stream: true }))
+        for (const t of c.choices[0]?.delta.tool_calls ?? []) args += t.function?.arguments ?? "";
+      expect(args).toBe(call.function.arguments);
+    } finally {
+      await l.server.close();
+      llama.dispose();
     }
   });
 

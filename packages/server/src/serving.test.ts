@@ -1,6 +1,8 @@
 import { Model } from "@minfer/engine";
 import type { DeviceRuntime } from "@minfer/ir";
+import { Sampler } from "@minfer/sampler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Batcher } from "./batcher.js";
 import { CHAT_MODEL, cpuRuntime, type Running, STORIES, start, until } from "./test-helpers.js";
 
 // The serving model: continuous batching over slots, prefix reuse across slots, the bounded queue,
@@ -244,6 +246,57 @@ describe("queue, disconnects, timeouts", () => {
         temperature: 0,
       });
       expect(ok.choices[0]!.finish_reason).toBe("length");
+    } finally {
+      await r.server.close();
+    }
+  });
+});
+
+describe("isolation and responsiveness", () => {
+  it("a job that fails mid-generation fails alone; the others finish and the batcher goes on", async () => {
+    const b = new Batcher(stories, { parallel: 2, ctxPerSlot: 256, batchSize: 64, queueSize: 4 });
+    try {
+      const ids = stories.tokenizer.encode("Once upon a time", { addSpecial: true });
+      let n = 0;
+      const failing = new Sampler({ temperature: 0 });
+      const sample = failing.sample.bind(failing);
+      failing.sample = (logits: Float32Array) => {
+        if (++n === 5) throw new Error("boom at token 5");
+        return sample(logits);
+      };
+      const bad = b.submit({ ids, sampler: failing, maxTokens: 40 });
+      const good = b.submit({ ids, sampler: new Sampler({ temperature: 0 }), maxTokens: 40 });
+      await expect(bad).rejects.toThrow("boom at token 5");
+      const ok = await good;
+      expect(ok.tokens).toHaveLength(40);
+      expect(b.idle).toBe(true);
+      const again = await b.submit({ ids, sampler: new Sampler({ temperature: 0 }), maxTokens: 40 });
+      expect(again.tokens).toEqual(ok.tokens);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it("/health answers while a long prompt is prefilled", async () => {
+    const r = await start({ model: stories, parallel: 1, batchSize: 64, contextOptions: { nCtx: 4096 } });
+    try {
+      const prompt = "Once upon a time there was a little dog. ".repeat(300);
+      let done = false;
+      const completion = r.client.completions
+        .create({ model: "m", prompt, max_tokens: 1, temperature: 0 })
+        .then((x) => {
+          done = true;
+          return x;
+        });
+      await until(() => r.server.batcher.busy === 1, 5000, "the prefill to start");
+      let answered = 0;
+      while (!done) {
+        const h = await fetch(`${r.url}/health`);
+        if (!done && h.status === 200) answered++;
+      }
+      const c = await completion;
+      expect(c.usage!.prompt_tokens).toBeGreaterThan(2000);
+      expect(answered).toBeGreaterThan(0);
     } finally {
       await r.server.close();
     }

@@ -16,27 +16,39 @@ export const FIXTURES = existsSync(here("../../../../shared/fixtures"))
   : "/work/shared/fixtures";
 export const STORIES = join(FIXTURES, "models/stories260K.gguf");
 export const CHAT_MODEL = here("../../cli/models/minfer-default-7m-f16.gguf");
-export const QWEN3_TEMPLATE = join(FIXTURES, "templates/Qwen-Qwen3-0.6B.jinja");
 
 export async function cpuRuntime(): Promise<DeviceRuntime> {
   return backend.devices()[0]!.init({ threads: 2 });
 }
 
 /**
- * Writes a tiny random-weight Qwen3 model with the Qwen2 vocabulary (the one Qwen3 uses) and the
- * Qwen3 chat template as `tokenizer.chat_template`; returns its path.
+ * Writes a tiny random-weight model of `arch` with a fixture vocabulary and a fixture chat template
+ * as `tokenizer.chat_template`; returns its path.
  */
-export async function writeQwen3(dir: string, seed = 5): Promise<string> {
-  const vocab = (await readGguf(join(FIXTURES, "vocab/ggml-vocab-qwen2.gguf"))).metadata;
-  const m = synthesizeModel({ preset: "tiny", arch: "qwen3", type: "f32", vocab, seed });
-  const template = readFileSync(QWEN3_TEMPLATE, "utf8");
+export async function writeChatModel(
+  dir: string,
+  o: { arch: "llama" | "qwen2" | "qwen3"; vocab: string; template: string; seed?: number },
+): Promise<string> {
+  const vocab = (await readGguf(join(FIXTURES, `vocab/${o.vocab}`))).metadata;
+  const m = synthesizeModel({ preset: "tiny", arch: o.arch, type: "f32", vocab, seed: o.seed ?? 5 });
+  const template = readFileSync(join(FIXTURES, `templates/${o.template}`), "utf8");
   const metadata = [
     ...m.metadata.filter((kv) => kv.key !== "tokenizer.chat_template"),
     { key: "tokenizer.chat_template", type: GgufValueType.STRING, value: template },
   ];
-  const path = join(dir, "qwen3-tiny.gguf");
+  const path = join(dir, `${o.arch}-${o.template.replace(/\.jinja$/, "")}.gguf`);
   await writeGguf(path, metadata, m.tensors);
   return path;
+}
+
+/** A tiny Qwen3 with the Qwen2 vocabulary (the one Qwen3 uses) and the real Qwen3 chat template. */
+export function writeQwen3(dir: string, seed = 5): Promise<string> {
+  return writeChatModel(dir, {
+    arch: "qwen3",
+    vocab: "ggml-vocab-qwen2.gguf",
+    template: "Qwen-Qwen3-0.6B.jinja",
+    seed,
+  });
 }
 
 export interface Running {
