@@ -34,6 +34,13 @@ export interface ContextOptions {
   readonly kvDtype?: KvDtype;
   /** Measure every op of every decode (see {@link Context.lastTiming}). Default: false. */
   readonly profile?: boolean;
+  /**
+   * One cache shared by all sequences (default true). With false (llama.cpp's non-unified cache)
+   * each sequence owns nCtx / nSeqMax cells, so a batch mixing sequences still attends over each
+   * one's own run of cells (spans) instead of a mask over all of them; nCtx must then be a
+   * multiple of nSeqMax, and defrag is not available.
+   */
+  readonly kvUnified?: boolean;
 }
 
 /** The graph-cache key: the parameters that decide a graph's topology. */
@@ -116,7 +123,17 @@ export class Context {
         `kvDtype "q8_0" needs head sizes that are multiples of 32 (whole Q8_0 blocks per head); ` +
           `this model's are ${hp.headDimK} (K) and ${hp.headDimV} (V): use "f16"`,
       );
-    this.kv = new KvCache({ nCtx: this.nCtx, nSeqMax: this.nSeqMax, dtype: this.kvDtype });
+    if (options.kvUnified === false && this.nCtx % this.nSeqMax !== 0)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `kvUnified: false gives each of the ${this.nSeqMax} sequences nCtx / nSeqMax cells; nCtx ${this.nCtx} is not a multiple`,
+      );
+    this.kv = new KvCache({
+      nCtx: this.nCtx,
+      nSeqMax: this.nSeqMax,
+      dtype: this.kvDtype,
+      seqRegions: options.kvUnified === false,
+    });
     const runtime = model.runtime;
     const worst = this.#build({
       kind: "decode",
@@ -382,6 +399,60 @@ export class Context {
     this.#history.copied(src, dst, p0, p1, wasEmpty);
   }
 
+  /**
+   * Copies positions [0, n) of `src` into new cells of `dst` (which must be empty): the K/V rows
+   * are copied by one graph, so `dst` owns its cells (with kvUnified false, in its own region) and
+   * `src` may drop or overwrite its own freely. {@link seqCp} shares cells instead (nothing copied).
+   */
+  seqCopy(src: number, dst: number, n: number): Promise<void> {
+    return this.#serial(async () => {
+      const bad = (m: string) => new EngineError("INVALID_ARGUMENT", `seqCopy: ${m}`);
+      for (const [v, what] of [
+        [src, "src"],
+        [dst, "dst"],
+      ] as const)
+        if (!Number.isInteger(v) || v < 0 || v >= this.nSeqMax)
+          throw bad(`${what} ${v} is not a sequence id in [0, ${this.nSeqMax})`);
+      if (!Number.isInteger(n) || n < 1) throw bad(`n must be a positive integer, got ${n}`);
+      if (src === dst) throw bad("src and dst are the same sequence");
+      if (this.kv.seqCount(dst) !== 0) throw bad(`sequence ${dst} is not empty; seqRm(${dst}) first`);
+      await this.#applyShift();
+      const from = new Int32Array(Math.ceil(n / KV_BUCKET) * KV_BUCKET).fill(-1);
+      const pos = this.kv.cells.positions;
+      for (let c = 0; c < this.nCtx; c++)
+        if (pos[c]! >= 0 && pos[c]! < n && this.kv.cells.has(c, src)) from[pos[c]!] = c;
+      for (let p = 0; p < n; p++) if (from[p]! < 0) throw bad(`sequence ${src} has no cell at position ${p}`);
+      const ids = [dst];
+      const slot = this.kv.allocate(Array.from({ length: n }, (_, p) => ({ pos: p, seqIds: ids })));
+      if (slot.status !== "ok")
+        throw new EngineError(
+          "NO_KV_ROOM",
+          `seqCopy: no room for ${n} cells of sequence ${dst} (${slot.free} free)`,
+        );
+      // Padded to a bucket (the last row copied again) so copies of similar length share a graph.
+      const to = new Int32Array(from.length);
+      to.set(slot.cells);
+      for (let i = n; i < from.length; i++) {
+        from[i] = from[n - 1]!;
+        to[i] = to[n - 1]!;
+      }
+      try {
+        const { step, built } = this.#get({ kind: "move", nTokens: from.length, nKv: 0, nOutputs: 0 });
+        await step.executor.run(
+          new Map<Tensor, ArrayBufferView>([
+            [built.inputs.from!, from],
+            [built.inputs.to!, to],
+          ]),
+        );
+      } catch (e) {
+        this.kv.seqRm(dst, 0, -1);
+        throw e;
+      }
+      const h = this.#history.get(src);
+      this.#history.set(dst, h && h.length >= n ? h.slice(0, n) : undefined);
+    });
+  }
+
   /** Drops every sequence but `seq`. */
   seqKeep(seq: number): void {
     this.#sync(() => this.kv.seqKeep(seq));
@@ -422,6 +493,11 @@ export class Context {
    */
   defrag(): Promise<number> {
     return this.#serial(async () => {
+      if (this.kv.region > 0)
+        throw new EngineError(
+          "INVALID_ARGUMENT",
+          "defrag: a context with kvUnified: false keeps each sequence in its own region; there is nothing to compact",
+        );
       await this.#applyShift();
       const plan = this.kv.defragPlan();
       let nCells = 0;

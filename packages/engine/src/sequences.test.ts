@@ -43,6 +43,38 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
     }
   });
 
+  it.each([true, false])(
+    "seqCopy copies a prefix's rows: dst continues as if it had decoded it, after src is gone (kvUnified %s)",
+    async (kvUnified) => {
+      const prompt = ids("Once upon a time there was a little girl");
+      const keep = prompt.length - 2;
+      const next = words(" who");
+      const ctx = new Context(model, { nCtx: 128, nSeqMax: 2, kvUnified });
+      try {
+        await ctx.eval(prompt, 0);
+        await ctx.seqCopy(0, 1, keep);
+        expect(ctx.kv.used()).toBe(prompt.length + keep); // copied, not shared
+        expect(ctx.history(1)).toEqual(prompt.slice(0, keep));
+        ctx.seqRm(0, 0, -1);
+        await ctx.eval(words(" dog and a cat"), 0); // src's new tokens may reuse its cells
+        const l = await ctx.eval([...prompt.slice(keep), ...next], 1);
+        expect(maxAbsDiff(l, await fresh([...prompt, ...next]))).toBeLessThan(2e-4);
+        if (!kvUnified) {
+          const region = ctx.kv.region;
+          const pos = ctx.kv.cells.positions;
+          for (let c = 0; c < ctx.nCtx; c++)
+            if (pos[c]! >= 0 && ctx.kv.cells.has(c, 1)) expect(Math.floor(c / region)).toBe(1);
+        }
+        await expect(ctx.seqCopy(0, 1, 2)).rejects.toThrow(/not empty/);
+        ctx.seqRm(1, 0, -1);
+        await expect(ctx.seqCopy(0, 1, 99)).rejects.toThrow(/no cell at position/);
+        expect(ctx.kv.seqCount(1)).toBe(0);
+      } finally {
+        ctx.dispose();
+      }
+    },
+  );
+
   it("seqAdd re-ropes K: the sequence continues as if decoded at the new positions", async () => {
     const prompt = ids("Once upon a time there was a little girl named Lily. She liked to");
     const next = words(" play");

@@ -4,6 +4,7 @@ import { KvCells, MAX_POS } from "./kv-cells.js";
 import { applyDefrag, defragPlan, fragmentation, type KvMove } from "./kv-defrag.js";
 import { DEFAULT_KV_DTYPE, type KvDtype, parseKvDtype } from "./kv-dtype.js";
 import { attentionMask, attentionSpans, type MaskOptions, type SpanOptions } from "./kv-mask.js";
+import { findRegionalSlot, regionFree } from "./kv-regions.js";
 import { type KvSequenceState, readSequenceState, writeSequenceState } from "./kv-state.js";
 
 /** Options of a {@link KvCache}. */
@@ -14,6 +15,12 @@ export interface KvCacheOptions {
   nSeqMax?: number;
   /** The element type of the K and V rows the engine allocates (default "f16"). */
   dtype?: KvDtype;
+  /**
+   * Give each sequence its own region of nCtx / nSeqMax cells (llama.cpp's non-unified cache):
+   * a sequence filled in order stays one run of cells, so attention visits only its run even in
+   * batches that mix sequences. Default false (any free cell serves any sequence).
+   */
+  seqRegions?: boolean;
 }
 
 /** What {@link KvCache.findSlot} answers: the cell of each token, or that there is no room. */
@@ -33,6 +40,8 @@ export class KvCache {
   readonly nCtx: number;
   readonly nSeqMax: number;
   readonly dtype: KvDtype;
+  /** Cells per sequence region, or 0 when any cell serves any sequence (see {@link KvCacheOptions.seqRegions}). */
+  readonly region: number;
   /** The cells (read them freely; change them through this class). */
   readonly cells: KvCells;
   readonly #lastPos: Int32Array;
@@ -48,6 +57,15 @@ export class KvCache {
     this.nCtx = this.cells.nCtx;
     this.nSeqMax = this.cells.nSeqMax;
     this.dtype = parseKvDtype(opts.dtype ?? DEFAULT_KV_DTYPE);
+    if (opts.seqRegions !== undefined && typeof opts.seqRegions !== "boolean")
+      throw new KvCacheError("BAD_OPTION", "seqRegions must be a boolean", { argument: "seqRegions" });
+    if (opts.seqRegions && this.nCtx % this.nSeqMax !== 0)
+      throw new KvCacheError(
+        "BAD_OPTION",
+        `seqRegions needs nCtx (${this.nCtx}) to be a multiple of nSeqMax (${this.nSeqMax})`,
+        { argument: "nCtx" },
+      );
+    this.region = opts.seqRegions ? this.nCtx / this.nSeqMax : 0;
     this.#lastPos = new Int32Array(this.nSeqMax);
     this.#bits = new Uint32Array(this.cells.seqWords);
     this.#stamp = new Int32Array(this.nCtx);
@@ -95,7 +113,8 @@ export class KvCache {
 
   /**
    * Cells for a micro-batch, one per token in order: a run of contiguous free cells when there is
-   * one (the lowest), else the lowest free cells. Changes nothing (see {@link commit}). No room is
+   * one (the lowest), else the lowest free cells; with seqRegions, the lowest free cells of each
+   * token's sequence region. Changes nothing (see {@link commit}). No room is
    * `{ status: "no-slot" }`; a malformed batch, or a token whose (sequence, position) already has a
    * cell, throws. Allocates only the result (none with `out`, which must have the batch's length).
    */
@@ -111,6 +130,16 @@ export class KvCache {
     if (n > free) return { status: "no-slot", needed: n, free };
     const r = out ?? new Int32Array(n);
     if (n === 0) return { status: "ok", cells: r };
+    if (this.region > 0) {
+      const placed = findRegionalSlot(this.cells, batch, this.region, r);
+      if (placed < n) {
+        const s = batch[placed]!.seqIds[0]!;
+        let needed = 0;
+        for (const t of batch) if (t.seqIds[0] === s) needed++;
+        return { status: "no-slot", needed, free: regionFree(this.cells, s, this.region) };
+      }
+      return this.#checked(r);
+    }
     const pos = this.cells.positions;
     const nCtx = this.nCtx;
     let first = this.cells.head;
@@ -133,8 +162,14 @@ export class KvCache {
       if (i !== n)
         throw new KvCacheError("INTERNAL", `found ${i} of ${n} free cells; used() says ${free} free`);
     }
-    // The cell indices leave this package as graph data (SET_ROWS): check each one.
-    for (let i = 0; i < n; i++) {
+    return this.#checked(r);
+  }
+
+  /** The cell indices leave this package as graph data (SET_ROWS): checks each one. */
+  #checked(r: Int32Array): FindSlotResult {
+    const pos = this.cells.positions;
+    const nCtx = this.nCtx;
+    for (let i = 0; i < r.length; i++) {
       const c = r[i]!;
       if (!(c >= 0 && c < nCtx) || pos[c]! >= 0) {
         throw new KvCacheError("INTERNAL", `findSlot chose cell ${c} for batch[${i}], outside or used`, {
@@ -292,6 +327,12 @@ export class KvCache {
 
   /** A plan of cell moves compacting used cells to the front (see {@link defragPlan}). */
   defragPlan(maxMoves?: number): KvMove[] {
+    if (this.region > 0)
+      throw new KvCacheError(
+        "BAD_OPTION",
+        "defrag compacts cells to the front, which would move them out of their sequence's region (seqRegions)",
+        { argument: "seqRegions" },
+      );
     return defragPlan(this.cells, maxMoves);
   }
 

@@ -166,6 +166,9 @@ export class Batcher {
       ...options.contextOptions,
       nCtx: this.parallel * this.ctxPerSlot,
       nSeqMax: this.parallel,
+      // Each slot's cells in its own region: a step mixing slots still attends by spans over each
+      // slot's run of cells, and a slot's context is its region.
+      kvUnified: false,
     });
     this.#slots = Array.from({ length: this.parallel }, (_, id) => ({
       id,
@@ -265,7 +268,13 @@ export class Batcher {
   async #loop(): Promise<void> {
     for (;;) {
       this.#expire();
-      this.#assign();
+      for (const c of this.#assign()) {
+        try {
+          await this.context.seqCopy(c.source, c.slot.id, c.n);
+        } catch (e) {
+          if (c.slot.job) this.#fail(c.slot.job, c.slot, e);
+        }
+      }
       const active = this.#slots.filter((s) => s.job);
       if (active.length === 0) return;
       await this.#step(active);
@@ -294,10 +303,11 @@ export class Batcher {
   }
 
   /** Gives waiting jobs free slots, reusing the longest cached prefix of their prompts. */
-  #assign(): void {
+  #assign(): { slot: Slot; source: number; n: number }[] {
+    const copies: { slot: Slot; source: number; n: number }[] = [];
     while (this.#queue.length > 0) {
       const free = this.#slots.filter((s) => !s.job);
-      if (free.length === 0) return;
+      if (free.length === 0) break;
       const job = this.#queue.shift()!;
       const ids = job.spec.ids;
       const reuse = job.spec.cachePrompt !== false;
@@ -321,8 +331,8 @@ export class Batcher {
           slot = s;
         }
       }
-      // A busy slot may hold a longer match (the same conversation running elsewhere): share
-      // its cells instead of prefilling them again.
+      // Another slot may hold a longer match (the same conversation running elsewhere): copy its
+      // K/V rows into this slot's region instead of prefilling them again.
       let source = slot;
       for (const s of this.#slots) {
         if (s === slot) continue;
@@ -334,7 +344,7 @@ export class Batcher {
       }
       if (source !== slot) {
         this.context.seqRm(slot.id, 0, -1);
-        this.context.seqCp(source.id, slot.id, 0, best);
+        copies.push({ slot, source: source.id, n: best });
       } else this.context.seqRm(slot.id, best, -1);
       job.nPast = best;
       job.cached = best;
@@ -349,6 +359,7 @@ export class Batcher {
         this.#fail(job, slot, e);
       }
     }
+    return copies;
   }
 
   async #step(active: Slot[]): Promise<void> {

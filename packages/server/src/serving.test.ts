@@ -98,7 +98,7 @@ describe("continuous batching", () => {
     }
   });
 
-  it("reuses a prefix held by another, busy slot (shared cells), with the same output as no reuse", async () => {
+  it("reuses a prefix held by another, busy slot (its K/V rows copied), with the same output as no reuse", async () => {
     const long =
       "Once upon a time there was a little girl named Lily. She liked to play in the park with her dog.";
     const extended = `${long} One day`;
