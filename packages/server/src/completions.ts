@@ -85,7 +85,7 @@ interface Choice {
 }
 
 /** Maps a batcher/engine failure to the error the client gets. */
-function toApiError(e: unknown, ctxPerSlot: number, retryAfterS: number): ApiError {
+function toApiError(e: unknown, retryAfterS: number): ApiError {
   if (e instanceof ApiError) return e;
   if (e instanceof BatcherError) {
     if (e.code === "PROMPT_TOO_LONG")
@@ -111,7 +111,6 @@ function toApiError(e: unknown, ctxPerSlot: number, retryAfterS: number): ApiErr
       null,
       e.code.toLowerCase(),
     );
-  void ctxPerSlot;
   return new ApiError(500, `internal error: ${(e as Error)?.message ?? String(e)}`, "server_error");
 }
 
@@ -271,7 +270,7 @@ export async function runCompletion(
     abort.abort();
     reply.raw.off("close", onClose);
     request.raw.off("aborted", onClose);
-    const err = toApiError(e, batcher.ctxPerSlot, deps.retryAfterS);
+    const err = toApiError(e, deps.retryAfterS);
     if (err.code === "queue_full") deps.onQueueFull?.();
     if (!started) throw err;
     if (err.status >= 500) request.log.error(e);

@@ -1,0 +1,81 @@
+import { StopMatcher } from "@minfer/engine";
+import type { Sampler, TokenLogprob } from "@minfer/sampler";
+import type { StreamDecoder } from "@minfer/tokenizer";
+
+// A generation request as the batcher runs it: what is asked (JobSpec), what it reports per token
+// (TokenEvent) and at the end (JobResult), and the batcher's running state of it (Job).
+
+/** Why a job ended: the engine's reasons, plus "timeout" (its deadline passed). */
+export type JobFinish = "eog" | "stop" | "length" | "context" | "abort" | "timeout";
+
+/** One generated token as a job reports it. */
+export interface TokenEvent {
+  readonly token: number;
+  /** The text this token released (may be empty: held back for a stop string, or half a character). */
+  readonly text: string;
+  /** Present when the job asked for log-probabilities. */
+  readonly logprob?: number;
+  readonly top?: readonly TokenLogprob[];
+}
+
+/** What a request asks the batcher to generate. */
+export interface JobSpec {
+  /** The prompt's token ids (at least one). */
+  readonly ids: readonly number[];
+  /** This job's own sampler (its state follows the job). */
+  readonly sampler: Sampler;
+  readonly maxTokens?: number;
+  readonly stop?: readonly string[];
+  /** Ask for log-probabilities with this many alternatives per token (0 = the drawn token's only). */
+  readonly nProbs?: number;
+  /** Reuse the longest cached prefix held by any slot. Default true. */
+  readonly cachePrompt?: boolean;
+  readonly signal?: AbortSignal;
+  /** performance.now() after which the job ends with "timeout". */
+  readonly deadline?: number;
+  /** Called once, when the job gets a slot (before its prompt is prefilled). */
+  onStart?(info: { slot: number; cachedTokens: number }): void;
+  /** Called for every generated token, then once more with `token: -1` for text held back at the end. */
+  onToken?(event: TokenEvent): void;
+}
+
+/** How a job ended. */
+export interface JobResult {
+  readonly finish: JobFinish;
+  readonly tokens: readonly number[];
+  readonly text: string;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  /** Waiting for a slot, prefilling, generating (milliseconds). */
+  readonly queuedMs: number;
+  readonly promptMs: number;
+  readonly generateMs: number;
+}
+
+/** A job's running state inside the batcher. */
+export class Job {
+  readonly spec: JobSpec;
+  readonly queuedAt = performance.now();
+  startedAt = 0;
+  prefilledAt = 0;
+  nPast = 0;
+  cached = 0;
+  chunk = 0;
+  pending = -1;
+  readonly tokens: number[] = [];
+  text = "";
+  decoder!: StreamDecoder;
+  stops: StopMatcher;
+  resolve!: (r: JobResult) => void;
+  reject!: (e: unknown) => void;
+  readonly done: Promise<JobResult>;
+
+  constructor(spec: JobSpec) {
+    this.spec = spec;
+    this.stops = new StopMatcher(spec.stop ?? []);
+    this.done = new Promise((res, rej) => {
+      this.resolve = res;
+      this.reject = rej;
+    });
+  }
+}
