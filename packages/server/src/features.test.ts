@@ -82,6 +82,7 @@ const bytesOf = (m: Model, id: number) => new TextDecoder().decode(m.tokenizer.t
 describe.each([
   ["stories260K (completions)", () => s, "completion"],
   ["synthetic Qwen3 with its template (chat)", () => q, "chat"],
+  ["synthetic Qwen3 (completions)", () => q, "completion"],
 ] as const)("basics on %s", (_name, server, kind) => {
   /** Non-streamed and streamed text of one request body. */
   async function both(
