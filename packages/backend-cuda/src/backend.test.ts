@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BACKEND_API_VERSION } from "@minfer/ir";
+import { describe, expect, it } from "vitest";
+import { backend, CudaBackendError, type CudaDevice } from "./index.js";
+
+// Runs everywhere: without a GPU (or without the addon) the entry must load, score 0 and say why.
+// With a GPU (the H200 machine), buffers, copies, file uploads and a kernel are checked on it.
+
+const devices = backend.devices() as readonly CudaDevice[];
+
+describe("the CUDA backend entry", () => {
+  it("loads, scores 0 (no kernels yet) and says why in its diagnostics", () => {
+    expect(backend.apiVersion).toBe(BACKEND_API_VERSION);
+    expect(backend.name).toBe("cuda");
+    expect(backend.score()).toBe(0);
+    const d = backend.diagnostics();
+    expect(d.some((l) => l.includes("unusable"))).toBe(true);
+    if (devices.length === 0) {
+      // No GPU here: the reason is the addon's build note, the driver or the device count.
+      expect(d.join("\n")).toMatch(/not built|no CUDA|driver|cudaGetDeviceCount|unusable: the native addon/);
+    }
+    for (const dev of devices) expect(dev.supportsOp()).toBe(false);
+  });
+});
+
+describe.skipIf(devices.length === 0)("on a CUDA device", () => {
+  const dev = devices[0]!;
+
+  it("reports memory and runs the self-test kernel", () => {
+    const m = dev.memory();
+    expect(m.total).toBeGreaterThan(1 << 30);
+    expect(m.free).toBeGreaterThan(0);
+    expect(m.free).toBeLessThanOrEqual(m.total);
+    expect(dev.selfTest(100_000, 3)).toBe(true);
+  });
+
+  it("allocates zeroed buffers; writes and reads at offsets; refuses out-of-range access", async () => {
+    const rt = await dev.init();
+    const b = rt.allocate(1000, "t");
+    expect(Array.from(await rt.read(b, 0, 1000)).every((v) => v === 0)).toBe(true);
+    const data = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) & 255);
+    await rt.write(b, 500, data);
+    expect(await rt.read(b, 500, 300)).toEqual(data);
+    expect(Array.from(await rt.read(b, 499, 1))).toEqual([0]);
+    await expect(rt.write(b, 900, data)).rejects.toMatchObject({ code: "OUT_OF_RANGE" });
+    await expect(rt.read(b, 1001, 1)).rejects.toMatchObject({ code: "OUT_OF_RANGE" });
+    await expect(rt.execute(new Uint8Array(0), [])).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    b.dispose();
+    await expect(rt.read(b, 0, 1)).rejects.toBeInstanceOf(CudaBackendError);
+    rt.dispose();
+    expect(() => rt.allocate(8, "late")).toThrow(/disposed/);
+  });
+
+  it("uploads a range of a file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "minfer-cuda-"));
+    try {
+      const bytes = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 13 + 5) & 255);
+      writeFileSync(join(dir, "f.bin"), bytes);
+      const rt = await dev.init();
+      const b = await rt.mapFile(join(dir, "f.bin"), 1234, 60_000, "file");
+      expect(await rt.read(b, 0, 60_000)).toEqual(bytes.subarray(1234, 61_234));
+      await expect(rt.mapFile(join(dir, "f.bin"), 69_000, 5000, "past the end")).rejects.toMatchObject({
+        code: "IO_ERROR",
+      });
+      b.dispose();
+      rt.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,155 @@
+import { open } from "node:fs/promises";
+import type { BackendBuffer, DeviceRuntime, ExecuteResult } from "@minfer/ir";
+import type { CudaDevice } from "./device.js";
+import { CudaBackendError, fromNative } from "./errors.js";
+import type { NativeAddon, NativeBuffer } from "./native.js";
+
+/** Device memory of one CUDA device. */
+export class CudaBuffer implements BackendBuffer {
+  readonly size: number;
+  readonly device: string;
+  readonly label: string;
+  #native: NativeBuffer | undefined;
+  readonly #addon: NativeAddon;
+
+  constructor(addon: NativeAddon, native: NativeBuffer, size: number, device: string, label: string) {
+    this.#addon = addon;
+    this.#native = native;
+    this.size = size;
+    this.device = device;
+    this.label = label;
+  }
+
+  get disposed(): boolean {
+    return this.#native === undefined;
+  }
+
+  /** The native handle; DISPOSED after dispose(). */
+  handle(): NativeBuffer {
+    if (!this.#native) throw new CudaBackendError("DISPOSED", `buffer "${this.label}" was disposed`);
+    return this.#native;
+  }
+
+  dispose(): void {
+    if (!this.#native) return;
+    const n = this.#native;
+    this.#native = undefined;
+    try {
+      this.#addon.free(n);
+    } catch (e) {
+      throw fromNative(e, `freeing "${this.label}"`);
+    }
+  }
+}
+
+const CHUNK = 64 << 20;
+
+/**
+ * A started CUDA device: buffers and copies. Programs cannot run yet (no kernels in this build):
+ * `execute` refuses with UNSUPPORTED, and the device's `supportsOp` says no to every op, so the
+ * scheduler never assigns work here.
+ */
+export class CudaRuntime implements DeviceRuntime {
+  readonly device: CudaDevice;
+  readonly #addon: NativeAddon;
+  readonly #index: number;
+  #disposed = false;
+
+  constructor(device: CudaDevice, addon: NativeAddon, index: number) {
+    this.device = device;
+    this.#addon = addon;
+    this.#index = index;
+  }
+
+  #live(): void {
+    if (this.#disposed)
+      throw new CudaBackendError("DISPOSED", `the runtime of ${this.device.name} was disposed`);
+  }
+
+  #own(buffer: BackendBuffer): CudaBuffer {
+    if (!(buffer instanceof CudaBuffer) || buffer.device !== this.device.name)
+      throw new CudaBackendError(
+        "WRONG_DEVICE",
+        `buffer "${buffer.label}" belongs to ${buffer.device}, not ${this.device.name}`,
+      );
+    return buffer;
+  }
+
+  allocate(bytes: number, label: string): CudaBuffer {
+    this.#live();
+    if (!Number.isSafeInteger(bytes) || bytes < 0)
+      throw new CudaBackendError(
+        "BAD_ARGUMENT",
+        `allocate: bytes must be a non-negative integer, got ${bytes}`,
+      );
+    let native: NativeBuffer;
+    try {
+      native = this.#addon.alloc(this.#index, bytes);
+    } catch (e) {
+      throw fromNative(e, `allocating ${bytes} bytes for "${label}" on ${this.device.name}`);
+    }
+    return new CudaBuffer(this.#addon, native, bytes, this.device.name, label);
+  }
+
+  async mapFile(path: string, offset: number, length: number, label: string): Promise<CudaBuffer> {
+    const buffer = this.allocate(length, label);
+    try {
+      const file = await open(path, "r");
+      try {
+        const chunk = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, length)));
+        for (let done = 0; done < length; ) {
+          const n = Math.min(chunk.length, length - done);
+          const { bytesRead } = await file.read(chunk, 0, n, offset + done);
+          if (bytesRead !== n)
+            throw new CudaBackendError(
+              "IO_ERROR",
+              `${path}: ${length} bytes from ${offset} asked, the file ends first`,
+            );
+          await this.write(buffer, done, chunk.subarray(0, n));
+          done += n;
+        }
+      } finally {
+        await file.close();
+      }
+    } catch (e) {
+      buffer.dispose();
+      if (e instanceof CudaBackendError) throw e;
+      throw new CudaBackendError("IO_ERROR", `${path}: ${(e as Error).message}`, { cause: e });
+    }
+    return buffer;
+  }
+
+  async write(buffer: BackendBuffer, offset: number, data: ArrayBufferView): Promise<void> {
+    this.#live();
+    const b = this.#own(buffer);
+    try {
+      this.#addon.write(b.handle(), offset, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    } catch (e) {
+      if (e instanceof CudaBackendError) throw e;
+      throw fromNative(e, `write to "${b.label}"`);
+    }
+  }
+
+  async read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array> {
+    this.#live();
+    const b = this.#own(buffer);
+    try {
+      return this.#addon.read(b.handle(), offset, length);
+    } catch (e) {
+      if (e instanceof CudaBackendError) throw e;
+      throw fromNative(e, `read from "${b.label}"`);
+    }
+  }
+
+  async execute(): Promise<ExecuteResult> {
+    this.#live();
+    throw new CudaBackendError(
+      "UNSUPPORTED",
+      `${this.device.name}: this build of @minfer/backend-cuda has no kernels yet; programs run on the CPU backend`,
+    );
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+  }
+}

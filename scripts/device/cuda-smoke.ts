@@ -1,0 +1,76 @@
+// A smoke run of @minfer/backend-cuda on a GPU machine: device discovery, memory, the self-test
+// kernel, buffers (zeroed, offsets, bounds), a file upload, and the refusal of programs while the
+// build has no kernels. Prints a JSON report; exits 1 when a check fails.
+//   node scripts/device/bundle-cuda.mjs          (here: bundles this file and the addon into .device/cuda)
+//   node .device/cuda/dist/cuda-smoke.js [OUT]   (there: writes OUT/cuda-smoke.json too)
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { backend, type CudaDevice } from "../../packages/backend-cuda/src/index.js";
+
+const report: { diagnostics: string[]; checks: { name: string; ok: boolean; detail?: string }[] } = {
+  diagnostics: backend.diagnostics() as string[],
+  checks: [],
+};
+const check = async (name: string, f: () => Promise<boolean | string> | boolean | string) => {
+  try {
+    const r = await f();
+    report.checks.push({
+      name,
+      ok: r === true || typeof r === "string",
+      ...(typeof r === "string" ? { detail: r } : {}),
+    });
+  } catch (e) {
+    report.checks.push({ name, ok: false, detail: `${(e as Error).name}: ${(e as Error).message}` });
+  }
+};
+
+const devices = backend.devices() as readonly CudaDevice[];
+await check("a device is found", () => (devices.length > 0 ? `${devices.length} device(s)` : false));
+const dev = devices[0];
+if (dev) {
+  await check("memory", () => {
+    const m = dev.memory();
+    return m.total > 1 << 30 && m.free > 0 && m.free <= m.total ? `${m.free} free of ${m.total}` : false;
+  });
+  await check("self-test kernel (sm_90 code runs)", () => dev.selfTest(1 << 20, 11));
+  const rt = await dev.init();
+  await check("buffers: zeroed, offsets, bounds", async () => {
+    const b = rt.allocate(1 << 20, "t");
+    const zero = (await rt.read(b, 0, 1 << 20)).every((v) => v === 0);
+    const data = Uint8Array.from({ length: 4096 }, (_, i) => (i * 31) & 255);
+    await rt.write(b, 12345, data);
+    const back = await rt.read(b, 12345, 4096);
+    const same = back.every((v, i) => v === data[i]);
+    let refused = false;
+    try {
+      await rt.read(b, (1 << 20) - 10, 11);
+    } catch (e) {
+      refused = (e as { code?: string }).code === "OUT_OF_RANGE";
+    }
+    b.dispose();
+    return zero && same && refused;
+  });
+  await check("file upload", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cuda-smoke-"));
+    const bytes = Uint8Array.from({ length: 3 << 20 }, (_, i) => (i * 7 + 1) & 255);
+    writeFileSync(join(dir, "f.bin"), bytes);
+    const b = await rt.mapFile(join(dir, "f.bin"), 100, bytes.length - 200, "f");
+    const back = await rt.read(b, 0, bytes.length - 200);
+    b.dispose();
+    return back.every((v, i) => v === bytes[i + 100]);
+  });
+  await check("programs are refused (no kernels yet)", async () => {
+    try {
+      await rt.execute(new Uint8Array(0), []);
+      return false;
+    } catch (e) {
+      return (e as { code?: string }).code === "UNSUPPORTED";
+    }
+  });
+  rt.dispose();
+}
+const text = JSON.stringify(report, null, 2);
+console.log(text);
+if (process.argv[2]) writeFileSync(join(process.argv[2], "cuda-smoke.json"), text);
+process.exit(report.checks.every((c) => c.ok) ? 0 : 1);
