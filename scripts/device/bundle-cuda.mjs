@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Packs the CUDA smoke run (scripts/device/cuda-smoke.ts, @minfer/backend-cuda and @minfer/ir
-// inlined) and the CUDA addon for the GPU machine, in the layout the backend's loader expects
-// (dist/ and build/ under one root):
+// Packs the CUDA smoke run (scripts/device/cuda-smoke.ts) and the standalone op-conformance run
+// (scripts/device/conformance.ts), every workspace dependency inlined, with the CUDA and CPU
+// addons, for the GPU machine, in the layout the backends' loaders expect (dist/, build/ and
+// build/Release/ under one root):
 //   turbo run build && node scripts/device/bundle-cuda.mjs [OUT_DIR]     (default: .device/cuda)
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -19,7 +20,10 @@ if (!existsSync(addon)) {
 }
 rmSync(out, { recursive: true, force: true });
 await build({
-  entry: { "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts") },
+  entry: {
+    "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts"),
+    conformance: join(root, "scripts/device/conformance.ts"),
+  },
   outDir: join(out, "dist"),
   format: ["esm"],
   target: "node20",
@@ -33,6 +37,8 @@ await build({
   dts: false,
   clean: true,
 });
-mkdirSync(join(out, "build"), { recursive: true });
+mkdirSync(join(out, "build", "Release"), { recursive: true });
 copyFileSync(addon, join(out, "build", "minfer_cuda.node"));
+const cpuAddon = join(root, "packages/backend-cpu/build/Release/minfer_cpu.node");
+if (existsSync(cpuAddon)) copyFileSync(cpuAddon, join(out, "build", "Release", "minfer_cpu.node"));
 console.error(`bundle-cuda: ${out}`);

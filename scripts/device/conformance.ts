@@ -1,0 +1,69 @@
+// The op-conformance suite without vitest, for machines that have only Node (the GPU machine):
+// every case on every device of the given backends, compared with the float64 reference device,
+// the same cases and comparison as packages/scheduler/src/conformance/conformance.test.ts.
+// Prints a tally per device (passed / unsupported / failed, with the failures' reasons) as JSON;
+// exits 1 when a case fails.
+//   node scripts/device/bundle-cuda.mjs && node .device/cuda/dist/conformance.js [OUT]
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BackendEntry, DeviceRuntime } from "@minfer/ir";
+import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
+import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import { buildCase, CONFORMANCE_CASES } from "../../packages/scheduler/src/conformance/cases.js";
+import {
+  type CaseOutputs,
+  compareOutputs,
+  runCase,
+  unsupportedReason,
+} from "../../packages/scheduler/src/conformance/harness.js";
+import { referenceBackend } from "../../packages/scheduler/src/reference-device.js";
+
+const backends: BackendEntry[] = process.argv.includes("--with-cpu") ? [cuda, cpu] : [cuda];
+const oracle = await referenceBackend().devices()[0]!.init();
+const expected = new Map<string, CaseOutputs>();
+const report: Record<
+  string,
+  { passed: number; unsupported: number; failed: { name: string; why: string }[] }
+> = {};
+for (const b of backends) {
+  for (const device of b.devices()) {
+    const t = { passed: 0, unsupported: 0, failed: [] as { name: string; why: string }[] };
+    report[device.name] = t;
+    let runtime: DeviceRuntime;
+    try {
+      runtime = await device.init();
+    } catch (e) {
+      t.failed.push({ name: "init", why: (e as Error).message });
+      continue;
+    }
+    for (const c of CONFORMANCE_CASES) {
+      if (unsupportedReason(device, buildCase(c))) {
+        t.unsupported++;
+        continue;
+      }
+      try {
+        let want = expected.get(c.name);
+        if (!want) {
+          want = await runCase(c, oracle);
+          expected.set(c.name, want);
+        }
+        const got = await runCase(c, runtime);
+        if (got.length !== want.length) throw new Error(`${got.length} outputs, want ${want.length}`);
+        got.forEach((out, i) => {
+          const { nmse, mismatch } = compareOutputs(want[i]!, out);
+          if (mismatch) throw new Error(`output ${i}: ${mismatch}`);
+          if (nmse > c.tolerance) throw new Error(`output ${i}: NMSE ${nmse} > ${c.tolerance}`);
+        });
+        t.passed++;
+      } catch (e) {
+        t.failed.push({ name: c.name, why: (e as Error).message });
+      }
+    }
+    runtime.dispose();
+  }
+}
+const text = JSON.stringify({ cases: CONFORMANCE_CASES.length, devices: report }, null, 2);
+console.log(text);
+if (process.argv[2] && !process.argv[2].startsWith("--"))
+  writeFileSync(join(process.argv[2], "conformance.json"), text);
+process.exit(Object.values(report).every((t) => t.failed.length === 0) ? 0 : 1);
