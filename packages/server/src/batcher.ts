@@ -186,11 +186,15 @@ export class Batcher {
 
   #kick(): void {
     if (this.#running) return;
-    this.#running = this.#loop().finally(() => {
-      this.#running = undefined;
-      // A job submitted while the loop was finishing.
-      if (this.#queue.length > 0) this.#kick();
-    });
+    // Start on the next turn of the event loop, so jobs submitted together (n choices, requests
+    // read in the same I/O phase) share the first step.
+    this.#running = nextTick()
+      .then(() => this.#loop())
+      .finally(() => {
+        this.#running = undefined;
+        // A job submitted while the loop was finishing.
+        if (this.#queue.length > 0) this.#kick();
+      });
   }
 
   async #loop(): Promise<void> {

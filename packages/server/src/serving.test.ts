@@ -24,6 +24,9 @@ afterAll(() => {
   runtime?.dispose();
 });
 
+/** Sampling that never ends early: stories end with an end-of-sequence token, banned here. */
+const LONG = { temperature: 1, seed: 5, logit_bias: { "2": -100 } };
+
 const STORY_PROMPTS = [
   "Once upon a time",
   "Lily and her mom",
@@ -64,16 +67,52 @@ describe("continuous batching", () => {
     const body = (prompt: string) => ({ prompt, max_tokens: 48, temperature: 0, cache_prompt: false });
     const alone: string[] = [];
     for (const p of STORY_PROMPTS) alone.push((await streamText(r, body(p))).text);
-    // All eight at once: they share decode steps (the metrics' batch histogram shows it).
+    // All eight at once (how many steps they share depends on when each request arrives; the
+    // batcher test below checks the sharing itself).
     const before = await batchStats(r);
     const together = await Promise.all(STORY_PROMPTS.map((p) => streamText(r, body(p))));
     const after = await batchStats(r);
     expect(together.map((t) => t.text)).toEqual(alone);
     expect(new Set(alone).size).toBe(alone.length);
-    // Far fewer steps than 8 × 48 tokens: the streams advanced together.
-    const steps = after.steps - before.steps;
-    expect(steps).toBeLessThan(8 * 48 * 0.5);
-    expect((after.tokens - before.tokens) / steps).toBeGreaterThan(4);
+    expect(after.steps - before.steps).toBeLessThanOrEqual(8 * 49);
+  });
+
+  it("jobs submitted together advance together: one decode per step for all of them", async () => {
+    const steps: { tokens: number; generating: number }[] = [];
+    const b = new Batcher(stories, {
+      parallel: 8,
+      ctxPerSlot: 256,
+      batchSize: 512,
+      queueSize: 0,
+      observer: { onStep: (x) => steps.push(x) },
+    });
+    try {
+      const jobs = STORY_PROMPTS.map((p) =>
+        b.submit({
+          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          sampler: new Sampler({ temperature: 0 }),
+          maxTokens: 32,
+        }),
+      );
+      const results = await Promise.all(jobs);
+      for (const r of results) expect(r.tokens).toHaveLength(32);
+      // Step 1 prefills all eight prompts; then each step decodes the next token of all eight.
+      expect(steps).toHaveLength(32);
+      expect(steps[0]!.generating).toBe(0);
+      for (const st of steps.slice(1)) expect(st).toMatchObject({ tokens: 8, generating: 8 });
+      // Each equals the same job alone.
+      for (const [i, p] of STORY_PROMPTS.entries()) {
+        const solo = await b.submit({
+          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          sampler: new Sampler({ temperature: 0 }),
+          maxTokens: 32,
+          cachePrompt: false,
+        });
+        expect(solo.tokens).toEqual(results[i]!.tokens);
+      }
+    } finally {
+      await b.close();
+    }
   });
 
   it("chat streams on several slots match their solo runs too", async () => {
@@ -163,9 +202,9 @@ async function batchStats(r: Running): Promise<{ steps: number; tokens: number }
 
 describe("queue, disconnects, timeouts", () => {
   it("a full queue answers 503 with Retry-After; the queued request still runs", async () => {
-    const r = await start({ model: stories, parallel: 1, queueSize: 1, contextOptions: { nCtx: 512 } });
+    const r = await start({ model: stories, parallel: 1, queueSize: 1, contextOptions: { nCtx: 4096 } });
     try {
-      const running = streamText(r, { prompt: "Once upon a time", max_tokens: 300, temperature: 1, seed: 1 });
+      const running = streamText(r, { prompt: "Once upon a time", max_tokens: 2000, ...LONG });
       await until(async () => (await slots(r))[0]!.is_processing, 5000, "the slot to be busy");
       const queued = r.client.completions.create({
         model: "m",
@@ -223,29 +262,35 @@ describe("queue, disconnects, timeouts", () => {
     }
   });
 
-  it("a request past --timeout is a 504; the server goes on", async () => {
+  it("a request past --timeout is a 504 and frees its slot; the server goes on", async () => {
+    // Deterministic on any machine: 3,000 tokens take far longer than 50 ms, so every request
+    // here times out; what is checked is that each is a clean 504 and nothing stays busy.
     const r = await start({
       model: stories,
       parallel: 1,
       timeoutSeconds: 0.05,
-      contextOptions: { nCtx: 1024 },
+      contextOptions: { nCtx: 4096 },
     });
     try {
-      const res = await r.post("/v1/completions", {
-        prompt: "Once",
-        max_tokens: 900,
-        temperature: 1,
-        seed: 3,
-      });
-      expect(res.status).toBe(504);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("timeout");
-      const ok = await r.client.completions.create({
-        model: "m",
-        prompt: "Once",
-        max_tokens: 2,
-        temperature: 0,
-      });
-      expect(ok.choices[0]!.finish_reason).toBe("length");
+      for (let i = 0; i < 2; i++) {
+        const res = await r.post("/v1/completions", {
+          prompt: "Once",
+          max_tokens: 3000,
+          temperature: 1,
+          seed: 3,
+        });
+        expect(res.status).toBe(504);
+        const err = ((await res.json()) as { error: { code: string; message: string } }).error;
+        expect(err.code).toBe("timeout");
+        expect(err.message).toContain("0.05 s");
+        await until(
+          async () => (await slots(r)).every((x) => !x.is_processing),
+          2000,
+          "the slot to be freed",
+        );
+      }
+      expect((await fetch(`${r.url}/health`)).status).toBe(200);
+      expect((await r.client.models.list()).data).toHaveLength(1);
     } finally {
       await r.server.close();
     }
@@ -278,9 +323,10 @@ describe("isolation and responsiveness", () => {
   });
 
   it("/health answers while a long prompt is prefilled", async () => {
-    const r = await start({ model: stories, parallel: 1, batchSize: 64, contextOptions: { nCtx: 4096 } });
+    const r = await start({ model: stories, parallel: 1, batchSize: 16, contextOptions: { nCtx: 4096 } });
     try {
-      const prompt = "Once upon a time there was a little dog. ".repeat(300);
+      // ~1,350 prompt tokens, 16 per step: the prefill spans about 85 steps.
+      const prompt = "Once upon a time there was a little dog. ".repeat(150);
       let done = false;
       const completion = r.client.completions
         .create({ model: "m", prompt, max_tokens: 1, temperature: 0 })
@@ -288,14 +334,13 @@ describe("isolation and responsiveness", () => {
           done = true;
           return x;
         });
-      await until(() => r.server.batcher.busy === 1, 5000, "the prefill to start");
       let answered = 0;
       while (!done) {
         const h = await fetch(`${r.url}/health`);
-        if (!done && h.status === 200) answered++;
+        if (h.status === 200 && r.server.batcher.busy === 1) answered++;
       }
       const c = await completion;
-      expect(c.usage!.prompt_tokens).toBeGreaterThan(2000);
+      expect(c.usage!.prompt_tokens).toBeGreaterThan(1000);
       expect(answered).toBeGreaterThan(0);
     } finally {
       await r.server.close();
@@ -305,8 +350,8 @@ describe("isolation and responsiveness", () => {
 
 describe("drain and loading", () => {
   it("drain lets running and queued requests finish, refuses new ones, then closes", async () => {
-    const r = await start({ model: stories, parallel: 1, contextOptions: { nCtx: 512 } });
-    const a = streamText(r, { prompt: "Once upon a time", max_tokens: 120, temperature: 0 });
+    const r = await start({ model: stories, parallel: 1, contextOptions: { nCtx: 4096 } });
+    const a = streamText(r, { prompt: "Once upon a time", max_tokens: 1500, ...LONG });
     const b = r.client.completions.create({ model: "m", prompt: "Lily", max_tokens: 10, temperature: 0 });
     await until(
       async () => r.server.batcher.busy === 1 && r.server.batcher.waiting === 1,
