@@ -39,6 +39,7 @@ describe("minfer serve", () => {
     const s = await serve("-m", stories, "-np", "2", "-c", "4096", "--metrics");
     expect(s.stderr()).toContain("2 slots × 2048 tokens of context each (KV cache 4096 cells");
     expect(s.stderr()).toContain("every layer and op runs on it");
+    // End-of-sequence (id 2) banned: the stream runs its 1500 tokens whatever gets sampled.
     const res = await fetch(`${s.url}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -47,6 +48,7 @@ describe("minfer serve", () => {
         max_tokens: 1500,
         temperature: 1,
         seed: 1,
+        logit_bias: { "2": -100 },
         stream: true,
       }),
     });
