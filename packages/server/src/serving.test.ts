@@ -204,7 +204,7 @@ describe("queue, disconnects, timeouts", () => {
   it("a full queue answers 503 with Retry-After; the queued request still runs", async () => {
     const r = await start({ model: stories, parallel: 1, queueSize: 1, contextOptions: { nCtx: 4096 } });
     try {
-      const running = streamText(r, { prompt: "Once upon a time", max_tokens: 2000, ...LONG });
+      const running = streamText(r, { prompt: "Once upon a time", max_tokens: 300, ...LONG });
       await until(async () => (await slots(r))[0]!.is_processing, 5000, "the slot to be busy");
       const queued = r.client.completions.create({
         model: "m",
@@ -351,7 +351,7 @@ describe("isolation and responsiveness", () => {
 describe("drain and loading", () => {
   it("drain lets running and queued requests finish, refuses new ones, then closes", async () => {
     const r = await start({ model: stories, parallel: 1, contextOptions: { nCtx: 4096 } });
-    const a = streamText(r, { prompt: "Once upon a time", max_tokens: 1500, ...LONG });
+    const a = streamText(r, { prompt: "Once upon a time", max_tokens: 200, ...LONG });
     const b = r.client.completions.create({ model: "m", prompt: "Lily", max_tokens: 10, temperature: 0 });
     await until(
       async () => r.server.batcher.busy === 1 && r.server.batcher.waiting === 1,
