@@ -200,7 +200,7 @@ export class Batcher {
   async #loop(): Promise<void> {
     for (;;) {
       this.#expire();
-      for (const c of this.#assign()) {
+      for (const c of [...this.#assign(), ...this.#followers()]) {
         try {
           await this.context.seqCopy(c.source, c.slot.id, c.n);
         } catch (e) {
@@ -274,7 +274,21 @@ export class Batcher {
           source = s;
         }
       }
-      if (source !== slot) {
+      // A group-mate prefilling the same prompt right now: wait for it, then copy its rows.
+      const leader = job.spec.group
+        ? this.#slots.find(
+            (s) =>
+              s.job !== undefined &&
+              s.job.spec.group === job.spec.group &&
+              s.job.nPast < s.job.spec.ids.length &&
+              !s.job.leader,
+          )?.job
+        : undefined;
+      if (leader && leader.spec.ids.length - 1 > best) {
+        job.leader = leader;
+        best = 0;
+        this.context.seqRm(slot.id, 0, -1);
+      } else if (source !== slot) {
         this.context.seqRm(slot.id, 0, -1);
         copies.push({ slot, source: source.id, n: best });
       } else this.context.seqRm(slot.id, best, -1);
@@ -289,6 +303,30 @@ export class Batcher {
         job.spec.onStart?.({ slot: slot.id, cachedTokens: best });
       } catch (e) {
         this.#fail(job, slot, e);
+      }
+    }
+    return copies;
+  }
+
+  /**
+   * Jobs waiting for a group-mate's prefill: once it is done, copy its prompt rows (all but the
+   * last token, whose logits each job computes itself); when it ended without finishing, prefill
+   * from scratch.
+   */
+  #followers(): { slot: Slot; source: number; n: number }[] {
+    const copies: { slot: Slot; source: number; n: number }[] = [];
+    for (const slot of this.#slots) {
+      const j = slot.job;
+      const l = j?.leader;
+      if (!j || !l) continue;
+      const at = this.#slots.find((s) => s.job === l);
+      if (!at) j.leader = undefined;
+      else if (l.nPast >= l.spec.ids.length) {
+        const n = j.spec.ids.length - 1;
+        copies.push({ slot, source: at.id, n });
+        j.nPast = n;
+        j.cached = n;
+        j.leader = undefined;
       }
     }
     return copies;
@@ -311,7 +349,7 @@ export class Batcher {
     let budget = this.batchSize - tokens.length;
     // Prompts in arrival order, as much of each as the step's budget allows.
     const prefilling = active
-      .filter((s) => s.job!.pending < 0)
+      .filter((s) => s.job!.pending < 0 && !s.job!.leader)
       .sort((a, b) => a.job!.queuedAt - b.job!.queuedAt);
     for (const s of prefilling) {
       const j = s.job!;

@@ -257,6 +257,7 @@ export async function runCompletion(
         stop: p.stop,
         ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),
         cachePrompt: p.cachePrompt,
+        group: choices,
         signal: abort.signal,
         ...(deadline !== undefined ? { deadline } : {}),
         onStart: start,

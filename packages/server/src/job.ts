@@ -30,6 +30,11 @@ export interface JobSpec {
   readonly nProbs?: number;
   /** Reuse the longest cached prefix held by any slot. Default true. */
   readonly cachePrompt?: boolean;
+  /**
+   * Jobs with the same group object share one prompt (the n choices of a request): a job whose
+   * group-mate is still prefilling the prompt waits for it and copies its K/V rows instead.
+   */
+  readonly group?: object;
   readonly signal?: AbortSignal;
   /** performance.now() after which the job ends with "timeout". */
   readonly deadline?: number;
@@ -62,6 +67,8 @@ export class Job {
   cached = 0;
   chunk = 0;
   pending = -1;
+  /** A group-mate whose prefill this job waits for (then copies). */
+  leader: Job | undefined;
   readonly tokens: number[] = [];
   text = "";
   decoder!: StreamDecoder;

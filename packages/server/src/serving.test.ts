@@ -115,6 +115,44 @@ describe("continuous batching", () => {
     }
   });
 
+  it("the choices of one request prefill the prompt once; the others copy it", async () => {
+    let promptTokens = 0;
+    const b = new Batcher(stories, {
+      parallel: 4,
+      ctxPerSlot: 256,
+      batchSize: 512,
+      queueSize: 0,
+      observer: { onStep: (x) => (promptTokens += x.promptTokens) },
+    });
+    try {
+      const ids = stories.tokenizer.encode(
+        "Once upon a time there was a little girl named Lily who liked to play",
+        {
+          addSpecial: true,
+        },
+      );
+      const group = {};
+      const jobs = [1, 2, 3].map(() =>
+        b.submit({ ids, sampler: new Sampler({ temperature: 0 }), maxTokens: 16, group }),
+      );
+      const results = await Promise.all(jobs);
+      // The first job prefills the whole prompt; each other one copies all but the last token.
+      expect(promptTokens).toBe(ids.length + 2);
+      expect(results.map((r) => r.cachedTokens)).toEqual([0, ids.length - 1, ids.length - 1]);
+      promptTokens = 0;
+      const solo = await b.submit({
+        ids,
+        sampler: new Sampler({ temperature: 0 }),
+        maxTokens: 16,
+        cachePrompt: false,
+      });
+      expect(promptTokens).toBe(ids.length);
+      for (const r of results) expect(r.tokens).toEqual(solo.tokens);
+    } finally {
+      await b.close();
+    }
+  });
+
   it("chat streams on several slots match their solo runs too", async () => {
     const c = await start({ model: chat, parallel: 4, contextOptions: { nCtx: 4 * 256 } });
     try {

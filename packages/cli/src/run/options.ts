@@ -10,7 +10,7 @@ export const modelOption: OptionSpec = {
   flags: ["-m", "--model"],
   kind: "string",
   metavar: "FILE",
-  help: "the GGUF model (run, chat: default the built-in demonstration model)",
+  help: "the GGUF model (run, chat, serve: default the built-in demonstration model)",
 };
 
 /** Threads, context, micro-batch and KV type: how the model is run. */
