@@ -293,7 +293,7 @@ describe("completions on a model without a chat template", () => {
       .catch((e) => e);
     expect(err.status).toBe(400);
     expect(err.error.code).toBe("context_length_exceeded");
-    expect(err.message).toContain("256");
+    expect(err.message).toMatch(/the prompt has \d+ tokens but a slot.s context is 256 tokens/);
   });
 
   it("a fuzz of malformed bodies: every one a 4xx, the server alive", async () => {
