@@ -7,7 +7,7 @@
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "tsup";
+import { bundleForNode } from "./bundle-node.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const out = resolve(process.argv[2] ?? join(root, ".device", "cuda"));
@@ -19,26 +19,19 @@ if (!existsSync(addon)) {
   process.exit(1);
 }
 rmSync(out, { recursive: true, force: true });
-await build({
-  entry: {
+await bundleForNode(
+  {
     "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts"),
     conformance: join(root, "scripts/device/conformance.ts"),
   },
-  outDir: join(out, "dist"),
-  format: ["esm"],
-  target: "node20",
-  platform: "node",
-  bundle: true,
-  noExternal: [/.*/],
-  banner: {
-    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-  },
-  silent: true,
-  dts: false,
-  clean: true,
-});
+  join(out, "dist"),
+);
 mkdirSync(join(out, "build", "Release"), { recursive: true });
 copyFileSync(addon, join(out, "build", "minfer_cuda.node"));
 const cpuAddon = join(root, "packages/backend-cpu/build/Release/minfer_cpu.node");
 if (existsSync(cpuAddon)) copyFileSync(cpuAddon, join(out, "build", "Release", "minfer_cpu.node"));
+else
+  console.error(
+    `bundle-cuda: ${cpuAddon} is missing: conformance.js --with-cpu will report the CPU unusable`,
+  );
 console.error(`bundle-cuda: ${out}`);

@@ -9,7 +9,7 @@
 import { copyFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "tsup";
+import { bundleForNode } from "./bundle-node.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const out = resolve(process.argv[2] ?? join(root, ".device", "minfer"));
@@ -19,28 +19,15 @@ if (!existsSync(addon)) {
   process.exit(1);
 }
 rmSync(out, { recursive: true, force: true });
-await build({
-  entry: {
+await bundleForNode(
+  {
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
   },
-  outDir: join(out, "dist"),
-  format: ["esm"],
-  target: "node20",
-  platform: "node",
-  splitting: true,
-  bundle: true,
-  noExternal: [/.*/],
+  join(out, "dist"),
   // Optional backends the registry tries by name: absent there, reported as absent.
-  external: ["@minfer/backend-cuda", "@minfer/backend-metal"],
-  // Bundled CommonJS dependencies may call require(); give ESM output one.
-  banner: {
-    js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-  },
-  silent: true,
-  dts: false,
-  clean: true,
-});
+  ["@minfer/backend-cuda", "@minfer/backend-metal"],
+);
 mkdirSync(join(out, "build", "Release"), { recursive: true });
 copyFileSync(addon, join(out, "build", "Release", "minfer_cpu.node"));
 writeFileSync(

@@ -105,6 +105,7 @@ export function createServer(options: ServerOptions): MinferServer {
   if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && Number.isFinite(timeout)))
     throw new RangeError(`timeoutSeconds must be a positive number, got ${String(timeout)}`);
   const metrics = options.metrics ? new ServerMetrics() : undefined;
+  const metricsObserver = metrics?.observer();
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: 8 * 1024 * 1024 });
   let model: Model | undefined;
   let batcher: Batcher | undefined;
@@ -135,9 +136,9 @@ export function createServer(options: ServerOptions): MinferServer {
         queueSize,
         contextOptions: rest,
         observer: {
-          onStep: metrics?.observer().onStep,
+          onStep: metricsObserver?.onStep,
           onJobEnd: (r) => {
-            metrics?.observer().onJobEnd?.(r);
+            metricsObserver?.onJobEnd?.(r);
             options.onGeneration?.({
               finishReason: r.finish,
               completionTokens: r.tokens.length,
