@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "../common/program_loader.h"
 #include "op_table.h"
 
 namespace minfer::cpu {
@@ -15,83 +16,14 @@ namespace pf = program;
 
 namespace {
 
-const pf::BlockLayout* block_layout(int32_t dtype) {
-  for (const pf::BlockLayout& b : pf::kBlockLayouts) {
-    if (b.dtype == dtype) return &b;
+Code load_code(pf::LoadCode c) {
+  switch (c) {
+    case pf::LoadCode::Ok: return Code::Ok;
+    case pf::LoadCode::BadProgram: return Code::BadProgram;
+    case pf::LoadCode::OutOfRange: return Code::OutOfRange;
+    case pf::LoadCode::UnsupportedOp: return Code::UnsupportedOp;
   }
-  return nullptr;
-}
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-Status bad(const std::string& message) { return Status::Error(Code::BadProgram, message); }
-
-std::string node_prefix(size_t i, int32_t op) {
-  return "node " + std::to_string(i) + " (" + op_name(op) + "): ";
-}
-
-// Bytes from the tensor's first byte to one past its last: sum over dims of (n-1)*nb plus one
-// element (or block). False on overflow.
-bool byte_span(const pf::TensorRecord& t, const pf::BlockLayout& b, int64_t* span) {
-  for (int i = 0; i < 4; i++) {
-    if (t.ne[i] == 0) {
-      *span = 0;
-      return true;
-    }
-  }
-  int64_t last = b.type_size;
-  for (int i = 0; i < 4; i++) {
-    const int64_t n = i == 0 ? t.ne[0] / b.block_size : t.ne[i];
-    int64_t step;
-    if (__builtin_mul_overflow(n - 1, t.nb[i], &step) || __builtin_add_overflow(last, step, &last)) return false;
-  }
-  *span = last;
-  return true;
-}
-
-Status load_tensor(size_t i, const pf::TensorRecord& t, const std::vector<BufferBinding>& buffers,
-                   Tensor* out) {
-  const std::string who = "tensor " + std::to_string(i) + ": ";
-  const pf::BlockLayout* b = block_layout(t.dtype);
-  if (!b) return bad(who + "unknown dtype id " + str(t.dtype));
-  if (t.buffer < 0 || static_cast<size_t>(t.buffer) >= buffers.size()) {
-    return bad(who + "buffer slot " + str(t.buffer) + " is not one of the program's " +
-               std::to_string(buffers.size()) + " slots");
-  }
-  if (t.offset < 0) return bad(who + "negative byte offset " + str(t.offset));
-  int64_t numel = 1;
-  for (int d = 0; d < 4; d++) {
-    if (t.ne[d] < 0) return bad(who + "negative ne[" + std::to_string(d) + "] = " + str(t.ne[d]));
-    if (t.nb[d] < 0) return bad(who + "negative nb[" + std::to_string(d) + "] = " + str(t.nb[d]));
-    if (__builtin_mul_overflow(numel, t.ne[d], &numel)) return bad(who + "element count overflows");
-  }
-  if (b->block_size > 1) {
-    if (t.ne[0] % b->block_size != 0) {
-      return bad(who + "ne[0] = " + str(t.ne[0]) + " is not a whole number of " + str(b->block_size) +
-                 "-element blocks");
-    }
-    if (t.nb[0] != b->type_size) {
-      return bad(who + "nb[0] = " + str(t.nb[0]) + " must be the block size in bytes (" + str(b->type_size) + ")");
-    }
-  }
-  int64_t span = 0;
-  int64_t end = 0;
-  if (!byte_span(t, *b, &span) || __builtin_add_overflow(t.offset, span, &end)) {
-    return bad(who + "byte span overflows");
-  }
-  const BufferBinding& buf = buffers[t.buffer];
-  if (static_cast<uint64_t>(end) > buf.size) {
-    return Status::Error(Code::OutOfRange, who + "bytes " + str(t.offset) + ".." + str(end) +
-                                               " are outside buffer slot " + str(t.buffer) + " (" +
-                                               std::to_string(buf.size) + " bytes)");
-  }
-  out->dtype = static_cast<pf::DType>(t.dtype);
-  out->data = buf.data ? buf.data + t.offset : nullptr;
-  for (int d = 0; d < 4; d++) {
-    out->ne[d] = t.ne[d];
-    out->nb[d] = t.nb[d];
-  }
-  return Status::Ok();
+  return Code::Internal;
 }
 
 // The execute a pool thread is working for, for report_kernel_error.
@@ -109,7 +41,7 @@ struct RunContext {
     std::lock_guard<std::mutex> lock(mu);
     if (!first.ok()) return;
     const int32_t op = static_cast<int32_t>((*nodes)[node].op);
-    first = Status::Error(code, node_prefix(node, op) + message);
+    first = Status::Error(code, pf::node_prefix(node, op) + message);
     failed.store(true, std::memory_order_release);
   }
 };
@@ -158,113 +90,32 @@ void report_kernel_error(const char* message) {
 
 Status LoadedProgram::load(const uint8_t* bytes, size_t length, const std::vector<BufferBinding>& buffers,
                            SimdLevel simd, int n_threads, LoadedProgram* out) {
-  if (!bytes || length < static_cast<size_t>(pf::kHeaderBytes)) {
-    return bad("a program of " + std::to_string(length) + " bytes is shorter than its " +
-               std::to_string(pf::kHeaderBytes) + "-byte header");
-  }
-  pf::Header h;
-  std::memcpy(&h, bytes, sizeof h);
-  if (h.magic != pf::kMagic) return bad("not a program (bad magic)");
-  if (h.version != pf::kVersion) {
-    return bad("program version " + std::to_string(h.version) + "; this build reads version " +
-               std::to_string(pf::kVersion));
-  }
-  if (h.tensor_record_bytes != static_cast<uint32_t>(pf::kTensorRecordBytes) ||
-      h.node_record_bytes != static_cast<uint32_t>(pf::kNodeRecordBytes) || h.reserved != 0) {
-    return bad("record sizes " + std::to_string(h.tensor_record_bytes) + "/" + std::to_string(h.node_record_bytes) +
-               " (reserved " + std::to_string(h.reserved) + ") do not match this build's " +
-               std::to_string(pf::kTensorRecordBytes) + "/" + std::to_string(pf::kNodeRecordBytes) + " (0)");
-  }
-  const uint64_t expected = uint64_t{pf::kHeaderBytes} + uint64_t{8} * h.n_buffers +
-                            uint64_t{pf::kTensorRecordBytes} * h.n_tensors +
-                            uint64_t{pf::kNodeRecordBytes} * h.n_nodes;
-  if (expected != length) {
-    return bad("header counts (" + std::to_string(h.n_buffers) + " buffers, " + std::to_string(h.n_tensors) +
-               " tensors, " + std::to_string(h.n_nodes) + " nodes) need " + std::to_string(expected) +
-               " bytes; the program has " + std::to_string(length));
-  }
-  if (h.n_buffers != buffers.size()) {
-    return bad("the program has " + std::to_string(h.n_buffers) + " buffer slots but " +
-               std::to_string(buffers.size()) + " buffers were passed");
-  }
-  const uint8_t* at = bytes + pf::kHeaderBytes;
-  for (uint32_t i = 0; i < h.n_buffers; i++, at += 8) {
-    int64_t need;
-    std::memcpy(&need, at, 8);
-    if (need < 0) return bad("buffer slot " + std::to_string(i) + " declares a negative size");
-    if (static_cast<uint64_t>(need) > buffers[i].size) {
-      return Status::Error(Code::OutOfRange, "buffer slot " + std::to_string(i) + ": the program needs " +
-                                                 str(need) + " bytes, the buffer has " +
-                                                 std::to_string(buffers[i].size));
-    }
-  }
+  pf::ParsedProgram parsed;
+  const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &parsed);
+  if (!r.ok()) return Status::Error(load_code(r.code), r.message);
 
   LoadedProgram p;
-  p.tensors_.resize(h.n_tensors);
-  std::vector<int32_t> tensor_slot(h.n_tensors);
-  for (uint32_t i = 0; i < h.n_tensors; i++, at += pf::kTensorRecordBytes) {
-    pf::TensorRecord t;
-    std::memcpy(&t, at, sizeof t);
-    Status s = load_tensor(i, t, buffers, &p.tensors_[i]);
-    if (!s.ok()) return s;
-    tensor_slot[i] = t.buffer;
-  }
-
-  p.nodes_.resize(h.n_nodes);
-  p.kernels_.resize(h.n_nodes);
-  p.node_scratch_.resize(h.n_nodes);
-  p.params_.assign(size_t{h.n_nodes} * pf::kMaxParams, 0);
-  for (uint32_t i = 0; i < h.n_nodes; i++, at += pf::kNodeRecordBytes) {
-    pf::NodeRecord n;
-    std::memcpy(&n, at, sizeof n);
-    const OpInfo* info = op_info(n.op);
-    if (!info) {
-      return Status::Error(Code::UnsupportedOp, "node " + std::to_string(i) + ": op code " + str(n.op) +
-                                                    " is not an op this build knows");
-    }
-    const std::string who = node_prefix(i, n.op);
-    if (n.n_inputs < info->min_inputs || n.n_inputs > info->max_inputs) {
-      return bad(who + std::to_string(n.n_inputs) + " inputs; the op takes " + std::to_string(info->min_inputs) +
-                 ".." + std::to_string(info->max_inputs));
-    }
-    if (n.n_outputs < info->min_outputs || n.n_outputs > info->max_outputs) {
-      return bad(who + std::to_string(n.n_outputs) + " outputs; the op takes " +
-                 std::to_string(info->min_outputs) + ".." + std::to_string(info->max_outputs));
-    }
-    if (n.n_params != info->n_params) {
-      return bad(who + std::to_string(n.n_params) + " parameters; the op takes " + std::to_string(info->n_params));
-    }
+  p.tensors_ = std::move(parsed.tensors);
+  const size_t n_nodes = parsed.nodes.size();
+  p.nodes_.resize(n_nodes);
+  p.kernels_.resize(n_nodes);
+  p.node_scratch_.resize(n_nodes);
+  p.params_.assign(n_nodes * pf::kMaxParams, 0);
+  for (size_t i = 0; i < n_nodes; i++) {
+    const pf::ParsedNode& n = parsed.nodes[i];
     NodeArgs& a = p.nodes_[i];
-    a.op = static_cast<pf::Op>(n.op);
+    a.op = n.op;
     a.n_inputs = n.n_inputs;
     a.n_outputs = n.n_outputs;
-    for (int k = 0; k < pf::kMaxInputs; k++) a.in[k] = nullptr;
-    for (int k = 0; k < pf::kMaxOutputs; k++) a.out[k] = nullptr;
-    for (int k = 0; k < n.n_inputs; k++) {
-      const int32_t t = n.inputs[k];
-      if (t < 0 || static_cast<uint32_t>(t) >= h.n_tensors) {
-        return bad(who + "input " + std::to_string(k) + " is tensor " + str(t) + " of " + std::to_string(h.n_tensors));
-      }
-      a.in[k] = &p.tensors_[t];
-    }
-    for (int k = 0; k < n.n_outputs; k++) {
-      const int32_t t = n.outputs[k];
-      if (t < 0 || static_cast<uint32_t>(t) >= h.n_tensors) {
-        return bad(who + "output " + std::to_string(k) + " is tensor " + str(t) + " of " +
-                   std::to_string(h.n_tensors));
-      }
-      if (buffers[tensor_slot[t]].read_only) {
-        return bad(who + "output " + std::to_string(k) + " (tensor " + str(t) + ") is in read-only buffer slot " +
-                   str(tensor_slot[t]));
-      }
-      a.out[k] = &p.tensors_[t];
-    }
-    uint32_t* params = &p.params_[size_t{i} * pf::kMaxParams];
+    for (int k = 0; k < pf::kMaxInputs; k++) a.in[k] = k < n.n_inputs ? &p.tensors_[n.inputs[k]] : nullptr;
+    for (int k = 0; k < pf::kMaxOutputs; k++) a.out[k] = k < n.n_outputs ? &p.tensors_[n.outputs[k]] : nullptr;
+    uint32_t* params = &p.params_[i * pf::kMaxParams];
     std::memcpy(params, n.params, sizeof n.params);
     a.params = params;
     a.scratch = nullptr;
     a.simd = simd;
 
+    const std::string who = pf::node_prefix(i, static_cast<int32_t>(n.op));
     const KernelDef* k = find_kernel(a.op);
     if (!k) return Status::Error(Code::NoKernel, who + "no CPU kernel is registered for this op");
     if (k->check) {

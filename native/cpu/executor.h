@@ -10,18 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "../common/program_loader.h"
 #include "kernel.h"
 #include "status.h"
 #include "thread_pool.h"
 
 namespace minfer::cpu {
 
-// One buffer slot as the executor sees it. `data` is nullptr when only checking a program.
-struct BufferBinding {
-  uint8_t* data = nullptr;
-  uint64_t size = 0;
-  bool read_only = false;
-};
+// One buffer slot as the executor sees it (native/common/program_loader.h).
+using BufferBinding = program::BufferBinding;
 
 // A validated program with its tensors resolved to memory.
 class LoadedProgram {

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "../common/program_format.h"
+#include "../common/program_loader.h"
 
 namespace minfer::cpu {
 
@@ -25,12 +26,7 @@ enum class SimdLevel : int { Scalar = 0, AVX2 = 1, AVX512 = 2, NEON = 3 };
 
 // A program tensor resolved to memory: element [i0,i1,i2,i3] of a plain dtype is at
 // data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3]; for block dtypes nb[0] is the block size in bytes.
-struct Tensor {
-  program::DType dtype;
-  uint8_t* data;
-  int64_t ne[4];
-  int64_t nb[4];
-};
+using Tensor = program::Tensor;
 
 struct NodeArgs {
   program::Op op;
