@@ -1,0 +1,192 @@
+// Element-wise kernels, F32 only (as native/cpu/elementwise.cpp): ADD, MUL (b broadcast over a by
+// ggml's rule: b.ne[i] divides a.ne[i]), SCALE (a*scale + bias), SILU, GELU (tanh approximation),
+// SWIGLU (silu(gate) * up). Any strides. The grid is 2-D: y walks rows (dims 1-3), x walks
+// elements of a row, both grid-stride, so a row's coordinates are worked out once per thread.
+#include <cmath>
+
+#include "../cuda_util.cuh"
+#include "../kernel.h"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::dtype_name;
+using program::Op;
+
+constexpr int kThreads = 256;
+
+// ---- checks (the CPU's conditions and messages) ----
+
+const char* need_f32(const char* op, const char* what, const Tensor* t) {
+  if (t->dtype != DType::F32) return check_fail("%s: %s must be F32, got %s", op, what, dtype_name(t->dtype));
+  return nullptr;
+}
+
+bool same_shape(const Tensor* a, const Tensor* b) {
+  for (int i = 0; i < 4; i++)
+    if (a->ne[i] != b->ne[i]) return false;
+  return true;
+}
+
+const char* check_counts(const char* op, const NodeArgs& a, int n_in) {
+  if (a.n_inputs != n_in || a.n_outputs != 1)
+    return check_fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, a.n_inputs, a.n_outputs);
+  return nullptr;
+}
+
+const char* check_binary(const NodeArgs& args, const char* op) {
+  if (const char* e = check_counts(op, args, 2)) return e;
+  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
+  if (const char* e = need_f32(op, "a", a)) return e;
+  if (const char* e = need_f32(op, "b", b)) return e;
+  if (const char* e = need_f32(op, "the output", o)) return e;
+  for (int i = 0; i < 4; i++) {
+    if (b->ne[i] <= 0 || a->ne[i] % b->ne[i] != 0)
+      return check_fail("%s: b [%lld,%lld,%lld,%lld] does not broadcast over a [%lld,%lld,%lld,%lld]", op,
+                        (long long)b->ne[0], (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3],
+                        (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3]);
+  }
+  if (!same_shape(a, o)) return check_fail("%s: the output must have a's shape", op);
+  return nullptr;
+}
+const char* check_add(const NodeArgs& a) { return check_binary(a, "add"); }
+const char* check_mul(const NodeArgs& a) { return check_binary(a, "mul"); }
+
+const char* check_unary(const NodeArgs& args, const char* op) {
+  if (const char* e = check_counts(op, args, 1)) return e;
+  if (const char* e = need_f32(op, "a", args.in[0])) return e;
+  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.out[0])) return check_fail("%s: the output must have a's shape", op);
+  return nullptr;
+}
+const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
+const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
+const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
+
+const char* check_swiglu(const NodeArgs& args) {
+  if (const char* e = check_counts("swiglu", args, 2)) return e;
+  if (const char* e = need_f32("swiglu", "gate", args.in[0])) return e;
+  if (const char* e = need_f32("swiglu", "up", args.in[1])) return e;
+  if (const char* e = need_f32("swiglu", "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.in[1])) return check_fail("swiglu: gate and up must have the same shape");
+  if (!same_shape(args.in[0], args.out[0])) return check_fail("swiglu: the output must have gate's shape");
+  return nullptr;
+}
+
+// ---- device code ----
+
+__device__ inline float silu1(float x) { return x / (1.0f + expf(-x)); }
+// gelu(x) = 0.5 x (1 + tanh(y)) = x * sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3).
+__device__ inline float gelu1(float x) {
+  const float y = 0.7978845608028654f * x * (1.0f + 0.044715f * x * x);
+  return x / (1.0f + expf(-2.0f * y));
+}
+
+__device__ inline const float* f32_at(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<const float*>(t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
+}
+__device__ inline float* f32_mut(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<float*>(t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]);
+}
+
+// Row r of a tensor shaped like `t` (dims 1-3 flattened) as coordinates.
+__device__ inline void row_coords(const Tensor& t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
+  *i1 = r % t.ne[1];
+  r /= t.ne[1];
+  *i2 = r % t.ne[2];
+  *i3 = r / t.ne[2];
+}
+
+template <bool kMul>
+__global__ void binary_kernel(Tensor a, Tensor b, Tensor o) {
+  const int64_t ne0 = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3], bn = b.ne[0];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    int64_t i1, i2, i3;
+    row_coords(a, r, &i1, &i2, &i3);
+    const int64_t j1 = i1 % b.ne[1], j2 = i2 % b.ne[2], j3 = i3 % b.ne[3];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x) {
+      const int64_t j = bn == ne0 ? i : (bn == 1 ? 0 : i % bn);
+      const float x = *f32_at(a, i, i1, i2, i3), y = *f32_at(b, j, j1, j2, j3);
+      *f32_mut(o, i, i1, i2, i3) = kMul ? x * y : x + y;
+    }
+  }
+}
+
+enum class Unary { Scale, Silu, Gelu };
+
+template <Unary kOp>
+__global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
+  const int64_t ne0 = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    int64_t i1, i2, i3;
+    row_coords(a, r, &i1, &i2, &i3);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x) {
+      const float x = *f32_at(a, i, i1, i2, i3);
+      float y;
+      if (kOp == Unary::Scale) y = x * s + bias;
+      else if (kOp == Unary::Silu) y = silu1(x);
+      else y = gelu1(x);
+      *f32_mut(o, i, i1, i2, i3) = y;
+    }
+  }
+}
+
+__global__ void swiglu_kernel(Tensor g, Tensor u, Tensor o) {
+  const int64_t ne0 = g.ne[0], rows = g.ne[1] * g.ne[2] * g.ne[3];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    int64_t i1, i2, i3;
+    row_coords(g, r, &i1, &i2, &i3);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x)
+      *f32_mut(o, i, i1, i2, i3) = silu1(*f32_at(g, i, i1, i2, i3)) * *f32_at(u, i, i1, i2, i3);
+  }
+}
+
+// ---- launches ----
+
+// The 2-D grid for `rows` rows of `ne0` elements; false when there is nothing to do.
+bool row_grid(const Tensor& t, dim3* grid) {
+  const int64_t ne0 = t.ne[0], rows = t.ne[1] * t.ne[2] * t.ne[3];
+  if (ne0 <= 0 || rows <= 0) return false;
+  const int64_t gx = ceil_div(ne0, kThreads);
+  *grid = dim3(static_cast<unsigned>(gx < 1024 ? gx : 1024), static_cast<unsigned>(rows < 65535 ? rows : 65535));
+  return true;
+}
+
+template <bool kMul>
+cudaError_t launch_binary(const NodeArgs& args, const LaunchContext& ctx) {
+  dim3 grid;
+  if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
+  binary_kernel<kMul><<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.in[1], *args.out[0]);
+  return cudaGetLastError();
+}
+
+template <Unary kOp>
+cudaError_t launch_unary(const NodeArgs& args, const LaunchContext& ctx) {
+  dim3 grid;
+  if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
+  float s = 1.0f, bias = 0.0f;
+  if (kOp == Unary::Scale) {
+    s = param_f32(args, program::param::SCALE::scale);
+    bias = param_f32(args, program::param::SCALE::bias);
+  }
+  unary_kernel<kOp><<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.out[0], s, bias);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_swiglu(const NodeArgs& args, const LaunchContext& ctx) {
+  dim3 grid;
+  if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
+  swiglu_kernel<<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.in[1], *args.out[0]);
+  return cudaGetLastError();
+}
+
+const Registrar add_kernel(Op::ADD, {check_add, no_scratch, launch_binary<false>});
+const Registrar mul_kernel(Op::MUL, {check_mul, no_scratch, launch_binary<true>});
+const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, launch_unary<Unary::Scale>});
+const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, launch_unary<Unary::Silu>});
+const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, launch_unary<Unary::Gelu>});
+const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_swiglu, no_scratch, launch_swiglu});
+
+}  // namespace
+}  // namespace minfer::cuda
