@@ -1,0 +1,118 @@
+// Row normalisations, F32 (as native/cpu/norm.cpp): RMS_NORM (x / sqrt(mean(x^2) + eps)), NORM
+// ((x - mean) / sqrt(var + eps)), RMS_NORM_MUL (rms_norm(x) * w, w broadcast over rows by ggml's
+// rule with w.ne[0] == x.ne[0]). One block per row (grid-stride over rows); sums are accumulated
+// in double and the per-row scale is rounded to float once, as the CPU does. Each element is read
+// and written by the same thread, so the output may alias a.
+#include <cmath>
+
+#include "../cuda_util.cuh"
+#include "../kernel.h"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::dtype_name;
+using program::Op;
+
+constexpr int kThreads = 256;
+
+const char* check_common(const NodeArgs& args, const char* op, int n_in) {
+  if (args.n_inputs != n_in || args.n_outputs != 1)
+    return check_fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, args.n_inputs, args.n_outputs);
+  const Tensor *a = args.in[0], *o = args.out[0];
+  if (a->dtype != DType::F32) return check_fail("%s: a must be F32, got %s", op, dtype_name(a->dtype));
+  if (o->dtype != DType::F32) return check_fail("%s: the output must be F32, got %s", op, dtype_name(o->dtype));
+  for (int i = 0; i < 4; i++)
+    if (a->ne[i] != o->ne[i]) return check_fail("%s: the output must have a's shape", op);
+  if (a->ne[0] < 1) return check_fail("%s: rows must not be empty", op);
+  return nullptr;
+}
+const char* check_rms_norm(const NodeArgs& a) { return check_common(a, "rms_norm", 1); }
+const char* check_norm(const NodeArgs& a) { return check_common(a, "norm", 1); }
+const char* check_rms_norm_mul(const NodeArgs& args) {
+  if (const char* e = check_common(args, "rms_norm_mul", 2)) return e;
+  const Tensor *a = args.in[0], *w = args.in[1];
+  if (w->dtype != DType::F32) return check_fail("rms_norm_mul: the weight must be F32, got %s", dtype_name(w->dtype));
+  if (w->ne[0] != a->ne[0]) return check_fail("rms_norm_mul: the weight must match a's rows");
+  for (int i = 1; i < 4; i++)
+    if (w->ne[i] <= 0 || a->ne[i] % w->ne[i] != 0)
+      return check_fail("rms_norm_mul: the weight does not broadcast over a in dim %d", i);
+  return nullptr;
+}
+
+// Sum of a double over the block (every thread gets it); `shared` holds blockDim.x / 32 doubles.
+__device__ double block_sum_d(double v, double* shared) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = (blockDim.x + kWarp - 1) / kWarp;
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();  // `shared` may still be read from a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? shared[lane] : 0.0;
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+enum class Kind { Rms, Norm, RmsMul };
+
+template <Kind kKind>
+__global__ void norm_kernel(Tensor a, Tensor w, Tensor o, float eps) {
+  __shared__ double shared[kThreads / kWarp];
+  const int64_t ne0 = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+    const uint8_t* x = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
+    uint8_t* y = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
+    auto in = [&](int64_t i) { return *reinterpret_cast<const float*>(x + i * a.nb[0]); };
+    auto out = [&](int64_t i) -> float& { return *reinterpret_cast<float*>(y + i * o.nb[0]); };
+    if (kKind == Kind::Norm) {
+      double s = 0;
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) s += in(i);
+      const float mean = static_cast<float>(block_sum_d(s, shared) / ne0);
+      double v = 0;
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
+        const float d = __fsub_rn(in(i), mean);
+        v += static_cast<double>(d) * d;
+      }
+      const double var = block_sum_d(v, shared) / ne0;
+      const float sc = static_cast<float>(1.0 / sqrt(var + eps));
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) out(i) = __fmul_rn(__fsub_rn(in(i), mean), sc);
+    } else {
+      double s = 0;
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
+        const double v = in(i);
+        s += v * v;
+      }
+      const double ms = block_sum_d(s, shared) / ne0;
+      const float sc = static_cast<float>(1.0 / sqrt(ms + eps));
+      if (kKind == Kind::Rms) {
+        for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) out(i) = __fmul_rn(in(i), sc);
+      } else {
+        const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
+        for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
+          out(i) = __fmul_rn(__fmul_rn(in(i), sc), *reinterpret_cast<const float*>(wr + i * w.nb[0]));
+      }
+    }
+  }
+}
+
+template <Kind kKind>
+cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor& a = *args.in[0];
+  const int64_t rows = a.ne[1] * a.ne[2] * a.ne[3];
+  if (a.ne[0] <= 0 || rows <= 0) return cudaSuccess;
+  const float eps = param_f32(args, 0);  // eps is parameter 0 of all three ops
+  const Tensor w = kKind == Kind::RmsMul ? *args.in[1] : a;
+  const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
+  norm_kernel<kKind><<<grid, kThreads, 0, ctx.stream>>>(a, w, *args.out[0], eps);
+  return cudaGetLastError();
+}
+
+const Registrar rms_norm_kernel(Op::RMS_NORM, {check_rms_norm, no_scratch, launch_norm<Kind::Rms>});
+const Registrar norm_kernel_reg(Op::NORM, {check_norm, no_scratch, launch_norm<Kind::Norm>});
+const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {check_rms_norm_mul, no_scratch, launch_norm<Kind::RmsMul>});
+
+}  // namespace
+}  // namespace minfer::cuda
