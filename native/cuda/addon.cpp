@@ -6,8 +6,13 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "device.h"
+#include "executor.h"
+#include "kernel.h"
 
 namespace {
 
@@ -17,7 +22,20 @@ struct Buffer {
   int device = 0;
   void* ptr = nullptr;
   size_t size = 0;
+  int busy = 0;  // executes in flight that use it (touched on the JavaScript thread only)
 };
+
+// An executor handle: the executor, and executes in flight (JavaScript thread only).
+struct ExecutorHandle {
+  std::unique_ptr<Executor> executor;
+  int busy = 0;
+};
+
+void throw_coded(Napi::Env env, const char* code, const std::string& message) {
+  Napi::Error e = Napi::Error::New(env, message);
+  e.Set("code", Napi::String::New(env, code));
+  throw e;
+}
 
 void check(Napi::Env env, const std::string& status) {
   if (!status.empty()) throw Napi::Error::New(env, status);
@@ -97,6 +115,7 @@ Napi::Value Alloc(const Napi::CallbackInfo& info) {
 
 Napi::Value Free(const Napi::CallbackInfo& info) {
   Buffer* b = buffer_arg(info, 0);
+  if (b->busy > 0) throw_coded(info.Env(), "BUSY", "the CUDA buffer is used by an execute in flight");
   const std::string status = release(b->device, b->ptr);
   b->ptr = nullptr;
   check(info.Env(), status);
@@ -141,6 +160,176 @@ Napi::Value SelfTest(const Napi::CallbackInfo& info) {
   return out;
 }
 
+
+const uint8_t* bytes_arg(const Napi::CallbackInfo& info, size_t i, size_t* length) {
+  if (info.Length() <= i || !info[i].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "the program must be a Uint8Array");
+  Napi::TypedArray t = info[i].As<Napi::TypedArray>();
+  *length = t.ByteLength();
+  return static_cast<const uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset();
+}
+
+// checkProgram(program, bufferSizes) → null when every node has a kernel that accepts it, else
+// { code, message }.
+Napi::Value CheckProgram(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  size_t length = 0;
+  const uint8_t* bytes = bytes_arg(info, 0, &length);
+  if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "bufferSizes must be an array");
+  Napi::Array a = info[1].As<Napi::Array>();
+  std::vector<uint64_t> sizes(a.Length());
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    Napi::Value v = a.Get(i);
+    if (!v.IsNumber()) throw Napi::TypeError::New(env, "bufferSizes must hold numbers");
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d <= 9007199254740991.0) || d != static_cast<double>(static_cast<uint64_t>(d)))
+      throw Napi::RangeError::New(env, "bufferSizes must hold non-negative integers");
+    sizes[i] = static_cast<uint64_t>(d);
+  }
+  const ExecStatus s = check_program(bytes, length, sizes);
+  if (s.ok()) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("code", exec_code_name(s.code));
+  o.Set("message", s.message);
+  return o;
+}
+
+Napi::Value RegisteredOps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string names = registered_ops();
+  Napi::Array out = Napi::Array::New(env);
+  size_t start = 0;
+  uint32_t n = 0;
+  while (start < names.size()) {
+    size_t end = names.find(',', start);
+    if (end == std::string::npos) end = names.size();
+    out.Set(n++, names.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsExternal()) throw Napi::TypeError::New(info.Env(), "expected a CUDA executor handle");
+  ExecutorHandle* h = info[i].As<Napi::External<ExecutorHandle>>().Data();
+  if (h == nullptr || !h->executor) throw_coded(info.Env(), "DISPOSED", "the CUDA executor was disposed");
+  return h;
+}
+
+// createExecutor(device, useGraphs) → handle
+Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
+  const int device = device_arg(info, 0);
+  const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
+  ExecStatus status;
+  auto* h = new ExecutorHandle{std::make_unique<Executor>(device, graphs, &status), 0};
+  if (!status.ok()) {
+    delete h;
+    throw_coded(info.Env(), exec_code_name(status.code), status.message);
+  }
+  return Napi::External<ExecutorHandle>::New(info.Env(), h, [](Napi::Env, ExecutorHandle* p) { delete p; });
+}
+
+Napi::Value DisposeExecutor(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "expected a CUDA executor handle");
+  ExecutorHandle* h = info[0].As<Napi::External<ExecutorHandle>>().Data();
+  if (h->busy > 0) throw_coded(info.Env(), "BUSY", "the CUDA executor has an execute in flight");
+  h->executor.reset();
+  return info.Env().Undefined();
+}
+
+Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
+  ExecutorHandle* h = executor_arg(info, 0);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("graphsCached", static_cast<double>(h->executor->graphs_cached()));
+  o.Set("graphReplays", static_cast<double>(h->executor->graph_replays()));
+  o.Set("graphCaptures", static_cast<double>(h->executor->graph_captures()));
+  return o;
+}
+
+// Runs a program off the JavaScript thread; the buffers and executor are marked busy meanwhile.
+class ExecuteWorker : public Napi::AsyncWorker {
+ public:
+  ExecuteWorker(Napi::Env env, ExecutorHandle* h, std::vector<uint8_t> program, std::vector<Buffer*> buffers,
+                bool profile)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(h),
+        program_(std::move(program)), buffers_(std::move(buffers)), profile_(profile) {
+    handle_->busy++;
+    for (Buffer* b : buffers_) b->busy++;
+    for (Buffer* b : buffers_) bindings_.push_back({static_cast<uint8_t*>(b->ptr), b->size, false});
+  }
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    status_ = handle_->executor->execute(program_.data(), program_.size(), bindings_, profile_ ? &micros_ : nullptr,
+                                         &stats_);
+  }
+
+  void OnOK() override {
+    release();
+    Napi::Env env = Env();
+    if (!status_.ok()) {
+      Napi::Error e = Napi::Error::New(env, status_.message);
+      e.Set("code", Napi::String::New(env, exec_code_name(status_.code)));
+      deferred_.Reject(e.Value());
+      return;
+    }
+    Napi::Object o = Napi::Object::New(env);
+    if (profile_) {
+      Napi::Float64Array m = Napi::Float64Array::New(env, micros_.size());
+      for (size_t i = 0; i < micros_.size(); i++) m[i] = micros_[i];
+      o.Set("nodeMicros", m);
+    }
+    o.Set("graph", stats_.graph_replayed ? "replayed" : stats_.graph_captured ? "captured" : "none");
+    deferred_.Resolve(o);
+  }
+
+  void OnError(const Napi::Error& e) override {
+    release();
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  void release() {
+    handle_->busy--;
+    for (Buffer* b : buffers_) b->busy--;
+  }
+  Napi::Promise::Deferred deferred_;
+  ExecutorHandle* handle_;
+  std::vector<uint8_t> program_;
+  std::vector<Buffer*> buffers_;
+  std::vector<minfer::program::BufferBinding> bindings_;
+  bool profile_;
+  ExecStatus status_;
+  ExecStats stats_;
+  std::vector<double> micros_;
+};
+
+// execute(executor, program, buffers, profile) → Promise<{ nodeMicros?, graph }>
+Napi::Value Execute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExecutorHandle* h = executor_arg(info, 0);
+  size_t length = 0;
+  const uint8_t* bytes = bytes_arg(info, 1, &length);
+  if (info.Length() < 3 || !info[2].IsArray()) throw Napi::TypeError::New(env, "buffers must be an array of CUDA buffers");
+  Napi::Array a = info[2].As<Napi::Array>();
+  std::vector<Buffer*> buffers;
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    Napi::Value v = a.Get(i);
+    if (!v.IsExternal()) throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] is not a CUDA buffer");
+    Buffer* b = v.As<Napi::External<Buffer>>().Data();
+    if (b == nullptr || b->ptr == nullptr) throw_coded(env, "DISPOSED", "buffers[" + std::to_string(i) + "] was freed");
+    if (b->device != h->executor->device())
+      throw_coded(env, "WRONG_DEVICE", "buffers[" + std::to_string(i) + "] is on device " + std::to_string(b->device) +
+                                           ", the executor on " + std::to_string(h->executor->device()));
+    buffers.push_back(b);
+  }
+  const bool profile = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
+  auto* w = new ExecuteWorker(env, h, std::vector<uint8_t>(bytes, bytes + length), std::move(buffers), profile);
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New(env, Probe));
   exports.Set("memInfo", Napi::Function::New(env, MemInfo));
@@ -149,6 +338,12 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("write", Napi::Function::New(env, Write));
   exports.Set("read", Napi::Function::New(env, Read));
   exports.Set("selfTest", Napi::Function::New(env, SelfTest));
+  exports.Set("checkProgram", Napi::Function::New(env, CheckProgram));
+  exports.Set("registeredOps", Napi::Function::New(env, RegisteredOps));
+  exports.Set("createExecutor", Napi::Function::New(env, CreateExecutor));
+  exports.Set("disposeExecutor", Napi::Function::New(env, DisposeExecutor));
+  exports.Set("executorStats", Napi::Function::New(env, ExecutorStats));
+  exports.Set("execute", Napi::Function::New(env, Execute));
   return exports;
 }
 

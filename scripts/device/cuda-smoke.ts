@@ -60,12 +60,12 @@ if (dev) {
     b.dispose();
     return back.every((v, i) => v === bytes[i + 100]);
   });
-  await check("programs are refused (no kernels yet)", async () => {
+  await check("a malformed program is refused with BAD_PROGRAM", async () => {
     try {
       await rt.execute(new Uint8Array(0), []);
       return false;
     } catch (e) {
-      return (e as { code?: string }).code === "UNSUPPORTED";
+      return (e as { code?: string }).code === "BAD_PROGRAM";
     }
   });
   rt.dispose();

@@ -1,46 +1,18 @@
 import { freemem, totalmem } from "node:os";
 import {
-  blockOf,
-  byteSpan,
   type Device,
   type DeviceCaps,
   type DeviceInitOptions,
   type DeviceMemory,
   type DeviceVariant,
-  type DType,
-  encodeProgram,
   type OpQuery,
-  type ProgramTensor,
-  type Shape,
+  opQueryKey,
+  opQueryProgram,
 } from "@minfer/ir";
 import { readEnv } from "./config.js";
 import { CpuBackendError, callNative } from "./errors.js";
 import type { NativeAddon } from "./native.js";
 import { CpuRuntime } from "./runtime.js";
-
-type TensorDesc = { dtype: DType; ne: Shape; nb: Shape };
-
-/** Bytes a tensor touches, as the native executor computes them; undefined when malformed. */
-function span(t: TensorDesc): number | undefined {
-  if (t.ne.some((n) => n === 0)) return 0;
-  const { blockSize, typeSize } = blockOf(t.dtype);
-  if (t.ne[0] % blockSize !== 0 || t.ne.some((n) => n < 0) || t.nb.some((n) => n < 0)) return undefined;
-  let last = typeSize;
-  for (let i = 0; i < 4; i++) last += ((i === 0 ? t.ne[0] / blockSize : t.ne[i]!) - 1) * t.nb[i]!;
-  let ir = 0;
-  try {
-    ir = byteSpan(t);
-  } catch {
-    return undefined;
-  }
-  return Math.max(last, ir);
-}
-
-/** The cache key of a query: op, parameters, and each tensor's dtype, shape and strides. */
-function queryKey(q: OpQuery): string {
-  const t = (x: TensorDesc) => `${x.dtype}:${x.ne.join(",")}:${x.nb.join(",")}`;
-  return `${q.op}|${q.params.join(",")}|${q.inputs.map(t).join(";")}|${q.outputs.map(t).join(";")}`;
-}
 
 const MAX_CACHED = 4096;
 
@@ -75,7 +47,7 @@ export class CpuDevice implements Device {
   supportsOp(query: OpQuery): boolean {
     const addon = this.#addon;
     if (!addon) return false;
-    const key = queryKey(query);
+    const key = opQueryKey(query);
     const cached = this.#answers.get(key);
     if (cached !== undefined) return cached;
     const answer = this.#check(addon, query);
@@ -121,32 +93,8 @@ export class CpuDevice implements Device {
   }
 
   #explain(addon: NativeAddon, query: OpQuery): { code: string; message: string } | null {
-    const all = [...query.inputs, ...query.outputs];
-    const sizes: number[] = [];
-    const tensors: ProgramTensor[] = [];
-    for (const [i, t] of all.entries()) {
-      const s = span(t);
-      if (s === undefined) return { code: "BAD_PROGRAM", message: `tensor ${i} has a malformed layout` };
-      sizes.push(s);
-      tensors.push({ dtype: t.dtype, buffer: i, offset: 0, ne: t.ne, nb: t.nb });
-    }
-    let program: Uint8Array;
-    try {
-      program = encodeProgram({
-        bufferSizes: sizes,
-        tensors,
-        nodes: [
-          {
-            op: query.op,
-            inputs: query.inputs.map((_, i) => i),
-            outputs: query.outputs.map((_, i) => query.inputs.length + i),
-            params: query.params,
-          },
-        ],
-      });
-    } catch (e) {
-      return { code: "BAD_PROGRAM", message: (e as Error).message };
-    }
-    return callNative(() => addon.checkProgram(program, sizes));
+    const q = opQueryProgram(query);
+    if ("error" in q) return q.error;
+    return callNative(() => addon.checkProgram(q.program, q.bufferSizes));
   }
 }

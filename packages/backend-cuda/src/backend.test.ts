@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BACKEND_API_VERSION } from "@minfer/ir";
+import { BACKEND_API_VERSION, DType, Op, opQueryProgram } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 import { backend, CudaBackendError, type CudaDevice } from "./index.js";
 
@@ -11,17 +11,58 @@ import { backend, CudaBackendError, type CudaDevice } from "./index.js";
 const devices = backend.devices() as readonly CudaDevice[];
 
 describe("the CUDA backend entry", () => {
-  it("loads, scores 0 (no kernels yet) and says why in its diagnostics", () => {
+  it("loads; without a device it scores 0 and says why in its diagnostics", () => {
     expect(backend.apiVersion).toBe(BACKEND_API_VERSION);
     expect(backend.name).toBe("cuda");
-    expect(backend.score()).toBe(0);
     const d = backend.diagnostics();
-    expect(d.some((l) => l.includes("unusable"))).toBe(true);
     if (devices.length === 0) {
+      expect(backend.score()).toBe(0);
       // No GPU here: the reason is the addon's build note, the driver or the device count.
       expect(d.join("\n")).toMatch(/not built|no CUDA|driver|cudaGetDeviceCount|unusable: the native addon/);
+    } else {
+      expect(backend.score()).toBeGreaterThan(3);
     }
-    for (const dev of devices) expect(dev.supportsOp()).toBe(false);
+  });
+});
+
+type Check = (program: Uint8Array, sizes: readonly number[]) => { code: string; message: string } | null;
+const checkProgram = backend.getExtension?.("cuda.checkProgram") as Check | undefined;
+const kernels = (backend.getExtension?.("cuda.kernels") as (() => string[]) | undefined)?.() ?? [];
+
+// Program validation needs the addon but no device: it runs wherever the addon was built.
+describe.skipIf(!checkProgram)("CUDA program validation (no device needed)", () => {
+  const f32 = (ne: [number, number, number, number]) => ({
+    dtype: DType.F32,
+    ne,
+    nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]] as [number, number, number, number],
+  });
+
+  it("has a kernel for every op of the IR", () => {
+    const ops = Object.keys(Op);
+    expect(ops.filter((o) => !kernels.includes(o))).toEqual([]);
+  });
+
+  it("refuses malformed programs and shapes a kernel lacks, naming the node", () => {
+    expect(checkProgram!(new Uint8Array(8), [])).toMatchObject({ code: "BAD_PROGRAM" });
+    const ok = opQueryProgram({ op: Op.ADD, params: [], inputs: [f32([8, 2, 1, 1]), f32([8, 1, 1, 1])], outputs: [f32([8, 2, 1, 1])] });
+    if ("error" in ok) throw new Error(ok.error.message);
+    expect(checkProgram!(ok.program, ok.bufferSizes)).toBeNull();
+    // A buffer smaller than the program needs.
+    expect(checkProgram!(ok.program, [ok.bufferSizes[0]! - 1, ...ok.bufferSizes.slice(1)])).toMatchObject({
+      code: "OUT_OF_RANGE",
+    });
+    // An ATTENTION with F32 q but an I32 k: the kernel's check refuses and names the node.
+    const bad = opQueryProgram({
+      op: Op.ATTENTION,
+      params: [1, 0],
+      inputs: [f32([64, 4, 1, 1]), { ...f32([64, 4, 8, 1]), dtype: DType.I32 }, f32([64, 4, 8, 1]), f32([8, 1, 1, 1])],
+      outputs: [f32([64, 4, 1, 1])],
+    });
+    if ("error" in bad) throw new Error(bad.error.message);
+    expect(checkProgram!(bad.program, bad.bufferSizes)).toMatchObject({
+      code: "UNSUPPORTED_SHAPE",
+      message: expect.stringMatching(/^node 0 \(ATTENTION\): .*k/),
+    });
   });
 });
 
@@ -46,7 +87,7 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
     expect(Array.from(await rt.read(b, 499, 1))).toEqual([0]);
     await expect(rt.write(b, 900, data)).rejects.toMatchObject({ code: "OUT_OF_RANGE" });
     await expect(rt.read(b, 1001, 1)).rejects.toMatchObject({ code: "OUT_OF_RANGE" });
-    await expect(rt.execute(new Uint8Array(0), [])).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    await expect(rt.execute(new Uint8Array(0), [])).rejects.toMatchObject({ code: "BAD_PROGRAM" });
     b.dispose();
     await expect(rt.read(b, 0, 1)).rejects.toBeInstanceOf(CudaBackendError);
     rt.dispose();

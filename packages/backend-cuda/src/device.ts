@@ -1,7 +1,18 @@
-import type { Device, DeviceCaps, DeviceMemory, DeviceRuntime } from "@minfer/ir";
+import {
+  type Device,
+  type DeviceCaps,
+  type DeviceInitOptions,
+  type DeviceMemory,
+  type OpQuery,
+  opQueryKey,
+  opQueryProgram,
+} from "@minfer/ir";
+import { readEnv } from "./config.js";
 import { fromNative } from "./errors.js";
-import type { NativeAddon, NativeDeviceInfo } from "./native.js";
+import type { NativeAddon, NativeCheck, NativeDeviceInfo } from "./native.js";
 import { CudaRuntime } from "./runtime.js";
+
+const MAX_CACHED = 4096;
 
 /** One NVIDIA GPU as the runtime reported it. */
 export class CudaDevice implements Device {
@@ -11,6 +22,7 @@ export class CudaDevice implements Device {
   readonly caps: DeviceCaps = { hostMemory: false, launchCostUs: 10, hostToDeviceBandwidth: 25e9 };
   readonly info: NativeDeviceInfo;
   readonly #addon: NativeAddon;
+  readonly #answers = new Map<string, boolean>();
 
   constructor(addon: NativeAddon, info: NativeDeviceInfo) {
     this.#addon = addon;
@@ -26,13 +38,34 @@ export class CudaDevice implements Device {
     }
   }
 
-  /** No kernels in this build: nothing is assigned here. */
-  supportsOp(): boolean {
-    return false;
+  /**
+   * Whether a CUDA kernel accepts the op with these dtypes, shapes and parameters: a one-node
+   * program is validated natively with the checks execute runs (answers are cached).
+   */
+  supportsOp(query: OpQuery): boolean {
+    const key = opQueryKey(query);
+    const cached = this.#answers.get(key);
+    if (cached !== undefined) return cached;
+    const answer = this.explainOp(query) === null;
+    if (this.#answers.size >= MAX_CACHED) this.#answers.clear();
+    this.#answers.set(key, answer);
+    return answer;
   }
 
-  async init(): Promise<DeviceRuntime> {
-    return new CudaRuntime(this, this.#addon, this.info.index);
+  /** Why `supportsOp` says no (null when it says yes): the native code and message. */
+  explainOp(query: OpQuery): NativeCheck | null {
+    const q = opQueryProgram(query);
+    if ("error" in q) return q.error;
+    try {
+      return this.#addon.checkProgram(q.program, q.bufferSizes);
+    } catch (e) {
+      throw fromNative(e, `checking an op for ${this.name}`);
+    }
+  }
+
+  /** Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0. */
+  async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
+    return new CudaRuntime(this, this.#addon, this.info.index, readEnv().graphs);
   }
 
   /** Runs a tiny kernel on the device and checks what it wrote: the addon's code runs here. */

@@ -4,8 +4,17 @@ export type CudaBackendErrorCode =
   | "NATIVE_UNAVAILABLE"
   /** A CUDA call failed (the message names it and CUDA's error). */
   | "CUDA_ERROR"
-  /** This build has no kernels yet: programs cannot run on CUDA. */
-  | "UNSUPPORTED"
+  /** The program is malformed (sizes, indices, record layout). */
+  | "BAD_PROGRAM"
+  /** An op code this build does not know. */
+  | "UNSUPPORTED_OP"
+  /** A kernel refused the node's dtypes, shapes or parameters. */
+  | "UNSUPPORTED_SHAPE"
+  /** A known op without a CUDA kernel. */
+  | "NO_KERNEL"
+  | "OUT_OF_MEMORY"
+  /** A buffer or executor is in use by an execute in flight. */
+  | "BUSY"
   | "BAD_ARGUMENT"
   | "OUT_OF_RANGE"
   | "WRONG_DEVICE"
@@ -24,9 +33,25 @@ export class CudaBackendError extends Error {
   }
 }
 
+const NATIVE_CODES = new Set<string>([
+  "BAD_PROGRAM",
+  "UNSUPPORTED_OP",
+  "UNSUPPORTED_SHAPE",
+  "NO_KERNEL",
+  "OUT_OF_RANGE",
+  "OUT_OF_MEMORY",
+  "CUDA_ERROR",
+  "BUSY",
+  "DISPOSED",
+  "WRONG_DEVICE",
+]);
+
 /** Maps an error thrown by the addon to a coded one (RangeError → OUT_OF_RANGE, TypeError → BAD_ARGUMENT). */
 export function fromNative(e: unknown, what: string): CudaBackendError {
   const message = `${what}: ${(e as Error)?.message ?? String(e)}`;
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code === "string" && NATIVE_CODES.has(code))
+    return new CudaBackendError(code as CudaBackendErrorCode, message, { cause: e });
   if (e instanceof RangeError) return new CudaBackendError("OUT_OF_RANGE", message, { cause: e });
   if (e instanceof TypeError) return new CudaBackendError("BAD_ARGUMENT", message, { cause: e });
   return new CudaBackendError("CUDA_ERROR", message, { cause: e });

@@ -1,7 +1,8 @@
 /**
- * The CUDA backend (in progress): device discovery, memory accounting and device buffers behind
- * the BackendEntry contract of `@minfer/ir`. It has no kernels yet, so `score()` is 0 and every
- * device's `supportsOp` is false; `diagnostics()` says so and lists the GPUs found.
+ * The CUDA backend: device discovery, memory accounting, device buffers, and an executor that
+ * runs programs on a stream with CUDA kernels for every op of `@minfer/ir` (captured into CUDA
+ * graphs when a program repeats), behind the BackendEntry contract of `@minfer/ir`. Without a
+ * built addon, a driver or a device, `score()` is 0 and `diagnostics()` says why.
  * @module @minfer/backend-cuda
  */
 import { BACKEND_API_VERSION, type BackendEntry } from "@minfer/ir";
@@ -11,7 +12,8 @@ import { loadNative, type NativeProbe } from "./native.js";
 export { CudaDevice } from "./device.js";
 export type { CudaBackendErrorCode } from "./errors.js";
 export { CudaBackendError } from "./errors.js";
-export type { NativeDeviceInfo, NativeProbe } from "./native.js";
+export type { CudaEnv } from "./config.js";
+export type { NativeCheck, NativeDeviceInfo, NativeExecutorStats, NativeProbe } from "./native.js";
 export { CudaBuffer, CudaRuntime } from "./runtime.js";
 
 const native = loadNative();
@@ -38,7 +40,8 @@ function diagnostics(): string[] {
     );
   }
   if (!p.error && devices.length === 0) lines.push("cuda: unusable: no CUDA device");
-  lines.push("cuda: unusable for now: this build has no kernels (device discovery and buffers only)");
+  const ops = native.addon.registeredOps();
+  lines.push(`cuda: kernels: ${ops.join(", ") || "none"}`);
   return lines;
 }
 
@@ -46,12 +49,15 @@ function diagnostics(): string[] {
 export const backend: BackendEntry = {
   apiVersion: BACKEND_API_VERSION,
   name: "cuda",
-  // No kernels yet: never chosen, whatever the machine has.
-  score: () => 0,
+  // Above any CPU level when a device is present: the GPU is preferred where it can run an op.
+  score: () => (devices.length > 0 ? 10 : 0),
   diagnostics,
   devices: () => devices,
   getExtension(name: string): unknown {
     if (name === "cuda.probe") return () => probe;
+    if (name === "cuda.kernels") return () => (native.ok ? native.addon.registeredOps() : []);
+    if (name === "cuda.checkProgram")
+      return native.ok ? (program: Uint8Array, sizes: readonly number[]) => native.addon.checkProgram(program, sizes) : undefined;
     return undefined;
   },
 };

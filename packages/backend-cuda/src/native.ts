@@ -31,6 +31,29 @@ export interface NativeProbe {
   readonly devices: readonly NativeDeviceInfo[];
 }
 
+/** A program executor on one device (a stream, scratch and its captured CUDA graphs). */
+export interface NativeExecutor {
+  readonly [brand]: "CudaNativeExecutor";
+}
+
+/** Why a program cannot run: a stable code and a message naming the node. */
+export interface NativeCheck {
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface NativeExecuteResult {
+  readonly nodeMicros?: Float64Array;
+  /** Whether this execute replayed a captured CUDA graph, captured one, or launched directly. */
+  readonly graph: "replayed" | "captured" | "none";
+}
+
+export interface NativeExecutorStats {
+  readonly graphsCached: number;
+  readonly graphReplays: number;
+  readonly graphCaptures: number;
+}
+
 export interface NativeAddon {
   probe(): NativeProbe;
   memInfo(device: number): { free: number; total: number };
@@ -40,6 +63,20 @@ export interface NativeAddon {
   read(buffer: NativeBuffer, offset: number, length: number): Uint8Array;
   /** Runs a kernel writing seed + 2·i for i < n on the device and returns what it wrote. */
   selfTest(device: number, n: number, seed: number): Int32Array;
+  /** null when every node has a kernel accepting its dtypes and shapes. */
+  checkProgram(program: Uint8Array, bufferSizes: readonly number[]): NativeCheck | null;
+  registeredOps(): string[];
+  createExecutor(device: number, useGraphs: boolean): NativeExecutor;
+  /** BUSY while an execute is in flight. */
+  disposeExecutor(executor: NativeExecutor): void;
+  executorStats(executor: NativeExecutor): NativeExecutorStats;
+  /** Rejects with an Error whose `code` is BAD_PROGRAM, OUT_OF_RANGE, UNSUPPORTED_SHAPE, CUDA_ERROR, … */
+  execute(
+    executor: NativeExecutor,
+    program: Uint8Array,
+    buffers: readonly NativeBuffer[],
+    profile: boolean,
+  ): Promise<NativeExecuteResult>;
 }
 
 export type NativeLoad =

@@ -1,8 +1,8 @@
 import { open } from "node:fs/promises";
-import type { BackendBuffer, DeviceRuntime, ExecuteResult } from "@minfer/ir";
+import type { BackendBuffer, DeviceRuntime, ExecuteOptions, ExecuteResult } from "@minfer/ir";
 import type { CudaDevice } from "./device.js";
 import { CudaBackendError, fromNative } from "./errors.js";
-import type { NativeAddon, NativeBuffer } from "./native.js";
+import type { NativeAddon, NativeBuffer, NativeExecutor, NativeExecutorStats } from "./native.js";
 
 /** Device memory of one CUDA device. */
 export class CudaBuffer implements BackendBuffer {
@@ -45,20 +45,33 @@ export class CudaBuffer implements BackendBuffer {
 const CHUNK = 64 << 20;
 
 /**
- * A started CUDA device: buffers and copies. Programs cannot run yet (no kernels in this build):
- * `execute` refuses with UNSUPPORTED, and the device's `supportsOp` says no to every op, so the
- * scheduler never assigns work here.
+ * A started CUDA device: buffers, copies, and an executor (a stream, device scratch and the CUDA
+ * graphs it captured). `execute` validates the program natively, enqueues its kernels off the
+ * JavaScript thread and resolves when the stream has finished; a program that runs again with
+ * the same bytes and buffers is captured into a CUDA graph and replayed from then on.
  */
 export class CudaRuntime implements DeviceRuntime {
   readonly device: CudaDevice;
   readonly #addon: NativeAddon;
   readonly #index: number;
+  readonly #executor: NativeExecutor;
   #disposed = false;
 
-  constructor(device: CudaDevice, addon: NativeAddon, index: number) {
+  constructor(device: CudaDevice, addon: NativeAddon, index: number, useGraphs: boolean) {
     this.device = device;
     this.#addon = addon;
     this.#index = index;
+    try {
+      this.#executor = addon.createExecutor(index, useGraphs);
+    } catch (e) {
+      throw fromNative(e, `starting an executor on ${device.name}`);
+    }
+  }
+
+  /** CUDA graphs kept now, and replays and captures since the runtime started. */
+  graphStats(): NativeExecutorStats {
+    this.#live();
+    return this.#addon.executorStats(this.#executor);
   }
 
   #live(): void {
@@ -141,15 +154,29 @@ export class CudaRuntime implements DeviceRuntime {
     }
   }
 
-  async execute(): Promise<ExecuteResult> {
+  async execute(
+    program: Uint8Array,
+    buffers: readonly BackendBuffer[],
+    options: ExecuteOptions = {},
+  ): Promise<ExecuteResult> {
     this.#live();
-    throw new CudaBackendError(
-      "UNSUPPORTED",
-      `${this.device.name}: this build of @minfer/backend-cuda has no kernels yet; programs run on the CPU backend`,
-    );
+    const natives = buffers.map((b) => this.#own(b).handle());
+    try {
+      const r = await this.#addon.execute(this.#executor, program, natives, options.profile === true);
+      return r.nodeMicros ? { nodeMicros: r.nodeMicros } : {};
+    } catch (e) {
+      throw fromNative(e, `${this.device.name}: execute`);
+    }
   }
 
+  /** Stops the executor (BUSY while an execute runs); buffers are freed by their owners. */
   dispose(): void {
+    if (this.#disposed) return;
+    try {
+      this.#addon.disposeExecutor(this.#executor);
+    } catch (e) {
+      throw fromNative(e, `disposing the runtime of ${this.device.name}`);
+    }
     this.#disposed = true;
   }
 }

@@ -1,0 +1,317 @@
+// The CUDA executor (executor.h): validation, kernel launch, CUDA graph capture and replay,
+// data-dependent error reporting. Every CUDA status is checked and named.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <string>
+
+#include "executor.h"
+#include "kernel.h"
+
+namespace minfer::cuda {
+
+namespace pf = program;
+
+const char* exec_code_name(ExecCode c) {
+  switch (c) {
+    case ExecCode::Ok: return "OK";
+    case ExecCode::BadProgram: return "BAD_PROGRAM";
+    case ExecCode::UnsupportedOp: return "UNSUPPORTED_OP";
+    case ExecCode::UnsupportedShape: return "UNSUPPORTED_SHAPE";
+    case ExecCode::OutOfRange: return "OUT_OF_RANGE";
+    case ExecCode::NoKernel: return "NO_KERNEL";
+    case ExecCode::OutOfMemory: return "OUT_OF_MEMORY";
+    case ExecCode::CudaError: return "CUDA_ERROR";
+  }
+  return "INTERNAL";
+}
+
+namespace {
+
+ExecStatus err(ExecCode code, std::string message) { return ExecStatus{code, std::move(message)}; }
+
+ExecStatus cuda_fail(const char* what, cudaError_t e) {
+  return err(e == cudaErrorMemoryAllocation ? ExecCode::OutOfMemory : ExecCode::CudaError,
+             std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+#define MINFER_EXEC_TRY(call)                         \
+  do {                                                \
+    const cudaError_t e_ = (call);                    \
+    if (e_ != cudaSuccess) return cuda_fail(#call, e_); \
+  } while (0)
+
+ExecCode from_load(pf::LoadCode c) {
+  switch (c) {
+    case pf::LoadCode::Ok: return ExecCode::Ok;
+    case pf::LoadCode::BadProgram: return ExecCode::BadProgram;
+    case pf::LoadCode::OutOfRange: return ExecCode::OutOfRange;
+    case pf::LoadCode::UnsupportedOp: return ExecCode::UnsupportedOp;
+  }
+  return ExecCode::BadProgram;
+}
+
+// A program resolved to kernels: its tensors, node arguments, kernels and scratch need.
+struct Loaded {
+  pf::ParsedProgram parsed;
+  std::vector<NodeArgs> args;
+  std::vector<const KernelDef*> kernels;
+  size_t scratch = 0;
+};
+
+ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers, Loaded* out) {
+  const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &out->parsed);
+  if (!r.ok()) return err(from_load(r.code), r.message);
+  const size_t n = out->parsed.nodes.size();
+  out->args.resize(n);
+  out->kernels.resize(n);
+  for (size_t i = 0; i < n; i++) {
+    const pf::ParsedNode& p = out->parsed.nodes[i];
+    NodeArgs& a = out->args[i];
+    a.op = p.op;
+    a.n_inputs = p.n_inputs;
+    a.n_outputs = p.n_outputs;
+    for (int k = 0; k < pf::kMaxInputs; k++) a.in[k] = k < p.n_inputs ? &out->parsed.tensors[p.inputs[k]] : nullptr;
+    for (int k = 0; k < pf::kMaxOutputs; k++)
+      a.out[k] = k < p.n_outputs ? &out->parsed.tensors[p.outputs[k]] : nullptr;
+    a.params = p.params;
+    const std::string who = pf::node_prefix(i, static_cast<int32_t>(p.op));
+    const KernelDef* k = find_kernel(p.op);
+    if (!k) return err(ExecCode::NoKernel, who + "no CUDA kernel is registered for this op");
+    if (k->check) {
+      if (const char* why = k->check(a)) return err(ExecCode::UnsupportedShape, who + why);
+    }
+    out->kernels[i] = k;
+    const size_t s = k->scratch_bytes ? k->scratch_bytes(a) : 0;
+    if (s > out->scratch) out->scratch = s;
+  }
+  return ExecStatus{};
+}
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes) {
+  std::vector<pf::BufferBinding> buffers(buffer_sizes.size());
+  for (size_t i = 0; i < buffers.size(); i++) buffers[i].size = buffer_sizes[i];
+  Loaded l;
+  return load(bytes, length, buffers, &l);
+}
+
+struct Executor::Impl {
+  int device = 0;
+  bool use_graphs = true;
+  cudaStream_t stream = nullptr;
+  DeviceError* err_dev = nullptr;
+  DeviceError* err_host = nullptr;  // pinned
+  void* scratch = nullptr;
+  size_t scratch_capacity = 0;
+  int sm_count = 0;
+
+  // A program seen before: its bytes and buffers (the key), runs, and its graph once captured.
+  struct Entry {
+    uint64_t hash = 0;
+    std::vector<uint8_t> bytes;
+    std::vector<uint64_t> buffers;  // data pointer and size of each slot
+    int runs = 0;
+    cudaGraphExec_t exec = nullptr;
+  };
+  std::list<Entry> entries;  // most recently used first
+  static constexpr size_t kMaxEntries = 64;
+
+  void drop_graphs() {
+    for (Entry& e : entries) {
+      if (e.exec) cudaGraphExecDestroy(e.exec);
+    }
+    entries.clear();
+  }
+
+  ~Impl() {
+    cudaSetDevice(device);
+    if (stream) cudaStreamSynchronize(stream);
+    drop_graphs();
+    if (scratch) cudaFree(scratch);
+    if (err_dev) cudaFree(err_dev);
+    if (err_host) cudaFreeHost(err_host);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  // Enqueues every node (the error record reset first). `events` (optional) gets one event
+  // recorded before the first node and after each node.
+  ExecStatus enqueue(const Loaded& l, const std::vector<cudaEvent_t>* events) {
+    MINFER_EXEC_TRY(cudaMemsetAsync(err_dev, 0, sizeof(DeviceError), stream));
+    if (events) MINFER_EXEC_TRY(cudaEventRecord((*events)[0], stream));
+    for (size_t i = 0; i < l.args.size(); i++) {
+      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count};
+      const cudaError_t e = l.kernels[i]->launch(l.args[i], ctx);
+      if (e != cudaSuccess) {
+        return err(e == cudaErrorMemoryAllocation ? ExecCode::OutOfMemory : ExecCode::CudaError,
+                   pf::node_prefix(i, static_cast<int32_t>(l.args[i].op)) + "kernel launch failed: " +
+                       cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+      }
+      if (events) MINFER_EXEC_TRY(cudaEventRecord((*events)[i + 1], stream));
+    }
+    return ExecStatus{};
+  }
+
+  ExecStatus ensure_scratch(size_t bytes) {
+    if (bytes <= scratch_capacity) return ExecStatus{};
+    const size_t want = (bytes + 255) / 256 * 256;
+    MINFER_EXEC_TRY(cudaStreamSynchronize(stream));
+    drop_graphs();  // captured graphs hold the old scratch address
+    if (scratch) MINFER_EXEC_TRY(cudaFree(scratch));
+    scratch = nullptr;
+    scratch_capacity = 0;
+    MINFER_EXEC_TRY(cudaMalloc(&scratch, want));
+    scratch_capacity = want;
+    return ExecStatus{};
+  }
+
+  Entry* find(uint64_t hash, const uint8_t* bytes, size_t length, const std::vector<uint64_t>& key) {
+    for (auto it = entries.begin(); it != entries.end(); ++it) {
+      if (it->hash != hash || it->bytes.size() != length || it->buffers != key) continue;
+      if (std::memcmp(it->bytes.data(), bytes, length) != 0) continue;
+      entries.splice(entries.begin(), entries, it);
+      return &entries.front();
+    }
+    return nullptr;
+  }
+
+  Entry* remember(uint64_t hash, const uint8_t* bytes, size_t length, std::vector<uint64_t> key) {
+    if (entries.size() >= kMaxEntries) {
+      if (entries.back().exec) cudaGraphExecDestroy(entries.back().exec);
+      entries.pop_back();
+    }
+    entries.emplace_front();
+    Entry& e = entries.front();
+    e.hash = hash;
+    e.bytes.assign(bytes, bytes + length);
+    e.buffers = std::move(key);
+    return &e;
+  }
+
+  ExecStatus capture(const Loaded& l, Entry* e) {
+    MINFER_EXEC_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const ExecStatus s = enqueue(l, nullptr);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    if (!s.ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      return s;
+    }
+    if (end != cudaSuccess) return cuda_fail("cudaStreamEndCapture", end);
+    const cudaError_t inst = cudaGraphInstantiate(&e->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) {
+      e->exec = nullptr;
+      return cuda_fail("cudaGraphInstantiate", inst);
+    }
+    return ExecStatus{};
+  }
+
+  ExecStatus finish(const Loaded& l) {
+    MINFER_EXEC_TRY(cudaMemcpyAsync(err_host, err_dev, sizeof(DeviceError), cudaMemcpyDeviceToHost, stream));
+    MINFER_EXEC_TRY(cudaStreamSynchronize(stream));
+    if (err_host->code != 0) {
+      const int node = err_host->node;
+      const int32_t op = node >= 0 && static_cast<size_t>(node) < l.args.size()
+                             ? static_cast<int32_t>(l.args[node].op)
+                             : -1;
+      return err(ExecCode::OutOfRange, pf::node_prefix(node, op) + "an index read from an input is out of range (" +
+                                           std::to_string(err_host->detail) + ")");
+    }
+    return ExecStatus{};
+  }
+};
+
+Executor::Executor(int device, bool use_graphs, ExecStatus* status) : impl_(new Impl), device_(device) {
+  Impl& m = *impl_;
+  m.device = device;
+  m.use_graphs = use_graphs;
+  *status = [&]() -> ExecStatus {
+    MINFER_EXEC_TRY(cudaSetDevice(device));
+    MINFER_EXEC_TRY(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device));
+    MINFER_EXEC_TRY(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+    MINFER_EXEC_TRY(cudaMalloc(&m.err_dev, sizeof(DeviceError)));
+    MINFER_EXEC_TRY(cudaMallocHost(&m.err_host, sizeof(DeviceError)));
+    return ExecStatus{};
+  }();
+}
+
+Executor::~Executor() = default;
+
+size_t Executor::graphs_cached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& e : impl_->entries) n += e.exec ? 1 : 0;
+  return n;
+}
+
+ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers,
+                             std::vector<double>* node_micros, ExecStats* stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Impl& m = *impl_;
+  if (!m.stream) return err(ExecCode::CudaError, "the executor did not start (see the error of its creation)");
+  MINFER_EXEC_TRY(cudaSetDevice(device_));
+  Loaded l;
+  ExecStatus s = load(bytes, length, buffers, &l);
+  if (!s.ok()) return s;
+  if (node_micros) node_micros->assign(l.args.size(), 0.0);
+  if (l.args.empty()) return ExecStatus{};
+  s = m.ensure_scratch(l.scratch);
+  if (!s.ok()) return s;
+
+  if (node_micros) {
+    std::vector<cudaEvent_t> events(l.args.size() + 1, nullptr);
+    for (auto& e : events) MINFER_EXEC_TRY(cudaEventCreate(&e));
+    s = m.enqueue(l, &events);
+    if (s.ok()) s = m.finish(l);
+    if (s.ok()) {
+      for (size_t i = 0; i < l.args.size(); i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, events[i], events[i + 1]) == cudaSuccess) (*node_micros)[i] = ms * 1000.0;
+      }
+    }
+    for (auto& e : events) cudaEventDestroy(e);
+    return s;
+  }
+
+  if (!m.use_graphs) {
+    s = m.enqueue(l, nullptr);
+    return s.ok() ? m.finish(l) : s;
+  }
+  std::vector<uint64_t> key;
+  key.reserve(buffers.size() * 2);
+  for (const pf::BufferBinding& b : buffers) {
+    key.push_back(reinterpret_cast<uint64_t>(b.data));
+    key.push_back(b.size);
+  }
+  const uint64_t hash = fnv1a(fnv1a(1469598103934665603ull, bytes, length), key.data(), key.size() * 8);
+  Impl::Entry* e = m.find(hash, bytes, length, key);
+  if (e && e->exec) {
+    MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
+    replays_++;
+    if (stats) stats->graph_replayed = true;
+  } else if (e) {
+    s = m.capture(l, e);
+    if (!s.ok()) return s;
+    MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
+    captures_++;
+    if (stats) stats->graph_captured = true;
+  } else {
+    s = m.enqueue(l, nullptr);
+    if (!s.ok()) return s;
+    e = m.remember(hash, bytes, length, std::move(key));
+  }
+  e->runs++;
+  return m.finish(l);
+}
+
+}  // namespace minfer::cuda

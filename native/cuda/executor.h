@@ -1,0 +1,76 @@
+// Loads (validates) and runs programs on one CUDA device, behind plain C++ (no CUDA types in this
+// header, so addon.cpp stays host code). A program is parsed and checked by
+// native/common/program_loader.h, every node's kernel checks its dtypes and shapes, then the
+// kernels are enqueued on the executor's stream. A program that has run before with the same
+// bytes and buffers is captured into a CUDA graph the second time and replayed from then on
+// (unless made without graphs: MINFER_CUDA_GRAPHS=0 in JavaScript). Data-dependent errors reported by kernels fail the
+// execute after the stream synchronises, naming the node.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../common/program_loader.h"
+
+namespace minfer::cuda {
+
+// Stable codes of a failed execute or check, as JavaScript sees them.
+enum class ExecCode : int {
+  Ok = 0,
+  BadProgram,
+  UnsupportedOp,
+  UnsupportedShape,
+  OutOfRange,
+  NoKernel,
+  OutOfMemory,
+  CudaError,
+};
+const char* exec_code_name(ExecCode c);
+
+struct ExecStatus {
+  ExecCode code = ExecCode::Ok;
+  std::string message;
+  bool ok() const { return code == ExecCode::Ok; }
+};
+
+struct ExecStats {
+  bool graph_replayed = false;  // this execute replayed a captured graph
+  bool graph_captured = false;  // this execute captured one
+};
+
+// Validates a program against buffer sizes only (no device, no memory): what supportsOp asks.
+ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes);
+
+class Executor {
+ public:
+  // Creates the stream and error record on `device`; `status` says whether that worked.
+  Executor(int device, bool use_graphs, ExecStatus* status);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  int device() const { return device_; }
+
+  // Validates, enqueues (or replays) and waits. `node_micros` (when non-null) gets microseconds
+  // per node in program order, measured with events (no graph).
+  ExecStatus execute(const uint8_t* bytes, size_t length, const std::vector<program::BufferBinding>& buffers,
+                     std::vector<double>* node_micros, ExecStats* stats);
+
+  // Graphs captured and kept now, and totals since creation.
+  size_t graphs_cached() const;
+  uint64_t graph_replays() const { return replays_; }
+  uint64_t graph_captures() const { return captures_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int device_;
+  mutable std::mutex mu_;
+  uint64_t replays_ = 0;
+  uint64_t captures_ = 0;
+};
+
+}  // namespace minfer::cuda
