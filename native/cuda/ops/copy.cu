@@ -1,0 +1,221 @@
+// CPY and CONCAT, as native/cpu/copy.cpp.
+// CPY converts a (F32/F16/BF16, or any plain dtype copied to the same dtype bit for bit) to the
+// output's dtype, walking both tensors in row-major element order (so the shapes may differ when
+// the element counts agree), with any strides. Quantized destinations (quantize.cuh) take rows of
+// whole, contiguous blocks: one thread gathers the block's source elements and quantizes them.
+// When a's rows are as long as the output's, a 2-D grid walks rows (y) and elements (x); otherwise
+// each element works out its source coordinates from its linear index.
+// CONCAT joins a and b (F32/F16/BF16/I32, same dtype) along dim 0-3.
+#include "../cuda_util.cuh"
+#include "../kernel.h"
+#include "../quantize.cuh"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::dtype_name;
+using program::Op;
+
+constexpr int kThreads = 256;
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+__host__ __device__ inline int elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+bool is_quant_dst(DType t) { return qz_has_quantizer(t); }
+
+const char* check_dst_rows(const char* op, DType t, int64_t ne0, int64_t nb0) {
+  const program::BlockLayout* l = program::block_layout(static_cast<int32_t>(t));
+  const int64_t bs = l ? l->block_size : 1;
+  if (ne0 % bs != 0)
+    return check_fail("%s: %s destination rows (%lld elements) are not a whole number of blocks of %lld", op,
+                      dtype_name(t), (long long)ne0, (long long)bs);
+  if (l && nb0 != l->type_size)
+    return check_fail("%s: %s destination rows must be contiguous (nb[0] %lld, block size %d bytes)", op,
+                      dtype_name(t), (long long)nb0, l->type_size);
+  return nullptr;
+}
+
+const char* check_cpy(const NodeArgs& args) {
+  if (args.n_inputs != 1 || args.n_outputs != 1)
+    return check_fail("cpy: takes 1 input and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
+  const Tensor *a = args.in[0], *o = args.out[0];
+  const bool same_plain = a->dtype == o->dtype && (is_float(a->dtype) || a->dtype == DType::I32);
+  if (!same_plain) {
+    if (!is_float(a->dtype))
+      return check_fail("cpy: cannot convert from %s (the source must be F32, F16 or BF16)", dtype_name(a->dtype));
+    if (!is_float(o->dtype) && !is_quant_dst(o->dtype))
+      return check_fail(
+          "cpy: cannot convert %s to %s (the destination must be F32, F16, BF16 or a dtype with a quantizer: "
+          "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
+          dtype_name(a->dtype), dtype_name(o->dtype));
+  }
+  if (nelements(*a) != nelements(*o)) return check_fail("cpy: source and destination differ in element count");
+  if (is_quant_dst(o->dtype))
+    if (const char* e = check_dst_rows("cpy", o->dtype, o->ne[0], o->nb[0])) return e;
+  return nullptr;
+}
+
+// Copies one element of `es` bytes (2 or 4) bit for bit.
+__device__ inline void copy_raw(uint8_t* dst, const uint8_t* src, int es) {
+  if (es == 4) *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
+  else *reinterpret_cast<uint16_t*>(dst) = *reinterpret_cast<const uint16_t*>(src);
+}
+
+// The address of element `e` (row-major linear index) of t.
+__device__ inline const uint8_t* elem_at(const Tensor& t, int64_t e) {
+  const int64_t i0 = e % t.ne[0];
+  e /= t.ne[0];
+  const int64_t i1 = e % t.ne[1];
+  e /= t.ne[1];
+  const int64_t i2 = e % t.ne[2], i3 = e / t.ne[2];
+  return t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+}
+
+// Plain destinations whose rows are a's rows (a.ne[0] == o.ne[0]).
+__global__ void cpy_rows_kernel(Tensor a, Tensor o, bool raw) {
+  const int64_t ne0 = o.ne[0], rows = o.ne[1] * o.ne[2] * o.ne[3];
+  const int es = elem_size(o.dtype);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t i1 = r % o.ne[1], i2 = (r / o.ne[1]) % o.ne[2], i3 = r / (o.ne[1] * o.ne[2]);
+    const int64_t s1 = r % a.ne[1], s2 = (r / a.ne[1]) % a.ne[2], s3 = r / (a.ne[1] * a.ne[2]);
+    uint8_t* dst = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
+    const uint8_t* src = a.data + s1 * a.nb[1] + s2 * a.nb[2] + s3 * a.nb[3];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x) {
+      if (raw) copy_raw(dst + i * o.nb[0], src + i * a.nb[0], es);
+      else store_elem(dst + i * o.nb[0], o.dtype, load_elem(src + i * a.nb[0], a.dtype));
+    }
+  }
+}
+
+// Plain destinations, any shapes with the same element count.
+__global__ void cpy_elems_kernel(Tensor a, Tensor o, bool raw) {
+  const int64_t n = o.ne[0] * o.ne[1] * o.ne[2] * o.ne[3];
+  const int es = elem_size(o.dtype);
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    uint8_t* dst = const_cast<uint8_t*>(elem_at(o, e));
+    const uint8_t* src = elem_at(a, e);
+    if (raw) copy_raw(dst, src, es);
+    else store_elem(dst, o.dtype, load_elem(src, a.dtype));
+  }
+}
+
+// Quantized destinations: one thread per destination block.
+__global__ void cpy_quant_kernel(Tensor a, Tensor o) {
+  const int bs = qz_block_elems(o.dtype), bytes = qz_block_bytes(o.dtype);
+  const int64_t per_row = o.ne[0] / bs, n_blocks = per_row * o.ne[1] * o.ne[2] * o.ne[3];
+  float x[256];
+  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < n_blocks; b += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = b / per_row, j = b % per_row;
+    const int64_t i1 = r % o.ne[1], i2 = (r / o.ne[1]) % o.ne[2], i3 = r / (o.ne[1] * o.ne[2]);
+    // Source coordinates of the block's first element, then stepped in row-major order.
+    int64_t lin = r * o.ne[0] + j * bs, s[4];
+    s[0] = lin % a.ne[0];
+    lin /= a.ne[0];
+    s[1] = lin % a.ne[1];
+    lin /= a.ne[1];
+    s[2] = lin % a.ne[2];
+    s[3] = lin / a.ne[2];
+    for (int k = 0; k < bs; k++) {
+      x[k] = load_elem(a.data + s[0] * a.nb[0] + s[1] * a.nb[1] + s[2] * a.nb[2] + s[3] * a.nb[3], a.dtype);
+      if (++s[0] == a.ne[0]) {
+        s[0] = 0;
+        if (++s[1] == a.ne[1]) {
+          s[1] = 0;
+          if (++s[2] == a.ne[2]) {
+            s[2] = 0;
+            ++s[3];
+          }
+        }
+      }
+    }
+    qz_quantize_block(o.dtype, x, o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3] + j * bytes);
+  }
+}
+
+unsigned grid_1d(int64_t n, int threads) {
+  const int64_t g = ceil_div(n, threads);
+  return static_cast<unsigned>(g < (1 << 20) ? g : (1 << 20));
+}
+
+cudaError_t launch_cpy(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor &a = *args.in[0], &o = *args.out[0];
+  const int64_t n = nelements(o);
+  if (n <= 0) return cudaSuccess;
+  if (is_quant_dst(o.dtype)) {
+    constexpr int kQuantThreads = 64;
+    const int64_t n_blocks = n / qz_block_elems(o.dtype);
+    cpy_quant_kernel<<<grid_1d(n_blocks, kQuantThreads), kQuantThreads, 0, ctx.stream>>>(a, o);
+    return cudaGetLastError();
+  }
+  const bool raw = a.dtype == o.dtype;
+  if (a.ne[0] == o.ne[0]) {
+    const int64_t rows = o.ne[1] * o.ne[2] * o.ne[3], gx = ceil_div(o.ne[0], kThreads);
+    const dim3 grid(static_cast<unsigned>(gx < 1024 ? gx : 1024), static_cast<unsigned>(rows < 65535 ? rows : 65535));
+    cpy_rows_kernel<<<grid, kThreads, 0, ctx.stream>>>(a, o, raw);
+  } else {
+    cpy_elems_kernel<<<grid_1d(n, kThreads), kThreads, 0, ctx.stream>>>(a, o, raw);
+  }
+  return cudaGetLastError();
+}
+
+// ---------------- CONCAT ----------------
+
+const char* check_concat(const NodeArgs& args) {
+  if (args.n_inputs != 2 || args.n_outputs != 1)
+    return check_fail("concat: takes 2 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
+  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
+  const int dim = param_i32(args, program::param::CONCAT::dim);
+  if (dim < 0 || dim > 3) return check_fail("concat: dim %d is not 0-3", dim);
+  if (a->dtype != DType::F32 && a->dtype != DType::F16 && a->dtype != DType::BF16 && a->dtype != DType::I32)
+    return check_fail("concat: operands must be F32, F16, BF16 or I32, got %s", dtype_name(a->dtype));
+  if (b->dtype != a->dtype || o->dtype != a->dtype)
+    return check_fail("concat: operands and output must have the same dtype, got %s, %s and %s", dtype_name(a->dtype),
+                      dtype_name(b->dtype), dtype_name(o->dtype));
+  for (int i = 0; i < 4; i++) {
+    if (i != dim && a->ne[i] != b->ne[i]) return check_fail("concat: operands differ in dim %d", i);
+    const int64_t want = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+    if (o->ne[i] != want) return check_fail("concat: the output has the wrong size in dim %d", i);
+  }
+  return nullptr;
+}
+
+__global__ void concat_kernel(Tensor a, Tensor b, Tensor o, int dim) {
+  const int64_t ne0 = o.ne[0], rows = o.ne[1] * o.ne[2] * o.ne[3];
+  const int es = elem_size(o.dtype);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    int64_t c[4] = {0, r % o.ne[1], (r / o.ne[1]) % o.ne[2], r / (o.ne[1] * o.ne[2])};
+    uint8_t* dst = o.data + c[1] * o.nb[1] + c[2] * o.nb[2] + c[3] * o.nb[3];
+    // For dim > 0 the whole row comes from one operand.
+    const Tensor* t = &a;
+    if (dim > 0 && c[dim] >= a.ne[dim]) {
+      c[dim] -= a.ne[dim];
+      t = &b;
+    }
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x) {
+      const Tensor* s = t;
+      int64_t i0 = i;
+      if (dim == 0 && i >= a.ne[0]) {
+        s = &b;
+        i0 = i - a.ne[0];
+      }
+      copy_raw(dst + i * o.nb[0], s->data + i0 * s->nb[0] + c[1] * s->nb[1] + c[2] * s->nb[2] + c[3] * s->nb[3], es);
+    }
+  }
+}
+
+cudaError_t launch_concat(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor& o = *args.out[0];
+  const int64_t rows = o.ne[1] * o.ne[2] * o.ne[3];
+  if (o.ne[0] <= 0 || rows <= 0) return cudaSuccess;
+  const int64_t gx = ceil_div(o.ne[0], kThreads);
+  const dim3 grid(static_cast<unsigned>(gx < 1024 ? gx : 1024), static_cast<unsigned>(rows < 65535 ? rows : 65535));
+  concat_kernel<<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.in[1], o,
+                                                   param_i32(args, program::param::CONCAT::dim));
+  return cudaGetLastError();
+}
+
+const Registrar cpy_kernel(Op::CPY, {check_cpy, no_scratch, launch_cpy});
+const Registrar concat_kernel_reg(Op::CONCAT, {check_concat, no_scratch, launch_concat});
+
+}  // namespace
+}  // namespace minfer::cuda
