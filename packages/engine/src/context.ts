@@ -1,4 +1,4 @@
-import type { BackendBuffer, DType, Graph, Tensor } from "@minfer/ir";
+import type { BackendBuffer, DeviceRuntime, DType, Graph, Tensor } from "@minfer/ir";
 import {
   KvCache,
   KvCacheError,
@@ -89,7 +89,8 @@ export class Context {
   readonly #scheduler: Scheduler;
   readonly #states = new Map<string, TensorBinding>();
   readonly #stateBytes = new Map<string, number>();
-  readonly #kvBuffer: BackendBuffer;
+  /** The K/V state buffer of each device holding layers (one per device). */
+  readonly #kvBuffers = new Map<string, { runtime: DeviceRuntime; buffer: BackendBuffer }>();
   readonly #built = new WeakMap<Graph, Built>();
   readonly #ropeFreqs: Float32Array | undefined;
   readonly #kvType: DType;
@@ -134,32 +135,46 @@ export class Context {
       dtype: this.kvDtype,
       seqRegions: options.kvUnified === false,
     });
-    const runtime = model.runtime;
+    const placement = model.placement;
     const worst = this.#build({
       kind: "decode",
       nTokens: this.nUbatch,
       nKv: this.nCtx,
       nOutputs: Math.min(this.nUbatch, this.nSeqMax),
     });
-    // Every K/V state tensor in one buffer (256-byte aligned offsets): a program then names one
-    // buffer for the whole cache instead of two per layer.
+    // The K/V state tensors of the layers on one device share one buffer there (256-byte aligned
+    // offsets): a program then names one buffer for its device's cache instead of two per layer.
     const align = (n: number) => Math.ceil(n / 256) * 256;
-    const layout: [string, number, number][] = [];
-    let bytes = 0;
+    const layouts = new Map<
+      string,
+      { runtime: DeviceRuntime; bytes: number; names: [string, number, number][] }
+    >();
     for (const t of worst.graph.tensors) {
       if (t.kind !== "state") continue;
+      const name = t.source ?? t.name;
+      const runtime = placement.state(name);
+      const l = layouts.get(runtime.device.name) ?? { runtime, bytes: 0, names: [] };
       const size = t.nb[1] * t.ne[1];
-      layout.push([t.source ?? t.name, bytes, size]);
-      bytes = align(bytes + size);
+      l.names.push([name, l.bytes, size]);
+      l.bytes = align(l.bytes + size);
+      layouts.set(runtime.device.name, l);
     }
-    this.#kvBuffer = runtime.allocate(Math.max(bytes, 256), "kv-cache");
-    for (const [name, offset, size] of layout) {
-      this.#states.set(name, { buffer: this.#kvBuffer, offset });
-      this.#stateBytes.set(name, size);
+    try {
+      for (const [device, l] of layouts) {
+        const buffer = l.runtime.allocate(Math.max(l.bytes, 256), `kv-cache:${device}`);
+        this.#kvBuffers.set(device, { runtime: l.runtime, buffer });
+        for (const [name, offset, size] of l.names) {
+          this.#states.set(name, { buffer, offset });
+          this.#stateBytes.set(name, size);
+        }
+      }
+    } catch (e) {
+      for (const { buffer } of this.#kvBuffers.values()) buffer.dispose();
+      throw e;
     }
     this.#ropeFreqs = worst.inputs.ropeFreqs ? llama3RopeFreqs(hp) : undefined;
     this.#scheduler = new Scheduler({
-      runtimes: [runtime],
+      runtimes: placement.runtimes(),
       weights: model.weights,
       states: this.#states,
       profile: options.profile ?? false,
@@ -532,13 +547,21 @@ export class Context {
     return { k: k / this.nCtx, v: v / this.nCtx, layers: hp.nLayer };
   }
 
-  /** Where each layer's K then V rows start in the K/V buffer, and their row size: the saved order. */
-  #stateBlocks(): { base: number; size: number }[] {
+  /**
+   * Where each layer's K then V rows are (device runtime, buffer, first byte) and their row size:
+   * the saved order.
+   */
+  #stateBlocks(): { runtime: DeviceRuntime; buffer: BackendBuffer; base: number; size: number }[] {
     const { k, v, layers } = this.#rowBytes();
-    const out: { base: number; size: number }[] = [];
+    const out: { runtime: DeviceRuntime; buffer: BackendBuffer; base: number; size: number }[] = [];
+    const block = (name: string, size: number) => {
+      const b = this.#states.get(name)!;
+      const runtime = this.#kvBuffers.get(b.buffer.device)!.runtime;
+      out.push({ runtime, buffer: b.buffer, base: b.offset ?? 0, size });
+    };
     for (let il = 0; il < layers; il++) {
-      out.push({ base: this.#states.get(`k_cache-${il}`)!.offset ?? 0, size: k });
-      out.push({ base: this.#states.get(`v_cache-${il}`)!.offset ?? 0, size: v });
+      block(`k_cache-${il}`, k);
+      block(`v_cache-${il}`, v);
     }
     return out;
   }
@@ -554,12 +577,11 @@ export class Context {
       const st = readSequenceState(cellsBytes).cells;
       const { k, v, layers } = this.#rowBytes();
       const rows: SequenceRows[] = [];
-      const runtime = this.model.runtime;
       const runs = cellRuns(st);
-      for (const { base, size } of this.#stateBlocks()) {
+      for (const { runtime, buffer, base, size } of this.#stateBlocks()) {
         const out = new Uint8Array(st.length * size);
         for (const [at, first, n] of runs)
-          out.set(await runtime.read(this.#kvBuffer, base + first * size, n * size), at * size);
+          out.set(await runtime.read(buffer, base + first * size, n * size), at * size);
         rows.push(out);
       }
       return writeSequenceData({
@@ -604,18 +626,13 @@ export class Context {
           `restoreSequence: no room for ${slot!.needed} cells (${slot!.free} free)`,
         );
       const cells = slot!.cells;
-      const runtime = this.model.runtime;
       try {
         let r = 0;
         const runs = cellRuns(cells);
-        for (const { base, size } of this.#stateBlocks()) {
+        for (const { runtime, buffer, base, size } of this.#stateBlocks()) {
           const rows = data.rows[r++]!;
           for (const [at, first, n] of runs)
-            await runtime.write(
-              this.#kvBuffer,
-              base + first * size,
-              rows.subarray(at * size, (at + n) * size),
-            );
+            await runtime.write(buffer, base + first * size, rows.subarray(at * size, (at + n) * size));
         }
       } catch (e) {
         this.kv.seqRm(seq);
@@ -630,7 +647,7 @@ export class Context {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#scheduler.dispose();
-    this.#kvBuffer.dispose();
+    for (const { buffer } of this.#kvBuffers.values()) buffer.dispose();
   }
 }
 

@@ -21,4 +21,6 @@ export { Generation, generate, greedy } from "./generate.js";
 export { Logits } from "./logits.js";
 export type { ModelLoadOptions } from "./model.js";
 export { Model } from "./model.js";
+export type { Offload } from "./placement.js";
+export { Placement } from "./placement.js";
 export { StopMatcher } from "./stop-matcher.js";

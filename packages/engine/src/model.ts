@@ -4,11 +4,14 @@ import { type ArchModule, architecture, type Hparams, type ModelTensors } from "
 import type { TensorBinding } from "@minfer/scheduler";
 import { ChatTemplate, chatTemplatesFromMetadata, Tokenizer } from "@minfer/tokenizer";
 import { EngineError } from "./errors.js";
+import { mergeRanges, type Offload, Placement } from "./placement.js";
 
 /** Options of {@link Model.load}. */
 export interface ModelLoadOptions {
-  /** The started device the weights live on. */
+  /** The started device the weights live on (the CPU when some layers are offloaded). */
   readonly runtime: DeviceRuntime;
+  /** Blocks to run on a second device (a GPU): the first `layers` of them (all: the output head too). */
+  readonly offload?: Offload;
   /** Called as weights are mapped: the fraction done, 0…1 (the last call is 1). */
   readonly onProgress?: (fraction: number) => void;
 }
@@ -30,6 +33,8 @@ export class Model {
     readonly tensors: ModelTensors,
     readonly runtime: DeviceRuntime,
     readonly weights: ReadonlyMap<string, TensorBinding>,
+    /** Which device holds each layer's weights and K/V. */
+    readonly placement: Placement,
   ) {}
 
   /** The default chat template, or undefined when the file has none. */
@@ -59,31 +64,44 @@ export class Model {
         `${path}: the vocabulary has ${tokenizer.vocab.tokens.length} tokens but the embeddings have ${hparams.nVocab} rows`,
       );
     const infos = new Map(file.tensors.map((t) => [t.name, t]));
-    // Weights stay where they are: the runtime maps each file part's tensor data once (the CPU
-    // uses it in place; a GPU runtime uploads it once) and every weight is bound at its offset,
-    // so a graph's programs name one buffer per part instead of one per tensor.
-    const byPart = new Map<number, { lo: number; hi: number; names: string[] }>();
+    const placement = new Placement(runtime, hparams.nLayer, options.offload);
+    // Weights stay where they are: a host runtime maps each file part's tensor data once and uses
+    // it in place; a device runtime uploads runs of neighbouring tensors once. Every weight is
+    // bound at its offset in its run, so a graph's programs name a few buffers, not one per tensor.
+    const groups = new Map<
+      string,
+      { runtime: DeviceRuntime; part: number; spans: { name: string; lo: number; hi: number }[] }
+    >();
     for (const name of tensors.byName.keys()) {
       const info = infos.get(name);
       if (!info) throw new EngineError("BAD_MODEL", `tensor ${name} is not in ${path}`);
-      const r = byPart.get(info.part) ?? { lo: Number.POSITIVE_INFINITY, hi: 0, names: [] };
-      r.lo = Math.min(r.lo, info.offset);
-      r.hi = Math.max(r.hi, info.offset + info.byteSize);
-      r.names.push(name);
-      byPart.set(info.part, r);
+      const rt = placement.weight(name);
+      const key = `${rt.device.name}\u0000${info.part}`;
+      const g = groups.get(key) ?? { runtime: rt, part: info.part, spans: [] };
+      g.spans.push({ name, lo: info.offset, hi: info.offset + info.byteSize });
+      groups.set(key, g);
     }
-    const total = [...byPart.values()].reduce((a, r) => a + (r.hi - r.lo), 0);
+    const runs = [...groups.values()].flatMap((g) =>
+      mergeRanges(g.spans, g.runtime.device.caps.hostMemory ? Number.POSITIVE_INFINITY : 1 << 20).map(
+        (r) => ({
+          ...r,
+          runtime: g.runtime,
+          part: g.part,
+        }),
+      ),
+    );
+    const total = runs.reduce((a, r) => a + (r.hi - r.lo), 0);
     let done = 0;
     const weights = new Map<string, TensorBinding>();
     const buffers: { dispose(): void }[] = [];
     try {
-      for (const [index, r] of byPart) {
-        const part = file.parts[index]!;
-        const buffer = await runtime.mapFile(
+      for (const r of runs) {
+        const part = file.parts[r.part]!;
+        const buffer = await r.runtime.mapFile(
           part.path ?? path,
           part.dataOffset + r.lo,
           r.hi - r.lo,
-          `weights:${index}`,
+          `weights:${r.part}@${r.lo}`,
         );
         buffers.push(buffer);
         for (const name of r.names) weights.set(name, { buffer, offset: infos.get(name)!.offset - r.lo });
@@ -94,8 +112,8 @@ export class Model {
       for (const b of buffers) b.dispose();
       throw e;
     }
-    if (byPart.size === 0) onProgress?.(1);
-    return new Model(path, file, tokenizer, templates, arch, hparams, tensors, runtime, weights);
+    if (runs.length === 0) onProgress?.(1);
+    return new Model(path, file, tokenizer, templates, arch, hparams, tensors, runtime, weights, placement);
   }
 
   /** Releases the weight buffers (not the runtime). */

@@ -83,7 +83,8 @@ function copyMicros(bytes: number, from: Device | undefined, to: Device): number
 /**
  * Assigns each node of a graph to a device: where its weights (or the state it writes) live
  * first, then capability (`supportsOp`, never by trying), then the cost of crossings (bytes to
- * copy over the slower link plus a launch, and a launch for switching device). An op no
+ * copy over the slower link plus a launch, and a launch for switching device); on equal cost the
+ * previous node's device (one split fewer). An op no
  * candidate supports is a `SchedulerError` (`UNSUPPORTED_OP`) naming the op and dtypes.
  */
 export function assign(graph: Graph, options: AssignOptions): Assignment {
@@ -174,7 +175,13 @@ export function assign(graph: Graph, options: AssignOptions): Assignment {
         }
         return { d, us };
       });
-      const best = costs.reduce((a, b) => (b.us < a.us ? b : a));
+      // Ties go to the device of the previous node (no switch), then to the earlier candidate.
+      const tie = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a));
+      const best = costs.reduce((a, b) =>
+        (b.us < a.us && !tie(a.us, b.us)) || (tie(a.us, b.us) && b.d === previous && a.d !== previous)
+          ? b
+          : a,
+      );
       device = best.d;
       const lacking = devices.filter((d) => !supporting.includes(d)).map((d) => d.name);
       if (supporting.length === 1) {
