@@ -1,0 +1,376 @@
+// MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the CPU backend's conditions and
+// messages, native/cpu/matmul.cpp), scratch sizing and the choice of path per node:
+//   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
+//     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
+//     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
+//     weights convert the columns to f32 and run a float mat-vec;
+//   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
+//     generic kernel (ops/matmul_generic.cuh);
+//   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels.
+#include <algorithm>
+
+#include "../gemm_tc.h"
+#include "matmul_generic.cuh"
+#include "matvec_q.cuh"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::Op;
+using namespace mm;
+
+constexpr int64_t kDecodeCols = 8;  // columns per plane up to which the mat-vec runs
+constexpr size_t kAlign = 256;
+size_t align_up(size_t x) { return (x + kAlign - 1) & ~(kAlign - 1); }
+
+// ---- checks (as native/cpu/matmul.cpp) ------------------------------------------------------------
+
+const char* check_weight(const Tensor* a) {
+  if (!has_dequant(a->dtype))
+    return "weights must be F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K";
+  if (a->ne[0] % qblock_elems(a->dtype) != 0) return "the weights' row length is not a whole number of blocks";
+  if (a->nb[0] != qblock_bytes(a->dtype)) return "the weights' rows must be contiguous (nb[0] = block size in bytes)";
+  return nullptr;
+}
+
+const char* check_act(const Tensor* b) {
+  if (b->dtype != DType::F32 && b->dtype != DType::F16 && b->dtype != DType::BF16)
+    return "activations must be F32, F16 or BF16";
+  return nullptr;
+}
+
+const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+  if (o->dtype != DType::F32) return "the output must be F32";
+  if (o->nb[0] != 4) return "the output's rows must be contiguous";
+  if (o->ne[0] != ne0 || o->ne[1] != ne1 || o->ne[2] != ne2 || o->ne[3] != ne3) return "the output shape is wrong";
+  return nullptr;
+}
+
+const char* check_mul_mat(const NodeArgs& args) {
+  if (args.n_inputs != 2 || args.n_outputs != 1) return "mul_mat takes 2 inputs and 1 output";
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  if (const char* e = check_weight(a)) return e;
+  if (const char* e = check_act(b)) return e;
+  if (a->ne[0] != b->ne[0]) return "mul_mat operands disagree on k";
+  if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0)
+    return "mul_mat: b's dims 2 and 3 must be multiples of a's";
+  return check_out(args.out[0], a->ne[1], b->ne[1], b->ne[2], b->ne[3]);
+}
+
+// Inputs x, w1..wn (2 or 3 weights); outputs one per weight.
+const char* check_mul_mat_multi(const NodeArgs& args) {
+  const int nw = args.n_inputs - 1;
+  if (nw < 2 || nw > 3 || args.n_outputs != nw) return "mul_mat_multi takes x, 2-3 weights and one output per weight";
+  const Tensor* x = args.in[0];
+  if (const char* e = check_act(x)) return e;
+  for (int i = 0; i < nw; i++) {
+    const Tensor* w = args.in[1 + i];
+    if (const char* e = check_weight(w)) return e;
+    if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) return "mul_mat_multi: each weight must be [k, m] with x's k";
+    if (const char* e = check_out(args.out[i], w->ne[1], x->ne[1], x->ne[2], x->ne[3])) return e;
+  }
+  return nullptr;
+}
+
+const char* check_mul_mat_id(const NodeArgs& args) {
+  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_id takes experts, b, ids and 1 output";
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  const Tensor* ids = args.in[2];
+  if (const char* e = check_weight(a)) return e;
+  if (const char* e = check_act(b)) return e;
+  if (ids->dtype != DType::I32) return "mul_mat_id: ids must be I32";
+  if (a->ne[3] != 1 || b->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) return "mul_mat_id: too many dimensions";
+  if (a->ne[0] != b->ne[0]) return "mul_mat_id: experts and b disagree on k";
+  if (ids->ne[1] != b->ne[2]) return "mul_mat_id: ids must have one column per token";
+  if (b->ne[1] != 1 && b->ne[1] != ids->ne[0]) return "mul_mat_id: b's dim 1 must be 1 or the number of experts used";
+  return check_out(args.out[0], a->ne[1], ids->ne[0], ids->ne[1], 1);
+}
+
+// ---- planes and views --------------------------------------------------------------------------
+
+BView bview(const Tensor* b) {
+  return BView{b->data, b->dtype, b->nb[0], b->nb[1], b->nb[2], b->nb[3], std::max<int64_t>(1, b->ne[1]),
+               std::max<int64_t>(1, b->ne[2])};
+}
+int64_t total_cols(const Tensor* b) { return b->ne[1] * b->ne[2] * b->ne[3]; }
+
+// Planes of out = w · b (MUL_MAT, or one weight of MUL_MAT_MULTI), w broadcast over b's dims 2, 3.
+Planes mul_mat_planes(const Tensor* w, const Tensor* b, const Tensor* out, const LaunchContext& ctx) {
+  Planes p{};
+  p.wtype = w->dtype;
+  p.w = w->data;
+  p.w_nb1 = w->nb[1];
+  p.w_nb2 = w->nb[2];
+  p.w_nb3 = w->nb[3];
+  p.K = w->ne[0];
+  p.M = w->ne[1];
+  p.n_planes = b->ne[2] * b->ne[3];
+  p.ncols = b->ne[1];
+  p.out = out->data;
+  p.o_nb1 = out->nb[1];
+  p.o_nb2 = out->nb[2];
+  p.o_nb3 = out->nb[3];
+  p.r2 = b->ne[2] / w->ne[2];
+  p.r3 = b->ne[3] / w->ne[3];
+  p.ne2 = std::max<int64_t>(1, b->ne[2]);
+  p.ids = nullptr;
+  p.err = ctx.err;
+  p.node = ctx.node;
+  return p;
+}
+
+Planes mul_mat_id_planes(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  const Tensor* ids = args.in[2];
+  const Tensor* out = args.out[0];
+  Planes p{};
+  p.wtype = a->dtype;
+  p.w = a->data;
+  p.w_nb1 = a->nb[1];
+  p.w_nb2 = a->nb[2];
+  p.w_nb3 = a->nb[3];
+  p.K = a->ne[0];
+  p.M = a->ne[1];
+  p.n_planes = ids->ne[0] * ids->ne[1];
+  p.ncols = 1;
+  p.out = out->data;
+  p.o_nb1 = out->nb[1];
+  p.o_nb2 = out->nb[2];
+  p.o_nb3 = out->nb[3];
+  p.r2 = p.r3 = p.ne2 = 1;
+  p.ids = ids->data;
+  p.id_nb0 = ids->nb[0];
+  p.id_nb1 = ids->nb[1];
+  p.n_used = ids->ne[0];
+  p.n_exp = a->ne[2];
+  p.b_ne1 = b->ne[1];
+  p.err = ctx.err;
+  p.node = ctx.node;
+  return p;
+}
+
+// ---- launchers ------------------------------------------------------------------------------------
+
+cudaError_t launch_mv_generic(const Planes& p, const BView& b, cudaStream_t s) {
+  if (p.M <= 0 || p.n_planes <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
+  mv_generic<<<grid, kMvWarps * kWarp, 0, s>>>(p, b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_tiled_generic(const Planes& p, const BView& b, cudaStream_t s) {
+  if (p.M <= 0 || p.n_planes <= 0 || p.ncols <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kTileM)), static_cast<unsigned>(ceil_div(p.ncols, kTileN)),
+                  static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
+  if (grid.y > 65535) return cudaErrorInvalidConfiguration;
+  mm_tiled_generic<<<grid, 256, 0, s>>>(p, b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_to_f32(const BView& b, int64_t K, int64_t ncols, float* dst, cudaStream_t s) {
+  const int64_t total = K * ncols;
+  if (total <= 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(total, 256), 65535));
+  to_f32_kernel<<<blocks, 256, 0, s>>>(b, K, ncols, dst);
+  return cudaGetLastError();
+}
+
+// ---- the path of one weight against shared activations -------------------------------------------
+
+// Scratch layout of a node: the activation conversions (one region per format used), then
+// gemm_tc's scratch.
+struct ActRegions {
+  size_t q8a = SIZE_MAX, q8k = SIZE_MAX, f32 = SIZE_MAX;  // offsets (SIZE_MAX = not needed)
+  size_t gemm = 0;                                       // offset of gemm_tc's scratch
+  size_t total = 0;
+};
+
+bool gemm_b_direct(const Tensor* b) {
+  // gemm_tc reads f32 columns x + n·x_col: b itself when it is F32 with packed rows.
+  return b->dtype == DType::F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0;
+}
+
+// Which activation format each weight runs against on the fast paths.
+enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled };
+
+Path choose_path(const Tensor* w, const Tensor* b, bool id) {
+  const int64_t K = w->ne[0], M = w->ne[1];
+  if (id || b->ne[1] <= kDecodeCols) {
+    switch (mv_act_format(w->dtype)) {
+      case ActFmt::Q8A: return Path::MvQ8A;
+      case ActFmt::Q8K: return Path::MvQ8K;
+      case ActFmt::F32: return (!id && mv_f32_supported(w->dtype, K)) ? Path::MvF32 : Path::Generic;
+      default: return Path::Generic;
+    }
+  }
+  if (K % 32 == 0 && gemm_tc_supported(w->dtype, M, b->ne[1], K)) return Path::Gemm;
+  return Path::Tiled;
+}
+
+// Sizes the regions for weights ws[0..n) against activations b (planes of MUL_MAT share them).
+ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id) {
+  ActRegions r;
+  const int64_t K = b->ne[0], cols = total_cols(b);
+  size_t off = 0;
+  size_t gemm = 0;
+  for (int i = 0; i < n; i++) {
+    const Tensor* w = ws[i];
+    switch (choose_path(w, b, id)) {
+      case Path::MvQ8A:
+        if (r.q8a == SIZE_MAX) {
+          r.q8a = off;
+          off = align_up(off + q8a_bytes(K, cols));
+        }
+        break;
+      case Path::MvQ8K:
+        if (r.q8k == SIZE_MAX) {
+          r.q8k = off;
+          off = align_up(off + q8k_bytes(K, cols));
+        }
+        break;
+      case Path::MvF32:
+        if (r.f32 == SIZE_MAX) {
+          r.f32 = off;
+          off = align_up(off + static_cast<size_t>(K * cols) * 4);
+        }
+        break;
+      case Path::Gemm:
+        if (!gemm_b_direct(b) && r.f32 == SIZE_MAX) {
+          r.f32 = off;
+          off = align_up(off + static_cast<size_t>(K * cols) * 4);
+        }
+        gemm = std::max(gemm, gemm_tc_scratch(w->dtype, w->ne[1], b->ne[1], K));
+        break;
+      default: break;
+    }
+  }
+  r.gemm = off;
+  r.total = off + gemm;
+  return r;
+}
+
+// Fills the activation regions (once per node).
+cudaError_t prepare_acts(const ActRegions& r, const Tensor* b, uint8_t* scratch, cudaStream_t s) {
+  const BView bv = bview(b);
+  const int64_t K = b->ne[0], cols = total_cols(b);
+  if (r.q8a != SIZE_MAX)
+    if (cudaError_t e = launch_quant_q8a(bv, K, cols, scratch + r.q8a, s); e != cudaSuccess) return e;
+  if (r.q8k != SIZE_MAX)
+    if (cudaError_t e = launch_quant_q8k(bv, K, cols, scratch + r.q8k, s); e != cudaSuccess) return e;
+  if (r.f32 != SIZE_MAX)
+    if (cudaError_t e = launch_to_f32(bv, K, cols, reinterpret_cast<float*>(scratch + r.f32), s); e != cudaSuccess)
+      return e;
+  return cudaSuccess;
+}
+
+// Runs planes p (weights w, activations b) on the path chosen for them.
+cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool id, const ActRegions& r,
+                       uint8_t* scratch, const LaunchContext& ctx) {
+  const BView bv = bview(b);
+  switch (choose_path(w, b, id)) {
+    case Path::MvQ8A:
+    case Path::MvQ8K: {
+      const bool k = choose_path(w, b, id) == Path::MvQ8K;
+      const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
+      if (mv_q_aligned(p)) return launch_mv_q(p, act, total_cols(b), ctx.stream);
+      return launch_mv_generic(p, bv, ctx.stream);
+    }
+    case Path::MvF32:
+      if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
+      return launch_mv_generic(p, bv, ctx.stream);
+    case Path::Gemm: {
+      if (p.o_nb1 % 4 != 0) return launch_tiled_generic(p, bv, ctx.stream);
+      const int64_t K = p.K, N = p.ncols;
+      const bool direct = gemm_b_direct(b);
+      for (int64_t z = 0; z < p.n_planes; z++) {
+        const int64_t i2 = z % p.ne2, i3 = z / p.ne2;
+        GemmArgs g;
+        g.wtype = p.wtype;
+        g.w = p.w + (i2 / p.r2) * p.w_nb2 + (i3 / p.r3) * p.w_nb3;
+        g.w_row_bytes = p.w_nb1;
+        if (direct) {
+          g.x = reinterpret_cast<const float*>(b->data + i2 * b->nb[2] + i3 * b->nb[3]);
+          g.x_col = b->nb[1] / 4;
+        } else {
+          g.x = reinterpret_cast<const float*>(scratch + r.f32) + z * N * K;
+          g.x_col = K;
+        }
+        g.out = reinterpret_cast<float*>(p.out + i2 * p.o_nb2 + i3 * p.o_nb3);
+        g.out_col = p.o_nb1 / 4;
+        g.M = p.M;
+        g.N = N;
+        g.K = K;
+        if (cudaError_t e = gemm_tc(g, scratch + r.gemm, ctx.stream); e != cudaSuccess) return e;
+      }
+      return cudaSuccess;
+    }
+    case Path::Tiled: return launch_tiled_generic(p, bv, ctx.stream);
+    default: return launch_mv_generic(p, bv, ctx.stream);
+  }
+}
+
+// ---- MUL_MAT ------------------------------------------------------------------------------------------
+
+size_t scratch_mul_mat(const NodeArgs& args) {
+  const Tensor* ws[1] = {args.in[0]};
+  return act_regions(ws, 1, args.in[1], false).total;
+}
+
+cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  const Tensor* ws[1] = {a};
+  const ActRegions r = act_regions(ws, 1, b, false);
+  auto* scratch = static_cast<uint8_t*>(ctx.scratch);
+  if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
+  return run_planes(mul_mat_planes(a, b, args.out[0], ctx), a, b, false, r, scratch, ctx);
+}
+
+// ---- MUL_MAT_MULTI ----------------------------------------------------------------------------------
+
+size_t scratch_mul_mat_multi(const NodeArgs& args) {
+  return act_regions(&args.in[1], args.n_inputs - 1, args.in[0], false).total;
+}
+
+cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor* x = args.in[0];
+  const int nw = args.n_inputs - 1;
+  const ActRegions r = act_regions(&args.in[1], nw, x, false);
+  auto* scratch = static_cast<uint8_t*>(ctx.scratch);
+  if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
+  for (int i = 0; i < nw; i++) {
+    const Tensor* w = args.in[1 + i];
+    if (cudaError_t e = run_planes(mul_mat_planes(w, x, args.out[i], ctx), w, x, false, r, scratch, ctx);
+        e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
+// ---- MUL_MAT_ID -------------------------------------------------------------------------------------
+
+size_t scratch_mul_mat_id(const NodeArgs& args) {
+  const Tensor* ws[1] = {args.in[0]};
+  return act_regions(ws, 1, args.in[1], true).total;
+}
+
+cudaError_t launch_mul_mat_id(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  const Tensor* ws[1] = {a};
+  const ActRegions r = act_regions(ws, 1, b, true);
+  auto* scratch = static_cast<uint8_t*>(ctx.scratch);
+  if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
+  return run_planes(mul_mat_id_planes(args, ctx), a, b, true, r, scratch, ctx);
+}
+
+const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, launch_mul_mat});
+const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, scratch_mul_mat_multi, launch_mul_mat_multi});
+const Registrar mul_mat_id_kernel(Op::MUL_MAT_ID, {check_mul_mat_id, scratch_mul_mat_id, launch_mul_mat_id});
+
+}  // namespace
+}  // namespace minfer::cuda

@@ -1,0 +1,551 @@
+// Decode fast paths of the matmuls (included by ops/matmul.cu only).
+//
+// Activation formats, as the CPU backend's (native/cpu/quants_internal.h), stored per column:
+//   Q8A (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): int8 qs[cols·K], then float2 {d, s} per 32 elements,
+//        d = amax/127 rounded to f16 precision, s = d·Σq;
+//   Q8K (Q2_K .. Q6_K): int8 qs[cols·K], then float d per 256 elements (f32), block sums are
+//        recomputed with dp4a where needed;
+//   F32 (F32, F16, BF16 weights): contiguous f32 columns.
+// mv_q_kernel: one warp per weight row (kMvWarps rows per block), each lane one "part" of 32 weights
+// at a time (a block of the 32-element types, a 32-element chunk of a K-quant super-block) against
+// up to NC columns, integer dot products with __dp4a, then the CPU vec_dot's per-block float formula.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "matmul_generic.cuh"
+
+namespace minfer::cuda::mm {
+
+enum class ActFmt { None, F32, Q8A, Q8K };
+
+__host__ __device__ inline ActFmt mv_act_format(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return ActFmt::F32;
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0: return ActFmt::Q8A;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: return ActFmt::Q8K;
+    default: return ActFmt::None;
+  }
+}
+
+inline size_t qs_bytes(int64_t K, int64_t cols) { return (static_cast<size_t>(K * cols) + 255) & ~static_cast<size_t>(255); }
+inline size_t q8a_bytes(int64_t K, int64_t cols) { return qs_bytes(K, cols) + static_cast<size_t>(cols * (K / 32)) * 8; }
+inline size_t q8k_bytes(int64_t K, int64_t cols) { return qs_bytes(K, cols) + static_cast<size_t>(cols * (K / 256)) * 4; }
+
+// ---- activation quantization ----------------------------------------------------------------------
+
+// The CPU's act_scale_f16: d at binary16 precision (nearest even), kept as is beyond f16's range.
+__device__ inline float act_scale_f16(float d) {
+  if (!(d < 65520.0f)) return d;
+  return __half2float(__float2half_rn(d));
+}
+
+// One warp per block of 32: grid ceil(cols·K/32 / 8) blocks of 256 threads.
+__global__ void quant_q8a_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, float2* ds) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t nblk = K / 32;
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  if (gw >= nblk * cols) return;
+  const int64_t col = gw / nblk, k = (gw % nblk) * 32 + lane;
+  const float x = load_elem(b.col(col) + k * b.nb0, b.dtype);
+  const float amax = warp_max(fabsf(x));
+  const float d = __fdiv_rn(amax, 127.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  const int v = __float2int_rn(__fmul_rn(x, id));
+  const int sum = __reduce_add_sync(0xffffffffu, v);
+  qs[col * K + k] = static_cast<int8_t>(v);
+  if (lane == 0) {
+    const float d16 = act_scale_f16(d);
+    ds[gw] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
+  }
+}
+
+// One warp per block of 256 (8 elements a lane).
+__global__ void quant_q8k_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, float* dk) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t nblk = K / 256;
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  if (gw >= nblk * cols) return;
+  const int64_t col = gw / nblk, k0 = (gw % nblk) * 256;
+  const uint8_t* src = b.col(col);
+  float x[8], amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    x[i] = load_elem(src + (k0 + lane + 32 * i) * b.nb0, b.dtype);
+    amax = fmaxf(amax, fabsf(x[i]));
+  }
+  amax = warp_max(amax);
+  const float d = __fdiv_rn(amax, 127.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; i++) qs[col * K + k0 + lane + 32 * i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(x[i], id)));
+  if (lane == 0) dk[gw] = d;
+}
+
+inline cudaError_t launch_quant_q8a(const BView& b, int64_t K, int64_t cols, uint8_t* dst, cudaStream_t s) {
+  const int64_t warps = cols * (K / 32);
+  if (warps <= 0) return cudaSuccess;
+  quant_q8a_kernel<<<static_cast<unsigned>(ceil_div(warps, 8)), 256, 0, s>>>(
+      b, K, cols, reinterpret_cast<int8_t*>(dst), reinterpret_cast<float2*>(dst + qs_bytes(K, cols)));
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_quant_q8k(const BView& b, int64_t K, int64_t cols, uint8_t* dst, cudaStream_t s) {
+  const int64_t warps = cols * (K / 256);
+  if (warps <= 0) return cudaSuccess;
+  quant_q8k_kernel<<<static_cast<unsigned>(ceil_div(warps, 8)), 256, 0, s>>>(
+      b, K, cols, reinterpret_cast<int8_t*>(dst), reinterpret_cast<float*>(dst + qs_bytes(K, cols)));
+  return cudaGetLastError();
+}
+
+// ---- weight parts ---------------------------------------------------------------------------------
+// load(row, pi): part pi of a row (block pi, or chunk pi%8 of super-block pi/8); dot(a, ad, as): its
+// contribution against 32 activation codes a (8 words) with scale ad (and Q8A's s = as).
+
+__device__ inline uint32_t ld2x16(const uint8_t* p) {  // 2-byte aligned
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+__device__ inline uint32_t ld32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ inline float f16lo(uint32_t v) { return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xffffu))); }
+__device__ inline float f16at(const uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
+__device__ inline int dot8(const int* q, const int* a) {
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; i++) s = __dp4a(q[i], a[i], s);
+  return s;
+}
+__device__ inline int dot4(const int* q, const int* a) {
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 4; i++) s = __dp4a(q[i], a[i], s);
+  return s;
+}
+__device__ inline int sum4(const int* a) {
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 4; i++) s = __dp4a(0x01010101, a[i], s);
+  return s;
+}
+// Bits 0..3 of x to bit 4 of bytes 0..3.
+__device__ inline int spread4(uint32_t x) {
+  return static_cast<int>(((x & 1u) << 4) | ((x & 2u) << 11) | ((x & 4u) << 18) | ((x & 8u) << 25));
+}
+
+struct PQ4_0 {
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 2;
+  int q[8];
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kQ4_0Bytes;
+    d = f16at(s);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const uint32_t w = ld2x16(s + 2 + 4 * i);
+      q[i] = static_cast<int>(w & 0x0f0f0f0fu);
+      q[4 + i] = static_cast<int>((w >> 4) & 0x0f0f0f0fu);
+    }
+  }
+  __device__ float dot(const int* a, float ad, float as) const {
+    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, static_cast<float>(dot8(q, a))), __fmul_rn(8.0f, as)));
+  }
+};
+
+struct PQ4_1 {
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 4;
+  int q[8];
+  float d, m;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kQ4_1Bytes;
+    const uint32_t dm = ld32(s);
+    d = f16lo(dm);
+    m = f16lo(dm >> 16);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const uint32_t w = ld32(s + 4 + 4 * i);
+      q[i] = static_cast<int>(w & 0x0f0f0f0fu);
+      q[4 + i] = static_cast<int>((w >> 4) & 0x0f0f0f0fu);
+    }
+  }
+  __device__ float dot(const int* a, float ad, float as) const {
+    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a))), __fmul_rn(m, as));
+  }
+};
+
+struct PQ5_0 {
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 2;
+  int q[8];
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kQ5_0Bytes;
+    d = f16at(s);
+    const uint32_t qh = ld2x16(s + 2);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const uint32_t w = ld2x16(s + 6 + 4 * i);
+      q[i] = static_cast<int>(w & 0x0f0f0f0fu) | spread4(qh >> (4 * i));
+      q[4 + i] = static_cast<int>((w >> 4) & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * i));
+    }
+  }
+  __device__ float dot(const int* a, float ad, float as) const {
+    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, static_cast<float>(dot8(q, a))), __fmul_rn(16.0f, as)));
+  }
+};
+
+struct PQ5_1 {
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 4;
+  int q[8];
+  float d, m;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kQ5_1Bytes;
+    const uint32_t dm = ld32(s);
+    d = f16lo(dm);
+    m = f16lo(dm >> 16);
+    const uint32_t qh = ld32(s + 4);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const uint32_t w = ld32(s + 8 + 4 * i);
+      q[i] = static_cast<int>(w & 0x0f0f0f0fu) | spread4(qh >> (4 * i));
+      q[4 + i] = static_cast<int>((w >> 4) & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * i));
+    }
+  }
+  __device__ float dot(const int* a, float ad, float as) const {
+    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a))), __fmul_rn(m, as));
+  }
+};
+
+struct PQ8_0 {
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 2;
+  int q[8];
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kQ8_0Bytes;
+    d = f16at(s);
+#pragma unroll
+    for (int i = 0; i < 8; i++) q[i] = static_cast<int>(ld2x16(s + 2 + 4 * i));
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a)));
+  }
+};
+
+// K-quants: chunk c = pi % 8 of super-block pi / 8 (elements 32c .. 32c+31).
+struct PQ2_K {
+  static constexpr bool kQ8K = true;
+  static constexpr int kAlign = 4;
+  int q[8];
+  int sc0, sc1;
+  float d, dmin;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + (pi / 8) * kQ2_KBytes;
+    const int c = static_cast<int>(pi % 8);
+    const uint32_t dd = ld32(s + 80);
+    d = f16lo(dd);
+    dmin = f16lo(dd >> 16);
+    sc0 = s[2 * c];
+    sc1 = s[2 * c + 1];
+    const uint8_t* qp = s + 16 + 32 * (c >> 2);
+    const int shift = 2 * (c & 3);
+#pragma unroll
+    for (int i = 0; i < 8; i++) q[i] = static_cast<int>((ld32(qp + 4 * i) >> shift) & 0x03030303u);
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    const int sumi = (sc0 & 15) * dot4(q, a) + (sc1 & 15) * dot4(q + 4, a + 4);
+    const int summ = (sc0 >> 4) * sum4(a) + (sc1 >> 4) * sum4(a + 4);
+    return __fmul_rn(ad, __fsub_rn(__fmul_rn(d, static_cast<float>(sumi)), __fmul_rn(dmin, static_cast<float>(summ))));
+  }
+};
+
+struct PQ3_K {
+  static constexpr bool kQ8K = true;
+  static constexpr int kAlign = 2;
+  int q[8];
+  int sc0, sc1;
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + (pi / 8) * kQ3_KBytes;
+    const int c = static_cast<int>(pi % 8);
+    d = f16at(s + 108);
+    sc0 = q_scale_q3k(2 * c, s + 96);
+    sc1 = q_scale_q3k(2 * c + 1, s + 96);
+    const uint8_t* qp = s + 32 + 32 * (c >> 2);
+    const int shift = 2 * (c & 3);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const uint32_t lo = (ld2x16(qp + 4 * i) >> shift) & 0x03030303u;
+      const uint32_t hi = ((ld2x16(s + 4 * i) >> c) & 0x01010101u) << 2;
+      q[i] = static_cast<int>(lo | hi);  // q + 4, 0..7
+    }
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    const int sumi = sc0 * (dot4(q, a) - 4 * sum4(a)) + sc1 * (dot4(q + 4, a + 4) - 4 * sum4(a + 4));
+    return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(sumi));
+  }
+};
+
+template <bool kFive>
+struct PQ45_K {
+  static constexpr bool kQ8K = true;
+  static constexpr int kAlign = 4;
+  int q[8];
+  int sc, mn;
+  float d, dmin;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + (pi / 8) * (kFive ? kQ5_KBytes : kQ4_KBytes);
+    const int c = static_cast<int>(pi % 8);
+    const uint32_t dd = ld32(s);
+    d = f16lo(dd);
+    dmin = f16lo(dd >> 16);
+    q_scale_min_k4(c, s + 4, &sc, &mn);
+    const uint8_t* qp = s + (kFive ? 48 : 16) + 32 * (c >> 1);
+    const int shift = 4 * (c & 1);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      uint32_t v = (ld32(qp + 4 * i) >> shift) & 0x0f0f0f0fu;
+      if (kFive) v |= ((ld32(s + 16 + 4 * i) >> c) & 0x01010101u) << 4;
+      q[i] = static_cast<int>(v);
+    }
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    const int sumi = sc * dot8(q, a);
+    const int summ = mn * (sum4(a) + sum4(a + 4));
+    return __fmul_rn(ad, __fsub_rn(__fmul_rn(d, static_cast<float>(sumi)), __fmul_rn(dmin, static_cast<float>(summ))));
+  }
+};
+
+struct PQ6_K {
+  static constexpr bool kQ8K = true;
+  static constexpr int kAlign = 2;
+  int q[8];
+  int sc0, sc1;
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + (pi / 8) * kQ6_KBytes;
+    const int c = static_cast<int>(pi % 8);
+    const int h = c >> 2, r = c & 3;
+    d = f16at(s + 208);
+    sc0 = static_cast<int8_t>(s[192 + 8 * h + 2 * r]);
+    sc1 = static_cast<int8_t>(s[192 + 8 * h + 2 * r + 1]);
+    const uint8_t* ql = s + 64 * h + 32 * (r & 1);
+    const uint8_t* qh = s + 128 + 32 * h;
+    const int lshift = 4 * (r >> 1), hshift = 2 * r;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const uint32_t lo = (ld2x16(ql + 4 * i) >> lshift) & 0x0f0f0f0fu;
+      const uint32_t hi = ((ld2x16(qh + 4 * i) >> hshift) & 0x03030303u) << 4;
+      q[i] = static_cast<int>(lo | hi);  // q + 32, 0..63
+    }
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    const int sumi = sc0 * (dot4(q, a) - 32 * sum4(a)) + sc1 * (dot4(q + 4, a + 4) - 32 * sum4(a + 4));
+    return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(sumi));
+  }
+};
+
+// ---- the quantized mat-vec: grid (ceil(M / kMvWarps), min(planes, 65535)) ------------------------
+template <class Q, int NC>
+__global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(Planes p, const int8_t* __restrict__ aq,
+                                                             const void* __restrict__ asc) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp;
+  if (row >= p.M) return;
+  const int64_t K = p.K, nparts = K / 32;
+  const int nc = static_cast<int>(p.ncols);
+  for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
+    const Plane pl = plane_of(p, z);
+    if (!pl.ok) {
+      bad_plane(p, z, pl, row, lane);
+      continue;
+    }
+    const uint8_t* wrow = pl.w + row * p.w_nb1;
+    float acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+#pragma unroll 2
+    for (int64_t pi = lane; pi < nparts; pi += kWarp) {
+      Q q;
+      q.load(wrow, pi);
+#pragma unroll
+      for (int c = 0; c < NC; c++) {
+        if (c < nc) {
+          const int64_t col = pl.col0 + c;
+          const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+          const int4 a0 = ap[0], a1 = ap[1];
+          const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+          float ad, as = 0.0f;
+          if (Q::kQ8K) {
+            ad = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+          } else {
+            const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
+            ad = ds.x;
+            as = ds.y;
+          }
+          acc[c] += q.dot(a, ad, as);
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+      const float s = warp_sum(acc[c]);
+      if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row] = s;
+    }
+  }
+}
+
+inline int weight_align(DType t) {
+  switch (t) {
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q4_K:
+    case DType::Q5_K: return 4;
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return 16;
+    default: return 2;
+  }
+}
+
+inline bool planes_aligned(const Planes& p, int a) {
+  return reinterpret_cast<uintptr_t>(p.w) % a == 0 && p.w_nb1 % a == 0 && p.w_nb2 % a == 0 && p.w_nb3 % a == 0;
+}
+inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvCols; }
+
+template <class Q>
+cudaError_t launch_mv_q_t(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
+  const auto* aq = reinterpret_cast<const int8_t*>(act);
+  const void* asc = act + qs_bytes(p.K, cols);
+  if (p.ncols <= 1) mv_q_kernel<Q, 1><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  else if (p.ncols <= 2) mv_q_kernel<Q, 2><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  else if (p.ncols <= 4) mv_q_kernel<Q, 4><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  else mv_q_kernel<Q, 8><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  return cudaGetLastError();
+}
+
+// act: the region quant_q8a/q8k filled for `cols` activation columns.
+inline cudaError_t launch_mv_q(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s) {
+  if (p.M <= 0 || p.n_planes <= 0 || p.ncols <= 0) return cudaSuccess;
+  switch (p.wtype) {
+    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(p, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(p, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(p, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(p, act, cols, s);
+    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(p, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(p, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(p, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(p, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(p, act, cols, s);
+    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(p, act, cols, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// ---- the float mat-vec (F32 / F16 / BF16 weights, f32 activation columns) --------------------------
+// Each lane reads 16 bytes of weights at a time (8 halves or 4 floats): K a multiple of 8 (4 for F32).
+
+__host__ __device__ inline int f32_vec(DType t) { return t == DType::F32 ? 4 : 8; }
+inline bool mv_f32_supported(DType t, int64_t K) { return mv_act_format(t) == ActFmt::F32 && K % f32_vec(t) == 0; }
+inline bool mv_f32_aligned(const Planes& p) { return planes_aligned(p, 16) && p.ncols <= kMaxMvCols; }
+
+template <DType T>
+__device__ inline void load_vec(const uint8_t* p, float* w) {
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+  if (T == DType::F32) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) w[i] = __uint_as_float(u[i]);
+  } else if (T == DType::F16) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&u[i]));
+      w[2 * i] = f.x;
+      w[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      w[2 * i] = __uint_as_float(u[i] << 16);
+      w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+  }
+}
+
+template <DType T, int NC>
+__global__ void __launch_bounds__(kMvWarps * 32) mv_f32_kernel(Planes p, const float* __restrict__ act) {
+  constexpr int V = T == DType::F32 ? 4 : 8;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp;
+  if (row >= p.M) return;
+  const int64_t K = p.K, nv = K / V;
+  const int nc = static_cast<int>(p.ncols);
+  for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
+    const Plane pl = plane_of(p, z);
+    const uint8_t* wrow = pl.w + row * p.w_nb1;
+    float acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+#pragma unroll 2
+    for (int64_t j = lane; j < nv; j += kWarp) {
+      float w[V];
+      load_vec<T>(wrow + j * 16, w);
+#pragma unroll
+      for (int c = 0; c < NC; c++) {
+        if (c < nc) {
+          const float4* ap = reinterpret_cast<const float4*>(act + (pl.col0 + c) * K + j * V);
+#pragma unroll
+          for (int v = 0; v < V / 4; v++) {
+            const float4 x = ap[v];
+            acc[c] += w[4 * v] * x.x + w[4 * v + 1] * x.y + w[4 * v + 2] * x.z + w[4 * v + 3] * x.w;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+      const float s = warp_sum(acc[c]);
+      if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row] = s;
+    }
+  }
+}
+
+template <DType T>
+cudaError_t launch_mv_f32_t(const Planes& p, const float* act, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
+  if (p.ncols <= 1) mv_f32_kernel<T, 1><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
+  else if (p.ncols <= 2) mv_f32_kernel<T, 2><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
+  else if (p.ncols <= 4) mv_f32_kernel<T, 4><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
+  else mv_f32_kernel<T, 8><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
+  return cudaGetLastError();
+}
+
+// act: cols contiguous f32 columns of K (to_f32_kernel); MUL_MAT planes only (no expert ids).
+inline cudaError_t launch_mv_f32(const Planes& p, const float* act, cudaStream_t s) {
+  if (p.M <= 0 || p.n_planes <= 0 || p.ncols <= 0) return cudaSuccess;
+  switch (p.wtype) {
+    case DType::F32: return launch_mv_f32_t<DType::F32>(p, act, s);
+    case DType::F16: return launch_mv_f32_t<DType::F16>(p, act, s);
+    case DType::BF16: return launch_mv_f32_t<DType::BF16>(p, act, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace minfer::cuda::mm
