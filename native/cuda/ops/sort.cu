@@ -1,0 +1,201 @@
+// ARGSORT (I32 indices that sort each row of a F32, ascending or descending) and TOP_K (I32
+// [k, rows]: the indices of the k largest of each row, largest first), as native/cpu/sort.cpp:
+// the order is total and stable — equal values keep index order, NaN orders above +inf, -0 equals
+// +0. Each element becomes a unique 64-bit key (an order-preserving map of the value, inverted
+// for descending, above the index), so an ascending sort of the keys gives exactly the CPU's order.
+// Keys are sorted with a bitonic network, padded to a power of two:
+//   rows of up to kTile elements: one block per row, entirely in shared memory;
+//   longer rows (a vocabulary for top-k): keys in scratch, the network's stages whose partners are
+//   within a tile of kTile run in shared memory, the longer-range ones as one launch per stage.
+// TOP_K sorts the whole row and keeps the first k.
+#include "../cuda_util.cuh"
+#include "../kernel.h"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::dtype_name;
+using program::Op;
+
+constexpr int kTile = 4096;  // keys sorted in shared memory at once (32 KiB)
+constexpr int kThreads = 1024;
+constexpr uint64_t kPad = ~0ull;  // above every real key
+
+const char* check_common(const NodeArgs& args, const char* op) {
+  if (args.n_inputs != 1 || args.n_outputs != 1)
+    return check_fail("%s: takes 1 input and 1 output, got %d and %d", op, args.n_inputs, args.n_outputs);
+  if (args.in[0]->dtype != DType::F32) return check_fail("%s: a must be F32, got %s", op, dtype_name(args.in[0]->dtype));
+  if (args.out[0]->dtype != DType::I32)
+    return check_fail("%s: the output must be I32, got %s", op, dtype_name(args.out[0]->dtype));
+  if (args.in[0]->ne[0] > INT32_MAX) return check_fail("%s: rows longer than 2^31 - 1", op);
+  for (int i = 1; i < 4; i++)
+    if (args.in[0]->ne[i] != args.out[0]->ne[i]) return check_fail("%s: the output must have a's rows", op);
+  return nullptr;
+}
+
+const char* check_argsort(const NodeArgs& args) {
+  if (const char* e = check_common(args, "argsort")) return e;
+  if (args.out[0]->ne[0] != args.in[0]->ne[0]) return check_fail("argsort: the output must have a's shape");
+  return nullptr;
+}
+
+const char* check_top_k(const NodeArgs& args) {
+  if (const char* e = check_common(args, "top_k")) return e;
+  const int k = param_i32(args, program::param::TOP_K::k);
+  if (k < 1 || k > args.in[0]->ne[0]) return check_fail("top_k: k = %d must be 1-%lld", k, (long long)args.in[0]->ne[0]);
+  if (args.out[0]->ne[0] != k) return check_fail("top_k: the output rows must have k = %d entries", k);
+  return nullptr;
+}
+
+// ---- keys ----
+
+// The key of value v at index i: ascending keys sort as the CPU's comparator orders (v, i).
+__device__ inline uint64_t sort_key(float v, int64_t i, bool desc) {
+  uint32_t k;
+  if (isnan(v)) {
+    k = 0xffffffffu;
+  } else {
+    uint32_t u = v == 0.0f ? 0u : __float_as_uint(v);  // -0 sorts as +0
+    k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+  if (desc) k = ~k;
+  return (static_cast<uint64_t>(k) << 32) | static_cast<uint32_t>(i);
+}
+
+__device__ inline const float* row_elem(const Tensor& a, int64_t r, int64_t i) {
+  const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+  return reinterpret_cast<const float*>(a.data + i * a.nb[0] + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3]);
+}
+__device__ inline int32_t* out_elem(const Tensor& o, int64_t r, int64_t i) {
+  const int64_t i1 = r % o.ne[1], i2 = (r / o.ne[1]) % o.ne[2], i3 = r / (o.ne[1] * o.ne[2]);
+  return reinterpret_cast<int32_t*>(o.data + i * o.nb[0] + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3]);
+}
+
+// One compare-exchange of the bitonic network: pair t (of n/2) at stage (k, j) of keys s, whose
+// element 0 has network index `base`.
+__device__ inline void compare_exchange(uint64_t* s, int64_t base, int64_t t, int64_t k, int64_t j) {
+  const int64_t i = 2 * j * (t / j) + t % j, l = i + j;
+  const bool asc = ((base + i) & k) == 0;
+  const uint64_t x = s[i], y = s[l];
+  if ((x > y) == asc && x != y) {
+    s[i] = y;
+    s[l] = x;
+  }
+}
+
+// ---- rows of up to kTile: one block per row in shared memory ----
+
+__global__ void sort_small_kernel(Tensor a, Tensor o, int n_pow2, int k_out, bool desc) {
+  extern __shared__ uint64_t s[];
+  const int64_t n = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    for (int i = threadIdx.x; i < n_pow2; i += blockDim.x) s[i] = i < n ? sort_key(*row_elem(a, r, i), i, desc) : kPad;
+    __syncthreads();
+    for (int k = 2; k <= n_pow2; k <<= 1)
+      for (int j = k >> 1; j > 0; j >>= 1) {
+        for (int t = threadIdx.x; t < n_pow2 / 2; t += blockDim.x) compare_exchange(s, 0, t, k, j);
+        __syncthreads();
+      }
+    for (int i = threadIdx.x; i < k_out; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(s[i] & 0xffffffffu);
+    __syncthreads();  // s is refilled for the next row
+  }
+}
+
+// ---- longer rows: keys in scratch (rows x n_pow2), n_pow2 a multiple of kTile ----
+
+__global__ void fill_keys_kernel(Tensor a, uint64_t* keys, int64_t n_pow2, bool desc) {
+  const int64_t n = a.ne[0], total = n_pow2 * a.ne[1] * a.ne[2] * a.ne[3];
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = e / n_pow2, i = e % n_pow2;
+    keys[e] = i < n ? sort_key(*row_elem(a, r, i), i, desc) : kPad;
+  }
+}
+
+// Stages (k, j) for k = k_lo..k_hi and every j < kTile (j <= k/2) on one tile per block.
+__global__ void sort_tile_kernel(uint64_t* keys, int64_t n_pow2, int64_t n_tiles, int64_t k_lo, int64_t k_hi) {
+  __shared__ uint64_t s[kTile];
+  for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    uint64_t* g = keys + tile * kTile;
+    const int64_t base = (tile * kTile) % n_pow2;  // network index of the tile's first key in its row
+    for (int i = threadIdx.x; i < kTile; i += blockDim.x) s[i] = g[i];
+    __syncthreads();
+    for (int64_t k = k_lo; k <= k_hi; k <<= 1)
+      for (int64_t j = (k >> 1) < kTile / 2 ? (k >> 1) : kTile / 2; j > 0; j >>= 1) {
+        for (int t = threadIdx.x; t < kTile / 2; t += blockDim.x) compare_exchange(s, base, t, k, j);
+        __syncthreads();
+      }
+    for (int i = threadIdx.x; i < kTile; i += blockDim.x) g[i] = s[i];
+    __syncthreads();
+  }
+}
+
+// One stage (k, j) with j >= kTile over every row.
+__global__ void sort_stage_kernel(uint64_t* keys, int64_t n_pow2, int64_t rows, int64_t k, int64_t j) {
+  const int64_t half = n_pow2 / 2, total = half * rows;
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < total; p += (int64_t)gridDim.x * blockDim.x)
+    compare_exchange(keys + (p / half) * n_pow2, 0, p % half, k, j);
+}
+
+__global__ void write_indices_kernel(const uint64_t* keys, Tensor o, int64_t n_pow2, int64_t k_out) {
+  const int64_t total = k_out * o.ne[1] * o.ne[2] * o.ne[3];
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = e / k_out, i = e % k_out;
+    *out_elem(o, r, i) = static_cast<int32_t>(keys[r * n_pow2 + i] & 0xffffffffu);
+  }
+}
+
+// ---- host side ----
+
+int64_t next_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+int64_t n_rows(const Tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3]; }
+
+unsigned grid_1d(int64_t n, int threads) {
+  const int64_t g = ceil_div(n, threads);
+  return static_cast<unsigned>(g < 1 ? 1 : g < (1 << 20) ? g : (1 << 20));
+}
+
+size_t sort_scratch(const NodeArgs& args) {
+  const int64_t n_pow2 = next_pow2(args.in[0]->ne[0]);
+  if (n_pow2 <= kTile) return 0;
+  return static_cast<size_t>(n_pow2 * n_rows(*args.in[0])) * sizeof(uint64_t);
+}
+
+template <bool kTopK>
+cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor &a = *args.in[0], &o = *args.out[0];
+  const int64_t n = a.ne[0], rows = n_rows(a);
+  if (n <= 0 || rows <= 0) return cudaSuccess;
+  const bool desc = kTopK || param_i32(args, program::param::ARGSORT::descending) != 0;
+  const int64_t k_out = kTopK ? param_i32(args, program::param::TOP_K::k) : n;
+  const int64_t n_pow2 = next_pow2(n);
+  if (n_pow2 <= kTile) {
+    const int threads = static_cast<int>(n_pow2 / 2 < 32 ? 32 : n_pow2 / 2 < kThreads ? n_pow2 / 2 : kThreads);
+    sort_small_kernel<<<grid_1d(rows, 1), threads, n_pow2 * sizeof(uint64_t), ctx.stream>>>(
+        a, o, static_cast<int>(n_pow2), static_cast<int>(k_out), desc);
+    return cudaGetLastError();
+  }
+  uint64_t* keys = static_cast<uint64_t*>(ctx.scratch);
+  const int64_t n_tiles = rows * (n_pow2 / kTile);
+  const unsigned tile_grid = grid_1d(n_tiles, 1);
+  fill_keys_kernel<<<grid_1d(rows * n_pow2, 256), 256, 0, ctx.stream>>>(a, keys, n_pow2, desc);
+  sort_tile_kernel<<<tile_grid, kThreads, 0, ctx.stream>>>(keys, n_pow2, n_tiles, 2, kTile);
+  for (int64_t k = 2 * kTile; k <= n_pow2; k <<= 1) {
+    for (int64_t j = k >> 1; j >= kTile; j >>= 1)
+      sort_stage_kernel<<<grid_1d(rows * n_pow2 / 2, 256), 256, 0, ctx.stream>>>(keys, n_pow2, rows, k, j);
+    sort_tile_kernel<<<tile_grid, kThreads, 0, ctx.stream>>>(keys, n_pow2, n_tiles, k, k);
+  }
+  write_indices_kernel<<<grid_1d(rows * k_out, 256), 256, 0, ctx.stream>>>(keys, o, n_pow2, k_out);
+  return cudaGetLastError();
+}
+
+const Registrar argsort_kernel(Op::ARGSORT, {check_argsort, sort_scratch, launch_sort<false>});
+const Registrar top_k_kernel(Op::TOP_K, {check_top_k, sort_scratch, launch_sort<true>});
+
+}  // namespace
+}  // namespace minfer::cuda
