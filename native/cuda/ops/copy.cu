@@ -180,25 +180,21 @@ const char* check_concat(const NodeArgs& args) {
 }
 
 __global__ void concat_kernel(Tensor a, Tensor b, Tensor o, int dim) {
-  const int64_t ne0 = o.ne[0], rows = o.ne[1] * o.ne[2] * o.ne[3];
+  const int64_t ne0 = o.ne[0], rows = o.ne[1] * o.ne[2] * o.ne[3], a0 = a.ne[0];
   const int es = elem_size(o.dtype);
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    int64_t c[4] = {0, r % o.ne[1], (r / o.ne[1]) % o.ne[2], r / (o.ne[1] * o.ne[2])};
-    uint8_t* dst = o.data + c[1] * o.nb[1] + c[2] * o.nb[2] + c[3] * o.nb[3];
-    // For dim > 0 the whole row comes from one operand.
-    const Tensor* t = &a;
-    if (dim > 0 && c[dim] >= a.ne[dim]) {
-      c[dim] -= a.ne[dim];
-      t = &b;
-    }
+    const int64_t i1 = r % o.ne[1], i2 = (r / o.ne[1]) % o.ne[2], i3 = r / (o.ne[1] * o.ne[2]);
+    uint8_t* dst = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
+    // For dim > 0 the whole row comes from one operand; b's coordinates are shifted along dim.
+    const bool in_b = (dim == 1 && i1 >= a.ne[1]) || (dim == 2 && i2 >= a.ne[2]) || (dim == 3 && i3 >= a.ne[3]);
+    const int64_t j1 = dim == 1 ? i1 - a.ne[1] : i1, j2 = dim == 2 ? i2 - a.ne[2] : i2, j3 = dim == 3 ? i3 - a.ne[3] : i3;
+    const uint8_t* arow = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
+    const uint8_t* brow = b.data + j1 * b.nb[1] + j2 * b.nb[2] + j3 * b.nb[3];
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x) {
-      const Tensor* s = t;
-      int64_t i0 = i;
-      if (dim == 0 && i >= a.ne[0]) {
-        s = &b;
-        i0 = i - a.ne[0];
-      }
-      copy_raw(dst + i * o.nb[0], s->data + i0 * s->nb[0] + c[1] * s->nb[1] + c[2] * s->nb[2] + c[3] * s->nb[3], es);
+      const uint8_t* src;
+      if (dim == 0) src = i < a0 ? arow + i * a.nb[0] : brow + (i - a0) * b.nb[0];
+      else src = in_b ? brow + i * b.nb[0] : arow + i * a.nb[0];
+      copy_raw(dst + i * o.nb[0], src, es);
     }
   }
 }
