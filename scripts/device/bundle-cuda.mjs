@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Packs the CUDA smoke run (scripts/device/cuda-smoke.ts) and the standalone op-conformance run
-// (scripts/device/conformance.ts), every workspace dependency inlined, with the CUDA and CPU
-// addons, for the GPU machine, in the layout the backends' loaders expect (dist/, build/ and
-// build/Release/ under one root):
+// Packs what the GPU run needs (scripts/device/cuda-run.sh): the CUDA smoke run, the standalone
+// op-conformance run, the fidelity run and the `minfer` CLI, every workspace dependency inlined,
+// with the CUDA and CPU addons, in the layout the backends' loaders expect (dist/, build/ and
+// build/Release/ under one root), and the fixtures the runs read (fixtures/):
 //   turbo run build && node scripts/device/bundle-cuda.mjs [OUT_DIR]     (default: .device/cuda)
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -23,8 +23,13 @@ await bundleForNode(
   {
     "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts"),
     conformance: join(root, "scripts/device/conformance.ts"),
+    "cuda-fidelity": join(root, "scripts/device/cuda-fidelity.ts"),
+    // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
+    bin: join(root, "packages/cli/src/bin.ts"),
+    "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
   },
   join(out, "dist"),
+  ["@minfer/backend-metal"],
 );
 mkdirSync(join(out, "build", "Release"), { recursive: true });
 copyFileSync(addon, join(out, "build", "minfer_cuda.node"));
@@ -34,4 +39,14 @@ else
   console.error(
     `bundle-cuda: ${cpuAddon} is missing: conformance.js --with-cpu will report the CPU unusable`,
   );
+// Fixtures (read-only inputs; never committed here): stories260K, its llama.cpp golden
+// continuation, the qwen2 vocabulary for synthetic models.
+const fixtures = resolve(process.env.MINFER_FIXTURES ?? join(root, "..", "shared", "fixtures"));
+mkdirSync(join(out, "fixtures"), { recursive: true });
+for (const [from, to] of [
+  [join(fixtures, "models/stories260K.gguf"), "stories260K.gguf"],
+  [join(fixtures, "vocab/ggml-vocab-qwen2.gguf"), "ggml-vocab-qwen2.gguf"],
+  [join(root, "packages/models/test/stories260K.llamacpp.golden.json"), "stories260K.golden.json"],
+])
+  copyFileSync(from, join(out, "fixtures", to));
 console.error(`bundle-cuda: ${out}`);

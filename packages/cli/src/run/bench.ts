@@ -18,6 +18,12 @@ export const benchOptions: OptionSpec[] = [
     help: "generated tokens of the tg test; 0 = skip (default: 128)",
   },
   {
+    flags: ["-d", "--n-depth"],
+    kind: "integer",
+    metavar: "N",
+    help: "tokens already in the cache when each test starts (prefilled untimed, as llama-bench's -d; default: 0)",
+  },
+  {
     flags: ["-r", "--repetitions"],
     kind: "integer",
     metavar: "N",
@@ -40,6 +46,7 @@ export interface BenchResult {
   type_kv: string;
   n_prompt: number;
   n_gen: number;
+  n_depth: number;
   avg_ns: number;
   stddev_ns: number;
   avg_ts: number;
@@ -53,18 +60,25 @@ function benchTokens(count: number, nVocab: number, salt: number): number[] {
   return Array.from({ length: count }, (_, i) => (i * 7919 + salt * 104729 + 1) % nVocab);
 }
 
-/** pp: `p` tokens in one batch into an empty cache, logits of the last one. Returns ms. */
-async function promptRun(ctx: Context, p: number, salt: number): Promise<number> {
+/** Clears the cache and prefills `depth` tokens (untimed), in micro-batch-sized pieces. */
+async function prefill(ctx: Context, depth: number): Promise<void> {
   ctx.clear();
+  if (depth > 0)
+    await ctx.decode({ tokens: benchTokens(depth, ctx.model.hparams.nVocab, 99), logits: "none" });
+}
+
+/** pp: `p` tokens in one batch after `depth` cached ones, logits of the last one. Returns ms. */
+async function promptRun(ctx: Context, p: number, depth: number, salt: number): Promise<number> {
+  await prefill(ctx, depth);
   const tokens = benchTokens(p, ctx.model.hparams.nVocab, salt);
   const t0 = performance.now();
   await ctx.decode({ tokens, logits: "last" });
   return performance.now() - t0;
 }
 
-/** tg: `n` tokens one at a time from an empty cache, as llama-bench does. Returns ms. */
-async function genRun(ctx: Context, n: number, salt: number): Promise<number> {
-  ctx.clear();
+/** tg: `n` tokens one at a time after `depth` cached ones, as llama-bench does. Returns ms. */
+async function genRun(ctx: Context, n: number, depth: number, salt: number): Promise<number> {
+  await prefill(ctx, depth);
   const tokens = benchTokens(n, ctx.model.hparams.nVocab, salt);
   const t0 = performance.now();
   for (const t of tokens) await ctx.decode({ tokens: [t], logits: "last" });
@@ -80,13 +94,15 @@ function stats(xs: number[]): { mean: number; stddev: number } {
 async function runTest(
   loaded: Loaded,
   ctx: Context,
-  test: { nPrompt: number; nGen: number },
+  test: { nPrompt: number; nGen: number; depth: number },
   reps: number,
 ): Promise<BenchResult> {
   const { model, runtime } = loaded;
   const tokens = test.nPrompt || test.nGen;
   const once = (salt: number) =>
-    test.nPrompt > 0 ? promptRun(ctx, test.nPrompt, salt) : genRun(ctx, test.nGen, salt);
+    test.nPrompt > 0
+      ? promptRun(ctx, test.nPrompt, test.depth, salt)
+      : genRun(ctx, test.nGen, test.depth, salt);
   await once(0); // warmup
   const ms: number[] = [];
   for (let r = 1; r <= reps; r++) ms.push(await once(r));
@@ -99,12 +115,13 @@ async function runTest(
     model_type: `${model.hparams.arch} ${humanCount(params)} ${weightTypes(model)}`,
     model_size: bytes,
     model_n_params: params,
-    backend: "CPU",
+    backend: loaded.gpu ? `CUDA (${model.placement.offloadedLayers}/${model.hparams.nLayer} layers)` : "CPU",
     n_threads: runtime.threads,
     n_batch: ctx.nUbatch,
     type_kv: ctx.kvDtype,
     n_prompt: test.nPrompt,
     n_gen: test.nGen,
+    n_depth: test.depth,
     avg_ns: Math.round(stats(ns).mean),
     stddev_ns: Math.round(stats(ns).stddev),
     avg_ts: stats(ts).mean,
@@ -112,6 +129,11 @@ async function runTest(
     samples_ns: ns,
     samples_ts: ts,
   };
+}
+
+/** "pp512", "tg128", "pp512 @ d4096". */
+function testName(r: BenchResult): string {
+  return `${r.n_prompt > 0 ? `pp${r.n_prompt}` : `tg${r.n_gen}`}${r.n_depth > 0 ? ` @ d${r.n_depth}` : ""}`;
 }
 
 /** llama-bench's markdown table. */
@@ -124,7 +146,7 @@ function table(results: BenchResult[]): string {
     humanCount(r.model_n_params),
     r.backend,
     String(r.n_threads),
-    r.n_prompt > 0 ? `pp${r.n_prompt}` : `tg${r.n_gen}`,
+    testName(r),
     `${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)}`,
   ]);
   const head = ["model", "size", "params", "backend", "threads", "test", "t/s"];
@@ -144,25 +166,25 @@ export async function benchCommand(argv: string[]): Promise<number> {
   const nPrompt = (options.nPrompt as number | undefined) ?? 512;
   const nGen = (options.nGen as number | undefined) ?? 128;
   const reps = (options.repetitions as number | undefined) ?? 3;
+  const depth = (options.nDepth as number | undefined) ?? 0;
+  check(depth >= 0, "-d", "an integer >= 0", depth);
   check(nPrompt >= 0, "-p", "an integer >= 0", nPrompt);
   check(nGen >= 0, "-n", "an integer >= 0", nGen);
   check(reps >= 1, "-r", "a positive integer", reps);
   const settings = runSettings(options);
   const loaded = await loadModel(path, settings, Boolean(options.verbose));
   // Like llama-bench: a context of exactly the tokens the tests need.
-  const ctx = newContext(loaded.model, settings, { nCtx: Math.max(1, nPrompt, nGen) });
+  const ctx = newContext(loaded.model, settings, { nCtx: Math.max(1, depth + Math.max(nPrompt, nGen)) });
   try {
     const results: BenchResult[] = [];
     for (const test of [
-      { nPrompt, nGen: 0 },
-      { nPrompt: 0, nGen },
+      { nPrompt, nGen: 0, depth },
+      { nPrompt: 0, nGen, depth },
     ]) {
       if (test.nPrompt + test.nGen === 0) continue;
       const r = await runTest(loaded, ctx, test, reps);
       results.push(r);
-      process.stderr.write(
-        `${r.n_prompt > 0 ? `pp${r.n_prompt}` : `tg${r.n_gen}`}: ${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)} t/s\n`,
-      );
+      process.stderr.write(`${testName(r)}: ${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)} t/s\n`);
     }
     process.stdout.write(options.json ? `${JSON.stringify(results, null, 2)}\n` : `${table(results)}\n`);
     return 0;

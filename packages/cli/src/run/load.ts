@@ -1,14 +1,18 @@
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { type CpuRuntime, backend as cpuBackend } from "@minfer/backend-cpu";
-import { Context, type ContextOptions, Model } from "@minfer/engine";
+import { Context, type ContextOptions, KV_BUCKET, Model } from "@minfer/engine";
+import { readGguf } from "@minfer/gguf";
+import type { DeviceRuntime } from "@minfer/ir";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
+import { chooseGpu } from "./gpu.js";
 import type { RunSettings } from "./options.js";
 
-/** A started CPU runtime and a model loaded on it; `close()` releases both. */
+/** A started CPU runtime (and GPU runtime, with layers offloaded) and a model loaded on them; `close()` releases all. */
 export interface Loaded {
   readonly runtime: CpuRuntime;
+  readonly gpu: DeviceRuntime | undefined;
   readonly model: Model;
   close(): void;
 }
@@ -57,21 +61,30 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
   if (verbose) for (const line of cpuBackend.diagnostics()) process.stderr.write(`${line}\n`);
   const device = cpuBackend.devices()[0];
   if (!device) throw new Error("the CPU backend has no device");
+  const gpu = await chooseGpu(await readGguf(path), settings, verbose);
   const runtime = (await device.init(
     settings.threads !== undefined ? { threads: settings.threads } : {},
   )) as CpuRuntime;
   let model: Model;
   const bar = new ProgressBar("loading", 1);
   try {
-    model = await Model.load(path, { runtime, onProgress: (f) => bar.update(f) });
+    model = await Model.load(path, {
+      runtime,
+      ...(gpu.runtime ? { offload: { runtime: gpu.runtime, layers: gpu.layers } } : {}),
+      onProgress: (f) => bar.update(f),
+    });
   } catch (e) {
     runtime.dispose();
+    gpu.runtime?.dispose();
     throw e;
   }
   const { params, bytes } = modelSize(model);
   bar.done(
     `loaded ${path}: ${model.hparams.arch}, ${humanCount(params)} params, ${mib(bytes)} ${weightTypes(model)}, ` +
       `cpu ${runtime.threads} threads (${runtime.simd})`,
+  );
+  process.stderr.write(
+    `devices: ${model.placement.describe()}${gpu.runtime ? ` (${gpu.note})` : ` — ${gpu.note}`}\n`,
   );
   if (verbose) {
     const hp = model.hparams;
@@ -84,17 +97,19 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
   }
   return {
     runtime,
+    gpu: gpu.runtime,
     model,
     close() {
       model.dispose();
       runtime.dispose();
+      gpu.runtime?.dispose();
     },
   };
 }
 
 /** A context with the settings (-c 0 = the model's training context); `extra` overrides. */
 export function newContext(model: Model, settings: RunSettings, extra: ContextOptions = {}): Context {
-  return new Context(model, {
+  const ctx = new Context(model, {
     ...(settings.nCtx !== undefined
       ? { nCtx: settings.nCtx === 0 ? model.hparams.nCtxTrain : settings.nCtx }
       : {}),
@@ -102,9 +117,34 @@ export function newContext(model: Model, settings: RunSettings, extra: ContextOp
     ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
     ...extra,
   });
+  for (const line of describeAssignment(ctx, false)) process.stderr.write(`${line}\n`);
+  return ctx;
 }
 
 /** One line of the context's shape, for --verbose. */
 export function describeContext(ctx: Context): string {
   return `context: ${ctx.nCtx} tokens, micro-batch ${ctx.nUbatch}, KV ${ctx.kvDtype}`;
+}
+
+/**
+ * The one-token decode graph's device assignment: a line per split, and a warning line for each
+ * node that runs away from its layer's device because that device lacks the op (never silent).
+ */
+export function describeAssignment(ctx: Context, verbose: boolean): string[] {
+  const step = ctx.graphs.get({
+    kind: "decode",
+    nTokens: 1,
+    nKv: Math.min(ctx.nCtx, KV_BUCKET),
+    nOutputs: 1,
+  });
+  const a = step.assignment;
+  const lines: string[] = [];
+  if (verbose)
+    lines.push(
+      `decode graph: ${a.splits.length} split(s): ${a.splits.map((s) => `${s.device.name} ×${s.nodes.length}`).join(", ")}`,
+    );
+  for (const p of a.placements)
+    if (/lack|does not support/.test(p.reason))
+      lines.push(`warning: ${p.node.name} runs on ${p.device.name}: ${p.reason}`);
+  return lines;
 }

@@ -34,6 +34,12 @@ export const contextOptions: OptionSpec[] = [
     help: "most tokens one graph runs; longer prompts run in pieces (default: 512)",
   },
   { flags: ["--kv-type"], kind: "string", metavar: "TYPE", help: "K/V cache type: f16 (default), f32, q8_0" },
+  {
+    flags: ["-ngl", "--gpu-layers"],
+    kind: "string",
+    metavar: "N|auto|all",
+    help: "layers on the GPU, the rest on the CPU: a count, all, or auto (fit by free memory; the default when a CUDA GPU is usable; 0 = CPU only)",
+  },
 ];
 
 /** Sampling, as llama.cpp spells and defaults it. */
@@ -93,14 +99,26 @@ export interface RunSettings {
   readonly nCtx?: number;
   readonly nUbatch?: number;
   readonly kvDtype?: KvDtype;
+  /** -ngl: a layer count, "all" or "auto" (undefined: auto when a GPU is usable, else the CPU only). */
+  readonly gpuLayers?: number | "all" | "auto";
+}
+
+/** Parses -ngl: a non-negative integer, "all" or "auto". */
+export function parseGpuLayers(value: string | undefined): number | "all" | "auto" | undefined {
+  if (value === undefined) return undefined;
+  if (value === "all" || value === "auto") return value;
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  check(Number.isSafeInteger(n), "-ngl", "a layer count (0 or more), all or auto", value);
+  return n;
 }
 
 export function runSettings(options: ParsedOptions): RunSettings {
-  const { threads, ctxSize, batchSize, kvType } = options as {
+  const { threads, ctxSize, batchSize, kvType, gpuLayers } = options as {
     threads?: number;
     ctxSize?: number;
     batchSize?: number;
     kvType?: string;
+    gpuLayers?: string;
   };
   if (threads !== undefined) check(threads >= 1 && threads <= 1024, "-t", "an integer in [1, 1024]", threads);
   if (ctxSize !== undefined) check(ctxSize >= 0, "-c", "0 or a positive integer", ctxSize);
@@ -112,6 +130,7 @@ export function runSettings(options: ParsedOptions): RunSettings {
     nCtx: ctxSize,
     nUbatch: batchSize,
     kvDtype: kvType as KvDtype | undefined,
+    gpuLayers: parseGpuLayers(gpuLayers),
   };
 }
 

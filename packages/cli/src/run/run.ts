@@ -3,7 +3,7 @@ import { generate } from "@minfer/engine";
 import type { Sampler } from "@minfer/sampler";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
-import { describeContext, loadModel, newContext } from "./load.js";
+import { describeAssignment, describeContext, loadModel, newContext } from "./load.js";
 import {
   check,
   contextOptions,
@@ -79,6 +79,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   const stderr = process.stderr;
   if (verbose) {
     stderr.write(`${describeContext(ctx)}\n`);
+    for (const line of describeAssignment(ctx, true))
+      if (!line.startsWith("warning")) stderr.write(`${line}\n`);
     const o = sampler.options;
     stderr.write(`sampler: temp ${o.temperature}, top-k ${o.topK}, top-p ${o.topP}, seed ${o.seed}\n`);
   }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The GPU run in one call (see ../shared/device/README.md): smoke test, op-conformance suite,
+# compute-sanitizer memcheck over the suite, fidelity against the CPU backend, and benchmarks of
+# synthetic qwen2-7b files; each stage's output goes to $OUT.
+#
+# Here (build and pack):   bash scripts/device/prepare-cuda.sh
+# There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
+#   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
+#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench
+# Stages run in the order given; with none, all of them. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
+# and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
+# the bench stage.
+set -u
+D=.device/cuda
+OUT=${OUT:-/tmp/minfer-out}
+M=${MODELS_DIR:-/tmp/minfer-models}
+mkdir -p "$OUT" "$M"
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(smoke conformance memcheck fidelity bench)
+minfer() { node "$D/dist/bin.js" "$@"; }
+status=0
+step() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "== $name: $*" | tee -a "$OUT/run.log"
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
+  tail -n 25 "$OUT/$name.log"
+  [ $rc -ne 0 ] && status=1
+  return 0
+}
+synth() { # preset type [arch]
+  local f="$M/$1-$2.gguf"
+  [ -f "$f" ] || minfer gguf synth --arch "${3:-qwen2}" --preset "$1" --type "$2" --vocab "$D/fixtures/ggml-vocab-qwen2.gguf" -o "$f" >/dev/null
+  echo "$f"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+for s in "${stages[@]}"; do
+  case $s in
+  smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
+  conformance) step conformance node "$D/dist/conformance.js" "$OUT" ;;
+  memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      node "$D/dist/conformance.js" ;;
+  fidelity)
+    files=()
+    for t in f32 f16 q8_0 q4_0; do files+=("$(synth tiny "$t")"); done
+    for t in f32 f16 q8_0 q4_0 q4_k; do files+=("$(synth qwen2-0.5b "$t")"); done
+    step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
+      "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
+  bench)
+    for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
+      f=$(synth qwen2-7b "$t")
+      step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
+      if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
+        step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
+      fi
+      rm -f "$f"
+    done ;;
+  *) echo "unknown stage $s" ;;
+  esac
+done
+exit $status

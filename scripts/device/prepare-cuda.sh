@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds everything the GPU run needs and packs it under .device/ (git-ignored): Node.js
+# (../shared/device/prepare-node.sh, once), the workspace (turbo build, which builds the CUDA
+# addon with this machine's nvcc for sm_90 + PTX), and the bundle of scripts/device/bundle-cuda.mjs.
+set -eu
+cd "$(dirname "$0")/../.."
+[ -f .device/node.tar.xz ] || ../shared/device/prepare-node.sh
+export TURBO_TELEMETRY_DISABLED=1
+npx turbo run build --output-logs=errors-only
+node scripts/device/bundle-cuda.mjs
+du -sh .device/cuda .device/node.tar.xz
