@@ -71,11 +71,32 @@ struct Plan {
   bool ok = false;
 };
 
+// Shared-memory layout of the tile kernel, in floats; every section starts on a 16-byte boundary.
+// Rows are padded to a multiple of kRowChunk (the score and P·V loops work on row chunks).
+constexpr int kRowChunk = 4;
+struct SmemLayout {
+  int64_t q, kv, p, acc, m, l, corr, lo, hi, range, total;
+};
+__host__ __device__ inline int64_t round4(int64_t x) { return (x + 3) / 4 * 4; }
+__host__ __device__ inline SmemLayout smem_layout(int br, int bc, int64_t hd, int64_t hdv) {
+  const int64_t brp = (br + kRowChunk - 1) / kRowChunk * kRowChunk;
+  const int64_t dmax = hd > hdv ? hd : hdv;
+  SmemLayout s;
+  s.q = 0;                               // q [brp][hd]
+  s.kv = s.q + round4(brp * hd);         // k or v tile [bc][dmax + 1] (padded: conflict-free column reads)
+  s.p = s.kv + round4(bc * (dmax + 1));  // scores, then weights [brp][bc]
+  s.acc = s.p + round4(brp * bc);        // accumulators [brp][hdv]
+  s.m = s.acc + round4(brp * hdv);       // running max [brp]
+  s.l = s.m + round4(brp);               // running sum [brp]
+  s.corr = s.l + round4(brp);            // this tile's rescale factor [brp]
+  s.lo = s.corr + round4(brp);           // span start (int) [brp]
+  s.hi = s.lo + round4(brp);             // span end (int) [brp]
+  s.range = s.hi + round4(brp);          // the block's cell range (int) [2]
+  s.total = s.range + 4;
+  return s;
+}
 size_t smem_bytes(int br, int bc, int64_t hd, int64_t hdv) {
-  const int64_t dmax = std::max(hd, hdv);
-  // q [br][hd], k/v tile [bc][dmax + 1], p [br][bc], acc [br][hdv], m/l/corr [br], lo/hi [br], range [2]
-  const int64_t floats = br * hd + bc * (dmax + 1) + int64_t{br} * bc + br * hdv + 3 * int64_t{br};
-  return static_cast<size_t>(floats * 4 + (2 * int64_t{br} + 2) * 4);
+  return static_cast<size_t>(smem_layout(br, bc, hd, hdv).total) * 4;
 }
 
 Plan plan_attention(const NodeArgs& a) {
@@ -170,6 +191,8 @@ struct AttnParams {
   int chunk;      // cells per chunk (a multiple of bc)
   int mask_kind;  // 0 F32 mask, 1 F16 mask, 2 spans
   bool aligned;   // every pointer and stride is a multiple of its element size (else byte loads)
+  bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
+  bool hd4;       // hd % 4 == 0: q rows read as float4
   float scale, softcap;
   float* part;    // partials (n_splits > 1): [split][kv head][row][m, l, acc[hdv]]
   DeviceError* err;
@@ -222,31 +245,104 @@ __device__ inline float load_mask(const AttnParams& p, int c, int j) {
   return p.mask_kind == 1 ? f16_bits(ld_u16(mp, p.aligned)) : ld_f32(mp, p.aligned);
 }
 
+// The elements of 32-bit word e of a 16-byte unit (1 float or 2 halves) into o.
+template <DType T>
+__device__ inline void store_unit(float* o, uint32_t word, int e) {
+  if constexpr (T == DType::F32) {
+    o[e] = __uint_as_float(word);
+  } else if constexpr (T == DType::F16) {
+    o[2 * e] = f16_bits(word & 0xffff);
+    o[2 * e + 1] = f16_bits(word >> 16);
+  } else {
+    o[2 * e] = bf16_bits(word & 0xffff);
+    o[2 * e + 1] = bf16_bits(word >> 16);
+  }
+}
+
+// Cells [c0, c0 + n_cells) of a k/v head (row c at base + c * nb_cell) into dst[c * stride + d] as f32;
+// rows n_cells..bc-1 become zeros. `vec`: the rows start on 16-byte boundaries and dim is a multiple
+// of the unit (Q8_0: on 2-byte boundaries), so whole units are read at once.
+template <DType T>
+__device__ __forceinline__ void load_tile(float* dst, int stride, const uint8_t* base, int64_t nb_cell, int n_cells, int bc,
+                                 int dim, bool vec, bool aligned) {
+  if constexpr (T == DType::Q8_0) {
+    if (vec) {  // a unit is half a block: its scale and 16 quants read as 8 aligned u16
+      const int upr = dim / 16;
+      for (int i = threadIdx.x; i < bc * upr; i += blockDim.x) {
+        const int c = i / upr, u = i % upr;
+        float* o = dst + c * stride + u * 16;
+        if (c < n_cells) {
+          const uint8_t* blk = base + c * nb_cell + static_cast<int64_t>(u >> 1) * 34;
+          const float sc = f16_bits(*reinterpret_cast<const uint16_t*>(blk));
+          const uint16_t* qp = reinterpret_cast<const uint16_t*>(blk + 2 + (u & 1) * 16);
+#pragma unroll
+          for (int e = 0; e < 8; e++) {
+            const uint16_t w = qp[e];
+            o[2 * e] = sc * static_cast<float>(static_cast<int8_t>(w & 0xff));
+            o[2 * e + 1] = sc * static_cast<float>(static_cast<int8_t>(w >> 8));
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 16; e++) o[e] = 0.0f;
+        }
+      }
+      return;
+    }
+  } else {
+    if (vec) {
+      constexpr int per = T == DType::F32 ? 4 : 8;  // elements per 16 bytes
+      const int upr = dim / per;
+      for (int i = threadIdx.x; i < bc * upr; i += blockDim.x) {
+        const int c = i / upr, u = i % upr;
+        float* o = dst + c * stride + u * per;
+        if (c < n_cells) {
+          const uint4 w = __ldg(reinterpret_cast<const uint4*>(base + c * nb_cell) + u);
+          store_unit<T>(o, w.x, 0);
+          store_unit<T>(o, w.y, 1);
+          store_unit<T>(o, w.z, 2);
+          store_unit<T>(o, w.w, 3);
+        } else {
+#pragma unroll
+          for (int e = 0; e < per; e++) o[e] = 0.0f;
+        }
+      }
+      return;
+    }
+  }
+  for (int i = threadIdx.x; i < bc * dim; i += blockDim.x) {
+    const int c = i / dim, d = i % dim;
+    dst[c * stride + d] = c < n_cells ? load_kv<T>(base + c * nb_cell, d, aligned) : 0.0f;
+  }
+}
+
 template <DType KT, DType VT>
-__global__ void __launch_bounds__(kThreads) attn_tile_kernel(const AttnParams p) {
-  extern __shared__ float smem[];
+__global__ void attn_tile_kernel(const AttnParams p) {
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
   const int br = p.br, bc = p.bc, hd = p.hd, hdv = p.hdv;
   const int ks = hd + 1, vs = hdv + 1;  // padded tile row strides (conflict-free column reads)
-  float* q_s = smem;                                           // [br][hd]
-  float* kv_s = q_s + br * hd;                                 // [bc][max(hd, hdv) + 1]
-  float* p_s = kv_s + bc * (max(hd, hdv) + 1);                 // [br][bc] scores, then weights
-  float* acc_s = p_s + br * bc;                                // [br][hdv]
-  float* m_s = acc_s + br * hdv;                               // [br] running max
-  float* l_s = m_s + br;                                       // [br] running sum
-  float* corr_s = l_s + br;                                    // [br] this tile's rescale factor
-  int* lo_s = reinterpret_cast<int*>(corr_s + br);             // [br] span start (or 0)
-  int* hi_s = lo_s + br;                                       // [br] span end (or nKv)
-  int* range_s = hi_s + br;                                    // [2] the block's cell range
+  const SmemLayout L = smem_layout(br, bc, hd, hdv);
+  float* q_s = smem + L.q;
+  float* kv_s = smem + L.kv;
+  float* p_s = smem + L.p;
+  float* acc_s = smem + L.acc;
+  float* m_s = smem + L.m;
+  float* l_s = smem + L.l;
+  float* corr_s = smem + L.corr;
+  int* lo_s = reinterpret_cast<int*>(smem + L.lo);
+  int* hi_s = reinterpret_cast<int*>(smem + L.hi);
+  int* range_s = reinterpret_cast<int*>(smem + L.range);
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp, n_warps = blockDim.x / kWarp;
   const int kvh = blockIdx.y, split = blockIdx.z;
   const int row0 = blockIdx.x * br;
-  const int n_rows = min(br, p.rows - row0);  // valid rows of this block (>= 1)
+  const int n_rows = min(br, p.rows - row0);                  // valid rows of this block (>= 1)
+  const int n_rc = (n_rows + kRowChunk - 1) / kRowChunk;      // row chunks (rows up to n_rc * 4 exist in smem)
   const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;
   const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
 
-  // Rows: q into shared memory, state reset, spans checked.
-  for (int i = tid; i < br * hd; i += blockDim.x) {
+  // Rows: q into shared memory (zeros past n_rows), state reset, spans checked.
+  for (int i = tid; i < n_rc * kRowChunk * hd; i += blockDim.x) {
     const int r = i / hd, d = i % hd;
     float x = 0.0f;
     if (r < n_rows) {
@@ -256,14 +352,12 @@ __global__ void __launch_bounds__(kThreads) attn_tile_kernel(const AttnParams p)
     }
     q_s[i] = x;
   }
-  for (int i = tid; i < br * hdv; i += blockDim.x) acc_s[i] = 0.0f;
-  for (int r = tid; r < br; r += blockDim.x) {
+  for (int i = tid; i < n_rows * hdv; i += blockDim.x) acc_s[i] = 0.0f;
+  for (int r = tid; r < n_rows; r += blockDim.x) {
     m_s[r] = -INFINITY;
     l_s[r] = 0.0f;
     int lo = 0, hi = p.n_kv;
-    if (r >= n_rows) {
-      lo = hi = 0;
-    } else if (p.mask_kind == 2) {
+    if (p.mask_kind == 2) {
       const int j = (row0 + r) / p.group;
       const uint8_t* sp = p.m + static_cast<int64_t>(j) * p.m_nb1;
       lo = ld_i32(sp, p.aligned);
@@ -295,39 +389,56 @@ __global__ void __launch_bounds__(kThreads) attn_tile_kernel(const AttnParams p)
 
   for (int c0 = c_lo; c0 < c_hi; c0 += bc) {
     const int n_cells = min(bc, c_hi - c0);
-    // K tile into shared memory (rows past the range are zero).
-    for (int i = tid; i < bc * hd; i += blockDim.x) {
-      const int c = i / hd, d = i % hd;
-      kv_s[c * ks + d] = c < n_cells ? load_kv<KT>(kbase + static_cast<int64_t>(c0 + c) * p.k_nb2, d, p.aligned) : 0.0f;
-    }
+    // K tile into shared memory (rows past n_cells are zero).
+    load_tile<KT>(kv_s, ks, kbase + static_cast<int64_t>(c0) * p.k_nb2, p.k_nb2, n_cells, bc, hd, p.k_vec, p.aligned);
     __syncthreads();
-    // Scores; a hidden cell is -inf.
+    // Scores of (row chunk, cell) items; a hidden cell, or a row past n_rows, is -inf.
     int any = 0;
-    for (int i = tid; i < br * bc; i += blockDim.x) {
-      const int r = i / bc, c = i % bc, cell = c0 + c;
-      float s = -INFINITY;
-      if (r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r]) {
-        float mv = 0.0f;
-        if (p.mask_kind != 2) mv = load_mask(p, cell, (row0 + r) / p.group);
-        if (mv != -INFINITY) {
-          const float* qr = q_s + r * hd;
-          const float* kr = kv_s + c * ks;
-          float dot = 0.0f;
-          for (int d = 0; d < hd; d++) dot = fmaf(qr[d], kr[d], dot);
-          s = dot * p.scale;
-          if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
-          s += mv;
+    for (int i = tid; i < n_rc * bc; i += blockDim.x) {
+      const int r0 = (i / bc) * kRowChunk, c = i % bc, cell = c0 + c;
+      float dot[kRowChunk] = {};
+      if (c < n_cells) {
+        const float* kr = kv_s + c * ks;
+        if (p.hd4) {
+          for (int d = 0; d < hd; d += 4) {
+            const float k0 = kr[d], k1 = kr[d + 1], k2 = kr[d + 2], k3 = kr[d + 3];
+#pragma unroll
+            for (int rr = 0; rr < kRowChunk; rr++) {
+              const float4 qv = *reinterpret_cast<const float4*>(q_s + (r0 + rr) * hd + d);
+              dot[rr] = fmaf(qv.x, k0, dot[rr]);
+              dot[rr] = fmaf(qv.y, k1, dot[rr]);
+              dot[rr] = fmaf(qv.z, k2, dot[rr]);
+              dot[rr] = fmaf(qv.w, k3, dot[rr]);
+            }
+          }
+        } else {
+          for (int d = 0; d < hd; d++) {
+            const float kd = kr[d];
+#pragma unroll
+            for (int rr = 0; rr < kRowChunk; rr++) dot[rr] = fmaf(q_s[(r0 + rr) * hd + d], kd, dot[rr]);
+          }
         }
       }
-      any |= s != -INFINITY;
-      p_s[i] = s;
+#pragma unroll
+      for (int rr = 0; rr < kRowChunk; rr++) {
+        const int r = r0 + rr;
+        float s = -INFINITY;
+        if (r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r]) {
+          float mv = 0.0f;
+          if (p.mask_kind != 2) mv = load_mask(p, cell, (row0 + r) / p.group);
+          if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
+            s = dot[rr] * p.scale;
+            if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
+            s += mv;
+          }
+        }
+        any |= s != -INFINITY;
+        p_s[r * bc + c] = s;
+      }
     }
     if (!__syncthreads_or(any)) continue;  // nobody sees a cell of this tile: no V read
     // V tile into shared memory (the K tile is no longer read) while the rows' softmax updates.
-    for (int i = tid; i < bc * hdv; i += blockDim.x) {
-      const int c = i / hdv, d = i % hdv;
-      kv_s[c * vs + d] = c < n_cells ? load_kv<VT>(vbase + static_cast<int64_t>(c0 + c) * p.v_nb2, d, p.aligned) : 0.0f;
-    }
+    load_tile<VT>(kv_s, vs, vbase + static_cast<int64_t>(c0) * p.v_nb2, p.v_nb2, n_cells, bc, hdv, p.v_vec, p.aligned);
     for (int r = warp; r < n_rows; r += n_warps) {
       float* pr = p_s + r * bc;
       float mx = -INFINITY;
@@ -349,13 +460,29 @@ __global__ void __launch_bounds__(kThreads) attn_tile_kernel(const AttnParams p)
       }
     }
     __syncthreads();
-    // acc = acc * corr + p · V
-    for (int i = tid; i < n_rows * hdv; i += blockDim.x) {
-      const int r = i / hdv, d = i % hdv;
-      const float* pr = p_s + r * bc;
-      float a = acc_s[i] * corr_s[r];
-      for (int c = 0; c < n_cells; c++) a = fmaf(pr[c], kv_s[c * vs + d], a);
-      acc_s[i] = a;
+    // acc = acc * corr + p · V over (row chunk, dim) items. Weights of cells past n_cells are 0 and
+    // their V rows zeros, so the loop runs over the whole tile; rows past n_rows are not stored.
+    for (int i = tid; i < n_rc * hdv; i += blockDim.x) {
+      const int r0 = (i / hdv) * kRowChunk, d = i % hdv;
+      float a[kRowChunk];
+#pragma unroll
+      for (int rr = 0; rr < kRowChunk; rr++) a[rr] = r0 + rr < n_rows ? acc_s[(r0 + rr) * hdv + d] * corr_s[r0 + rr] : 0.0f;
+      for (int c = 0; c < bc; c += 4) {
+        const float v0 = kv_s[c * vs + d], v1 = kv_s[(c + 1) * vs + d], v2 = kv_s[(c + 2) * vs + d],
+                    v3 = kv_s[(c + 3) * vs + d];
+#pragma unroll
+        for (int rr = 0; rr < kRowChunk; rr++) {
+          if (r0 + rr >= n_rows) break;
+          const float4 pw = *reinterpret_cast<const float4*>(p_s + (r0 + rr) * bc + c);
+          a[rr] = fmaf(pw.x, v0, a[rr]);
+          a[rr] = fmaf(pw.y, v1, a[rr]);
+          a[rr] = fmaf(pw.z, v2, a[rr]);
+          a[rr] = fmaf(pw.w, v3, a[rr]);
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < kRowChunk; rr++)
+        if (r0 + rr < n_rows) acc_s[(r0 + rr) * hdv + d] = a[rr];
     }
     __syncthreads();
   }
@@ -476,6 +603,16 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
               is_aligned(k->data, ka) && k->nb[1] % ka == 0 && k->nb[2] % ka == 0 && is_aligned(v->data, va) &&
               v->nb[1] % va == 0 && v->nb[2] % va == 0 && is_aligned(m->data, ma) && m->nb[0] % ma == 0 &&
               m->nb[1] % ma == 0;
+
+  // Whole-unit row reads: 16-byte aligned rows (Q8_0: 2-byte aligned) and dims in whole units.
+  auto vec_rows = [](const Tensor* t) {
+    if (t->dtype == DType::Q8_0) return is_aligned(t->data, 2) && t->nb[1] % 2 == 0 && t->nb[2] % 2 == 0;
+    const int64_t per = t->dtype == DType::F32 ? 4 : 8;
+    return is_aligned(t->data, 16) && t->nb[1] % 16 == 0 && t->nb[2] % 16 == 0 && t->ne[0] % per == 0;
+  };
+  p.k_vec = vec_rows(k);
+  p.v_vec = vec_rows(v);
+  p.hd4 = q->ne[0] % 4 == 0;
 
   // Splits: enough blocks for about two waves, never more than the scratch holds.
   const int64_t base = plan.row_tiles * n_kv_head;
