@@ -96,7 +96,7 @@ __device__ inline void minmax32(const float* x, float* mn, float* mx) {
 
 // Q4_0 (nmax 15, offset 8.5, o + 2) and Q5_0 (nmax 31, offset 16.5, qh at o + 2, codes at o + 6).
 template <bool kFive>
-__device__ void quant_sym(const float* x, uint8_t* o) {
+__device__ inline void quant_sym(const float* x, uint8_t* o) {
   const float d = __fdiv_rn(signed_abs_max(x, 32), kFive ? -16.0f : -8.0f);
   const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
   const float off = kFive ? 16.5f : 8.5f;
@@ -115,7 +115,7 @@ __device__ void quant_sym(const float* x, uint8_t* o) {
 
 // Q4_1 (nmax 15, codes at o + 4) and Q5_1 (nmax 31, qh at o + 4, codes at o + 8).
 template <bool kFive>
-__device__ void quant_asym(const float* x, uint8_t* o) {
+__device__ inline void quant_asym(const float* x, uint8_t* o) {
   float mn, mx;
   minmax32(x, &mn, &mx);
   const float d = __fdiv_rn(__fsub_rn(mx, mn), kFive ? 31.0f : 15.0f);
@@ -146,7 +146,7 @@ __device__ inline void quant_q8_0(const float* x, uint8_t* o) {
 // ---- K-quants (256-element blocks), in double as the CPU's port of k-quant.ts ----
 
 // x[0..n) ≈ s·q − m, q in 0..nmax, s ≥ 0, m ≥ 0 (fit_scale_min).
-__device__ void fit_scale_min(const float* x, int n, int nmax, double* s_out, double* m_out) {
+__device__ inline void fit_scale_min(const float* x, int n, int nmax, double* s_out, double* m_out) {
   double lo = 0, hi = -INFINITY;
   for (int j = 0; j < n; j++) {
     const double v = x[j];
@@ -203,7 +203,7 @@ __device__ void fit_scale_min(const float* x, int n, int nmax, double* s_out, do
 }
 
 // x[0..n) ≈ s·q, q in −nneg..nneg−1 (fit_scale_symmetric).
-__device__ double fit_scale_symmetric(const float* x, int n, int nneg) {
+__device__ inline double fit_scale_symmetric(const float* x, int n, int nneg) {
   double amax = 0, max = 0;
   for (int j = 0; j < n; j++) {
     const double v = x[j];
@@ -234,7 +234,7 @@ __device__ double fit_scale_symmetric(const float* x, int n, int nneg) {
 
 // The shared body of Q4_K (nmax 15) and Q5_K (nmax 31): d, dmin and the packed scales at o, the
 // 256 codes (natural order) to q.
-__device__ void quantize_asym_block(const float* x, int nmax, uint8_t* o, uint8_t* q) {
+__device__ inline void quantize_asym_block(const float* x, int nmax, uint8_t* o, uint8_t* q) {
   double scales[8], mins[8], max_scale = 0, max_min = 0;
   for (int k = 0; k < 8; k++) {
     fit_scale_min(x + 32 * k, 32, nmax, &scales[k], &mins[k]);

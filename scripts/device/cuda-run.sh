@@ -7,7 +7,8 @@
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
 #   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench
-# Stages run in the order given; with none, all of them. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
+# Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
+# qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
 # and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
 # the bench stage.
 set -u
@@ -45,8 +46,11 @@ for s in "${stages[@]}"; do
       node "$D/dist/conformance.js" ;;
   fidelity)
     files=()
-    for t in f32 f16 q8_0 q4_0; do files+=("$(synth tiny "$t")"); done
-    for t in f32 f16 q8_0 q4_0 q4_k; do files+=("$(synth qwen2-0.5b "$t")"); done
+    for p in ${FIDELITY_PRESETS:-tiny qwen2-0.5b}; do
+      types="f32 f16 q8_0 q4_0 q4_k"
+      [ "$p" = tiny ] && types="f32 f16 q8_0 q4_0" # rows of 64/128: no whole Q4_K blocks
+      for t in $types; do files+=("$(synth "$p" "$t")"); done
+    done
     step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
       "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
   bench)
