@@ -24,8 +24,8 @@
 //      goes through its generic dequant32 (F32 → F16).
 //    - One __syncthreads per k-tile.
 //    - Epilogue: f32 accumulators × the column scale, stored with M/N bounds checks.
-// 3. Split-K when the tile grid is too small for the GPU (M = 512 K/V projections, 3584 × 3584 at
-//    N = 512): blockIdx.z takes a range of k-tiles and writes its partial product to scratch;
+// 3. Split-K when the tile grid is too small for the GPU (M = 512 K/V projections, K = 18944 FFN
+//    down at N = 512): blockIdx.z takes a range of k-tiles and writes its partial product to scratch;
 //    reduce_splits adds them in a fixed order (deterministic, no atomics) into out.
 //    plan() chooses BN and the split count from a small cost model of waves on the device's SMs.
 //
@@ -92,15 +92,17 @@ __device__ __forceinline__ void st_chunk(__half* s, int r, int c, uint32_t a, ui
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 u2h(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 __device__ __forceinline__ uint32_t ld16(const uint8_t* p) { return __ldg(reinterpret_cast<const unsigned short*>(p)); }
-// 16 bytes from a 2-byte aligned address, as 4 little-endian words.
-__device__ __forceinline__ uint4 ld16x8(const uint8_t* p) {
-  const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
-  uint4 r;
-  r.x = __ldg(q + 0) | (static_cast<uint32_t>(__ldg(q + 1)) << 16);
-  r.y = __ldg(q + 2) | (static_cast<uint32_t>(__ldg(q + 3)) << 16);
-  r.z = __ldg(q + 4) | (static_cast<uint32_t>(__ldg(q + 5)) << 16);
-  r.w = __ldg(q + 6) | (static_cast<uint32_t>(__ldg(q + 7)) << 16);
-  return r;
+// 16 bytes from a 2-byte aligned address as 4 little-endian words: four 32-bit loads when the
+// address is 4-byte aligned, else 16 + 3×32 + 16 bits.
+__device__ __forceinline__ uint4 ld16x5(const uint8_t* p) {
+  if ((reinterpret_cast<uintptr_t>(p) & 3) == 0) {
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
+    return make_uint4(__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3));
+  }
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(p + 2);
+  const uint32_t w0 = __ldg(h), w1 = __ldg(q), w2 = __ldg(q + 1), w3 = __ldg(q + 2), w4 = __ldg(h + 7);
+  return make_uint4(w0 | (w1 << 16), (w1 >> 16) | (w2 << 16), (w2 >> 16) | (w3 << 16), (w3 >> 16) | (w4 << 16));
 }
 __device__ __forceinline__ uint4 ldg128(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -179,9 +181,9 @@ struct Loader<DType::Q6_K> {
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t) {
     const uint8_t* s = row + (k0 >> 8) * 210;
     const int i = static_cast<int>((k0 >> 6) & 3), n = i >> 1, up = i & 1;
-    a = ld16x8(s + 64 * n + 16 * h);
-    b = ld16x8(s + 64 * n + 32 + 16 * h);
-    c = ld16x8(s + 128 + 32 * n + 16 * h);
+    a = ld16x5(s + 64 * n + 16 * h);
+    b = ld16x5(s + 64 * n + 32 + 16 * h);
+    c = ld16x5(s + 128 + 32 * n + 16 * h);
     // scales of quadrants 2·up (from a) and 2·up + 1 (from b), for l = 16h..16h+15
     sc0 = static_cast<int8_t>(__ldg(s + 192 + 8 * n + 4 * up + h));
     sc1 = static_cast<int8_t>(__ldg(s + 192 + 8 * n + 4 * up + 2 + h));
@@ -222,7 +224,7 @@ struct Loader<DType::Q4_0> {
     if (k0 + 32 * h >= K) return;
     const uint8_t* s = row + ((k0 >> 5) + h) * 18;
     d = ld16(s);
-    qs = ld16x8(s + 2);
+    qs = ld16x5(s + 2);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {
@@ -257,8 +259,8 @@ struct Loader<DType::Q8_0> {
     if (k0 + 32 * h >= K) return;
     const uint8_t* s = row + ((k0 >> 5) + h) * 34;
     d = ld16(s);
-    q0 = ld16x8(s + 2);
-    q1 = ld16x8(s + 18);
+    q0 = ld16x5(s + 2);
+    q1 = ld16x5(s + 18);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {
@@ -561,27 +563,31 @@ int device_sms() {
   return sms;
 }
 
-// Cost model in units of one 128×128×64 k-tile step at two resident blocks per SM (~4 µs at
-// ~150 TFLOP/s on 132 SMs): waves × k-tiles per block × tile cost (a 64-wide tile does half the
-// MMAs at a worse ratio of loads to MMAs: 0.6), plus the split-K reduction's memory traffic.
+// Cost model (µs, fitted to H200 measurements of the Q4_K kernel at N = 512): a 128×128 block
+// takes ~1.39 µs per k-tile alone on an SM and ~2.2 µs with a second block beside it (two fit per
+// SM); blocks run in rounds of 2·SMs, and a last partial round of at most one block per SM runs at
+// the lone rate. A 64-wide tile costs 0.75 of a 128-wide one per k-tile. Split-K adds the
+// reduction: s partials read and the output written at ~2.5 TB/s, plus ~8 µs of launch and tail.
+// (Measured: 3584×3584×512 best unsplit, 512×3584×512 best at 8 splits, 3584×18944×512 at 8.)
+int g_force_bn = 0, g_force_splits = 0;  // overrides for gemm_tc_selftest.cuh's sweeps (0: model)
+
 Plan make_plan(int64_t M, int64_t N, int64_t K) {
   Plan p{};
   p.kpad = ceil_div(K, kBK) * kBK;
   p.npad = ceil_div(N, kNPad) * kNPad;
   p.nkt = p.kpad / kBK;
-  const int64_t slots = 2 * static_cast<int64_t>(device_sms());
+  const int64_t sms = device_sms();
   const int64_t mt = ceil_div(M, kBM);
   double best = 1e300;
   for (int bn : {128, 64}) {
     const int64_t tiles = mt * ceil_div(N, bn);
-    const double tile_cost = bn == 128 ? 1.0 : 0.6;
+    const double tile_cost = bn == 128 ? 1.0 : 0.75;
     for (int s = 1; s <= 16; s++) {
       if (s > 1 && (p.nkt / s < 4 || static_cast<double>(s) * M * N * 4 > 512.0 * 1024 * 1024)) break;
-      const int64_t blocks = tiles * s;
-      const double waves = static_cast<double>(ceil_div(blocks, slots));
-      double cost = waves * static_cast<double>(ceil_div(p.nkt, s)) * tile_cost;
-      // one unit ≈ 4 µs; the reduction reads s partials and writes one (3 TB/s) plus a launch.
-      if (s > 1) cost += ((s + 1.0) * M * N * 4.0 / 3.0e12 + 3.0e-6) / 4.0e-6;
+      const int64_t blocks = tiles * s, rounds = blocks / (2 * sms), rest = blocks % (2 * sms);
+      const double per_kt = 2.2 * static_cast<double>(rounds) + (rest == 0 ? 0.0 : rest <= sms ? 1.39 : 2.2);
+      double cost = per_kt * static_cast<double>(ceil_div(p.nkt, s)) * tile_cost;
+      if (s > 1) cost += (s + 1.0) * static_cast<double>(M) * static_cast<double>(N) * 4.0 / 2.5e6 + 8.0;
       if (cost < best * 0.98) {  // prefer the simpler plan on near ties
         best = cost;
         p.bn = bn;
@@ -589,6 +595,8 @@ Plan make_plan(int64_t M, int64_t N, int64_t K) {
       }
     }
   }
+  if (g_force_bn) p.bn = g_force_bn;
+  if (g_force_splits) p.splits = static_cast<int>(std::min<int64_t>(g_force_splits, p.nkt));
   p.x_off = 0;
   p.cs_off = align256(static_cast<size_t>(p.npad * p.kpad * 2));
   p.part_off = p.cs_off + align256(static_cast<size_t>(p.npad * 4));
