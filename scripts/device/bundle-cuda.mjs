@@ -4,7 +4,7 @@
 // with the CUDA and CPU addons, in the layout the backends' loaders expect (dist/, build/ and
 // build/Release/ under one root), and the fixtures the runs read (fixtures/):
 //   turbo run build && node scripts/device/bundle-cuda.mjs [OUT_DIR]     (default: .device/cuda)
-import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleForNode } from "./bundle-node.mjs";
@@ -39,6 +39,12 @@ else
   console.error(
     `bundle-cuda: ${cpuAddon} is missing: conformance.js --with-cpu will report the CPU unusable`,
   );
+// The CLI reads its version from ../package.json.
+const cliPackage = JSON.parse(readFileSync(join(root, "packages/cli/package.json"), "utf8"));
+writeFileSync(
+  join(out, "package.json"),
+  `${JSON.stringify({ name: "minfer", version: cliPackage.version, type: "module", private: true }, null, 2)}\n`,
+);
 // Fixtures (read-only inputs; never committed here): stories260K, its llama.cpp golden
 // continuation, the qwen2 vocabulary for synthetic models.
 const fixtures = resolve(process.env.MINFER_FIXTURES ?? join(root, "..", "shared", "fixtures"));

@@ -19,6 +19,10 @@ import {
 import { referenceBackend } from "../../packages/scheduler/src/reference-device.js";
 
 const backends: BackendEntry[] = process.argv.includes("--with-cpu") ? [cuda, cpu] : [cuda];
+// --dump SUBSTRING: the expected and actual outputs of matching cases go to OUT/dump.json.
+const di = process.argv.indexOf("--dump");
+const dumpPattern = di >= 0 ? process.argv[di + 1] : undefined;
+const dumps: Record<string, { device: string; expected: number[][]; actual: number[][] }[]> = {};
 const oracle = await referenceBackend().devices()[0]!.init();
 const expected = new Map<string, CaseOutputs>();
 const report: Record<
@@ -48,6 +52,12 @@ for (const b of backends) {
           expected.set(c.name, want);
         }
         const got = await runCase(c, runtime);
+        if (dumpPattern && c.name.includes(dumpPattern))
+          (dumps[c.name] ??= []).push({
+            device: device.name,
+            expected: want.map((x) => Array.from(x)),
+            actual: got.map((x) => Array.from(x)),
+          });
         if (got.length !== want.length) throw new Error(`${got.length} outputs, want ${want.length}`);
         got.forEach((out, i) => {
           const { nmse, mismatch } = compareOutputs(want[i]!, out);
@@ -64,6 +74,8 @@ for (const b of backends) {
 }
 const text = JSON.stringify({ cases: CONFORMANCE_CASES.length, devices: report }, null, 2);
 console.log(text);
-if (process.argv[2] && !process.argv[2].startsWith("--"))
+if (process.argv[2] && !process.argv[2].startsWith("--")) {
   writeFileSync(join(process.argv[2], "conformance.json"), text);
+  if (dumpPattern) writeFileSync(join(process.argv[2], "dump.json"), JSON.stringify(dumps));
+}
 process.exit(Object.values(report).every((t) => t.failed.length === 0) ? 0 : 1);
