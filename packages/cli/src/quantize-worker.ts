@@ -1,8 +1,10 @@
-// Worker thread of `minfer gguf quantize`: converts chunks of tensor data between ggml types.
+// Worker thread of `minfer gguf quantize` and `minfer gguf synth`: converts chunks of tensor data
+// between ggml types, or synthesizes chunks of random weights.
 import { parentPort } from "node:worker_threads";
-import { convertTensor } from "@minfer/gguf";
+import { convertTensor, type SynthChunk, synthChunk } from "@minfer/gguf";
 
 export interface ConvertJob {
+  kind?: "convert";
   id: number;
   data: Uint8Array;
   from: number;
@@ -10,9 +12,16 @@ export interface ConvertJob {
   nElements: number;
 }
 
-parentPort?.on("message", (job: ConvertJob) => {
+export interface SynthJob {
+  kind: "synth";
+  id: number;
+  chunk: SynthChunk;
+}
+
+parentPort?.on("message", (job: ConvertJob | SynthJob) => {
   try {
-    const out = convertTensor(job.data, job.from, job.to, job.nElements);
+    const out =
+      job.kind === "synth" ? synthChunk(job.chunk) : convertTensor(job.data, job.from, job.to, job.nElements);
     parentPort!.postMessage({ id: job.id, data: out }, [out.buffer as ArrayBuffer]);
   } catch (e) {
     const err = e as { message?: string; code?: unknown };

@@ -1,17 +1,17 @@
 import { Worker } from "node:worker_threads";
-import { GgufError, type GgufErrorCode } from "@minfer/gguf";
-import type { ConvertJob } from "./quantize-worker.js";
+import { GgufError, type GgufErrorCode, type SynthChunk } from "@minfer/gguf";
+import type { ConvertJob, SynthJob } from "./quantize-worker.js";
 
 interface Pending {
   resolve(data: Uint8Array): void;
   reject(e: Error): void;
 }
 
-/** A fixed set of conversion workers; jobs queue until a worker is free. */
+/** A fixed set of conversion (and synthesis) workers; jobs queue until a worker is free. */
 export class ConvertPool {
   readonly #workers: Worker[] = [];
   readonly #idle: Worker[] = [];
-  readonly #queue: { job: ConvertJob; p: Pending }[] = [];
+  readonly #queue: { job: ConvertJob | SynthJob; p: Pending }[] = [];
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
 
@@ -43,20 +43,29 @@ export class ConvertPool {
     else this.#idle.push(w);
   }
 
-  #send(w: Worker, job: ConvertJob, p: Pending): void {
+  #send(w: Worker, job: ConvertJob | SynthJob, p: Pending): void {
     this.#pending.set(job.id, p);
-    w.postMessage(job, [job.data.buffer as ArrayBuffer]);
+    if (job.kind === "synth") w.postMessage(job);
+    else w.postMessage(job, [job.data.buffer as ArrayBuffer]);
   }
 
-  /** Converts `data` (which is transferred to the worker) from one type to another. */
-  convert(data: Uint8Array, from: number, to: number, nElements: number): Promise<Uint8Array> {
-    const job: ConvertJob = { id: this.#nextId++, data, from, to, nElements };
+  #submit(job: ConvertJob | SynthJob): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
       const p = { resolve, reject };
       const w = this.#idle.pop();
       if (w) this.#send(w, job, p);
       else this.#queue.push({ job, p });
     });
+  }
+
+  /** Converts `data` (which is transferred to the worker) from one type to another. */
+  convert(data: Uint8Array, from: number, to: number, nElements: number): Promise<Uint8Array> {
+    return this.#submit({ id: this.#nextId++, data, from, to, nElements });
+  }
+
+  /** Makes one chunk of synthesized weights (see `synthChunk` of @minfer/gguf). */
+  synth(chunk: SynthChunk): Promise<Uint8Array> {
+    return this.#submit({ kind: "synth", id: this.#nextId++, chunk });
   }
 
   async close(): Promise<void> {

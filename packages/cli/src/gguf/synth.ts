@@ -1,7 +1,9 @@
+import { availableParallelism } from "node:os";
 import { readGguf, SYNTH_ARCHS, SYNTH_PRESETS, synthesizeModel, writeGguf } from "@minfer/gguf";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
+import { ConvertPool } from "../worker-pool.js";
 
 export const synthOptions: OptionSpec[] = [
   {
@@ -30,6 +32,12 @@ export const synthOptions: OptionSpec[] = [
   },
   { flags: ["-o", "--output"], kind: "string", metavar: "OUT", help: "file to write" },
   { flags: ["-s", "--seed"], kind: "integer", metavar: "N", help: "seed of the random weights (default 1)" },
+  {
+    flags: ["-t", "--threads"],
+    kind: "integer",
+    metavar: "N",
+    help: "worker threads (default: all cores; 1 works in this thread; the output is the same)",
+  },
 ];
 
 export async function synthCommand(argv: string[]): Promise<number> {
@@ -37,21 +45,32 @@ export async function synthCommand(argv: string[]): Promise<number> {
   expectPositionals(positionals, []);
   if (options.preset === undefined) throw new CliError("MISSING_ARGUMENT", "--preset NAME is required");
   if (options.output === undefined) throw new CliError("MISSING_ARGUMENT", "-o OUT is required");
+  const threads = (options.threads as number | undefined) ?? availableParallelism();
+  if (threads < 1) throw new CliError("BAD_VALUE", `--threads must be at least 1, got ${threads}`);
   const vocab = options.vocab !== undefined ? (await readGguf(options.vocab as string)).metadata : undefined;
-  const model = synthesizeModel({
-    preset: options.preset as string,
-    arch: options.arch as string | undefined,
-    type: options.type as string | undefined,
-    seed: options.seed as number | undefined,
-    vocab,
-  });
-  for (const n of model.notes) process.stderr.write(`note: ${n}\n`);
-  const bar = new ProgressBar("synth", 1);
-  const layout = await writeGguf(options.output as string, model.metadata, model.tensors, {
-    onProgress: (w, total, name) => bar.update(w / total, name),
-  });
-  bar.done(
-    `${options.output}: ${model.tensors.length} tensors, ${(layout.fileSize / 1048576).toFixed(1)} MiB`,
-  );
+  // Each chunk re-derives its place in its tensor's random stream, so workers make the same bytes
+  // as one thread would; a few chunks per worker are kept in flight ahead of the writer.
+  const pool = threads > 1 ? new ConvertPool(threads) : undefined;
+  try {
+    const model = synthesizeModel({
+      preset: options.preset as string,
+      arch: options.arch as string | undefined,
+      type: options.type as string | undefined,
+      seed: options.seed as number | undefined,
+      vocab,
+      ...(pool ? { runChunk: (c) => pool.synth(c), lookahead: threads * 2 } : {}),
+    });
+    for (const n of model.notes) process.stderr.write(`note: ${n}\n`);
+    const bar = new ProgressBar("synth", 1);
+    const layout = await writeGguf(options.output as string, model.metadata, model.tensors, {
+      onProgress: (w, total, name) => bar.update(w / total, name),
+    });
+    bar.done(
+      `${options.output}: ${model.tensors.length} tensors, ${(layout.fileSize / 1048576).toFixed(1)} MiB` +
+        ` with ${threads} thread${threads === 1 ? "" : "s"}`,
+    );
+  } finally {
+    await pool?.close();
+  }
   return 0;
 }

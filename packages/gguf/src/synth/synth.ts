@@ -22,6 +22,44 @@ export interface SynthOptions {
   vocab?: GgufMetadata;
   /** Seed of the weights. Default: 1. */
   seed?: number;
+  /**
+   * Elements per generated chunk, rounded down to whole rows (at least one). Chunking never
+   * changes the bytes written. Default: 2^20.
+   */
+  chunkElements?: number;
+  /**
+   * Makes one chunk's bytes, e.g. on a worker thread that calls {@link synthChunk}. Without it
+   * chunks are made in this thread as they are written. The bytes are the same either way.
+   */
+  runChunk?: (chunk: SynthChunk) => Promise<Uint8Array>;
+  /** With `runChunk`: how many chunks may be in flight ahead of the one being written. Default: 8. */
+  lookahead?: number;
+}
+
+/**
+ * One piece of a synthesized tensor, as plain data (it crosses to worker threads): elements
+ * `offset..offset+count` of the tensor's normal stream, encoded as ggml type `type`.
+ */
+export interface SynthChunk {
+  /** Seed of the tensor's stream. */
+  readonly seed: number;
+  readonly mean: number;
+  readonly std: number;
+  /** ggml type id of the output. */
+  readonly type: number;
+  /** Index of the chunk's first element in the tensor (whole rows). */
+  readonly offset: number;
+  readonly count: number;
+}
+
+/**
+ * The bytes of one chunk, independent of every other chunk: its generator state is derived
+ * from the tensor seed by jumping ahead, so chunks can be made in any order and on any thread.
+ */
+export function synthChunk(chunk: SynthChunk): Uint8Array {
+  const values = new Float32Array(chunk.count);
+  SeededRandom.atNormal(chunk.seed, chunk.offset).fillNormal(values, chunk.mean, chunk.std);
+  return quantize(chunk.type, values);
 }
 
 /** A model ready for `writeGguf`, and the tensors that did not get the requested type. */
@@ -77,17 +115,50 @@ function weights(
   return out;
 }
 
-/** Rows per generated chunk: about a million elements, whole rows, so chunks quantize independently. */
-function* generate(spec: WeightSpec, type: GgmlTypeInfo, rng: SeededRandom): Generator<Uint8Array> {
+/** Rows per chunk: about `chunkElements` elements, whole rows, so chunks quantize independently. */
+function chunksOf(spec: WeightSpec, type: GgmlTypeInfo, seed: number, chunkElements: number): SynthChunk[] {
   const row = spec.dims[0]!;
   const rows = spec.dims.length > 1 ? spec.dims[1]! : 1;
-  const perChunk = Math.max(1, Math.floor((1 << 20) / row));
+  const perChunk = Math.max(1, Math.floor(chunkElements / row));
+  const out: SynthChunk[] = [];
   for (let r = 0; r < rows; r += perChunk) {
-    const n = Math.min(perChunk, rows - r) * row;
-    const values = new Float32Array(n);
-    rng.fillNormal(values, spec.mean, STD);
-    yield quantize(type.id, values);
+    const count = Math.min(perChunk, rows - r) * row;
+    out.push({ seed, mean: spec.mean, std: STD, type: type.id, offset: r * row, count });
   }
+  return out;
+}
+
+/** A tensor's chunks in this thread, from one continuous stream. */
+function* generate(chunks: SynthChunk[], rng: SeededRandom): Generator<Uint8Array> {
+  for (const c of chunks) {
+    const values = new Float32Array(c.count);
+    rng.fillNormal(values, c.mean, c.std);
+    yield quantize(c.type, values);
+  }
+}
+
+/**
+ * Runs chunks through `run` in file order with up to `lookahead` started ahead of the one being
+ * consumed, so memory stays bounded. Reading out of order (or twice) works: it just restarts there.
+ */
+function scheduler(all: SynthChunk[], run: (c: SynthChunk) => Promise<Uint8Array>, lookahead: number) {
+  const results = new Map<number, Promise<Uint8Array>>();
+  let started = 0;
+  return (g: number): Promise<Uint8Array> => {
+    if (!results.has(g)) {
+      results.clear();
+      started = g;
+    }
+    for (const k of results.keys()) if (k < g) results.delete(k);
+    for (; started < Math.min(g + 1 + lookahead, all.length); started++) {
+      const r = run(all[started]!);
+      r.catch(() => {}); // awaited in order; no unhandled rejection meanwhile
+      results.set(started, r);
+    }
+    const r = results.get(g)!;
+    results.delete(g);
+    return r;
+  };
 }
 
 /**
@@ -135,14 +206,30 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
     ...vocab,
   ];
   const seed = options.seed ?? 1;
+  const chunkElements = options.chunkElements ?? 1 << 20;
   const notes: string[] = [];
-  // Vectors (norms, biases) are F32 whatever the type, as llama.cpp writes them.
-  const tensors = weights(arch, preset, nVocab).map((spec, i): GgufTensorToWrite => {
+  const specs = weights(arch, preset, nVocab);
+  const chunks = specs.map((spec, i) => {
     const { to, note } = chooseType(spec.dims, target);
     if (note) notes.push(`${spec.name}: ${note}`);
     // Each tensor has its own stream, so its values do not depend on the order tensors are made in.
-    const rng = () => new SeededRandom((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0);
-    return { name: spec.name, type: to.id, dims: spec.dims, data: () => generate(spec, to, rng()) };
+    return chunksOf(spec, to, (seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0, chunkElements);
+  });
+  const run = options.runChunk;
+  const next = run && scheduler(chunks.flat(), run, Math.max(0, options.lookahead ?? 8));
+  let first = 0;
+  // Vectors (norms, biases) are F32 whatever the type, as llama.cpp writes them.
+  const tensors = specs.map((spec, i): GgufTensorToWrite => {
+    const mine = chunks[i]!;
+    const type = mine[0]!.type;
+    const base = first;
+    first += mine.length;
+    const data = next
+      ? async function* () {
+          for (let k = 0; k < mine.length; k++) yield await next(base + k);
+        }
+      : () => generate(mine, new SeededRandom(mine[0]!.seed));
+    return { name: spec.name, type, dims: spec.dims, data };
   });
   return { metadata, tensors, notes };
 }
