@@ -360,53 +360,65 @@ struct PQ6_K {
   }
 };
 
-// ---- the quantized mat-vec: grid (ceil(M / kMvWarps), min(planes, 65535)) ------------------------
-template <class Q, int NC>
+// ---- the quantized mat-vec: grid (ceil(M / (kMvWarps·R)), min(planes, 65535)) ------------------
+// Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
+template <class Q, int NC, int R>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(Planes p, const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp;
-  if (row >= p.M) return;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp) * R;
+  if (row0 >= p.M) return;
+  const int nr = p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
   const int nc = static_cast<int>(p.ncols);
   for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
     const Plane pl = plane_of(p, z);
     if (!pl.ok) {
-      bad_plane(p, z, pl, row, lane);
+      for (int r = 0; r < nr; r++) bad_plane(p, z, pl, row0 + r, lane);
       continue;
     }
-    const uint8_t* wrow = pl.w + row * p.w_nb1;
-    float acc[NC];
+    const uint8_t* wrow = pl.w + row0 * p.w_nb1;
+    float acc[R][NC];
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
-#pragma unroll 2
+    for (int r = 0; r < R; r++)
+#pragma unroll
+      for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
     for (int64_t pi = lane; pi < nparts; pi += kWarp) {
-      Q q;
-      q.load(wrow, pi);
+      int a[NC][8];
+      float ad[NC], as[NC];
 #pragma unroll
       for (int c = 0; c < NC; c++) {
-        if (c < nc) {
-          const int64_t col = pl.col0 + c;
-          const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
-          const int4 a0 = ap[0], a1 = ap[1];
-          const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-          float ad, as = 0.0f;
-          if (Q::kQ8K) {
-            ad = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
-          } else {
-            const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
-            ad = ds.x;
-            as = ds.y;
-          }
-          acc[c] += q.dot(a, ad, as);
+        const int64_t col = pl.col0 + (c < nc ? c : 0);
+        const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+        const int4 a0 = ap[0], a1 = ap[1];
+        a[c][0] = a0.x, a[c][1] = a0.y, a[c][2] = a0.z, a[c][3] = a0.w;
+        a[c][4] = a1.x, a[c][5] = a1.y, a[c][6] = a1.z, a[c][7] = a1.w;
+        if (Q::kQ8K) {
+          ad[c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+          as[c] = 0.0f;
+        } else {
+          const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
+          ad[c] = ds.x;
+          as[c] = ds.y;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (r < nr) {
+          Q q;
+          q.load(wrow + r * p.w_nb1, pi);
+#pragma unroll
+          for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
         }
       }
     }
 #pragma unroll
-    for (int c = 0; c < NC; c++) {
-      const float s = warp_sum(acc[c]);
-      if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row] = s;
-    }
+    for (int r = 0; r < R; r++)
+#pragma unroll
+      for (int c = 0; c < NC; c++) {
+        const float s = warp_sum(acc[r][c]);
+        if (lane == 0 && c < nc && r < nr) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = s;
+      }
   }
 }
 
@@ -429,16 +441,23 @@ inline bool planes_aligned(const Planes& p, int a) {
 }
 inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvCols; }
 
+template <class Q, int NC, int R>
+cudaError_t launch_mv_q_nc(const Planes& p, const int8_t* aq, const void* asc, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps * R)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
+  mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  return cudaGetLastError();
+}
+
+// Rows per warp: 2 for one or two columns when there are rows enough to fill the device.
 template <class Q>
 cudaError_t launch_mv_q_t(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(p.K, cols);
-  if (p.ncols <= 1) mv_q_kernel<Q, 1><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
-  else if (p.ncols <= 2) mv_q_kernel<Q, 2><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
-  else if (p.ncols <= 4) mv_q_kernel<Q, 4><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
-  else mv_q_kernel<Q, 8><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
-  return cudaGetLastError();
+  const bool two = p.M * p.n_planes >= 4096;
+  if (p.ncols <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(p, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(p, aq, asc, s);
+  if (p.ncols <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(p, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(p, aq, asc, s);
+  if (p.ncols <= 4) return launch_mv_q_nc<Q, 4, 1>(p, aq, asc, s);
+  return launch_mv_q_nc<Q, 8, 1>(p, aq, asc, s);
 }
 
 // act: the region quant_q8a/q8k filled for `cols` activation columns.
