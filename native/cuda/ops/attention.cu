@@ -51,6 +51,7 @@ namespace P = program::param::ATTENTION;
 constexpr int kThreads = 128;  // threads of the tile kernel (4 warps)
 constexpr int kCombineThreads = 128;
 constexpr int kMaxSplits = 64;           // most KV splits of one row
+static_assert(kMaxSplits <= kCombineThreads, "the combine kernel loads one split per thread");
 constexpr int64_t kSplitBelow = 256;     // split the KV range when fewer (row tile, kv head) blocks than this
 constexpr int64_t kMaxSplitBlocks = 1024;  // at most this many blocks in all when splitting (bounds the scratch)
 constexpr size_t kMaxSmem = 200 * 1024;  // dynamic shared memory we allow one block (H100/H200: 227 KB)
@@ -507,29 +508,27 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   }
 }
 
-// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y).
+// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): the split weights
+// e^(m_s - M) and the total l are formed once in shared memory, then each thread sums its dims.
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
-  const int row = blockIdx.x, kvh = blockIdx.y;
+  __shared__ float w_s[kMaxSplits];
+  __shared__ float red_s[kCombineThreads / kWarp];
+  const int row = blockIdx.x, kvh = blockIdx.y, tid = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(p.n_kv_head) * p.rows * (p.hdv + 2);
   const float* part0 = p.part + (static_cast<int64_t>(kvh) * p.rows + row) * (p.hdv + 2);
-  float mx = -INFINITY;
-  for (int s = 0; s < p.n_splits; s++) mx = fmaxf(mx, part0[s * stride]);
-  float l = 0.0f;
-  if (mx != -INFINITY)
-    for (int s = 0; s < p.n_splits; s++) {
-      const float ms = part0[s * stride];
-      if (ms != -INFINITY) l += expf(ms - mx) * part0[s * stride + 1];
-    }
+  const float ms = tid < p.n_splits ? part0[tid * stride] : -INFINITY;
+  const float ls = tid < p.n_splits ? part0[tid * stride + 1] : 0.0f;
+  const float mx = block_max(ms, red_s);
+  const float w = mx == -INFINITY || ms == -INFINITY ? 0.0f : expf(ms - mx);
+  if (tid < p.n_splits) w_s[tid] = w;
+  const float l = block_sum(w * ls, red_s);  // its barriers also publish w_s
   const int j = row / p.group, h = kvh * p.group + row % p.group;
   uint8_t* orow = p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2;
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  for (int d = threadIdx.x; d < p.hdv; d += blockDim.x) {
+  for (int d = tid; d < p.hdv; d += blockDim.x) {
     float a = 0.0f;
-    if (mx != -INFINITY)
-      for (int s = 0; s < p.n_splits; s++) {
-        const float ms = part0[s * stride];
-        if (ms != -INFINITY) a += expf(ms - mx) * part0[s * stride + 2 + d];
-      }
+#pragma unroll 8
+    for (int s = 0; s < p.n_splits; s++) a = fmaf(w_s[s], part0[s * stride + 2 + d], a);
     st_f32(orow + static_cast<int64_t>(d) * p.o_nb0, a * inv, p.aligned);
   }
 }
