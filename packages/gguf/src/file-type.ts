@@ -2,7 +2,8 @@ import { GgmlType } from "./ggml-types.js";
 
 /**
  * llama.cpp's `general.file_type` values (`enum llama_ftype`) for files whose weights are all of
- * one type. Mixed K-quant recipes (Q4_K_M, …) are not produced here, so the `_S` ids are used.
+ * one type. A file of one K-quant type is written with the `_S` id (Q4_K → 14, LLAMA_FTYPE_MOSTLY_Q4_K_S);
+ * the mixed Q4_K_M recipe has its own id, {@link FILE_TYPE_Q4_K_M}.
  */
 const FILE_TYPE: ReadonlyMap<number, number> = new Map([
   [GgmlType.F32, 0],
@@ -24,3 +25,6 @@ const FILE_TYPE: ReadonlyMap<number, number> = new Map([
 export function fileTypeOf(type: number): number | undefined {
   return FILE_TYPE.get(type);
 }
+
+/** `general.file_type` of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M). */
+export const FILE_TYPE_Q4_K_M = 15;

@@ -1,10 +1,9 @@
 import { availableParallelism } from "node:os";
 import {
-  fileTypeOf,
   type GgufKV,
   GgufValueType,
-  ggmlTypeByName,
   planQuantization,
+  quantTargetByName,
   readGguf,
   readTensorRange,
   writeGguf,
@@ -38,7 +37,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   const [input, output, typeName] = expectPositionals(positionals, ["IN", "OUT", "TYPE"]);
   const threads = (options.threads as number | undefined) ?? availableParallelism();
   if (threads < 1) throw new CliError("BAD_VALUE", `--threads must be at least 1, got ${threads}`);
-  const target = ggmlTypeByName(typeName!);
+  const target = quantTargetByName(typeName!); // a ggml type, or a recipe such as q4_k_m
   const file = await readGguf(input!);
   const plan = planQuantization(file.tensors, target, Boolean(options.allowRequantize));
   for (const p of plan) if (p.note) process.stderr.write(`note: ${p.name}: ${p.note}\n`);
@@ -74,13 +73,13 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
     }
   };
 
-  const fileType = fileTypeOf(target.id);
+  const fileType = target.fileType;
   const metadata: GgufKV[] = [...file.metadata.entries()].filter(
     (kv) => kv.key !== "general.file_type" && kv.key !== "general.quantization_version",
   );
   if (fileType !== undefined)
     metadata.push({ key: "general.file_type", type: GgufValueType.UINT32, value: fileType });
-  if (target.quantized)
+  if (target.base.quantized)
     metadata.push({ key: "general.quantization_version", type: GgufValueType.UINT32, value: 2 });
 
   const totalIn = file.tensors.reduce((a, t) => a + t.byteSize, 0);
@@ -109,7 +108,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
       })),
       { version: file.version as 2 | 3 },
     );
-    const converted = plan.filter((p) => p.to.id === target.id && p.from.id !== target.id).length;
+    const converted = plan.filter((p) => p.to.quantized && p.from.id !== p.to.id).length;
     bar.done(
       `${output}: ${converted} of ${plan.length} tensors to ${target.name}, ${plan.length - converted} kept or fallen back; ` +
         `${(totalIn / 1048576).toFixed(1)} MiB -> ${(layout.fileSize / 1048576).toFixed(1)} MiB with ${threads} threads`,

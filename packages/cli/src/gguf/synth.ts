@@ -28,7 +28,7 @@ export const synthOptions: OptionSpec[] = [
     flags: ["--type"],
     kind: "string",
     metavar: "TYPE",
-    help: "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, … (default f16)",
+    help: "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, …, or the recipe q4_k_m (default f16)",
   },
   { flags: ["-o", "--output"], kind: "string", metavar: "OUT", help: "file to write" },
   { flags: ["-s", "--seed"], kind: "integer", metavar: "N", help: "seed of the random weights (default 1)" },

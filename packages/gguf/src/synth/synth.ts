@@ -1,9 +1,8 @@
 import { GgufError } from "../errors.js";
-import { fileTypeOf } from "../file-type.js";
-import { type GgmlTypeInfo, ggmlTypeByName } from "../ggml-types.js";
+import type { GgmlTypeInfo } from "../ggml-types.js";
 import type { GgufKV, GgufMetadata } from "../metadata.js";
 import { QUANTIZE_TYPES, quantize } from "../quant/index.js";
-import { chooseType } from "../quantize-plan.js";
+import { chooseTypes, quantTargetByName } from "../quantize-plan.js";
 import { GgufValueType } from "../value-types.js";
 import type { GgufTensorToWrite } from "../write.js";
 import { resolvePreset, type SynthArch } from "./presets.js";
@@ -16,7 +15,7 @@ export interface SynthOptions {
   preset: string;
   /** The architecture; required for shape-only presets such as `tiny`, else implied by the preset. */
   arch?: string;
-  /** Weight type name (`"f32"`, `"f16"`, `"q8_0"`, `"q4_k"`, …). Default: `"f16"`. */
+  /** Weight type name (`"f32"`, `"f16"`, `"q8_0"`, `"q4_k"`, …) or recipe (`"q4_k_m"`). Default: `"f16"`. */
   type?: string;
   /** The metadata of a vocabulary GGUF whose `tokenizer.*` keys are copied; default: 259 byte tokens. */
   vocab?: GgufMetadata;
@@ -168,11 +167,11 @@ function scheduler(all: SynthChunk[], run: (c: SynthChunk) => Promise<Uint8Array
  */
 export function synthesizeModel(options: SynthOptions): SynthModel {
   const { preset, arch } = resolvePreset(options.preset, options.arch);
-  const target = ggmlTypeByName(options.type ?? "f16");
-  if (!QUANTIZE_TYPES.includes(target.name)) {
+  const target = quantTargetByName(options.type ?? "f16");
+  if (!QUANTIZE_TYPES.includes(target.base.name)) {
     throw new GgufError(
       "UNSUPPORTED_TYPE",
-      `cannot write weights as ${target.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
+      `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
     );
   }
   const vocab = options.vocab
@@ -185,12 +184,12 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
       key: "tokenizer.ggml.tokens",
     });
   const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
-  const fileType = fileTypeOf(target.id);
+  const fileType = target.fileType;
   const metadata: GgufKV[] = [
     str("general.architecture", arch),
     str("general.name", `minfer synth ${options.preset} (random weights)`),
     ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
-    ...(target.quantized ? [u32("general.quantization_version", 2)] : []),
+    ...(target.base.quantized ? [u32("general.quantization_version", 2)] : []),
     u32(`${arch}.context_length`, preset.contextLength),
     u32(`${arch}.embedding_length`, preset.nEmbd),
     u32(`${arch}.block_count`, preset.nLayer),
@@ -209,8 +208,9 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
   const chunkElements = options.chunkElements ?? 1 << 20;
   const notes: string[] = [];
   const specs = weights(arch, preset, nVocab);
+  const types = chooseTypes(specs, target);
   const chunks = specs.map((spec, i) => {
-    const { to, note } = chooseType(spec.dims, target);
+    const { to, note } = types[i]!;
     if (note) notes.push(`${spec.name}: ${note}`);
     // Each tensor has its own stream, so its values do not depend on the order tensors are made in.
     return chunksOf(spec, to, (seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0, chunkElements);
