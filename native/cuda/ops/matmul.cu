@@ -3,7 +3,7 @@
 //   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
 //     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
-//     weights convert the columns to f32 and run a float mat-vec;
+//     weights convert the columns to f32 and run a float mat-vec (ops/matvec_f32.cuh);
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
 //   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels.
@@ -11,6 +11,7 @@
 
 #include "../gemm_tc.h"
 #include "matmul_generic.cuh"
+#include "matvec_f32.cuh"
 #include "matvec_q.cuh"
 
 namespace minfer::cuda {
