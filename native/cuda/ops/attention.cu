@@ -69,6 +69,7 @@ struct Plan {
   int64_t row_tiles = 0;   // ceil(rows / br)
   int max_splits = 1;      // splits the scratch is sized for (1: no split, no scratch)
   size_t smem = 0;         // dynamic shared memory bytes
+  bool v_sep = false;      // separate V tile buffer (few rows: one global-load wait per tile, not two)
   bool ok = false;
 };
 
@@ -76,16 +77,18 @@ struct Plan {
 // Rows are padded to a multiple of kRowChunk (the score and P·V loops work on row chunks).
 constexpr int kRowChunk = 4;
 struct SmemLayout {
-  int64_t q, kv, p, acc, m, l, corr, lo, hi, range, total;
+  int64_t q, kv, v, p, acc, m, l, corr, lo, hi, range, total;
 };
 __host__ __device__ inline int64_t round4(int64_t x) { return (x + 3) / 4 * 4; }
-__host__ __device__ inline SmemLayout smem_layout(int br, int bc, int64_t hd, int64_t hdv) {
+// v_sep: the V tile has its own buffer (loaded together with the K tile) instead of replacing it.
+__host__ __device__ inline SmemLayout smem_layout(int br, int bc, int64_t hd, int64_t hdv, bool v_sep) {
   const int64_t brp = (br + kRowChunk - 1) / kRowChunk * kRowChunk;
   const int64_t dmax = hd > hdv ? hd : hdv;
   SmemLayout s;
   s.q = 0;                               // q [brp][hd]
   s.kv = s.q + round4(brp * hd);         // k or v tile [bc][dmax + 1] (padded: conflict-free column reads)
-  s.p = s.kv + round4(bc * (dmax + 1));  // scores, then weights [brp][bc]
+  s.v = v_sep ? s.kv + round4(bc * (hd + 1)) : s.kv;  // v tile [bc][hdv + 1] (or the k tile's buffer)
+  s.p = v_sep ? s.v + round4(bc * (hdv + 1)) : s.kv + round4(bc * (dmax + 1));  // mask, scores, weights [brp][bc]
   s.acc = s.p + round4(brp * bc);        // accumulators [brp][hdv]
   s.m = s.acc + round4(brp * hdv);       // running max [brp]
   s.l = s.m + round4(brp);               // running sum [brp]
@@ -96,8 +99,8 @@ __host__ __device__ inline SmemLayout smem_layout(int br, int bc, int64_t hd, in
   s.total = s.range + 4;
   return s;
 }
-size_t smem_bytes(int br, int bc, int64_t hd, int64_t hdv) {
-  return static_cast<size_t>(smem_layout(br, bc, hd, hdv).total) * 4;
+size_t smem_bytes(int br, int bc, int64_t hd, int64_t hdv, bool v_sep = false) {
+  return static_cast<size_t>(smem_layout(br, bc, hd, hdv, v_sep).total) * 4;
 }
 
 Plan plan_attention(const NodeArgs& a) {
@@ -114,7 +117,8 @@ Plan plan_attention(const NodeArgs& a) {
   if (smem_bytes(br, bc, hd, hdv) > kMaxSmem) return p;  // head sizes in the thousands
   p.br = br;
   p.bc = bc;
-  p.smem = smem_bytes(br, bc, hd, hdv);
+  p.v_sep = br <= 16 && smem_bytes(br, bc, hd, hdv, true) <= kMaxSmem;
+  p.smem = smem_bytes(br, bc, hd, hdv, p.v_sep);
   p.row_tiles = (p.rows + br - 1) / br;
   const int64_t base = p.row_tiles * n_kv_head;
   const int64_t tiles = (n_kv + bc - 1) / bc;
@@ -194,6 +198,7 @@ struct AttnParams {
   bool aligned;   // every pointer and stride is a multiple of its element size (else byte loads)
   bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
   bool hd4;       // hd % 4 == 0: q rows read as float4
+  bool v_sep;     // the V tile has its own shared buffer and is loaded with the K tile
   float scale, softcap;
   float* part;    // partials (n_splits > 1): [split][kv head][row][m, l, acc[hdv]]
   DeviceError* err;
@@ -322,9 +327,10 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   float* smem = reinterpret_cast<float*>(smem4);
   const int br = p.br, bc = p.bc, hd = p.hd, hdv = p.hdv;
   const int ks = hd + 1, vs = hdv + 1;  // padded tile row strides (conflict-free column reads)
-  const SmemLayout L = smem_layout(br, bc, hd, hdv);
+  const SmemLayout L = smem_layout(br, bc, hd, hdv, p.v_sep);
   float* q_s = smem + L.q;
   float* kv_s = smem + L.kv;
+  float* v_s = smem + L.v;  // == kv_s unless v_sep
   float* p_s = smem + L.p;
   float* acc_s = smem + L.acc;
   float* m_s = smem + L.m;
@@ -390,13 +396,23 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 
   for (int c0 = c_lo; c0 < c_hi; c0 += bc) {
     const int n_cells = min(bc, c_hi - c0);
-    // K tile into shared memory (rows past n_cells are zero).
+    // K tile into shared memory (rows past n_cells are zero), the V tile too with v_sep, and the
+    // mask values of (row, cell) into p_s: -inf where hidden, out of the span or out of the tile.
     load_tile<KT>(kv_s, ks, kbase + static_cast<int64_t>(c0) * p.k_nb2, p.k_nb2, n_cells, bc, hd, p.k_vec, p.aligned);
+    if (p.v_sep)
+      load_tile<VT>(v_s, vs, vbase + static_cast<int64_t>(c0) * p.v_nb2, p.v_nb2, n_cells, bc, hdv, p.v_vec, p.aligned);
+    for (int i = tid; i < n_rc * kRowChunk * bc; i += blockDim.x) {
+      const int r = i / bc, c = i % bc, cell = c0 + c;
+      float mv = -INFINITY;
+      if (r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r])
+        mv = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, (row0 + r) / p.group);
+      p_s[i] = mv;
+    }
     __syncthreads();
     // Scores of (row chunk, cell) items; a hidden cell, or a row past n_rows, is -inf.
     int any = 0;
     for (int i = tid; i < n_rc * bc; i += blockDim.x) {
-      const int r0 = (i / bc) * kRowChunk, c = i % bc, cell = c0 + c;
+      const int r0 = (i / bc) * kRowChunk, c = i % bc;
       float dot[kRowChunk] = {};
       if (c < n_cells) {
         const float* kr = kv_s + c * ks;
@@ -423,15 +439,12 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 #pragma unroll
       for (int rr = 0; rr < kRowChunk; rr++) {
         const int r = r0 + rr;
+        const float mv = p_s[r * bc + c];  // written by this thread's item only
         float s = -INFINITY;
-        if (r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r]) {
-          float mv = 0.0f;
-          if (p.mask_kind != 2) mv = load_mask(p, cell, (row0 + r) / p.group);
-          if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
-            s = dot[rr] * p.scale;
-            if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
-            s += mv;
-          }
+        if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
+          s = dot[rr] * p.scale;
+          if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
+          s += mv;
         }
         any |= s != -INFINITY;
         p_s[r * bc + c] = s;
@@ -439,7 +452,8 @@ __global__ void attn_tile_kernel(const AttnParams p) {
     }
     if (!__syncthreads_or(any)) continue;  // nobody sees a cell of this tile: no V read
     // V tile into shared memory (the K tile is no longer read) while the rows' softmax updates.
-    load_tile<VT>(kv_s, vs, vbase + static_cast<int64_t>(c0) * p.v_nb2, p.v_nb2, n_cells, bc, hdv, p.v_vec, p.aligned);
+    if (!p.v_sep)
+      load_tile<VT>(kv_s, vs, vbase + static_cast<int64_t>(c0) * p.v_nb2, p.v_nb2, n_cells, bc, hdv, p.v_vec, p.aligned);
     for (int r = warp; r < n_rows; r += n_warps) {
       float* pr = p_s + r * bc;
       float mx = -INFINITY;
@@ -469,8 +483,8 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 #pragma unroll
       for (int rr = 0; rr < kRowChunk; rr++) a[rr] = r0 + rr < n_rows ? acc_s[(r0 + rr) * hdv + d] * corr_s[r0 + rr] : 0.0f;
       for (int c = 0; c < bc; c += 4) {
-        const float v0 = kv_s[c * vs + d], v1 = kv_s[(c + 1) * vs + d], v2 = kv_s[(c + 2) * vs + d],
-                    v3 = kv_s[(c + 3) * vs + d];
+        const float v0 = v_s[c * vs + d], v1 = v_s[(c + 1) * vs + d], v2 = v_s[(c + 2) * vs + d],
+                    v3 = v_s[(c + 3) * vs + d];
 #pragma unroll
         for (int rr = 0; rr < kRowChunk; rr++) {
           if (r0 + rr >= n_rows) break;
@@ -612,6 +626,7 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   p.k_vec = vec_rows(k);
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
+  p.v_sep = plan.v_sep;
 
   // Splits: enough blocks for about two waves, never more than the scratch holds.
   const int64_t base = plan.row_tiles * n_kv_head;
