@@ -7,16 +7,20 @@
 //    kv head are its (query j, q head of the group) pairs, row = j * group + head_in_group, so the
 //    q heads that share a kv head (GQA) sit in the same block and each K/V tile is read once for
 //    all of them.
-//  * It walks its cells in tiles of `bc`: the K tile is dequantized into shared memory (f32),
-//    every (row, cell) score is formed (dot · scale, softcap, + mask; hidden cells are -inf), each
-//    row's online softmax is updated (running max m, running sum l, the accumulator rescaled by
-//    exp(m_old - m_new)), then the V tile replaces the K tile in shared memory and acc += p · V.
-//    Tiles where no row sees any cell are skipped (no V read); with spans the block only walks
-//    [min start, max end) of its rows, so causal prefill skips the masked tiles.
-//  * Prefill (many rows): chunk = all cells, one split; the block divides acc by l and writes the
+//  * It walks its cells in tiles of `bc`: the K tile is dequantized into shared memory (f32) with
+//    batched 16-byte loads, together with the tile's mask values (-inf where hidden or outside the
+//    row's span); every (row, cell) score is formed, four rows per thread item (dot · scale,
+//    softcap, + mask); each row's online softmax is updated (running max m, running sum l, the
+//    accumulator rescaled by exp(m_old - m_new)); then acc += p · V (four rows per item). Blocks of
+//    few rows (decode) load the V tile with the K tile into a second buffer; blocks of many rows
+//    (prefill) load it after the scores into the K tile's buffer, and skip it when no row sees any
+//    cell of the tile. With spans the block only walks [min start, max end) of its rows, so causal
+//    prefill never touches the tiles above the diagonal.
+//  * Many blocks (prefill): chunk = all cells, one split; the block divides acc by l and writes the
 //    output row (0 when the row sees no cell, as the CPU does).
-//  * Decode (few rows): flash-decoding. The KV range is split into `n_splits` chunks (grid.z) so
-//    the grid fills the GPU even with a handful of kv heads; each block writes its partial
+//  * Few blocks (decode, short prefills: fewer than kSplitBelow (row tile, kv head) pairs):
+//    flash-decoding. The KV range is split into `n_splits` chunks (grid.z) so the grid fills the
+//    GPU (about two blocks per SM) even with a handful of kv heads; each block writes its partial
 //    (m, l, acc[hdv]) to scratch and attn_combine_kernel merges the splits of each row:
 //    out = Σ_s e^(m_s - M) acc_s / Σ_s e^(m_s - M) l_s, M = max_s m_s (0 when M = -inf).
 //
@@ -29,8 +33,11 @@
 // contiguous in dim 0). When some pointer or stride is not a multiple of its element size, the
 // loads fall back to byte loads (a runtime flag), so odd views are still read correctly.
 //
-// Scratch (decode path only): n_splits_max * nHead * nQ * (hdv + 2) floats, where n_splits_max
-// depends only on the shapes (see plan_attention); launch uses at most that many splits.
+// Scratch (split path only): max_splits * nHead * nQ * (hdv + 2) floats, max_splits =
+// min(64, ceil(nKv / bc), 1024 / blocks) from the shapes alone (plan_attention); launch uses at most
+// that many. Tiles: br = 8/16/32 rows by rows per kv head, bc = 64 cells, shrunk to fit 200 KB of
+// shared memory; head sizes too large even for br = 1, bc = 8 (thousands) are refused in check, the
+// one condition the CPU does not have.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -267,29 +274,40 @@ __device__ inline void store_unit(float* o, uint32_t word, int e) {
 
 // Cells [c0, c0 + n_cells) of a k/v head (row c at base + c * nb_cell) into dst[c * stride + d] as f32;
 // rows n_cells..bc-1 become zeros. `vec`: the rows start on 16-byte boundaries and dim is a multiple
-// of the unit (Q8_0: on 2-byte boundaries), so whole units are read at once.
+// of the unit (Q8_0: on 2-byte boundaries), so whole units are read at once. Each thread issues a
+// batch of unit loads into registers before converting and storing any, so a tile costs one or two
+// global-memory latencies rather than one per unit.
 template <DType T>
 __device__ __forceinline__ void load_tile(float* dst, int stride, const uint8_t* base, int64_t nb_cell, int n_cells, int bc,
                                  int dim, bool vec, bool aligned) {
+  const int nt = blockDim.x;
   if constexpr (T == DType::Q8_0) {
     if (vec) {  // a unit is half a block: its scale and 16 quants read as 8 aligned u16
-      const int upr = dim / 16;
-      for (int i = threadIdx.x; i < bc * upr; i += blockDim.x) {
-        const int c = i / upr, u = i % upr;
-        float* o = dst + c * stride + u * 16;
-        if (c < n_cells) {
-          const uint8_t* blk = base + c * nb_cell + static_cast<int64_t>(u >> 1) * 34;
-          const float sc = f16_bits(*reinterpret_cast<const uint16_t*>(blk));
+      constexpr int kBatch = 4;
+      const int upr = dim / 16, total = bc * upr;
+      for (int i0 = 0; i0 < total; i0 += kBatch * nt) {
+        uint32_t sc[kBatch], qw[kBatch][8];
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * nt + threadIdx.x, c = i / upr, u = i % upr;
+          const bool live = i < total && c < n_cells;
+          const uint8_t* blk = base + (live ? c * nb_cell + static_cast<int64_t>(u >> 1) * 34 : 0);
           const uint16_t* qp = reinterpret_cast<const uint16_t*>(blk + 2 + (u & 1) * 16);
+          sc[b] = live ? __ldg(reinterpret_cast<const unsigned short*>(blk)) : 0u;
+#pragma unroll
+          for (int e = 0; e < 8; e++) qw[b][e] = live ? __ldg(reinterpret_cast<const unsigned short*>(qp) + e) : 0u;
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * nt + threadIdx.x, c = i / upr, u = i % upr;
+          if (i >= total) break;
+          float* o = dst + c * stride + u * 16;
+          const float scf = f16_bits(sc[b]);
 #pragma unroll
           for (int e = 0; e < 8; e++) {
-            const uint16_t w = qp[e];
-            o[2 * e] = sc * static_cast<float>(static_cast<int8_t>(w & 0xff));
-            o[2 * e + 1] = sc * static_cast<float>(static_cast<int8_t>(w >> 8));
+            o[2 * e] = scf * static_cast<float>(static_cast<int8_t>(qw[b][e] & 0xff));
+            o[2 * e + 1] = scf * static_cast<float>(static_cast<int8_t>(qw[b][e] >> 8));
           }
-        } else {
-#pragma unroll
-          for (int e = 0; e < 16; e++) o[e] = 0.0f;
         }
       }
       return;
@@ -297,19 +315,24 @@ __device__ __forceinline__ void load_tile(float* dst, int stride, const uint8_t*
   } else {
     if (vec) {
       constexpr int per = T == DType::F32 ? 4 : 8;  // elements per 16 bytes
-      const int upr = dim / per;
-      for (int i = threadIdx.x; i < bc * upr; i += blockDim.x) {
-        const int c = i / upr, u = i % upr;
-        float* o = dst + c * stride + u * per;
-        if (c < n_cells) {
-          const uint4 w = __ldg(reinterpret_cast<const uint4*>(base + c * nb_cell) + u);
-          store_unit<T>(o, w.x, 0);
-          store_unit<T>(o, w.y, 1);
-          store_unit<T>(o, w.z, 2);
-          store_unit<T>(o, w.w, 3);
-        } else {
+      constexpr int kBatch = 8;
+      const int upr = dim / per, total = bc * upr;
+      for (int i0 = 0; i0 < total; i0 += kBatch * nt) {
+        uint4 w[kBatch];
 #pragma unroll
-          for (int e = 0; e < per; e++) o[e] = 0.0f;
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * nt + threadIdx.x, c = i / upr, u = i % upr;
+          w[b] = i < total && c < n_cells ? __ldg(reinterpret_cast<const uint4*>(base + c * nb_cell) + u) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * nt + threadIdx.x, c = i / upr, u = i % upr;
+          if (i >= total) break;
+          float* o = dst + c * stride + u * per;
+          store_unit<T>(o, w[b].x, 0);
+          store_unit<T>(o, w[b].y, 1);
+          store_unit<T>(o, w[b].z, 2);
+          store_unit<T>(o, w[b].w, 3);
         }
       }
       return;
@@ -401,12 +424,24 @@ __global__ void attn_tile_kernel(const AttnParams p) {
     load_tile<KT>(kv_s, ks, kbase + static_cast<int64_t>(c0) * p.k_nb2, p.k_nb2, n_cells, bc, hd, p.k_vec, p.aligned);
     if (p.v_sep)
       load_tile<VT>(v_s, vs, vbase + static_cast<int64_t>(c0) * p.v_nb2, p.v_nb2, n_cells, bc, hdv, p.v_vec, p.aligned);
-    for (int i = tid; i < n_rc * kRowChunk * bc; i += blockDim.x) {
-      const int r = i / bc, c = i % bc, cell = c0 + c;
-      float mv = -INFINITY;
-      if (r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r])
-        mv = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, (row0 + r) / p.group);
-      p_s[i] = mv;
+    {
+      constexpr int kBatch = 8;  // mask loads issued together, then stored
+      const int total = n_rc * kRowChunk * bc;
+      for (int i0 = 0; i0 < total; i0 += kBatch * blockDim.x) {
+        float mv[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * blockDim.x + tid, r = i / bc, c = i % bc, cell = c0 + c;
+          mv[b] = -INFINITY;
+          if (i < total && r < n_rows && c < n_cells && cell >= lo_s[r] && cell < hi_s[r])
+            mv[b] = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, (row0 + r) / p.group);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; b++) {
+          const int i = i0 + b * blockDim.x + tid;
+          if (i < total) p_s[i] = mv[b];
+        }
+      }
     }
     __syncthreads();
     // Scores of (row chunk, cell) items; a hidden cell, or a row past n_rows, is -inf.
