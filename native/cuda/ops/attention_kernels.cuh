@@ -234,15 +234,30 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
 
   // Rows: q into shared memory (zeros past n_rows), state reset, spans checked.
-  for (int i = tid; i < n_rc * kRowChunk * hd; i += blockDim.x) {
-    const int r = i / hd, d = i % hd;
-    float x = 0.0f;
-    if (r < n_rows) {
-      const int row = row0 + r, j = row / p.group, h = kvh * p.group + row % p.group;
-      x = ld_f32(p.q + static_cast<int64_t>(h) * p.q_nb1 + static_cast<int64_t>(j) * p.q_nb2 + static_cast<int64_t>(d) * p.q_nb0,
-                 p.aligned);
+  // (Loads are issued in register batches: the compiler cannot move a global load above a shared
+  // store through generic pointers, so a plain copy loop waits one memory latency per element.)
+  {
+    constexpr int kBatch = 8;
+    const int total = n_rc * kRowChunk * hd;
+    for (int i0 = 0; i0 < total; i0 += kBatch * blockDim.x) {
+      float x[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; b++) {
+        const int i = i0 + b * blockDim.x + tid;
+        x[b] = 0.0f;
+        if (i < total && i / hd < n_rows) {
+          const int r = i / hd, d = i % hd, row = row0 + r, j = row / p.group, h = kvh * p.group + row % p.group;
+          x[b] = ld_f32(p.q + static_cast<int64_t>(h) * p.q_nb1 + static_cast<int64_t>(j) * p.q_nb2 +
+                            static_cast<int64_t>(d) * p.q_nb0,
+                        p.aligned);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; b++) {
+        const int i = i0 + b * blockDim.x + tid;
+        if (i < total) q_s[i] = x[b];
+      }
     }
-    q_s[i] = x;
   }
   for (int i = tid; i < n_rows * hdv; i += blockDim.x) acc_s[i] = 0.0f;
   for (int r = tid; r < n_rows; r += blockDim.x) {
