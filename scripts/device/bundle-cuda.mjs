@@ -24,6 +24,7 @@ await bundleForNode(
     "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts"),
     conformance: join(root, "scripts/device/conformance.ts"),
     "cuda-fidelity": join(root, "scripts/device/cuda-fidelity.ts"),
+    "cuda-profile": join(root, "scripts/device/cuda-profile.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),

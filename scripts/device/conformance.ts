@@ -23,6 +23,14 @@ const backends: BackendEntry[] = process.argv.includes("--with-cpu") ? [cuda, cp
 const di = process.argv.indexOf("--dump");
 const dumpPattern = di >= 0 ? process.argv[di + 1] : undefined;
 const dumps: Record<string, { device: string; expected: number[][]; actual: number[][] }[]> = {};
+// --vs-cpu: also run every case on the CPU backend and list the NMSE of CUDA against the CPU per
+// case, largest first (OUT/vs-cpu.json): where the two backends' arithmetic differs beyond
+// rounding order, which the reference tolerances are too loose to show.
+const vsCpu = process.argv.includes("--vs-cpu");
+const cpuOutputs = new Map<string, CaseOutputs>();
+let cpuRuntime: DeviceRuntime | undefined;
+if (vsCpu) cpuRuntime = await cpu.devices()[0]!.init();
+const vsCpuRows: { name: string; nmse: number }[] = [];
 const oracle = await referenceBackend().devices()[0]!.init();
 const expected = new Map<string, CaseOutputs>();
 const report: Record<
@@ -58,6 +66,15 @@ for (const b of backends) {
             expected: want.map((x) => Array.from(x)),
             actual: got.map((x) => Array.from(x)),
           });
+        if (cpuRuntime && device.backend === "cuda") {
+          let ref = cpuOutputs.get(c.name);
+          if (!ref) {
+            ref = await runCase(c, cpuRuntime);
+            cpuOutputs.set(c.name, ref);
+          }
+          const nmse = Math.max(...ref.map((r, i) => compareOutputs(r, got[i]!).nmse));
+          vsCpuRows.push({ name: c.name, nmse });
+        }
         if (got.length !== want.length) throw new Error(`${got.length} outputs, want ${want.length}`);
         got.forEach((out, i) => {
           const { nmse, mismatch } = compareOutputs(want[i]!, out);
@@ -77,5 +94,10 @@ console.log(text);
 if (process.argv[2] && !process.argv[2].startsWith("--")) {
   writeFileSync(join(process.argv[2], "conformance.json"), text);
   if (dumpPattern) writeFileSync(join(process.argv[2], "dump.json"), JSON.stringify(dumps));
+  if (vsCpu)
+    writeFileSync(
+      join(process.argv[2], "vs-cpu.json"),
+      JSON.stringify(vsCpuRows.sort((a, b) => b.nmse - a.nmse), null, 1),
+    );
 }
 process.exit(Object.values(report).every((t) => t.failed.length === 0) ? 0 : 1);

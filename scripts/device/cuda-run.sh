@@ -6,7 +6,7 @@
 # Here (build and pack):   bash scripts/device/prepare-cuda.sh
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
-#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench
+#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [profile]
 # Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
 # qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
 # and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
@@ -41,7 +41,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 for s in "${stages[@]}"; do
   case $s in
   smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
-  conformance) step conformance node "$D/dist/conformance.js" "$OUT" ;;
+  conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   fidelity)
@@ -53,6 +53,7 @@ for s in "${stages[@]}"; do
     done
     step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
       "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
+  profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")

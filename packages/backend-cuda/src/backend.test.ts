@@ -44,7 +44,12 @@ describe.skipIf(!checkProgram)("CUDA program validation (no device needed)", () 
 
   it("refuses malformed programs and shapes a kernel lacks, naming the node", () => {
     expect(checkProgram!(new Uint8Array(8), [])).toMatchObject({ code: "BAD_PROGRAM" });
-    const ok = opQueryProgram({ op: Op.ADD, params: [], inputs: [f32([8, 2, 1, 1]), f32([8, 1, 1, 1])], outputs: [f32([8, 2, 1, 1])] });
+    const ok = opQueryProgram({
+      op: Op.ADD,
+      params: [],
+      inputs: [f32([8, 2, 1, 1]), f32([8, 1, 1, 1])],
+      outputs: [f32([8, 2, 1, 1])],
+    });
     if ("error" in ok) throw new Error(ok.error.message);
     expect(checkProgram!(ok.program, ok.bufferSizes)).toBeNull();
     // A buffer smaller than the program needs.
@@ -55,7 +60,12 @@ describe.skipIf(!checkProgram)("CUDA program validation (no device needed)", () 
     const bad = opQueryProgram({
       op: Op.ATTENTION,
       params: [1, 0],
-      inputs: [f32([64, 4, 1, 1]), { ...f32([64, 4, 8, 1]), dtype: DType.I32 }, f32([64, 4, 8, 1]), f32([8, 1, 1, 1])],
+      inputs: [
+        f32([64, 4, 1, 1]),
+        { ...f32([64, 4, 8, 1]), dtype: DType.I32 },
+        f32([64, 4, 8, 1]),
+        f32([8, 1, 1, 1]),
+      ],
       outputs: [f32([64, 4, 1, 1])],
     });
     if ("error" in bad) throw new Error(bad.error.message);

@@ -9,10 +9,10 @@ import { BACKEND_API_VERSION, type BackendEntry } from "@minfer/ir";
 import { CudaDevice } from "./device.js";
 import { loadNative, type NativeProbe } from "./native.js";
 
+export type { CudaEnv } from "./config.js";
 export { CudaDevice } from "./device.js";
 export type { CudaBackendErrorCode } from "./errors.js";
 export { CudaBackendError } from "./errors.js";
-export type { CudaEnv } from "./config.js";
 export type { NativeCheck, NativeDeviceInfo, NativeExecutorStats, NativeProbe } from "./native.js";
 export { CudaBuffer, CudaRuntime } from "./runtime.js";
 
@@ -57,7 +57,9 @@ export const backend: BackendEntry = {
     if (name === "cuda.probe") return () => probe;
     if (name === "cuda.kernels") return () => (native.ok ? native.addon.registeredOps() : []);
     if (name === "cuda.checkProgram")
-      return native.ok ? (program: Uint8Array, sizes: readonly number[]) => native.addon.checkProgram(program, sizes) : undefined;
+      return native.ok
+        ? (program: Uint8Array, sizes: readonly number[]) => native.addon.checkProgram(program, sizes)
+        : undefined;
     return undefined;
   },
 };

@@ -14,6 +14,7 @@ import {
   Scheduler,
   SchedulerError,
   type TensorBinding,
+  type TimingReport,
 } from "@minfer/scheduler";
 import { type Batch, type NormalizedBatch, normalizeBatch } from "./batch.js";
 import { EngineError } from "./errors.js";
@@ -62,6 +63,8 @@ export interface DecodeTiming {
   readonly computeMs: number;
   /** Micro-batches run. */
   readonly ubatches: number;
+  /** With `profile` on: the per-op timing of each micro-batch's graph. */
+  readonly reports?: readonly TimingReport[];
 }
 
 /** KV windows are rounded up to a multiple of this, so decode steps share graphs. */
@@ -283,6 +286,7 @@ export class Context {
     let row = 0;
     let computeMs = 0;
     let ubatches = 0;
+    const reports: TimingReport[] = [];
     const done: { pos: number; seqIds: readonly number[] }[] = [];
     try {
       for (let i0 = 0; i0 < n; i0 += this.nUbatch) {
@@ -290,6 +294,7 @@ export class Context {
         const r = await this.#ubatch(b, i0, i1, done);
         computeMs += r.computeMs;
         ubatches++;
+        if (r.report) reports.push(r.report);
         if (data === undefined) data = r.logits.subarray(0, r.outIds.length * nVocab);
         else data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
         for (let k = 0; k < r.outIds.length; k++) indices[row++] = i0 + r.outIds[k]!;
@@ -299,7 +304,12 @@ export class Context {
       for (const t of done) for (const s of t.seqIds) this.#history.forget(s);
       throw e;
     }
-    this.#timing = { totalMs: performance.now() - t0, computeMs, ubatches };
+    this.#timing = {
+      totalMs: performance.now() - t0,
+      computeMs,
+      ubatches,
+      ...(reports.length ? { reports } : {}),
+    };
     return new Logits(nVocab, indices, data ?? new Float32Array(0));
   }
 
@@ -308,7 +318,7 @@ export class Context {
     i0: number,
     i1: number,
     done: { pos: number; seqIds: readonly number[] }[],
-  ): Promise<{ outIds: Int32Array; logits: Float32Array; computeMs: number }> {
+  ): Promise<{ outIds: Int32Array; logits: Float32Array; computeMs: number; report?: TimingReport }> {
     const n = i1 - i0;
     const batch = Array.from({ length: n }, (_, k) => ({ pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! }));
     const empty = batch.map((t) => t.seqIds.map((s) => this.kv.seqCount(s) === 0));
@@ -371,7 +381,12 @@ export class Context {
       bytes.byteOffset % 4 === 0
         ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
         : new Float32Array(bytes.slice().buffer);
-    return { outIds: outCount === 0 ? new Int32Array(0) : outIds, logits, computeMs };
+    return {
+      outIds: outCount === 0 ? new Int32Array(0) : outIds,
+      logits,
+      computeMs,
+      ...(result.timing ? { report: result.timing } : {}),
+    };
   }
 
   /** The graphs' KV window: every used cell, rounded up to a multiple of KV_BUCKET. */

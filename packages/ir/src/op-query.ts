@@ -43,7 +43,8 @@ export function opQueryProgram(
   const tensors: ProgramTensor[] = [];
   for (const [i, t] of all.entries()) {
     const s = span(t);
-    if (s === undefined) return { error: { code: "BAD_PROGRAM", message: `tensor ${i} has a malformed layout` } };
+    if (s === undefined)
+      return { error: { code: "BAD_PROGRAM", message: `tensor ${i} has a malformed layout` } };
     sizes.push(s);
     tensors.push({ dtype: t.dtype, buffer: i, offset: 0, ne: t.ne, nb: t.nb });
   }

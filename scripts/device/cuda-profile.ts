@@ -1,0 +1,68 @@
+// Where a decode step's time goes on the GPU (run on the GPU machine): the model with every
+// layer on CUDA, per-op times of one single-token step and of one 512-token micro-batch (events
+// around each node, no CUDA graph), summed by op; and, without profiling, the mean wall time of
+// a decode step against the time inside execute (the rest is host work: JavaScript, copies).
+//   node dist/cuda-profile.js OUT_DIR model.gguf
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
+import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import { Context, Model } from "../../packages/engine/src/index.js";
+import { readGguf } from "../../packages/gguf/src/index.js";
+import type { TimingReport } from "../../packages/scheduler/src/index.js";
+
+const [out, path] = process.argv.slice(2) as [string, string];
+const cpuRt = await cpu.devices()[0]!.init();
+const gpuRt = await cuda.devices()[0]!.init();
+const meta = (await readGguf(path)).metadata;
+const nLayer = meta.integer(`${meta.architecture}.block_count`);
+const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpuRt, layers: nLayer } });
+const tokens = (n: number, salt: number) =>
+  Int32Array.from({ length: n }, (_, i) => (i * 7919 + salt * 104729 + 1) % model.hparams.nVocab);
+
+function byOp(r: TimingReport): string {
+  const sums = new Map<string, { us: number; n: number }>();
+  for (const row of r.rows) {
+    const s = sums.get(row.op) ?? { us: 0, n: 0 };
+    s.us += row.micros;
+    s.n++;
+    sums.set(row.op, s);
+  }
+  return [...sums.entries()]
+    .sort((a, b) => b[1].us - a[1].us)
+    .map(([op, s]) => `${op.padEnd(14)} ${s.us.toFixed(0).padStart(8)} µs  ×${s.n}  (${((100 * s.us) / r.totalMicros).toFixed(1)}%)`)
+    .join("\n");
+}
+
+const lines: string[] = [];
+const prof = new Context(model, { nCtx: 1024, profile: true });
+await prof.decode({ tokens: tokens(512, 1), logits: "last" });
+const pp = prof.lastTiming.reports![0]!;
+lines.push(`== pp512 (one micro-batch), total ${(pp.totalMicros / 1000).toFixed(2)} ms`, byOp(pp));
+for (let i = 0; i < 4; i++) await prof.decode({ tokens: tokens(1, 2 + i), logits: "last" });
+const tg = prof.lastTiming.reports![0]!;
+lines.push(`== one decode step at depth 516, total ${(tg.totalMicros / 1000).toFixed(3)} ms`, byOp(tg), tg.format());
+prof.dispose();
+
+const plain = new Context(model, { nCtx: 1024 });
+await plain.decode({ tokens: tokens(64, 9), logits: "last" });
+let total = 0;
+let compute = 0;
+const steps = 128;
+for (let i = 0; i < steps; i++) {
+  await plain.decode({ tokens: tokens(1, 100 + i), logits: "last" });
+  total += plain.lastTiming.totalMs;
+  compute += plain.lastTiming.computeMs;
+}
+lines.splice(
+  0,
+  0,
+  `== decode without profiling: ${(total / steps).toFixed(3)} ms per step, ${(compute / steps).toFixed(3)} ms in execute+copies, graphs ${JSON.stringify(gpuRt.graphStats())}`,
+);
+plain.dispose();
+const text = lines.join("\n");
+console.log(text.split("\n").slice(0, 80).join("\n"));
+writeFileSync(join(out, "profile.txt"), text);
+model.dispose();
+gpuRt.dispose();
+cpuRt.dispose();
