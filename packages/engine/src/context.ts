@@ -1,4 +1,11 @@
-import type { BackendBuffer, DeviceRuntime, DType, Graph, Tensor } from "@minfer/ir";
+import {
+  type BackendBuffer,
+  type DeviceRuntime,
+  type DType,
+  fuse,
+  type Graph,
+  type Tensor,
+} from "@minfer/ir";
 import {
   KvCache,
   KvCacheError,
@@ -42,6 +49,12 @@ export interface ContextOptions {
    * multiple of nSeqMax, and defrag is not available.
    */
   readonly kvUnified?: boolean;
+  /**
+   * Apply @minfer/ir's fusions (RMS_NORM_MUL, MUL_MAT_MULTI) to the decode graphs: fewer kernel
+   * launches and passes over memory, the same values (the fused kernels keep the unfused order of
+   * operations). Default: true.
+   */
+  readonly fuse?: boolean;
 }
 
 /** The graph-cache key: the parameters that decide a graph's topology. */
@@ -77,6 +90,25 @@ interface Built {
 }
 
 /**
+ * The graph with @minfer/ir's fusions applied (rms_norm·w, q/k/v and gate/up products sharing
+ * their input); its inputs and logits found again by name in the rewritten graph.
+ */
+function fused(b: Built): Built {
+  const graph = fuse(b.graph);
+  const byName = new Map<string, Tensor>();
+  for (const t of graph.tensors) if (t.kind === "input" || graph.outputs.includes(t)) byName.set(t.name, t);
+  const find = (t: Tensor | undefined) => {
+    if (!t) return undefined;
+    const n = byName.get(t.name);
+    if (!n) throw new EngineError("INTERNAL", `fusion lost the graph tensor "${t.name}"`);
+    return n;
+  };
+  const inputs: Record<string, Tensor | undefined> = {};
+  for (const [k, t] of Object.entries(b.inputs)) inputs[k] = find(t);
+  return { graph, inputs, ...(b.logits ? { logits: find(b.logits) } : {}) };
+}
+
+/**
  * One inference context over a model: a KV cache with its K/V state buffers, a scheduler whose
  * arenas are reserved once for the worst case, and a cache of prepared graphs. Calls are run one
  * at a time (a call made while another runs waits for it).
@@ -97,6 +129,7 @@ export class Context {
   readonly #built = new WeakMap<Graph, Built>();
   readonly #ropeFreqs: Float32Array | undefined;
   readonly #kvType: DType;
+  readonly #fuse: boolean;
   readonly #history = new KvHistory();
   #queue: Promise<unknown> = Promise.resolve();
   #mask = new Float32Array(0);
@@ -106,6 +139,7 @@ export class Context {
 
   constructor(model: Model, options: ContextOptions = {}) {
     this.model = model;
+    this.#fuse = options.fuse ?? true;
     const hp = model.hparams;
     const positive = (v: unknown, what: string): number => {
       if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
@@ -215,6 +249,7 @@ export class Context {
         tensors: this.model.tensors,
       });
       built = { graph: g.graph, inputs: { ...g.inputs }, logits: g.logits };
+      if (this.#fuse) built = fused(built);
     }
     this.#built.set(built.graph, built);
     return built;

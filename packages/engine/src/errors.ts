@@ -9,7 +9,9 @@ export type EngineErrorCode =
   /** The context or model was disposed. */
   | "DISPOSED"
   /** Generation was aborted through its AbortSignal. */
-  | "ABORTED";
+  | "ABORTED"
+  /** A bug in minfer (the message says what broke). */
+  | "INTERNAL";
 
 /** The error class of `@minfer/engine`; `code` is stable. */
 export class EngineError extends Error {
