@@ -97,7 +97,11 @@ if (process.argv[2] && !process.argv[2].startsWith("--")) {
   if (vsCpu)
     writeFileSync(
       join(process.argv[2], "vs-cpu.json"),
-      JSON.stringify(vsCpuRows.sort((a, b) => b.nmse - a.nmse), null, 1),
+      JSON.stringify(
+        vsCpuRows.sort((a, b) => b.nmse - a.nmse),
+        null,
+        1,
+      ),
     );
 }
 process.exit(Object.values(report).every((t) => t.failed.length === 0) ? 0 : 1);

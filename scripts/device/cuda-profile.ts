@@ -30,7 +30,10 @@ function byOp(r: TimingReport): string {
   }
   return [...sums.entries()]
     .sort((a, b) => b[1].us - a[1].us)
-    .map(([op, s]) => `${op.padEnd(14)} ${s.us.toFixed(0).padStart(8)} µs  ×${s.n}  (${((100 * s.us) / r.totalMicros).toFixed(1)}%)`)
+    .map(
+      ([op, s]) =>
+        `${op.padEnd(14)} ${s.us.toFixed(0).padStart(8)} µs  ×${s.n}  (${((100 * s.us) / r.totalMicros).toFixed(1)}%)`,
+    )
     .join("\n");
 }
 
@@ -41,7 +44,11 @@ const pp = prof.lastTiming.reports![0]!;
 lines.push(`== pp512 (one micro-batch), total ${(pp.totalMicros / 1000).toFixed(2)} ms`, byOp(pp));
 for (let i = 0; i < 4; i++) await prof.decode({ tokens: tokens(1, 2 + i), logits: "last" });
 const tg = prof.lastTiming.reports![0]!;
-lines.push(`== one decode step at depth 516, total ${(tg.totalMicros / 1000).toFixed(3)} ms`, byOp(tg), tg.format());
+lines.push(
+  `== one decode step at depth 516, total ${(tg.totalMicros / 1000).toFixed(3)} ms`,
+  byOp(tg),
+  tg.format(),
+);
 prof.dispose();
 
 const plain = new Context(model, { nCtx: 1024 });

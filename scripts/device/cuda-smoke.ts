@@ -1,12 +1,14 @@
 // A smoke run of @minfer/backend-cuda on a GPU machine: device discovery, memory, the self-test
-// kernel, buffers (zeroed, offsets, bounds), a file upload, and the refusal of programs while the
-// build has no kernels. Prints a JSON report; exits 1 when a check fails.
+// kernel, buffers (zeroed, offsets, bounds), a file upload, the refusal of a malformed program,
+// and a quantizing copy compared byte for byte with the CPU backend. Prints a JSON report; exits 1 when a check fails.
 //   node scripts/device/bundle-cuda.mjs          (here: bundles this file and the addon into .device/cuda)
 //   node .device/cuda/dist/cuda-smoke.js [OUT]   (there: writes OUT/cuda-smoke.json too)
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { backend as cpuBackend } from "../../packages/backend-cpu/src/index.js";
 import { backend, type CudaDevice } from "../../packages/backend-cuda/src/index.js";
+import { type DeviceRuntime, DType, Op, opQueryProgram, type Shape } from "../../packages/ir/src/index.js";
 
 const report: { diagnostics: string[]; checks: { name: string; ok: boolean; detail?: string }[] } = {
   diagnostics: backend.diagnostics() as string[],
@@ -67,6 +69,39 @@ if (dev) {
     } catch (e) {
       return (e as { code?: string }).code === "BAD_PROGRAM";
     }
+  });
+  // CPY F32→Q8_0 as a one-node program with its own input and output buffers (no arena, so no
+  // aliasing of the output with the dying input): the bytes must equal the CPU backend's.
+  await check("CPY F32→Q8_0 in separate buffers: the CPU's bytes", async () => {
+    const n = 256;
+    const f32 = { dtype: DType.F32, ne: [n, 1, 1, 1] as Shape, nb: [4, 4 * n, 4 * n, 4 * n] as Shape };
+    const q8 = {
+      dtype: DType.Q8_0,
+      ne: [n, 1, 1, 1] as Shape,
+      nb: [34, 34 * (n / 32), 34 * (n / 32), 34 * (n / 32)] as Shape,
+    };
+    const q = opQueryProgram({ op: Op.CPY, params: [], inputs: [f32], outputs: [q8] });
+    if ("error" in q) throw new Error(q.error.message);
+    const x = new Float32Array(n).map((_, i) => Math.sin(i * 0.37) * (1 + (i % 7)));
+    const run = async (r: DeviceRuntime) => {
+      const a = r.allocate(q.bufferSizes[0]!, "x");
+      const o = r.allocate(q.bufferSizes[1]!, "o");
+      await r.write(a, 0, x);
+      await r.execute(q.program, [a, o]);
+      const bytes = await r.read(o, 0, q.bufferSizes[1]!);
+      a.dispose();
+      o.dispose();
+      return bytes;
+    };
+    const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+    const want = await run(cpuRt);
+    cpuRt.dispose();
+    const got = await run(rt);
+    const hex = (b: Uint8Array) =>
+      Array.from(b.subarray(0, 8), (v) => v.toString(16).padStart(2, "0")).join(" ");
+    const same = want.every((v, i) => v === got[i]);
+    if (!same) throw new Error(`differs: cuda ${hex(got)} … cpu ${hex(want)} …`);
+    return true;
   });
   rt.dispose();
 }
