@@ -56,9 +56,19 @@ __host__ __device__ inline int qz_block_bytes(program::DType t) {
 
 namespace qz {
 
+// A 16-bit field of a block (an f16 scale): one 16-bit store where the address allows (block
+// fields are 2-byte aligned in every block layout). On the H200 the former two byte stores of a
+// converted f16 lost the low byte of every scale (conformance: CPY F32→Q8_0 and friends), so the
+// value also goes through a 32-bit integer register (inline asm) before any byte is split off.
 __device__ inline void wr16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v & 0xff);
-  p[1] = static_cast<uint8_t>((v >> 8) & 0xff);
+  uint32_t w;
+  asm volatile("and.b32 %0, %1, 65535;" : "=r"(w) : "r"(v));
+  if ((reinterpret_cast<uintptr_t>(p) & 1u) == 0) {
+    *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(w);
+    return;
+  }
+  p[0] = static_cast<uint8_t>(w & 0xffu);
+  p[1] = static_cast<uint8_t>(w >> 8);
 }
 __device__ inline void wr32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
