@@ -60,12 +60,14 @@ for (const b of backends) {
           expected.set(c.name, want);
         }
         const got = await runCase(c, runtime);
-        if (dumpPattern && c.name.includes(dumpPattern))
-          (dumps[c.name] ??= []).push({
+        if (dumpPattern && c.name.includes(dumpPattern)) {
+          dumps[c.name] ??= [];
+          dumps[c.name]!.push({
             device: device.name,
             expected: want.map((x) => Array.from(x)),
             actual: got.map((x) => Array.from(x)),
           });
+        }
         if (cpuRuntime && device.backend === "cuda") {
           let ref = cpuOutputs.get(c.name);
           if (!ref) {
