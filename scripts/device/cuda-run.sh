@@ -6,7 +6,7 @@
 # Here (build and pack):   bash scripts/device/prepare-cuda.sh
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
-#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [profile]
+#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [serve] [profile]
 # Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
 # qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
 # and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
@@ -53,6 +53,10 @@ for s in "${stages[@]}"; do
     done
     step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
       "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
+  serve) # aggregate generation tok/s of 1, 4 and 16 concurrent streams, every layer on the GPU
+    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
+    step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
+      --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
@@ -61,7 +65,7 @@ for s in "${stages[@]}"; do
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
       fi
-      rm -f "$f"
+      # files stay for later stages (serve, profile)
     done ;;
   *) echo "unknown stage $s" ;;
   esac

@@ -9,7 +9,7 @@
 // Engines alternate per repetition so machine noise hits both alike.
 //
 //   node packages/server/bench/serve-bench.mjs [-m MODEL.gguf]… [-t 2] [-n 64] [--streams 1,4,16]
-//        [--ctx 512] [-r 1] [--prompt 100] [--turn 300] [--skip-llama] [--json]
+//        [--ctx 512] [-r 1] [--prompt 100] [--turn 300] [--skip-llama] [--bin FILE] [--ngl V] [--json]
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
-const bin = join(root, "packages", "cli", "dist", "bin.js");
+let bin = join(root, "packages", "cli", "dist", "bin.js");
 const USAGE =
   "usage: serve-bench.mjs [-m MODEL.gguf]… [-t N] [-n N] [--streams 1,4,16] [--ctx N] [-r N]\n" +
   "                       [--prompt N] [--turn N] [--skip-llama] [--json] [MODEL.gguf…]";
@@ -40,6 +40,8 @@ if (argv.includes("-h") || argv.includes("--help")) {
   --prompt N      approximate prompt tokens per stream (default 100)
   --turn N        approximate turn-1 prompt tokens of the second-turn test (default 300)
   --skip-llama    minfer only
+  --bin FILE      the minfer CLI to run (default: packages/cli/dist/bin.js of this checkout)
+  --ngl V         -ngl for minfer serve (layers on the GPU: a count, all, auto)
   --json          the raw figures as JSON instead of the table`);
   process.exit(0);
 }
@@ -76,6 +78,10 @@ const streamCounts = streamsArg.split(",").map((s) => {
   return v;
 });
 const skipLlama = flag("--skip-llama");
+// --bin FILE: the minfer CLI to serve with (a bundled one on the GPU machine); --ngl V: passed to
+// `minfer serve` as -ngl (layers on the GPU).
+bin = take("--bin") ?? bin;
+const ngl = take("--ngl");
 const json = flag("--json");
 const files = [];
 for (let m = take("-m"); m !== undefined; m = take("-m")) files.push(m);
@@ -221,6 +227,7 @@ function freePort() {
 async function startServer(file, slots, ctx) {
   const port = await freePort();
   const args = [bin, "serve", "-m", file, "--port", `${port}`, "-t", `${threads}`];
+  if (ngl !== undefined) args.push("-ngl", ngl);
   if (hasParallel) args.push("-np", `${slots}`, "-c", `${slots * ctx}`);
   else args.push("-c", `${ctx}`);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
