@@ -2,7 +2,7 @@
 # Builds and runs the standalone kernel tests (ops_*_test.cpp) with g++ directly.
 #   native/cpu/tests/ops_build.sh [test-name ...]     (default: all)
 # Objects go to $OPS_BUILD (default: a fresh temporary directory). Links the real registry.cpp and
-# op_table.cpp; quants*.cpp when they compile (Q8_0 tests need them), else the Q8_0 tests are skipped.
+# (the op table is native/common/op_info.h); quants*.cpp when they compile (Q8_0 tests need them), else the Q8_0 tests are skipped.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cpu="$here/.."
@@ -18,7 +18,7 @@ build() {  # src flags
   $CXX $FLAGS $2 -c "$1" -o "$o"
   objs+=("$o")
 }
-for f in elementwise norm rope softmax attention copy sort registry op_table; do build "$cpu/$f.cpp" ""; done
+for f in elementwise norm rope softmax attention copy sort registry; do build "$cpu/$f.cpp" ""; done
 for f in elementwise norm attention; do
   build "$cpu/${f}_avx2.cpp" "$AVX2"
   build "$cpu/${f}_avx512.cpp" "$AVX512"
