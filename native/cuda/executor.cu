@@ -114,6 +114,7 @@ struct Executor::Impl {
   void* scratch = nullptr;
   size_t scratch_capacity = 0;
   int sm_count = 0;
+  Tuning tuning;
 
   // A program seen before: its bytes and buffers (the key), runs, and its graph once captured.
   struct Entry {
@@ -149,7 +150,7 @@ struct Executor::Impl {
     MINFER_EXEC_TRY(cudaMemsetAsync(err_dev, 0, sizeof(DeviceError), stream));
     if (events) MINFER_EXEC_TRY(cudaEventRecord((*events)[0], stream));
     for (size_t i = 0; i < l.args.size(); i++) {
-      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count};
+      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, tuning};
       const cudaError_t e = l.kernels[i]->launch(l.args[i], ctx);
       if (e != cudaSuccess) {
         return err(e == cudaErrorMemoryAllocation ? ExecCode::OutOfMemory : ExecCode::CudaError,
@@ -231,10 +232,12 @@ struct Executor::Impl {
   }
 };
 
-Executor::Executor(int device, bool use_graphs, ExecStatus* status) : impl_(new Impl), device_(device) {
+Executor::Executor(int device, bool use_graphs, Tuning tuning, ExecStatus* status)
+    : impl_(new Impl), device_(device) {
   Impl& m = *impl_;
   m.device = device;
   m.use_graphs = use_graphs;
+  m.tuning = tuning;
   *status = [&]() -> ExecStatus {
     MINFER_EXEC_TRY(cudaSetDevice(device));
     MINFER_EXEC_TRY(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../common/program_loader.h"
+#include "tuning.h"
 
 namespace minfer::cuda {
 
@@ -47,7 +48,7 @@ ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<
 class Executor {
  public:
   // Creates the stream and error record on `device`; `status` says whether that worked.
-  Executor(int device, bool use_graphs, ExecStatus* status);
+  Executor(int device, bool use_graphs, Tuning tuning, ExecStatus* status);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

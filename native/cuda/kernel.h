@@ -26,6 +26,7 @@
 
 #include "../common/program_format.h"
 #include "../common/program_loader.h"
+#include "tuning.h"
 
 namespace minfer::cuda {
 
@@ -64,6 +65,7 @@ struct LaunchContext {
   int node;          // this node's index in the program
   void* scratch;     // device scratch of at least scratch_bytes(args) bytes (nullptr when 0)
   int sm_count;      // multiprocessors of the device
+  Tuning tuning;     // kernel variants chosen for this executor
 };
 
 struct KernelDef {

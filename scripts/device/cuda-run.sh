@@ -7,7 +7,8 @@
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
 #   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [serve] [profile]
-# Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
+# conformance-stage runs the suite with the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1), whose
+# results must equal the default kernel's (vs-cpu NMSE as small). Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
 # qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
 # and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
 # the bench stage.
@@ -42,6 +43,8 @@ for s in "${stages[@]}"; do
   case $s in
   smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
+  conformance-stage) mkdir -p "$OUT/stage"
+    step conformance-stage env MINFER_CUDA_MV_STAGE=1 node "$D/dist/conformance.js" "$OUT/stage" --vs-cpu ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   fidelity)
@@ -62,6 +65,8 @@ for s in "${stages[@]}"; do
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")
       step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
+      # the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1), generation only
+      step "bench-$t-stage" env MINFER_CUDA_MV_STAGE=1 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
       fi

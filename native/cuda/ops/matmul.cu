@@ -277,7 +277,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::MvQ8K: {
       const bool k = choose_path(w, b, id) == Path::MvQ8K;
       const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-      if (mv_q_aligned(p)) return launch_mv_q(p, act, total_cols(b), ctx.stream);
+      if (mv_q_aligned(p)) return launch_mv_q(p, act, total_cols(b), ctx.stream, ctx.tuning.mv_stage);
       return launch_mv_generic(p, bv, ctx.stream);
     }
     case Path::MvF32:

@@ -146,6 +146,7 @@ __device__ inline int spread4(uint32_t x) {
 }
 
 struct PQ4_0 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kQ4_0Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
   static constexpr int kAlign = 2;
   int q[8];
@@ -166,6 +167,7 @@ struct PQ4_0 {
 };
 
 struct PQ4_1 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kQ4_1Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
   static constexpr int kAlign = 4;
   int q[8];
@@ -188,6 +190,7 @@ struct PQ4_1 {
 };
 
 struct PQ5_0 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kQ5_0Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
   static constexpr int kAlign = 2;
   int q[8];
@@ -209,6 +212,7 @@ struct PQ5_0 {
 };
 
 struct PQ5_1 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kQ5_1Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
   static constexpr int kAlign = 4;
   int q[8];
@@ -232,6 +236,7 @@ struct PQ5_1 {
 };
 
 struct PQ8_0 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kQ8_0Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
   static constexpr int kAlign = 2;
   int q[8];
@@ -249,6 +254,7 @@ struct PQ8_0 {
 
 // K-quants: chunk c = pi % 8 of super-block pi / 8 (elements 32c .. 32c+31).
 struct PQ2_K {
+  static constexpr int kPerBlock = 8, kBlockBytes = kQ2_KBytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = true;
   static constexpr int kAlign = 4;
   int q[8];
@@ -275,6 +281,7 @@ struct PQ2_K {
 };
 
 struct PQ3_K {
+  static constexpr int kPerBlock = 8, kBlockBytes = kQ3_KBytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = true;
   static constexpr int kAlign = 2;
   int q[8];
@@ -303,6 +310,7 @@ struct PQ3_K {
 
 template <bool kFive>
 struct PQ45_K {
+  static constexpr int kPerBlock = 8, kBlockBytes = kFive ? kQ5_KBytes : kQ4_KBytes;  // parts per block, bytes
   static constexpr bool kQ8K = true;
   static constexpr int kAlign = 4;
   int q[8];
@@ -332,6 +340,7 @@ struct PQ45_K {
 };
 
 struct PQ6_K {
+  static constexpr int kPerBlock = 8, kBlockBytes = kQ6_KBytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = true;
   static constexpr int kAlign = 2;
   int q[8];
@@ -441,39 +450,48 @@ inline bool planes_aligned(const Planes& p, int a) {
 }
 inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvCols; }
 
+}  // namespace minfer::cuda::mm
+
+#include "matvec_q_stage.cuh"
+
+namespace minfer::cuda::mm {
+
 template <class Q, int NC, int R>
-cudaError_t launch_mv_q_nc(const Planes& p, const int8_t* aq, const void* asc, cudaStream_t s) {
+cudaError_t launch_mv_q_nc(const Planes& p, const int8_t* aq, const void* asc, cudaStream_t s, bool stage) {
   const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps * R)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
-  mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  if (stage) mv_q_stage_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+  else mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
   return cudaGetLastError();
 }
 
 // Rows per warp: 2 for one or two columns when there are rows enough to fill the device.
 template <class Q>
-cudaError_t launch_mv_q_t(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s) {
+cudaError_t launch_mv_q_t(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s, bool stage) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(p.K, cols);
   const bool two = p.M * p.n_planes >= 4096;
-  if (p.ncols <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(p, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(p, aq, asc, s);
-  if (p.ncols <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(p, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(p, aq, asc, s);
-  if (p.ncols <= 4) return launch_mv_q_nc<Q, 4, 1>(p, aq, asc, s);
-  return launch_mv_q_nc<Q, 8, 1>(p, aq, asc, s);
+  if (p.ncols <= 1)
+    return two ? launch_mv_q_nc<Q, 1, 2>(p, aq, asc, s, stage) : launch_mv_q_nc<Q, 1, 1>(p, aq, asc, s, stage);
+  if (p.ncols <= 2)
+    return two ? launch_mv_q_nc<Q, 2, 2>(p, aq, asc, s, stage) : launch_mv_q_nc<Q, 2, 1>(p, aq, asc, s, stage);
+  if (p.ncols <= 4) return launch_mv_q_nc<Q, 4, 1>(p, aq, asc, s, stage);
+  return launch_mv_q_nc<Q, 8, 1>(p, aq, asc, s, stage);
 }
 
-// act: the region quant_q8a/q8k filled for `cols` activation columns.
-inline cudaError_t launch_mv_q(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s) {
+// act: the region quant_q8a/q8k filled for `cols` activation columns; `stage`: Tuning::mv_stage.
+inline cudaError_t launch_mv_q(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s, bool stage) {
   if (p.M <= 0 || p.n_planes <= 0 || p.ncols <= 0) return cudaSuccess;
   switch (p.wtype) {
-    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(p, act, cols, s);
-    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(p, act, cols, s);
-    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(p, act, cols, s);
-    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(p, act, cols, s);
-    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(p, act, cols, s);
-    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(p, act, cols, s);
-    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(p, act, cols, s);
-    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(p, act, cols, s);
-    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(p, act, cols, s);
-    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(p, act, cols, s);
+    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(p, act, cols, s, stage);
+    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(p, act, cols, s, stage);
+    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(p, act, cols, s, stage);
+    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(p, act, cols, s, stage);
+    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(p, act, cols, s, stage);
+    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(p, act, cols, s, stage);
+    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(p, act, cols, s, stage);
+    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(p, act, cols, s, stage);
+    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(p, act, cols, s, stage);
+    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(p, act, cols, s, stage);
     default: return cudaErrorInvalidValue;
   }
 }

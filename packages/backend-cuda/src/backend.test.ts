@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BACKEND_API_VERSION, DType, Op, opQueryProgram } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
+import { readEnv } from "./config.js";
 import { backend, CudaBackendError, type CudaDevice } from "./index.js";
 
 // Runs everywhere: without a GPU (or without the addon) the entry must load, score 0 and say why.
@@ -22,6 +23,20 @@ describe("the CUDA backend entry", () => {
     } else {
       expect(backend.score()).toBeGreaterThan(3);
     }
+  });
+});
+
+describe("CUDA settings from the environment", () => {
+  it("reads graph capture and the kernel variants in one place", () => {
+    expect(readEnv({})).toEqual({ graphs: true, mvStage: false });
+    expect(readEnv({ MINFER_CUDA_GRAPHS: "0", MINFER_CUDA_MV_STAGE: "1" })).toEqual({
+      graphs: false,
+      mvStage: true,
+    });
+    expect(readEnv({ MINFER_CUDA_GRAPHS: "1", MINFER_CUDA_MV_STAGE: "yes" })).toEqual({
+      graphs: true,
+      mvStage: false,
+    });
   });
 });
 

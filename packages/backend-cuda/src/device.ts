@@ -63,9 +63,13 @@ export class CudaDevice implements Device {
     }
   }
 
-  /** Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0. */
+  /**
+   * Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0; kernel
+   * variants under measurement follow config.ts (MINFER_CUDA_MV_STAGE).
+   */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
-    return new CudaRuntime(this, this.#addon, this.info.index, readEnv().graphs);
+    const env = readEnv();
+    return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, { mvStage: env.mvStage });
   }
 
   /** Runs a tiny kernel on the device and checks what it wrote: the addon's code runs here. */

@@ -42,6 +42,11 @@ export interface NativeCheck {
   readonly message: string;
 }
 
+/** Kernel variants of an executor (see native/cuda/tuning.h). */
+export interface NativeTuning {
+  readonly mvStage?: boolean;
+}
+
 export interface NativeExecuteResult {
   readonly nodeMicros?: Float64Array;
   /** Whether this execute replayed a captured CUDA graph, captured one, or launched directly. */
@@ -66,7 +71,7 @@ export interface NativeAddon {
   /** null when every node has a kernel accepting its dtypes and shapes. */
   checkProgram(program: Uint8Array, bufferSizes: readonly number[]): NativeCheck | null;
   registeredOps(): string[];
-  createExecutor(device: number, useGraphs: boolean): NativeExecutor;
+  createExecutor(device: number, useGraphs: boolean, tuning?: NativeTuning): NativeExecutor;
   /** BUSY while an execute is in flight. */
   disposeExecutor(executor: NativeExecutor): void;
   executorStats(executor: NativeExecutor): NativeExecutorStats;

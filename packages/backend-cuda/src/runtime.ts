@@ -2,7 +2,13 @@ import { open } from "node:fs/promises";
 import type { BackendBuffer, DeviceRuntime, ExecuteOptions, ExecuteResult } from "@minfer/ir";
 import type { CudaDevice } from "./device.js";
 import { CudaBackendError, fromNative } from "./errors.js";
-import type { NativeAddon, NativeBuffer, NativeExecutor, NativeExecutorStats } from "./native.js";
+import type {
+  NativeAddon,
+  NativeBuffer,
+  NativeExecutor,
+  NativeExecutorStats,
+  NativeTuning,
+} from "./native.js";
 
 /** Device memory of one CUDA device. */
 export class CudaBuffer implements BackendBuffer {
@@ -57,12 +63,18 @@ export class CudaRuntime implements DeviceRuntime {
   readonly #executor: NativeExecutor;
   #disposed = false;
 
-  constructor(device: CudaDevice, addon: NativeAddon, index: number, useGraphs: boolean) {
+  constructor(
+    device: CudaDevice,
+    addon: NativeAddon,
+    index: number,
+    useGraphs: boolean,
+    tuning: NativeTuning = {},
+  ) {
     this.device = device;
     this.#addon = addon;
     this.#index = index;
     try {
-      this.#executor = addon.createExecutor(index, useGraphs);
+      this.#executor = addon.createExecutor(index, useGraphs, tuning);
     } catch (e) {
       throw fromNative(e, `starting an executor on ${device.name}`);
     }
