@@ -249,6 +249,9 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
   o.Set("graphsCached", static_cast<double>(h->executor->graphs_cached()));
   o.Set("graphReplays", static_cast<double>(h->executor->graph_replays()));
   o.Set("graphCaptures", static_cast<double>(h->executor->graph_captures()));
+  o.Set("graphFailures", static_cast<double>(h->executor->graph_failures()));
+  const std::string last = h->executor->last_graph_error();
+  if (!last.empty()) o.Set("lastGraphError", last);
   return o;
 }
 

@@ -123,6 +123,7 @@ struct Executor::Impl {
     std::vector<uint64_t> buffers;  // data pointer and size of each slot
     int runs = 0;
     cudaGraphExec_t exec = nullptr;
+    bool no_graph = false;  // capture failed once: this program launches directly from now on
   };
   std::list<Entry> entries;  // most recently used first
   static constexpr size_t kMaxEntries = 64;
@@ -302,12 +303,26 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
     MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
     replays_++;
     if (stats) stats->graph_replayed = true;
-  } else if (e) {
+  } else if (e && !e->no_graph) {
     s = m.capture(l, e);
+    if (s.ok()) {
+      MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
+      captures_++;
+      if (stats) stats->graph_captured = true;
+    } else {
+      // A program whose launches cannot be captured still runs, launched directly, and says so
+      // (graph_failures / last_graph_error in the executor's stats). A sticky CUDA error is not
+      // hidden: the direct launch or the synchronisation after it reports it.
+      cudaGetLastError();
+      e->no_graph = true;
+      graph_failures_++;
+      last_graph_error_ = s.message;
+      s = m.enqueue(l, nullptr);
+      if (!s.ok()) return s;
+    }
+  } else if (e) {
+    s = m.enqueue(l, nullptr);
     if (!s.ok()) return s;
-    MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
-    captures_++;
-    if (stats) stats->graph_captured = true;
   } else {
     s = m.enqueue(l, nullptr);
     if (!s.ok()) return s;

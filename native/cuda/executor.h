@@ -64,6 +64,12 @@ class Executor {
   size_t graphs_cached() const;
   uint64_t graph_replays() const { return replays_; }
   uint64_t graph_captures() const { return captures_; }
+  // Programs whose capture failed (they launch directly), and the last capture error.
+  uint64_t graph_failures() const { return graph_failures_; }
+  std::string last_graph_error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_graph_error_;
+  }
 
  private:
   struct Impl;
@@ -72,6 +78,8 @@ class Executor {
   mutable std::mutex mu_;
   uint64_t replays_ = 0;
   uint64_t captures_ = 0;
+  uint64_t graph_failures_ = 0;
+  std::string last_graph_error_;
 };
 
 }  // namespace minfer::cuda

@@ -57,6 +57,9 @@ export interface NativeExecutorStats {
   readonly graphsCached: number;
   readonly graphReplays: number;
   readonly graphCaptures: number;
+  /** Programs whose CUDA graph capture failed: they launch directly (lastGraphError says why). */
+  readonly graphFailures: number;
+  readonly lastGraphError?: string;
 }
 
 export interface NativeAddon {
