@@ -6,7 +6,7 @@
 # Here (build and pack):   bash scripts/device/prepare-cuda.sh
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
-#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [serve] [profile]
+#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [serve] [split] [profile]
 # conformance-stage runs the suite with the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1), whose
 # results must equal the default kernel's (vs-cpu NMSE as small). Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
 # qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
@@ -60,6 +60,9 @@ for s in "${stages[@]}"; do
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
       --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
+  split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
+    f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
+    step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
