@@ -49,6 +49,13 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
       queue_size: b.queueSize,
       timeout_s: s.timeoutMs !== undefined ? s.timeoutMs / 1000 : null,
       kv_dtype: b.context.kvDtype,
+      // Where the model runs: which device holds which layers (and every device in use).
+      devices: {
+        placement: s.model.placement.describe(),
+        offloaded_layers: s.model.placement.offloadedLayers,
+        n_layer: s.model.hparams.nLayer,
+        runtimes: s.model.placement.runtimes().map((r) => r.device.name),
+      },
       chat_template: s.template()?.source ?? null,
       bos_token: text(tok.vocab.special.bos),
       eos_token: text(tok.vocab.special.eos),

@@ -237,6 +237,21 @@ describe("auth, health, models", () => {
     expect(await h.json()).toEqual({ status: "ok" });
   });
 
+  it("a model whose slots cannot be set up ends loading with a 500 naming why, not an endless 503", async () => {
+    const bad = createServer({ model: chatModel, parallel: 4, contextOptions: { nCtx: 4 } });
+    const at = await bad.listen(0, "127.0.0.1");
+    try {
+      await expect(bad.ready).rejects.toThrow(/a context of 4 tokens cannot be shared by 4 slots/);
+      const h = await fetch(`${at}/health`);
+      expect(h.status).toBe(500);
+      expect(JSON.stringify(await h.json())).toMatch(
+        /failed to load: a context of 4 tokens cannot be shared by 4 slots/,
+      );
+    } finally {
+      await bad.close();
+    }
+  });
+
   it("/v1/models lists the one model", async () => {
     const list = await client.models.list();
     const ids = list.data.map((m) => m.id);

@@ -118,8 +118,8 @@ export function createServer(options: ServerOptions): MinferServer {
     return appClosing;
   };
 
-  const ready = Promise.resolve(options.model).then(
-    (m) => {
+  const ready = Promise.resolve(options.model)
+    .then((m) => {
       if (closed) return;
       model = m;
       if (!options.modelId) modelId = basename(m.path).replace(/\.gguf$/i, "");
@@ -149,12 +149,13 @@ export function createServer(options: ServerOptions): MinferServer {
         },
       });
       metrics?.attach(batcher);
-    },
-    (e) => {
+    })
+    // A failure to load the model and one while setting up its slots (a context too small to
+    // share, a graph no device can run) both end loading with the error, never an endless 503.
+    .catch((e: unknown) => {
       loadError = e;
       throw e;
-    },
-  );
+    });
   ready.catch(() => undefined); // observed by whoever awaits server.ready
 
   app.setErrorHandler((error: unknown, request, reply) => {

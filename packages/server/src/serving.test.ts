@@ -453,6 +453,12 @@ describe("/props, /slots, /metrics", () => {
       expect(props.total_slots).toBe(3);
       expect(props.n_ctx).toBe(200);
       expect(props.n_ctx_total).toBe(600);
+      expect(props.devices).toEqual({
+        placement: "all 5 layers on cpu",
+        offloaded_layers: 0,
+        n_layer: 5,
+        runtimes: ["cpu"],
+      });
       const s = await slots(r);
       expect(s.map((x) => [x.n_ctx, x.state])).toEqual([
         [200, "idle"],
