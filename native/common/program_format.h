@@ -103,6 +103,7 @@ enum class Op : int32_t {
   MUL_MAT_ID = 19,  // out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)
   RMS_NORM_MUL = 32,  // out = rms_norm(a, eps) * w (fused)
   MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) for weights w_1..w_n sharing x (fused)
+  MUL_MAT_ADD = 34,  // out = mul_mat(a, b) + c, c F32 broadcast over the product as ADD's b (fused)
 };
 
 // Parameter word indices of each op (i32 values or f32 bit patterns), and input/output counts.
@@ -275,6 +276,13 @@ constexpr int kMaxInputs = 4;
 constexpr int kMinOutputs = 2;
 constexpr int kMaxOutputs = 3;
 }  // namespace MUL_MAT_MULTI
+namespace MUL_MAT_ADD {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 3;
+constexpr int kMaxInputs = 3;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace MUL_MAT_ADD
 }  // namespace param
 
 #pragma pack(push, 1)

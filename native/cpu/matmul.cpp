@@ -1,4 +1,4 @@
-// MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID.
+// MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI and MUL_MAT_ID.
 //
 // Every variant runs in two steps (phases with a barrier between them):
 //   1. the activations (b / x; F32, F16 or BF16, any strides — rows with an element stride, as
@@ -131,8 +131,49 @@ using namespace mm;
 // ================================================================================================
 // MUL_MAT: out[m, n, i2, i3] = Σ_k a[k, m, i2/r2, i3/r3] · b[k, n, i2, i3]
 
+const char* check_mul_mat_operands(const NodeArgs& args);
+
 const char* check_mul_mat(const NodeArgs& args) {
   if (args.n_inputs != 2 || args.n_outputs != 1) return "mul_mat takes 2 inputs and 1 output";
+  return check_mul_mat_operands(args);
+}
+
+// MUL_MAT_ADD: out = mul_mat(a, b) + c, c F32 broadcast over out as ADD's b (any strides). The
+// product is rounded to f32 first (run_mul_mat writes it), then c is added in place by the thread
+// that computed each block: bit for bit MUL_MAT followed by ADD.
+const char* check_mul_mat_add(const NodeArgs& args) {
+  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
+  if (const char* e = check_mul_mat_operands(args)) return e;
+  const Tensor* c = args.in[2];
+  if (c->dtype != DType::F32) return "mul_mat_add: c must be F32";
+  for (int i = 0; i < 4; i++)
+    if (c->ne[i] <= 0 || args.out[0]->ne[i] % c->ne[i] != 0) return "mul_mat_add: c does not broadcast over the product";
+  return nullptr;
+}
+
+// out[r, j, i2, i3] += c[r % c0, j % c1, i2 % c2, i3 % c3] for rows [r0, r1) and columns [j0, j1)
+// of every plane of out (one float add per element, as ADD).
+void add_c(const Tensor* c, const Tensor* out, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
+  if (r0 >= r1) return;
+  for (int64_t i3 = 0; i3 < out->ne[3]; i3++)
+    for (int64_t i2 = 0; i2 < out->ne[2]; i2++)
+      for (int64_t j = j0; j < j1; j++) {
+        float* o = reinterpret_cast<float*>(out->data + j * out->nb[1] + i2 * out->nb[2] + i3 * out->nb[3]);
+        const uint8_t* cr =
+            c->data + (j % c->ne[1]) * c->nb[1] + (i2 % c->ne[2]) * c->nb[2] + (i3 % c->ne[3]) * c->nb[3];
+        if (c->ne[0] == 1) {
+          const float v = *reinterpret_cast<const float*>(cr);
+          for (int64_t r = r0; r < r1; r++) o[r] += v;
+        } else if (c->nb[0] == 4 && c->ne[0] == out->ne[0]) {
+          const float* cf = reinterpret_cast<const float*>(cr);
+          for (int64_t r = r0; r < r1; r++) o[r] += cf[r];
+        } else {
+          for (int64_t r = r0; r < r1; r++) o[r] += *reinterpret_cast<const float*>(cr + (r % c->ne[0]) * c->nb[0]);
+        }
+      }
+}
+
+const char* check_mul_mat_operands(const NodeArgs& args) {
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
   if (const char* e = check_weight(a)) return e;
@@ -229,19 +270,24 @@ void run_mul_mat(const NodeArgs& args, int phase, int ith, int nth) {
     convert_rows(b, l.fmt, l.row_bytes, args.simd, scratch, tmp, ith, nth);
     return;
   }
+  const Tensor* c = args.op == Op::MUL_MAT_ADD ? args.in[2] : nullptr;  // MUL_MAT_ADD's addend
   const int64_t m = a->ne[1], n = b->ne[1], pr = q::kGemmPanelRows;
   if (q::gemm_for(a->dtype, args.simd) && n >= q::kGemmMinCols && m >= pr * nth) {
-    for (int64_t p = next_unit(units); p * pr < m; p = next_unit(units))
-      mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, p * pr,
-                      std::min(m, (p + 1) * pr), 0, n);
+    for (int64_t p = next_unit(units); p * pr < m; p = next_unit(units)) {
+      const int64_t pe = std::min(m, (p + 1) * pr);
+      mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, p * pr, pe, 0, n);
+      if (c) add_c(c, args.out[0], p * pr, pe, 0, n);
+    }
     return;
   }
   int64_t r0, r1, c0, c1;
   split_job(m, n, ith, nth, &r0, &r1, &c0, &c1);
   mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, r0, r1, c0, c1);
+  if (c) add_c(c, args.out[0], r0, r1, c0, c1);
 }
 
 const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, 2, run_mul_mat});
+const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_mul_mat, 2, run_mul_mat});
 
 // ================================================================================================
 // MUL_MAT_MULTI: inputs x, w1..wn (2-D weights sharing x's k); out_i = mul_mat(w_i, x).

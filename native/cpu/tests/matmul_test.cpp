@@ -1,4 +1,4 @@
-// Standalone tests of the MUL_MAT, MUL_MAT_MULTI, MUL_MAT_ID and GET_ROWS kernels, run through
+// Standalone tests of the MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI, MUL_MAT_ID and GET_ROWS kernels, run through
 // their registered KernelDefs by a tiny phase/barrier executor (threads 1..3, every SIMD level
 // the CPU has), against double-precision references on the dequantized weights.
 #include <cmath>
@@ -292,6 +292,73 @@ static void test_mul_mat_multi() {
   std::printf("mul_mat_multi: Q4_0 + Q4_K + F16 weights sharing x, err/bound max %.3f\n", worst);
 }
 
+// MUL_MAT_ADD must equal MUL_MAT followed by one float add of c (ADD) bit for bit, on every path
+// (mat-vec, column split, panel GEMM), SIMD level and thread count, for c a bias, a full [m, n], a
+// column scalar [1, n] (strided) and a per-plane bias.
+static void test_mul_mat_add() {
+  std::mt19937 rng(5);
+  const int64_t k = 256, m = 70;
+  int runs = 0;
+  for (DType dt : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K})
+    for (int64_t n : {int64_t(1), int64_t(19)})
+      for (int cs = 0; cs < 4; cs++) {
+        const int64_t b2 = cs == 3 ? 2 : 1;
+        std::vector<float> wv, xv;
+        Buf w = make_weights(dt, k, m, 1, rng, wv);
+        Buf x = make_act(DType::F32, k, n, b2, 1, false, rng, xv);
+        Buf c;
+        const int64_t cne[4][3] = {{m, 1, 1}, {m, n, 1}, {1, n, 1}, {m, 1, b2}};
+        set_contiguous(c.t, DType::F32, cne[cs][0], cne[cs][1], cne[cs][2], 1);
+        if (cs == 2) c.t.nb[1] = 12, c.t.nb[2] = c.t.nb[3] = 12 * n;  // strided column scalars
+        c.bytes.resize(static_cast<size_t>(c.t.nb[1] * cne[cs][1] * cne[cs][2] + 16));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (size_t i = 0; i + 4 <= c.bytes.size(); i += 4) {
+          const float v = nd(rng);
+          std::memcpy(&c.bytes[i], &v, 4);
+        }
+        c.t.data = c.bytes.data();
+        Buf o, f;
+        for (Buf* t : {&o, &f}) {
+          set_contiguous(t->t, DType::F32, m, n, b2, 1);
+          t->bytes.resize(static_cast<size_t>(m * n * b2 * 4));
+          t->t.data = t->bytes.data();
+        }
+        for (int l = 0; l <= max_level(); l++)
+          for (int nth : {1, 2, 3}) {
+            execute(Op::MUL_MAT, {&w.t, &x.t}, {&o.t}, nth, static_cast<SimdLevel>(l));
+            std::memset(f.bytes.data(), 0xa5, f.bytes.size());
+            execute(Op::MUL_MAT_ADD, {&w.t, &x.t, &c.t}, {&f.t}, nth, static_cast<SimdLevel>(l));
+            bool same = true;
+            for (int64_t i2 = 0; i2 < b2; i2++)
+              for (int64_t j = 0; j < n; j++)
+                for (int64_t r = 0; r < m; r++) {
+                  const size_t at = static_cast<size_t>((i2 * n + j) * m + r) * 4;
+                  float prod, cv, got;
+                  std::memcpy(&prod, &o.bytes[at], 4);
+                  std::memcpy(&got, &f.bytes[at], 4);
+                  std::memcpy(&cv, c.bytes.data() + (r % c.t.ne[0]) * c.t.nb[0] + (j % c.t.ne[1]) * c.t.nb[1] +
+                                        (i2 % c.t.ne[2]) * c.t.nb[2], 4);
+                  const float want = prod + cv;
+                  same = same && std::memcmp(&want, &got, 4) == 0;
+                }
+            CHECK(same, "mul_mat_add %s n=%lld c case %d level %d threads %d differs from mul_mat + add",
+                  program::dtype_name(dt), (long long)n, cs, l, nth);
+            runs++;
+          }
+      }
+  Buf w, x, c, o;
+  set_contiguous(w.t, DType::Q8_0, 64, 8, 1, 1);
+  set_contiguous(x.t, DType::F32, 64, 3, 1, 1);
+  set_contiguous(o.t, DType::F32, 8, 3, 1, 1);
+  set_contiguous(c.t, DType::F32, 3, 1, 1, 1);
+  const char* e = check_only(Op::MUL_MAT_ADD, {&w.t, &x.t, &c.t}, {&o.t});
+  CHECK(e && std::strstr(e, "broadcast"), "c [3] over [8, 3] must be refused (%s)", e ? e : "null");
+  set_contiguous(c.t, DType::F16, 8, 1, 1, 1);
+  e = check_only(Op::MUL_MAT_ADD, {&w.t, &x.t, &c.t}, {&o.t});
+  CHECK(e && std::strstr(e, "F32"), "an F16 c must be refused (%s)", e ? e : "null");
+  std::printf("mul_mat_add: %d runs equal mul_mat + add bit for bit; refusals ok\n", runs);
+}
+
 static void test_mul_mat_id() {
   std::mt19937 rng(3);
   const int64_t k = 256, m = 40, n_exp = 4, n_used = 2, n_tok = 5;
@@ -393,6 +460,7 @@ int main() {
   std::printf("SIMD levels tested: 0..%d\n", max_level());
   test_mul_mat();
   test_mul_mat_multi();
+  test_mul_mat_add();
   test_mul_mat_id();
   test_get_rows();
   if (g_fail) {

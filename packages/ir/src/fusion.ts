@@ -1,3 +1,4 @@
+import { DType } from "./dtype.js";
 import type { Graph, GraphBuilder } from "./graph.js";
 import { canRepeat } from "./infer.js";
 import { Op } from "./ops.js";
@@ -12,6 +13,12 @@ export interface FusionOptions {
   swiglu?: boolean;
   /** Up to three mul_mat(w_i, x) sharing x, with 2-D weights of one dtype → MUL_MAT_MULTI. */
   mulMatMulti?: boolean;
+  /**
+   * mul_mat(w, x) + c → MUL_MAT_ADD(w, x, c): a product read only by one ADD, as its full-shape
+   * operand `a` with `c` (F32) broadcast over it — or as its `b` when both operands have the same
+   * shape (the add is then symmetric). Products that MUL_MAT_MULTI groups are left to it.
+   */
+  mulMatAdd?: boolean;
 }
 
 /** How many nodes (and graph outputs) read each tensor, views counting as reads of their root. */
@@ -72,8 +79,8 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
     }
   }
 
+  const grouped = new Set<Node>();
   if (options.mulMatMulti ?? true) {
-    const grouped = new Set<Node>();
     graph.nodes.forEach((first, i) => {
       if (first.op !== Op.MUL_MAT || grouped.has(first)) return;
       const [w0, x] = first.inputs as [Tensor, Tensor];
@@ -109,6 +116,26 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
         return [outs[0]!];
       });
     });
+  }
+  if (options.mulMatAdd ?? true) {
+    for (const node of graph.nodes) {
+      if (node.op !== Op.ADD) continue;
+      const [a, c] = node.inputs as [Tensor, Tensor];
+      // The product as ADD's a (c broadcast over it), or as its b when the shapes are equal.
+      for (const [p, other] of [
+        [a, c],
+        [c, a],
+      ] as const) {
+        const mm = producer(p, Op.MUL_MAT);
+        if (!mm || grouped.has(mm) || dropped.has(mm) || !onlyUse(p) || other.dtype !== DType.F32) continue;
+        if (p === a ? !canRepeat(other.ne, p.ne) : !sameShape(p, other)) continue;
+        dropped.add(mm);
+        fusedAt.set(node, (map, b) =>
+          b.node(Op.MUL_MAT_ADD, [map(mm.inputs[0]!), map(mm.inputs[1]!), map(other)], [], node.name),
+        );
+        break;
+      }
+    }
   }
   return replay(graph, (node, map, b) => {
     const f = fusedAt.get(node);

@@ -157,6 +157,70 @@ describe("fusion", () => {
     expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
   });
 
+  it("folds a lone product's residual or bias ADD into MUL_MAT_ADD, leaving q/k/v biases to MUL_MAT_MULTI", () => {
+    const b = new GraphBuilder();
+    const x = b.input("x", DType.F32, [64, 3]);
+    const h = b.input("h", DType.F32, [64, 3]);
+    // qwen2-style q/k/v with bias ADDs: grouped by MUL_MAT_MULTI, the ADDs stay.
+    const qkv = ["q", "k", "v"].map((n) =>
+      b.add(b.mulMat(b.weight(`w${n}`, DType.Q8_0, [64, 32]), h), b.weight(`b${n}`, DType.F32, [32]), n),
+    );
+    // The attention-output product with the residual (product as ADD's a), a bias (broadcast),
+    // and the product as ADD's b with an equal shape.
+    const o = b.add(
+      b.mulMat(b.weight("wo", DType.Q4_K, [256, 64]), b.input("attn", DType.F32, [256, 3])),
+      x,
+      "res",
+    );
+    const biased = b.add(
+      b.mulMat(b.weight("wd", DType.F16, [64, 64]), o),
+      b.weight("bd", DType.F32, [64]),
+      "biased",
+    );
+    const swapped = b.add(x, b.mulMat(b.weight("we", DType.F32, [64, 64]), biased), "swapped");
+    // Product as ADD's b with a broadcast a: left alone (the add would not be a's shape).
+    const wide = b.add(
+      b.input("wide", DType.F32, [64, 3, 2]),
+      b.mulMat(b.weight("wf", DType.F32, [64, 64]), x),
+    );
+    for (const t of [...qkv, swapped, wide]) b.output(t);
+    const g = b.build();
+    const f = fuse(g);
+    expect(f.nodes.map((n) => n.op)).toEqual([
+      Op.MUL_MAT_MULTI,
+      Op.ADD,
+      Op.ADD,
+      Op.ADD,
+      Op.MUL_MAT_ADD,
+      Op.MUL_MAT_ADD,
+      Op.MUL_MAT_ADD,
+      Op.MUL_MAT,
+      Op.ADD,
+    ]);
+    expect(f.nodes.filter((n) => n.op === Op.MUL_MAT_ADD).map((n) => n.inputs.map((t) => t.name))).toEqual([
+      ["wo", "attn", "x"],
+      ["wd", "res", "bd"],
+      ["we", "biased", "x"],
+    ]);
+    expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
+    expect(fuse(g, { mulMatAdd: false }).nodes.map((n) => n.op)).not.toContain(Op.MUL_MAT_ADD);
+  });
+
+  it("checks MUL_MAT_ADD's c: F32 and broadcastable over the product", () => {
+    const b = new GraphBuilder();
+    const w = b.weight("w", DType.Q8_0, [64, 32]);
+    const x = b.input("x", DType.F32, [64, 4]);
+    expect(b.node(Op.MUL_MAT_ADD, [w, x, b.input("c", DType.F32, [32, 4])], [])[0]!.ne).toEqual([
+      32, 4, 1, 1,
+    ]);
+    expect(irError(() => b.node(Op.MUL_MAT_ADD, [w, x, b.input("c3", DType.F32, [3])], [])).message).toMatch(
+      /c does not broadcast over the product \[32, 4, 1, 1\]/,
+    );
+    expect(
+      irError(() => b.node(Op.MUL_MAT_ADD, [w, x, b.input("c16", DType.F16, [32])], [])).message,
+    ).toMatch(/c must be F32/);
+  });
+
   it("leaves an intermediate alone when something else reads it", () => {
     const b = new GraphBuilder();
     const x = b.input("x", DType.F32, [8, 2]);

@@ -92,13 +92,20 @@ export function inferOutputs(
       if (b.ne[1] !== 1 && b.ne[1] !== a.ne[2]) fail(name, node, "index rows must match a's dim 2", inputs);
       return [{ dtype: DType.F32, ne: [a.ne[0], b.ne[0], b.ne[1] === 1 ? a.ne[2] : b.ne[1], a.ne[3]] }];
     }
-    case Op.MUL_MAT: {
+    case Op.MUL_MAT:
+    case Op.MUL_MAT_ADD: {
       needDtype(name, node, a, WEIGHT_DTYPES, "a", inputs);
       needDtype(name, node, b, FLOAT_DTYPES, "b", inputs);
       if (a.ne[0] !== b.ne[0]) fail(name, node, `operands disagree on k: ${a.ne[0]} vs ${b.ne[0]}`, inputs);
       if (b.ne[2] % a.ne[2] !== 0 || b.ne[3] % a.ne[3] !== 0)
         fail(name, node, "b's dims 2 and 3 must be multiples of a's", inputs);
-      return [{ dtype: DType.F32, ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }];
+      const ne: Shape = [a.ne[1], b.ne[1], b.ne[2], b.ne[3]];
+      if (op === Op.MUL_MAT_ADD) {
+        needDtype(name, node, c, F32, "c", inputs);
+        if (!canRepeat(c.ne, ne))
+          fail(name, node, `c does not broadcast over the product [${ne.join(", ")}]`, inputs);
+      }
+      return [{ dtype: DType.F32, ne }];
     }
     case Op.ADD:
     case Op.MUL: {

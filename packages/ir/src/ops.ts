@@ -25,6 +25,7 @@ export const Op = {
   // Produced by the fusion pass.
   RMS_NORM_MUL: 32,
   MUL_MAT_MULTI: 33,
+  MUL_MAT_ADD: 34,
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];
 export type OpName = keyof typeof Op;
@@ -130,6 +131,12 @@ export const OP_SPECS: readonly OpSpec[] = [
   ),
   spec("RMS_NORM_MUL", [2, 2], [["eps", "f32"]], "out = rms_norm(a, eps) * w (fused)"),
   spec("MUL_MAT_MULTI", [3, 4], [], "out_i = mul_mat(w_i, x) for weights w_1..w_n sharing x (fused)", [2, 3]),
+  spec(
+    "MUL_MAT_ADD",
+    [3, 3],
+    [],
+    "out = mul_mat(a, b) + c, c F32 broadcast over the product as ADD's b (fused)",
+  ),
 ];
 
 const BY_CODE = new Map<number, OpSpec>(OP_SPECS.map((s) => [s.code, s]));

@@ -598,6 +598,57 @@ add({
   tolerance: tol(F32, DType.Q4_0, DType.Q8_0, DType.Q5_0),
 });
 
+// ---- MUL_MAT_ADD (fused): decode and prefill (panel GEMM) × c as a bias [m] or the full [m, n] ----
+for (const a of [F32, F16, DType.Q8_0, DType.Q4_0, DType.Q4_K])
+  for (const tokens of [1, 19])
+    for (const full of [false, true]) {
+      const k = 256;
+      const m = 70;
+      const cn = full ? [m, tokens] : [m];
+      add({
+        name: `MUL_MAT_ADD a=${n(a)} b=F32 ${shape([k, m])}×${shape([k, tokens])} c=${shape(cn)}`,
+        op: "MUL_MAT_ADD",
+        dtypes: [n(a), "F32"],
+        build: (b) =>
+          b.output(
+            b.node(
+              Op.MUL_MAT_ADD,
+              [b.weight("w", a, [k, m]), b.input("x", F32, [k, tokens]), b.input("c", F32, cn)],
+              [],
+            )[0]!,
+          ),
+        tolerance: tol(a),
+      });
+    }
+add({
+  name: "MUL_MAT_ADD a=F32 b=F16 broadcast [64, 5, 2, 1]×[64, 3, 4, 2] c=[5, 1, 4]",
+  op: "MUL_MAT_ADD",
+  dtypes: ["F32", "F16"],
+  build: (b) =>
+    b.output(
+      b.node(
+        Op.MUL_MAT_ADD,
+        [b.input("a", F32, [64, 5, 2, 1]), b.input("x", F16, [64, 3, 4, 2]), b.input("c", F32, [5, 1, 4])],
+        [],
+      )[0]!,
+    ),
+  tolerance: tol(F32, F16),
+});
+add({
+  name: "MUL_MAT_ADD a=Q8_0 b=F32 transposed-b [64, 9]×[64, 5] c=transposed [9, 5]",
+  op: "MUL_MAT_ADD",
+  dtypes: ["Q8_0", "F32"],
+  build: (b) =>
+    b.output(
+      b.node(
+        Op.MUL_MAT_ADD,
+        [b.weight("w", DType.Q8_0, [64, 9]), transposed(b, "x", 64, 5), transposed(b, "c", 9, 5)],
+        [],
+      )[0]!,
+    ),
+  tolerance: tol(DType.Q8_0),
+});
+
 /** The op-conformance table: every op × the dtypes it accepts × several shapes and layouts. */
 export const CONFORMANCE_CASES: readonly ConformanceCase[] = cases;
 

@@ -6,7 +6,7 @@ import type { Dense } from "./dense.js";
 import { readTensor, writeRow, writeTensor } from "./dtype-io.js";
 import { add, gelu, mul, scale, silu, swiglu } from "./elementwise.js";
 import { getRows } from "./get-rows.js";
-import { mulMat } from "./matmul.js";
+import { mulMat, mulMatAdd } from "./matmul.js";
 import { mulMatId } from "./mul-mat-id.js";
 import { mulMatMulti } from "./mul-mat-multi.js";
 import { norm, rmsNorm, rmsNormMul } from "./norm.js";
@@ -64,6 +64,8 @@ function compute(
       return [rmsNormMul(a, b, p[0]!)];
     case Op.MUL_MAT_MULTI:
       return mulMatMulti(a, x.slice(1));
+    case Op.MUL_MAT_ADD:
+      return [mulMatAdd(a, b, c)];
     default:
       throw new SchedulerError("BAD_PROGRAM", `the reference device has no kernel for op ${op}`);
   }

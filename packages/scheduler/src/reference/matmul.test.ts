@@ -2,7 +2,7 @@ import { DType } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 import { dense } from "./dense.js";
 import { encodeValues, readTensor } from "./dtype-io.js";
-import { mulMat } from "./matmul.js";
+import { mulMat, mulMatAdd } from "./matmul.js";
 import { mulMatId } from "./mul-mat-id.js";
 import { mulMatMulti } from "./mul-mat-multi.js";
 
@@ -36,6 +36,15 @@ describe("reference matmul", () => {
       dense([1, 2, 1, 1], Float64Array.of(1, 0)),
     );
     expect([...out.data]).toEqual([20, 20]);
+  });
+  it("mul_mat_add adds c broadcast over the product: a bias per row, or the full shape", () => {
+    const a = dense([2, 2, 1, 1], Float64Array.of(1, 2, 3, 4));
+    const b = dense([2, 2, 1, 1], Float64Array.of(5, 6, 1, 0));
+    expect([...mulMat(a, b).data]).toEqual([17, 39, 1, 3]);
+    expect([...mulMatAdd(a, b, dense([2, 1, 1, 1], Float64Array.of(10, 20))).data]).toEqual([27, 59, 11, 23]);
+    expect([...mulMatAdd(a, b, dense([2, 2, 1, 1], Float64Array.of(1, 2, 3, 4))).data]).toEqual([
+      18, 41, 4, 7,
+    ]);
   });
   it("mul_mat_multi is one mul_mat per weight", () => {
     const x = dense([2, 1, 1, 1], Float64Array.of(1, 1));

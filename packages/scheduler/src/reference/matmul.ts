@@ -1,4 +1,5 @@
 import { at, type Dense, dense } from "./dense.js";
+import { add } from "./elementwise.js";
 
 /**
  * W a [k, m, a2, a3] (weights, already dequantized) × b [k, n, b2, b3] → out [m, n, b2, b3]:
@@ -22,4 +23,12 @@ export function mulMat(a: Dense, b: Dense): Dense {
         }
       }
   return out;
+}
+
+/**
+ * The fused MUL_MAT_ADD: mul_mat(a, b) + c, c broadcast over the product as ADD's b (float64
+ * throughout; devices round the product to f32 before the add, within MUL_MAT's tolerance).
+ */
+export function mulMatAdd(a: Dense, b: Dense, c: Dense): Dense {
+  return add(mulMat(a, b), c);
 }
