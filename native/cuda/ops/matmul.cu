@@ -1,4 +1,4 @@
-// MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the CPU backend's conditions and
+// MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the CPU backend's conditions and
 // messages, native/cpu/matmul.cpp), scratch sizing and the choice of path per node:
 //   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
@@ -7,6 +7,9 @@
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
 //   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels.
+// MUL_MAT_ADD (out = mul_mat(a, b) + c) runs the same paths; the mat-vec and generic kernels add c
+// as they store each result (plus_c), gemm_tc is followed by add_c_kernel over the output (after
+// any split-K reduction, so c is added once).
 #include <algorithm>
 
 #include "../gemm_tc.h"
@@ -48,8 +51,24 @@ const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, in
   return nullptr;
 }
 
+const char* check_mul_mat_operands(const NodeArgs& args);
+
 const char* check_mul_mat(const NodeArgs& args) {
   if (args.n_inputs != 2 || args.n_outputs != 1) return "mul_mat takes 2 inputs and 1 output";
+  return check_mul_mat_operands(args);
+}
+
+const char* check_mul_mat_add(const NodeArgs& args) {
+  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
+  if (const char* e = check_mul_mat_operands(args)) return e;
+  const Tensor* c = args.in[2];
+  if (c->dtype != DType::F32) return "mul_mat_add: c must be F32";
+  for (int i = 0; i < 4; i++)
+    if (c->ne[i] <= 0 || args.out[0]->ne[i] % c->ne[i] != 0) return "mul_mat_add: c does not broadcast over the product";
+  return nullptr;
+}
+
+const char* check_mul_mat_operands(const NodeArgs& args) {
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
   if (const char* e = check_weight(a)) return e;
@@ -120,6 +139,17 @@ Planes mul_mat_planes(const Tensor* w, const Tensor* b, const Tensor* out, const
   p.ids = nullptr;
   p.err = ctx.err;
   p.node = ctx.node;
+  p.c = nullptr;
+  return p;
+}
+
+// MUL_MAT_ADD's planes: MUL_MAT's, with c added as each result is stored.
+Planes with_c(Planes p, const Tensor* c) {
+  p.c = c->data;
+  for (int i = 0; i < 4; i++) {
+    p.c_ne[i] = c->ne[i];
+    p.c_nb[i] = c->nb[i];
+  }
   return p;
 }
 
@@ -151,6 +181,7 @@ Planes mul_mat_id_planes(const NodeArgs& args, const LaunchContext& ctx) {
   p.b_ne1 = b->ne[1];
   p.err = ctx.err;
   p.node = ctx.node;
+  p.c = nullptr;
   return p;
 }
 
@@ -169,6 +200,14 @@ cudaError_t launch_tiled_generic(const Planes& p, const BView& b, cudaStream_t s
                   static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
   if (grid.y > 65535) return cudaErrorInvalidConfiguration;
   mm_tiled_generic<<<grid, 256, 0, s>>>(p, b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add_c(const Planes& p, cudaStream_t s) {
+  const int64_t total = p.M * p.ncols * p.n_planes;
+  if (total <= 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(total, 256), 65535));
+  add_c_kernel<<<blocks, 256, 0, s>>>(p);
   return cudaGetLastError();
 }
 
@@ -307,7 +346,8 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
         g.K = K;
         if (cudaError_t e = gemm_tc(g, scratch + r.gemm, ctx.stream); e != cudaSuccess) return e;
       }
-      return cudaSuccess;
+      // gemm_tc has no epilogue: MUL_MAT_ADD's c is added once its products are complete.
+      return p.c ? launch_add_c(p, ctx.stream) : cudaSuccess;
     }
     case Path::Tiled: return launch_tiled_generic(p, bv, ctx.stream);
     default: return launch_mv_generic(p, bv, ctx.stream);
@@ -329,6 +369,18 @@ cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) {
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
   return run_planes(mul_mat_planes(a, b, args.out[0], ctx), a, b, false, r, scratch, ctx);
+}
+
+// ---- MUL_MAT_ADD ------------------------------------------------------------------------------------
+
+cudaError_t launch_mul_mat_add(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor* a = args.in[0];
+  const Tensor* b = args.in[1];
+  const Tensor* ws[1] = {a};
+  const ActRegions r = act_regions(ws, 1, b, false);
+  auto* scratch = static_cast<uint8_t*>(ctx.scratch);
+  if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
+  return run_planes(with_c(mul_mat_planes(a, b, args.out[0], ctx), args.in[2]), a, b, false, r, scratch, ctx);
 }
 
 // ---- MUL_MAT_MULTI ----------------------------------------------------------------------------------
@@ -370,6 +422,7 @@ cudaError_t launch_mul_mat_id(const NodeArgs& args, const LaunchContext& ctx) {
 }
 
 const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, launch_mul_mat});
+const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_mul_mat, launch_mul_mat_add});
 const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, scratch_mul_mat_multi, launch_mul_mat_multi});
 const Registrar mul_mat_id_kernel(Op::MUL_MAT_ID, {check_mul_mat_id, scratch_mul_mat_id, launch_mul_mat_id});
 

@@ -1,4 +1,4 @@
-// Generic MUL_MAT / MUL_MAT_MULTI / MUL_MAT_ID kernels (included by ops/matmul.cu only): every
+// Generic MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI / MUL_MAT_ID kernels (included by ops/matmul.cu only): every
 // weight dtype quants.cuh dequantizes, any activation dtype and strides, f32 accumulation.
 //
 //   * "Planes": a matmul is a set of planes, each one weight matrix [K, M] times a few activation
@@ -50,6 +50,10 @@ struct Planes {
   int64_t id_nb0, id_nb1, n_used, n_exp, b_ne1;
   DeviceError* err;
   int node;
+  // MUL_MAT_ADD: c (F32, any strides) broadcast over the output as ADD's b, added to each result
+  // as it is stored (plus_c); nullptr for MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID.
+  const uint8_t* c;
+  int64_t c_ne[4], c_nb[4];
 };
 
 struct Plane {
@@ -84,6 +88,16 @@ __device__ inline void bad_plane(const Planes& p, int64_t z, const Plane& pl, in
   const int64_t e = z % p.n_used, t = z / p.n_used;
   report_error(p.err, p.node, *reinterpret_cast<const int32_t*>(p.ids + e * p.id_nb0 + t * p.id_nb1));
   reinterpret_cast<float*>(pl.out)[row] = __int_as_float(0x7fc00000);
+}
+
+// The value stored at (row, column col) of plane z: s, plus c there for MUL_MAT_ADD (one f32 add
+// of the f32 product, never contracted: MUL_MAT followed by ADD).
+__device__ inline float plus_c(const Planes& p, int64_t z, int64_t col, int64_t row, float s) {
+  if (!p.c) return s;
+  const int64_t i2 = z % p.ne2, i3 = z / p.ne2;
+  const float cv = *reinterpret_cast<const float*>(p.c + (row % p.c_ne[0]) * p.c_nb[0] + (col % p.c_ne[1]) * p.c_nb[1] +
+                                                   (i2 % p.c_ne[2]) * p.c_nb[2] + (i3 % p.c_ne[3]) * p.c_nb[3]);
+  return __fadd_rn(s, cv);
 }
 
 constexpr int kMvWarps = 4;  // rows (warps) per block of the mat-vec kernels
@@ -130,7 +144,7 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_generic(Planes p, BView b) {
 #pragma unroll
       for (int c = 0; c < kMaxMvCols; c++) {
         const float s = warp_sum(acc[c]);
-        if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + (c0 + c) * p.o_nb1)[row] = s;
+        if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + (c0 + c) * p.o_nb1)[row] = plus_c(p, z, c0 + c, row, s);
       }
     }
   }
@@ -181,9 +195,20 @@ __global__ void __launch_bounds__(256) mm_tiled_generic(Planes p, BView b) {
 #pragma unroll
       for (int r = 0; r < 8; r++) {
         const int64_t m = m0 + ty * 8 + r;
-        if (m < p.M) o[m] = acc[r];
+        if (m < p.M) o[m] = plus_c(p, z, n, m, acc[r]);
       }
     }
+  }
+}
+
+// ---- MUL_MAT_ADD after gemm_tc (which has no epilogue): out += c over every plane, once ----
+__global__ void add_c_kernel(Planes p) {
+  const int64_t total = p.M * p.ncols * p.n_planes;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i % p.M, rest = i / p.M, col = rest % p.ncols, z = rest / p.ncols;
+    float* o = reinterpret_cast<float*>(p.out + col * p.o_nb1 + (z % p.ne2) * p.o_nb2 + (z / p.ne2) * p.o_nb3) + row;
+    *o = plus_c(p, z, col, row, *o);
   }
 }
 

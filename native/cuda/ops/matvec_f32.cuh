@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_f32_kernel(Planes p, const f
 #pragma unroll
     for (int c = 0; c < NC; c++) {
       const float s = warp_sum(acc[c]);
-      if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row] = s;
+      if (lane == 0 && c < nc) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row] = plus_c(p, z, c, row, s);
     }
   }
 }

@@ -426,7 +426,8 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(Planes p, const int
 #pragma unroll
       for (int c = 0; c < NC; c++) {
         const float s = warp_sum(acc[r][c]);
-        if (lane == 0 && c < nc && r < nr) reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = s;
+        if (lane == 0 && c < nc && r < nr)
+          reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = plus_c(p, z, c, row0 + r, s);
       }
   }
 }
