@@ -1,5 +1,5 @@
-// The decode graphs are fused (RMS_NORM_MUL, SWIGLU, MUL_MAT_MULTI) by default: fewer nodes, and
-// the same logits bit for bit as the unfused graph on the CPU.
+// The decode graphs are fused (RMS_NORM_MUL, SWIGLU, MUL_MAT_MULTI, MUL_MAT_ADD) by default: fewer
+// nodes, and the same logits bit for bit as the unfused graph on the CPU.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context, KV_BUCKET } from "./context.js";
 import { greedy } from "./generate.js";
@@ -26,6 +26,9 @@ describe.skipIf(!haveStories)("fused decode graphs", () => {
       expect(b.length).toBeLessThan(a.length);
       expect(b).toContain(32); // RMS_NORM_MUL
       expect(b).toContain(33); // MUL_MAT_MULTI
+      // The attention-output and FFN-down products with their residual ADD: one per layer each.
+      const layers = model.hparams.nLayer;
+      expect(b.filter((op) => op === 34).length).toBe(2 * layers); // MUL_MAT_ADD
       const prompt = model.tokenizer.encode("Once upon a time", { addSpecial: true });
       expect(Array.from(await fused.eval(prompt))).toEqual(Array.from(await plain.eval(prompt)));
       plain.clear();
