@@ -50,7 +50,7 @@ export interface ContextOptions {
    */
   readonly kvUnified?: boolean;
   /**
-   * Apply @minfer/ir's fusions (RMS_NORM_MUL, MUL_MAT_MULTI) to the decode graphs: fewer kernel
+   * Apply @minfer/ir's fusions (RMS_NORM_MUL, MUL_MAT_MULTI, MUL_MAT_ADD) to the decode graphs: fewer kernel
    * launches and passes over memory, the same values (the fused kernels keep the unfused order of
    * operations). Default: true.
    */
@@ -91,7 +91,8 @@ interface Built {
 
 /**
  * The graph with @minfer/ir's fusions applied (rms_norm·w, q/k/v and gate/up products sharing
- * their input); its inputs and logits found again by name in the rewritten graph.
+ * their input, a product and the residual or bias added to it); its inputs and logits found again
+ * by name in the rewritten graph.
  */
 function fused(b: Built): Built {
   const graph = fuse(b.graph);
