@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# The GPU run in one call (see ../shared/device/README.md): smoke test, op-conformance suite,
-# compute-sanitizer memcheck over the suite, fidelity against the CPU backend, and benchmarks of
-# synthetic qwen2-7b files; each stage's output goes to $OUT.
+# The GPU run (see ../shared/device/README.md): smoke test, op-conformance suite, compute-sanitizer
+# memcheck over the suite, fidelity against the CPU backend, benchmarks of synthetic qwen2-7b files,
+# the serving benchmark, a partial offload and a decode profile; each stage's output goes to $OUT.
 #
-# Here (build and pack):   bash scripts/device/prepare-cuda.sh
-# There (run tool, carry [".device/node.tar.xz", ".device/cuda"]):
-#   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && export PATH=$PWD/.nd/bin:$PATH && \
-#   bash scripts/device/cuda-run.sh smoke conformance memcheck fidelity bench [serve] [split] [profile]
-# conformance-stage runs the suite with the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1), whose
-# results must equal the default kernel's (vs-cpu NMSE as small). Stages run in the order given; with none, all of them. FIDELITY_PRESETS (default "tiny
-# qwen2-0.5b") picks the synthetic models of the fidelity stage. BENCH_TYPES (default "q4_k_m q4_0 q8_0")
-# and BENCH_CTX (extra context depth for one more Q4_K_M run, default 4096; empty = skip) tune
-# the bench stage.
+# Here (build and pack; the bundle is ~25 MB, the tracked tree ~18 MB, so carry it compressed):
+#   bash scripts/device/prepare-cuda.sh && tar -cJf .device/cuda.tar.xz -C .device cuda
+# There (run tool, carry [".device/node.tar.xz", ".device/cuda.tar.xz"]):
+#   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && tar -xJf .device/cuda.tar.xz -C .device && \
+#   export PATH=$PWD/.nd/bin:$PATH && bash scripts/device/cuda-run.sh STAGE…
+#
+# Stages (in the order given; with none: smoke conformance memcheck fidelity bench):
+#   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
+#   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
+#                       backend per case (OUT/vs-cpu.json)
+#   conformance-stage   the same with the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1)
+#   memcheck            the op suite under compute-sanitizer --tool memcheck
+#   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
+#                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
+#   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
+#                       q8_0"), each also with MINFER_CUDA_MV_STAGE=1 (generation), and Q4_K_M at
+#                       BENCH_CTX tokens of context (default 4096; empty: skip)
+#   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
+#   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
+#   profile             per-op GPU time of a decode step and of a 512-token batch (PROFILE_TYPE)
+# Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s (Q4_0/Q8_0 ~40 s), each bench ~25 s, the op
+# suite ~3 s, fidelity ~80 s: a 10-minute call holds smoke+conformance+memcheck+fidelity+Q4_0 bench+
+# profile, and another the Q4_K_M/Q8_0 benches, serve and split (files live for one call only).
 set -u
 D=.device/cuda
 OUT=${OUT:-/tmp/minfer-out}
