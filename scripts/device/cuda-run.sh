@@ -4,7 +4,7 @@
 # the serving benchmark, a partial offload and a decode profile; each stage's output goes to $OUT.
 #
 # Here (build and pack; the bundle is ~25 MB, the tracked tree ~18 MB, so carry it compressed):
-#   bash scripts/device/prepare-cuda.sh && tar -cJf .device/cuda.tar.xz -C .device cuda
+#   bash scripts/device/prepare-cuda.sh          (writes .device/cuda and .device/cuda.tar.xz)
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda.tar.xz"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && tar -xJf .device/cuda.tar.xz -C .device && \
 #   export PATH=$PWD/.nd/bin:$PATH && bash scripts/device/cuda-run.sh STAGE…
