@@ -1,7 +1,7 @@
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { type CpuRuntime, backend as cpuBackend } from "@minfer/backend-cpu";
-import { Context, type ContextOptions, KV_BUCKET, Model } from "@minfer/engine";
+import { Context, type ContextOptions, Model } from "@minfer/engine";
 import { readGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import { CliError } from "../errors.js";
@@ -131,12 +131,8 @@ export function describeContext(ctx: Context): string {
  * node that runs away from its layer's device because that device lacks the op (never silent).
  */
 export function describeAssignment(ctx: Context, verbose: boolean): string[] {
-  const step = ctx.graphs.get({
-    kind: "decode",
-    nTokens: 1,
-    nKv: Math.min(ctx.nCtx, KV_BUCKET),
-    nOutputs: 1,
-  });
+  // The graph a one-sequence decode step uses (spans over the whole cache), prepared once here.
+  const step = ctx.graphs.get({ kind: "decode", nTokens: 1, nKv: ctx.nCtx, nOutputs: 1, spans: true });
   const a = step.assignment;
   const lines: string[] = [];
   if (verbose)
