@@ -102,7 +102,7 @@ enum class Op : int32_t {
   TOP_K = 18,  // out (I32 [k, rows]) = indices of the k largest of each row, largest first
   MUL_MAT_ID = 19,  // out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)
   RMS_NORM_MUL = 32,  // out = rms_norm(a, eps) * w (fused)
-  MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) for weights w_1..w_n sharing x (fused)
+  MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) [+ c_i] for weights w_1..w_n sharing x, optional F32 addends c_1..c_n broadcast as ADD's b (fused)
   MUL_MAT_ADD = 34,  // out = mul_mat(a, b) + c, c F32 broadcast over the product as ADD's b (fused)
 };
 
@@ -272,7 +272,7 @@ constexpr int kMaxOutputs = 1;
 namespace MUL_MAT_MULTI {
 constexpr int kCount = 0;
 constexpr int kMinInputs = 3;
-constexpr int kMaxInputs = 4;
+constexpr int kMaxInputs = 7;
 constexpr int kMinOutputs = 2;
 constexpr int kMaxOutputs = 3;
 }  // namespace MUL_MAT_MULTI

@@ -144,33 +144,11 @@ const char* check_mul_mat(const NodeArgs& args) {
 const char* check_mul_mat_add(const NodeArgs& args) {
   if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
   if (const char* e = check_mul_mat_operands(args)) return e;
-  const Tensor* c = args.in[2];
-  if (c->dtype != DType::F32) return "mul_mat_add: c must be F32";
-  for (int i = 0; i < 4; i++)
-    if (c->ne[i] <= 0 || args.out[0]->ne[i] % c->ne[i] != 0) return "mul_mat_add: c does not broadcast over the product";
-  return nullptr;
-}
-
-// out[r, j, i2, i3] += c[r % c0, j % c1, i2 % c2, i3 % c3] for rows [r0, r1) and columns [j0, j1)
-// of every plane of out (one float add per element, as ADD).
-void add_c(const Tensor* c, const Tensor* out, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
-  if (r0 >= r1) return;
-  for (int64_t i3 = 0; i3 < out->ne[3]; i3++)
-    for (int64_t i2 = 0; i2 < out->ne[2]; i2++)
-      for (int64_t j = j0; j < j1; j++) {
-        float* o = reinterpret_cast<float*>(out->data + j * out->nb[1] + i2 * out->nb[2] + i3 * out->nb[3]);
-        const uint8_t* cr =
-            c->data + (j % c->ne[1]) * c->nb[1] + (i2 % c->ne[2]) * c->nb[2] + (i3 % c->ne[3]) * c->nb[3];
-        if (c->ne[0] == 1) {
-          const float v = *reinterpret_cast<const float*>(cr);
-          for (int64_t r = r0; r < r1; r++) o[r] += v;
-        } else if (c->nb[0] == 4 && c->ne[0] == out->ne[0]) {
-          const float* cf = reinterpret_cast<const float*>(cr);
-          for (int64_t r = r0; r < r1; r++) o[r] += cf[r];
-        } else {
-          for (int64_t r = r0; r < r1; r++) o[r] += *reinterpret_cast<const float*>(cr + (r % c->ne[0]) * c->nb[0]);
-        }
-      }
+  switch (check_addend(args.in[2], args.out[0])) {
+    case AddendError::NotF32: return "mul_mat_add: c must be F32";
+    case AddendError::NoBroadcast: return "mul_mat_add: c does not broadcast over the product";
+    default: return nullptr;
+  }
 }
 
 const char* check_mul_mat_operands(const NodeArgs& args) {
@@ -290,12 +268,20 @@ const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, 2, 
 const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_mul_mat, 2, run_mul_mat});
 
 // ================================================================================================
-// MUL_MAT_MULTI: inputs x, w1..wn (2-D weights sharing x's k); out_i = mul_mat(w_i, x).
-// x is converted once per distinct activation format among the weights (usually one).
+// MUL_MAT_MULTI: inputs x, w1..wn (2-D weights sharing x's k), optionally c1..cn;
+// out_i = mul_mat(w_i, x) [+ c_i]. x is converted once per distinct activation format among the
+// weights (usually one); each c_i (F32, broadcast over out_i as ADD's b) is added in place by the
+// thread that computed a panel / row block of out_i, right after it, as MUL_MAT_ADD does.
+
+// Input index of out_i's addend, or 0 when the node has none.
+int multi_addend(const NodeArgs& args, int i) {
+  return args.n_inputs == 1 + 2 * args.n_outputs ? 1 + args.n_outputs + i : 0;
+}
 
 const char* check_mul_mat_multi(const NodeArgs& args) {
-  const int nw = args.n_inputs - 1;
-  if (nw < 2 || nw > 3 || args.n_outputs != nw) return "mul_mat_multi takes x, 2-3 weights and one output per weight";
+  const int nw = args.n_outputs;
+  if (nw < 2 || nw > 3 || (args.n_inputs != 1 + nw && args.n_inputs != 1 + 2 * nw))
+    return "mul_mat_multi takes x, 2-3 weights, optionally one addend per weight, and one output per weight";
   const Tensor* x = args.in[0];
   if (const char* e = check_act(x)) return e;
   for (int i = 0; i < nw; i++) {
@@ -303,6 +289,18 @@ const char* check_mul_mat_multi(const NodeArgs& args) {
     if (const char* e = check_weight(w)) return e;
     if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) return "mul_mat_multi: each weight must be [k, m] with x's k";
     if (const char* e = check_out(args.out[i], w->ne[1], x->ne[1], x->ne[2], x->ne[3])) return e;
+    if (const int ci = multi_addend(args, i)) {
+      static const char* const kNotF32[3] = {"mul_mat_multi: c1 must be F32", "mul_mat_multi: c2 must be F32",
+                                             "mul_mat_multi: c3 must be F32"};
+      static const char* const kNoBroadcast[3] = {"mul_mat_multi: c1 does not broadcast over out1",
+                                                  "mul_mat_multi: c2 does not broadcast over out2",
+                                                  "mul_mat_multi: c3 does not broadcast over out3"};
+      switch (check_addend(args.in[ci], args.out[i])) {
+        case AddendError::NotF32: return kNotF32[i];
+        case AddendError::NoBroadcast: return kNoBroadcast[i];
+        default: break;
+      }
+    }
   }
   return nullptr;
 }
@@ -322,7 +320,7 @@ MultiLayout multi_layout(const NodeArgs& args) {
   const Tensor* x = args.in[0];
   const int64_t nrows = x->ne[1] * x->ne[2] * x->ne[3];
   size_t off = 0;
-  for (int i = 0; i < args.n_inputs - 1; i++) {
+  for (int i = 0; i < args.n_outputs; i++) {
     const q::ActFormat f = q::weight_traits(args.in[1 + i]->dtype).act;
     int j = 0;
     while (j < l.n_fmt && l.fmts[j] != f) j++;
@@ -357,7 +355,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
       convert_rows(x, l.fmts[j], l.row_bytes[j], args.simd, scratch + l.off[j], tmp, ith, nth);
     return;
   }
-  const int nw = args.n_inputs - 1;
+  const int nw = args.n_outputs;
   const int64_t n = x->ne[1], pr = q::kGemmPanelRows;
   int64_t total = 0, panels = 0;
   bool all_gemm = n >= q::kGemmMinCols;
@@ -375,8 +373,10 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
         const int64_t np = (w->ne[1] + pr - 1) / pr;
         if (rest < np) {
           const int f = l.fmt_of[i];
+          const int64_t pe = std::min(w->ne[1], (rest + 1) * pr);
           mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd,
-                          rest * pr, std::min(w->ne[1], (rest + 1) * pr), 0, n);
+                          rest * pr, pe, 0, n);
+          if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], rest * pr, pe, 0, n);
           break;
         }
         rest -= np;
@@ -396,6 +396,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
       const int f = l.fmt_of[i];
       mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd, lo, hi,
                       c0, c1);
+      if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], lo, hi, c0, c1);
     }
     base += m;
   }

@@ -35,6 +35,12 @@ const char* check_weight(const Tensor* a);
 const char* check_act(const Tensor* b);
 const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 size_t align64(size_t x);
+// Addends of the fused matmuls (matmul_add.cpp): c F32, broadcast over out as ADD's b.
+enum class AddendError { None, NotF32, NoBroadcast };
+AddendError check_addend(const Tensor* c, const Tensor* out);
+// out[r, j, i2, i3] += c[r % c0, j % c1, i2 % c2, i3 % c3] for rows [r0, r1) and columns [j0, j1)
+// of every plane of out (one float add per element, as ADD).
+void add_c(const Tensor* c, const Tensor* out, int64_t r0, int64_t r1, int64_t j0, int64_t j1);
 void convert_row(const Tensor* b, int64_t i1, int64_t i2, int64_t i3, q::ActFormat fmt, SimdLevel level, void* dst,
                  float* tmp);
 

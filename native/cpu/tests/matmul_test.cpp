@@ -1,6 +1,7 @@
-// Standalone tests of the MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI, MUL_MAT_ID and GET_ROWS kernels, run through
-// their registered KernelDefs by a tiny phase/barrier executor (threads 1..3, every SIMD level
-// the CPU has), against double-precision references on the dequantized weights.
+// Standalone tests of the MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI (with and without addends), MUL_MAT_ID
+// and GET_ROWS kernels, run through their registered KernelDefs by a tiny phase/barrier executor
+// (threads 1..3, every SIMD level the CPU has), against double-precision references on the
+// dequantized weights.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -359,6 +360,86 @@ static void test_mul_mat_add() {
   std::printf("mul_mat_add: %d runs equal mul_mat + add bit for bit; refusals ok\n", runs);
 }
 
+// MUL_MAT_MULTI with addends c_1..c_n must equal MUL_MAT_MULTI followed by one float add of each
+// c_i bit for bit: decode (row split) and prefill (panel GEMM when every weight has one, else the
+// row/column split), every level, 1-3 threads; c_i a bias [m_i], the full [m_i, n] or strided
+// column scalars [1, n].
+static void test_mul_mat_multi_add() {
+  std::mt19937 rng(6);
+  const int64_t k = 256;
+  const int64_t ms[3] = {70, 40, 33};
+  int runs = 0;
+  const DType sets[2][3] = {{DType::Q8_0, DType::Q4_0, DType::Q4_K}, {DType::F16, DType::Q8_0, DType::Q4_K}};
+  for (const auto& wt : sets)
+    for (int nw : {2, 3})
+      for (int64_t n : {int64_t(1), int64_t(19)})
+        for (int cs = 0; cs < 3; cs++) {
+          std::vector<float> wv, xv;
+          Buf w[3], c[3], o[3], f[3];
+          for (int i = 0; i < nw; i++) w[i] = make_weights(wt[i], k, ms[i], 1, rng, wv);
+          Buf x = make_act(DType::F32, k, n, 1, 1, false, rng, xv);
+          std::normal_distribution<float> nd(0.0f, 1.0f);
+          for (int i = 0; i < nw; i++) {
+            const int64_t c0 = cs == 2 ? 1 : ms[i], c1 = cs == 0 ? 1 : n;
+            set_contiguous(c[i].t, DType::F32, c0, c1, 1, 1);
+            if (cs == 2) c[i].t.nb[1] = 12, c[i].t.nb[2] = c[i].t.nb[3] = 12 * n;  // strided column scalars
+            c[i].bytes.resize(static_cast<size_t>(c[i].t.nb[1] * c1 + 16));
+            for (size_t b = 0; b + 4 <= c[i].bytes.size(); b += 4) {
+              const float v = nd(rng);
+              std::memcpy(&c[i].bytes[b], &v, 4);
+            }
+            c[i].t.data = c[i].bytes.data();
+            for (Buf* t : {&o[i], &f[i]}) {
+              set_contiguous(t->t, DType::F32, ms[i], n, 1, 1);
+              t->bytes.resize(static_cast<size_t>(ms[i] * n * 4));
+              t->t.data = t->bytes.data();
+            }
+          }
+          for (int l = 0; l <= max_level(); l++)
+            for (int nth : {1, 2, 3}) {
+              std::vector<const Tensor*> in = {&x.t}, in_c, out, out_c;
+              for (int i = 0; i < nw; i++) in.push_back(&w[i].t), out.push_back(&o[i].t), out_c.push_back(&f[i].t);
+              in_c = in;
+              for (int i = 0; i < nw; i++) in_c.push_back(&c[i].t);
+              execute(Op::MUL_MAT_MULTI, in, out, nth, static_cast<SimdLevel>(l));
+              for (int i = 0; i < nw; i++) std::memset(f[i].bytes.data(), 0xa5, f[i].bytes.size());
+              execute(Op::MUL_MAT_MULTI, in_c, out_c, nth, static_cast<SimdLevel>(l));
+              bool same = true;
+              for (int i = 0; i < nw; i++)
+                for (int64_t j = 0; j < n; j++)
+                  for (int64_t r = 0; r < ms[i]; r++) {
+                    const size_t at = static_cast<size_t>(j * ms[i] + r) * 4;
+                    float prod, cv, got;
+                    std::memcpy(&prod, &o[i].bytes[at], 4);
+                    std::memcpy(&got, &f[i].bytes[at], 4);
+                    std::memcpy(&cv, c[i].bytes.data() + (r % c[i].t.ne[0]) * c[i].t.nb[0] + (j % c[i].t.ne[1]) * c[i].t.nb[1], 4);
+                    const float want = prod + cv;
+                    same = same && std::memcmp(&want, &got, 4) == 0;
+                  }
+              CHECK(same, "mul_mat_multi+c %s.. nw=%d n=%lld c case %d level %d threads %d differs from multi + add",
+                    program::dtype_name(wt[0]), nw, (long long)n, cs, l, nth);
+              runs++;
+            }
+        }
+  // Refusals: a wrong input count, an addend that does not broadcast, an F16 addend.
+  Buf x, w1, w2, c1, c2, o1, o2;
+  set_contiguous(x.t, DType::F32, 64, 3, 1, 1);
+  set_contiguous(w1.t, DType::Q8_0, 64, 8, 1, 1);
+  set_contiguous(w2.t, DType::Q8_0, 64, 4, 1, 1);
+  set_contiguous(o1.t, DType::F32, 8, 3, 1, 1);
+  set_contiguous(o2.t, DType::F32, 4, 3, 1, 1);
+  set_contiguous(c1.t, DType::F32, 8, 1, 1, 1);
+  set_contiguous(c2.t, DType::F32, 3, 1, 1, 1);
+  const char* e = check_only(Op::MUL_MAT_MULTI, {&x.t, &w1.t, &w2.t, &c1.t}, {&o1.t, &o2.t});
+  CHECK(e && std::strstr(e, "one addend per weight"), "4 inputs for 2 outputs must be refused (%s)", e ? e : "null");
+  e = check_only(Op::MUL_MAT_MULTI, {&x.t, &w1.t, &w2.t, &c1.t, &c2.t}, {&o1.t, &o2.t});
+  CHECK(e && std::strstr(e, "c2 does not broadcast"), "c2 [3] over [4, 3] must be refused (%s)", e ? e : "null");
+  set_contiguous(c1.t, DType::F16, 8, 1, 1, 1);
+  e = check_only(Op::MUL_MAT_MULTI, {&x.t, &w1.t, &w2.t, &c1.t, &c2.t}, {&o1.t, &o2.t});
+  CHECK(e && std::strstr(e, "c1 must be F32"), "an F16 c1 must be refused (%s)", e ? e : "null");
+  std::printf("mul_mat_multi with addends: %d runs equal mul_mat_multi + add bit for bit; refusals ok\n", runs);
+}
+
 static void test_mul_mat_id() {
   std::mt19937 rng(3);
   const int64_t k = 256, m = 40, n_exp = 4, n_used = 2, n_tok = 5;
@@ -461,6 +542,7 @@ int main() {
   test_mul_mat();
   test_mul_mat_multi();
   test_mul_mat_add();
+  test_mul_mat_multi_add();
   test_mul_mat_id();
   test_get_rows();
   if (g_fail) {

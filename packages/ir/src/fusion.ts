@@ -14,6 +14,12 @@ export interface FusionOptions {
   /** Up to three mul_mat(w_i, x) sharing x, with 2-D weights of one dtype → MUL_MAT_MULTI. */
   mulMatMulti?: boolean;
   /**
+   * A MUL_MAT_MULTI group whose every product is read only by one ADD, as its `a` with an F32 `b`
+   * broadcast over it (qwen2's q/k/v biases), takes those ADDs' `b`s as its addends c_1..c_n and
+   * the ADDs are dropped (all members or none); the fused outputs take the ADDs' names.
+   */
+  mulMatMultiAdd?: boolean;
+  /**
    * mul_mat(w, x) + c → MUL_MAT_ADD(w, x, c): a product read only by one ADD, as its full-shape
    * operand `a` with `c` (F32) broadcast over it — or as its `b` when both operands have the same
    * shape (the add is then symmetric). Products that MUL_MAT_MULTI groups are left to it.
@@ -80,6 +86,28 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
   }
 
   const grouped = new Set<Node>();
+  const index = new Map<Node, number>(graph.nodes.map((n, i) => [n, i]));
+  /** The one node reading each result (meaningful where onlyUse holds). */
+  const reader = new Map<Tensor, Node>();
+  for (const n of graph.nodes) for (const t of n.inputs) reader.set(t, n);
+  /** Whether t (and every view base under it) exists before node number i runs. */
+  const readyBefore = (t: Tensor, i: number): boolean => {
+    for (let cur: Tensor | undefined = t; cur; cur = cur.viewOf) {
+      if (cur.kind === "state") return false;
+      if (cur.node && (index.get(cur.node) ?? i) >= i) return false;
+    }
+    return true;
+  };
+  /** The ADD reading a group member's product as its `a`, with a `b` the fused node can take. */
+  const biasAdd = (mm: Node, i: number): Node | undefined => {
+    const p = mm.outputs[0]!;
+    const add = reader.get(p);
+    if (!add || add.op !== Op.ADD || !onlyUse(p) || fusedAt.has(add) || dropped.has(add)) return undefined;
+    const [a, c] = add.inputs as [Tensor, Tensor];
+    if (a !== p || c === p || c.dtype !== DType.F32 || !canRepeat(c.ne, p.ne) || !readyBefore(c, i))
+      return undefined;
+    return add;
+  };
   if (options.mulMatMulti ?? true) {
     graph.nodes.forEach((first, i) => {
       if (first.op !== Op.MUL_MAT || grouped.has(first)) return;
@@ -102,24 +130,34 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
       if (group.length < 2) return;
       for (const n of group) grouped.add(n);
       for (const n of group.slice(1)) dropped.add(n);
+      // Every member's bias ADD, or none: the addends come all together.
+      const adds = group.map((n) => ((options.mulMatMultiAdd ?? true) ? biasAdd(n, i) : undefined));
+      const folded = adds.every((a) => a !== undefined) ? (adds as Node[]) : undefined;
+      for (const a of folded ?? []) dropped.add(a);
       fusedAt.set(first, (map, b) => {
         const outs = b.node(
           Op.MUL_MAT_MULTI,
-          [map(x), ...group.map((n) => map(n.inputs[0]!))],
+          [map(x), ...group.map((n) => map(n.inputs[0]!)), ...(folded ?? []).map((a) => map(a.inputs[1]!))],
           [],
-          group.map((n) => n.name).join("+"),
+          (folded ?? group).map((n) => n.name).join("+"),
         );
-        // Later members' outputs are the fused node's other outputs.
-        group.slice(1).forEach((n, k) => {
-          later.set(n.outputs[0]!, outs[k + 1]!);
-        });
-        return [outs[0]!];
+        // Later members' outputs (or, with addends, the ADDs' outputs) are the fused node's
+        // other outputs; they take those tensors' names as replay maps them.
+        if (folded)
+          folded.forEach((a, k) => {
+            later.set(a.outputs[0]!, outs[k]!);
+          });
+        else
+          group.slice(1).forEach((n, k) => {
+            later.set(n.outputs[0]!, outs[k + 1]!);
+          });
+        return folded ? [] : [outs[0]!];
       });
     });
   }
   if (options.mulMatAdd ?? true) {
     for (const node of graph.nodes) {
-      if (node.op !== Op.ADD) continue;
+      if (node.op !== Op.ADD || dropped.has(node)) continue;
       const [a, c] = node.inputs as [Tensor, Tensor];
       // The product as ADD's a (c broadcast over it), or as its b when the shapes are equal.
       for (const [p, other] of [

@@ -161,7 +161,7 @@ describe("fusion", () => {
     const b = new GraphBuilder();
     const x = b.input("x", DType.F32, [64, 3]);
     const h = b.input("h", DType.F32, [64, 3]);
-    // qwen2-style q/k/v with bias ADDs: grouped by MUL_MAT_MULTI, the ADDs stay.
+    // qwen2-style q/k/v with bias ADDs: grouped by MUL_MAT_MULTI with the biases as addends.
     const qkv = ["q", "k", "v"].map((n) =>
       b.add(b.mulMat(b.weight(`w${n}`, DType.Q8_0, [64, 32]), h), b.weight(`b${n}`, DType.F32, [32]), n),
     );
@@ -188,9 +188,6 @@ describe("fusion", () => {
     const f = fuse(g);
     expect(f.nodes.map((n) => n.op)).toEqual([
       Op.MUL_MAT_MULTI,
-      Op.ADD,
-      Op.ADD,
-      Op.ADD,
       Op.MUL_MAT_ADD,
       Op.MUL_MAT_ADD,
       Op.MUL_MAT_ADD,
@@ -204,6 +201,70 @@ describe("fusion", () => {
     ]);
     expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
     expect(fuse(g, { mulMatAdd: false }).nodes.map((n) => n.op)).not.toContain(Op.MUL_MAT_ADD);
+    expect(
+      fuse(g, { mulMatMultiAdd: false })
+        .nodes.slice(0, 4)
+        .map((n) => n.op),
+    ).toEqual([Op.MUL_MAT_MULTI, Op.ADD, Op.ADD, Op.ADD]);
+  });
+
+  it("folds qwen2's q/k/v bias ADDs into MUL_MAT_MULTI as addends (all members or none)", () => {
+    const qwen2 = (kBias: "weight" | "read twice" | "f16" | "as b") => {
+      const b = new GraphBuilder();
+      const h = b.input("h", DType.F32, [64, 3]);
+      const outs = ["q", "k", "v"].map((n, i) => {
+        const p = b.mulMat(b.weight(`w${n}`, DType.Q8_0, [64, 32 + 16 * i]), h);
+        const bias = b.weight(`b${n}`, n === "k" && kBias === "f16" ? DType.F16 : DType.F32, [32 + 16 * i]);
+        if (n === "k" && kBias === "read twice") b.output(p);
+        if (n === "k" && kBias === "as b") return b.add(b.input("r", DType.F32, [48, 3]), p, n);
+        return n === "k" && kBias === "f16" ? b.add(p, b.cont(bias, DType.F32), n) : b.add(p, bias, n);
+      });
+      for (const t of outs) b.output(t);
+      return b.build();
+    };
+    const g = qwen2("weight");
+    const f = fuse(g);
+    expect(f.nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_MULTI]);
+    const [multi] = f.nodes;
+    expect(multi!.inputs.map((t) => t.name)).toEqual(["h", "wq", "wk", "wv", "bq", "bk", "bv"]);
+    expect(multi!.outputs.map((t) => t.name)).toEqual(["q", "k", "v"]);
+    expect(multi!.name).toBe("q+k+v");
+    expect(f.outputs.map((t) => t.name)).toEqual(["q", "k", "v"]);
+    expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
+    // One member's product read elsewhere, or added as ADD's b: no member takes its addend.
+    for (const variant of ["read twice", "as b"] as const)
+      expect(fuse(qwen2(variant)).nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_MULTI, Op.ADD, Op.ADD, Op.ADD]);
+    // A bias computed after the group's first product (here a CPY of an F16 bias) is not ready
+    // where the fused node runs: the ADDs stay.
+    expect(fuse(qwen2("f16")).nodes.map((n) => n.op)).toEqual([
+      Op.MUL_MAT_MULTI,
+      Op.ADD,
+      Op.CPY,
+      Op.ADD,
+      Op.ADD,
+    ]);
+  });
+
+  it("checks MUL_MAT_MULTI's input count and addends", () => {
+    const b = new GraphBuilder();
+    const x = b.input("x", DType.F32, [64, 4]);
+    const w1 = b.weight("w1", DType.Q8_0, [64, 32]);
+    const w2 = b.weight("w2", DType.F16, [64, 8]);
+    const c1 = b.input("c1", DType.F32, [32]);
+    const c2 = b.input("c2", DType.F32, [8, 4]);
+    expect(b.node(Op.MUL_MAT_MULTI, [x, w1, w2, c1, c2], []).map((t) => t.ne)).toEqual([
+      [32, 4, 1, 1],
+      [8, 4, 1, 1],
+    ]);
+    expect(irError(() => b.node(Op.MUL_MAT_MULTI, [x, w1, w2, c1, c2, c1], [])).message).toMatch(
+      /optionally one addend per weight \(3, 4, 5 or 7 inputs\), got 6/,
+    );
+    expect(
+      irError(() => b.node(Op.MUL_MAT_MULTI, [x, w1, w2, c1, b.input("c3", DType.F32, [3])], [])).message,
+    ).toMatch(/c2 does not broadcast over out2 \[8, 4, 1, 1\]/);
+    expect(
+      irError(() => b.node(Op.MUL_MAT_MULTI, [x, w1, w2, b.input("h", DType.F16, [32]), c2], [])).message,
+    ).toMatch(/c1 must be F32/);
   });
 
   it("checks MUL_MAT_ADD's c: F32 and broadcastable over the product", () => {

@@ -236,13 +236,30 @@ export function inferOutputs(
       return [{ dtype: DType.F32, ne: [a.ne[1], c.ne[0], c.ne[1], 1] }];
     }
     case Op.MUL_MAT_MULTI: {
+      // Inputs x, w_1..w_n (n = 2 or 3), then optionally the addends c_1..c_n.
       const x = inputs[0]!;
+      const rest = inputs.length - 1;
+      const nw = rest === 2 || rest === 3 ? rest : rest === 4 || rest === 6 ? rest / 2 : 0;
+      if (nw === 0)
+        fail(
+          name,
+          node,
+          `takes x, 2-3 weights and optionally one addend per weight (3, 4, 5 or 7 inputs), got ${inputs.length}`,
+          inputs,
+        );
       needDtype(name, node, x, FLOAT_DTYPES, "x", inputs);
-      return inputs.slice(1).map((w) => {
+      return inputs.slice(1, 1 + nw).map((w, i) => {
         needDtype(name, node, w, WEIGHT_DTYPES, "each weight", inputs);
         if (w.ne[0] !== x.ne[0] || w.ne[2] !== 1 || w.ne[3] !== 1)
           fail(name, node, "each weight must be [k, m] with x's k", inputs);
-        return { dtype: DType.F32, ne: [w.ne[1], x.ne[1], x.ne[2], x.ne[3]] as Shape };
+        const ne: Shape = [w.ne[1], x.ne[1], x.ne[2], x.ne[3]];
+        const c = inputs[1 + nw + i];
+        if (c) {
+          needDtype(name, node, c, F32, `c${i + 1}`, inputs);
+          if (!canRepeat(c.ne, ne))
+            fail(name, node, `c${i + 1} does not broadcast over out${i + 1} [${ne.join(", ")}]`, inputs);
+        }
+        return { dtype: DType.F32, ne };
       });
     }
     default:

@@ -130,7 +130,13 @@ export const OP_SPECS: readonly OpSpec[] = [
     "out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)",
   ),
   spec("RMS_NORM_MUL", [2, 2], [["eps", "f32"]], "out = rms_norm(a, eps) * w (fused)"),
-  spec("MUL_MAT_MULTI", [3, 4], [], "out_i = mul_mat(w_i, x) for weights w_1..w_n sharing x (fused)", [2, 3]),
+  spec(
+    "MUL_MAT_MULTI",
+    [3, 7],
+    [],
+    "out_i = mul_mat(w_i, x) [+ c_i] for weights w_1..w_n sharing x, optional F32 addends c_1..c_n broadcast as ADD's b (fused)",
+    [2, 3],
+  ),
   spec(
     "MUL_MAT_ADD",
     [3, 3],

@@ -598,6 +598,38 @@ add({
   tolerance: tol(F32, DType.Q4_0, DType.Q8_0, DType.Q5_0),
 });
 
+// ---- MUL_MAT_MULTI with addends (fused q/k/v + biases): decode and prefill (panel GEMM) ×
+// weights Q8_0, Q4_0, Q4_K, F16 × c_i biases [m_i]; one case with full-shape addends ----
+for (const w of [DType.Q8_0, DType.Q4_0, DType.Q4_K, F16])
+  for (const tokens of [1, 19]) {
+    const k = 256;
+    const ms = [70, 40, 40];
+    add({
+      name: `MUL_MAT_MULTI+c x=F32 w=${n(w)}×3 ${shape([k, tokens])} rows ${ms.join("+")} c=[m_i]`,
+      op: "MUL_MAT_MULTI",
+      dtypes: ["F32", n(w), n(w), n(w)],
+      build: (b) => {
+        const xs = b.input("x", F32, [k, tokens]);
+        const weights = ms.map((m, i) => b.weight(`w${i}`, w, [k, m]));
+        const biases = ms.map((m, i) => b.weight(`c${i}`, F32, [m]));
+        for (const o of b.node(Op.MUL_MAT_MULTI, [xs, ...weights, ...biases], [])) b.output(o);
+      },
+      tolerance: tol(w),
+    });
+  }
+add({
+  name: "MUL_MAT_MULTI+c x=F32 w=Q8_0+Q4_K prefill [256, 19] rows 70+33 c=full [m_i, 19]",
+  op: "MUL_MAT_MULTI",
+  dtypes: ["F32", "Q8_0", "Q4_K"],
+  build: (b) => {
+    const xs = b.input("x", F32, [256, 19]);
+    const weights = [DType.Q8_0, DType.Q4_K].map((d, i) => b.weight(`w${i}`, d, [256, [70, 33][i]!]));
+    const cs = [70, 33].map((m, i) => b.input(`c${i}`, F32, [m, 19]));
+    for (const o of b.node(Op.MUL_MAT_MULTI, [xs, ...weights, ...cs], [])) b.output(o);
+  },
+  tolerance: tol(DType.Q8_0, DType.Q4_K),
+});
+
 // ---- MUL_MAT_ADD (fused): decode and prefill (panel GEMM) × c as a bias [m] or the full [m, n] ----
 for (const a of [F32, F16, DType.Q8_0, DType.Q4_0, DType.Q4_K])
   for (const tokens of [1, 19])

@@ -63,7 +63,7 @@ function compute(
     case Op.RMS_NORM_MUL:
       return [rmsNormMul(a, b, p[0]!)];
     case Op.MUL_MAT_MULTI:
-      return mulMatMulti(a, x.slice(1));
+      return mulMatMulti(a, x.slice(1), outputs.length);
     case Op.MUL_MAT_ADD:
       return [mulMatAdd(a, b, c)];
     default:

@@ -54,4 +54,18 @@ describe("reference matmul", () => {
     ]);
     expect(outs.map((o) => o.data[0])).toEqual([3, 7]);
   });
+  it("mul_mat_multi with addends adds c_i to out_i", () => {
+    const x = dense([2, 1, 1, 1], Float64Array.of(1, 1));
+    const outs = mulMatMulti(
+      x,
+      [
+        dense([2, 1, 1, 1], Float64Array.of(1, 2)),
+        dense([2, 1, 1, 1], Float64Array.of(3, 4)),
+        dense([1, 1, 1, 1], Float64Array.of(10)),
+        dense([1, 1, 1, 1], Float64Array.of(-7)),
+      ],
+      2,
+    );
+    expect(outs.map((o) => o.data[0])).toEqual([13, 0]);
+  });
 });
