@@ -7,9 +7,10 @@
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
 //   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels.
-// MUL_MAT_ADD (out = mul_mat(a, b) + c) runs the same paths; the mat-vec and generic kernels add c
-// as they store each result (plus_c), gemm_tc is followed by add_c_kernel over the output (after
-// any split-K reduction, so c is added once).
+// MUL_MAT_ADD (out = mul_mat(a, b) + c) and MUL_MAT_MULTI with addends (out_i = mul_mat(w_i, x) +
+// c_i) run the same paths; the mat-vec and generic kernels add c as they store each result
+// (plus_c), gemm_tc is followed by add_c_kernel over the output (after any split-K reduction, so
+// c is added once).
 #include <algorithm>
 
 #include "../gemm_tc.h"
@@ -58,14 +59,23 @@ const char* check_mul_mat(const NodeArgs& args) {
   return check_mul_mat_operands(args);
 }
 
+// An addend c (MUL_MAT_ADD's c, MUL_MAT_MULTI's c_i): F32, broadcast over out as ADD's b.
+enum class AddendError { None, NotF32, NoBroadcast };
+AddendError check_addend(const Tensor* c, const Tensor* out) {
+  if (c->dtype != DType::F32) return AddendError::NotF32;
+  for (int i = 0; i < 4; i++)
+    if (c->ne[i] <= 0 || out->ne[i] % c->ne[i] != 0) return AddendError::NoBroadcast;
+  return AddendError::None;
+}
+
 const char* check_mul_mat_add(const NodeArgs& args) {
   if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
   if (const char* e = check_mul_mat_operands(args)) return e;
-  const Tensor* c = args.in[2];
-  if (c->dtype != DType::F32) return "mul_mat_add: c must be F32";
-  for (int i = 0; i < 4; i++)
-    if (c->ne[i] <= 0 || args.out[0]->ne[i] % c->ne[i] != 0) return "mul_mat_add: c does not broadcast over the product";
-  return nullptr;
+  switch (check_addend(args.in[2], args.out[0])) {
+    case AddendError::NotF32: return "mul_mat_add: c must be F32";
+    case AddendError::NoBroadcast: return "mul_mat_add: c does not broadcast over the product";
+    default: return nullptr;
+  }
 }
 
 const char* check_mul_mat_operands(const NodeArgs& args) {
@@ -79,10 +89,16 @@ const char* check_mul_mat_operands(const NodeArgs& args) {
   return check_out(args.out[0], a->ne[1], b->ne[1], b->ne[2], b->ne[3]);
 }
 
-// Inputs x, w1..wn (2 or 3 weights); outputs one per weight.
+// Input index of MUL_MAT_MULTI's out_i addend, or 0 when the node has none.
+int multi_addend(const NodeArgs& args, int i) {
+  return args.n_inputs == 1 + 2 * args.n_outputs ? 1 + args.n_outputs + i : 0;
+}
+
+// Inputs x, w1..wn (2 or 3 weights), optionally c1..cn; outputs one per weight.
 const char* check_mul_mat_multi(const NodeArgs& args) {
-  const int nw = args.n_inputs - 1;
-  if (nw < 2 || nw > 3 || args.n_outputs != nw) return "mul_mat_multi takes x, 2-3 weights and one output per weight";
+  const int nw = args.n_outputs;
+  if (nw < 2 || nw > 3 || (args.n_inputs != 1 + nw && args.n_inputs != 1 + 2 * nw))
+    return "mul_mat_multi takes x, 2-3 weights, optionally one addend per weight, and one output per weight";
   const Tensor* x = args.in[0];
   if (const char* e = check_act(x)) return e;
   for (int i = 0; i < nw; i++) {
@@ -90,6 +106,18 @@ const char* check_mul_mat_multi(const NodeArgs& args) {
     if (const char* e = check_weight(w)) return e;
     if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) return "mul_mat_multi: each weight must be [k, m] with x's k";
     if (const char* e = check_out(args.out[i], w->ne[1], x->ne[1], x->ne[2], x->ne[3])) return e;
+    if (const int ci = multi_addend(args, i)) {
+      static const char* const kNotF32[3] = {"mul_mat_multi: c1 must be F32", "mul_mat_multi: c2 must be F32",
+                                             "mul_mat_multi: c3 must be F32"};
+      static const char* const kNoBroadcast[3] = {"mul_mat_multi: c1 does not broadcast over out1",
+                                                  "mul_mat_multi: c2 does not broadcast over out2",
+                                                  "mul_mat_multi: c3 does not broadcast over out3"};
+      switch (check_addend(args.in[ci], args.out[i])) {
+        case AddendError::NotF32: return kNotF32[i];
+        case AddendError::NoBroadcast: return kNoBroadcast[i];
+        default: break;
+      }
+    }
   }
   return nullptr;
 }
@@ -143,7 +171,8 @@ Planes mul_mat_planes(const Tensor* w, const Tensor* b, const Tensor* out, const
   return p;
 }
 
-// MUL_MAT_ADD's planes: MUL_MAT's, with c added as each result is stored.
+// MUL_MAT_ADD's planes (and MUL_MAT_MULTI's with addends): MUL_MAT's, with c added as each
+// result is stored.
 Planes with_c(Planes p, const Tensor* c) {
   p.c = c->data;
   for (int i = 0; i < 4; i++) {
@@ -386,20 +415,22 @@ cudaError_t launch_mul_mat_add(const NodeArgs& args, const LaunchContext& ctx) {
 // ---- MUL_MAT_MULTI ----------------------------------------------------------------------------------
 
 size_t scratch_mul_mat_multi(const NodeArgs& args) {
-  return act_regions(&args.in[1], args.n_inputs - 1, args.in[0], false).total;
+  return act_regions(&args.in[1], args.n_outputs, args.in[0], false).total;
 }
 
+// Each weight's planes, with its addend c_i (when the node has them) added as MUL_MAT_ADD's planes
+// add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc.
 cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor* x = args.in[0];
-  const int nw = args.n_inputs - 1;
+  const int nw = args.n_outputs;
   const ActRegions r = act_regions(&args.in[1], nw, x, false);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
   for (int i = 0; i < nw; i++) {
     const Tensor* w = args.in[1 + i];
-    if (cudaError_t e = run_planes(mul_mat_planes(w, x, args.out[i], ctx), w, x, false, r, scratch, ctx);
-        e != cudaSuccess)
-      return e;
+    Planes p = mul_mat_planes(w, x, args.out[i], ctx);
+    if (const int ci = multi_addend(args, i)) p = with_c(p, args.in[ci]);
+    if (cudaError_t e = run_planes(p, w, x, false, r, scratch, ctx); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }

@@ -50,8 +50,9 @@ struct Planes {
   int64_t id_nb0, id_nb1, n_used, n_exp, b_ne1;
   DeviceError* err;
   int node;
-  // MUL_MAT_ADD: c (F32, any strides) broadcast over the output as ADD's b, added to each result
-  // as it is stored (plus_c); nullptr for MUL_MAT, MUL_MAT_MULTI and MUL_MAT_ID.
+  // MUL_MAT_ADD's c or MUL_MAT_MULTI's c_i (F32, any strides) broadcast over the output as ADD's
+  // b, added to each result as it is stored (plus_c); nullptr for MUL_MAT, MUL_MAT_MULTI without
+  // addends and MUL_MAT_ID.
   const uint8_t* c;
   int64_t c_ne[4], c_nb[4];
 };
