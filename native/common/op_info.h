@@ -20,7 +20,15 @@ struct OpInfo {
         param::NAME::kMinOutputs, param::NAME::kMaxOutputs                                         \
   }
 
-inline constexpr OpInfo kOps[] = {
+// Hidden: the CPU and CUDA addons share one process, and an exported inline variable is a
+// STB_GNU_UNIQUE symbol that the dynamic loader binds process-wide (even for RTLD_LOCAL): the
+// addon loaded first would lend its op table (input counts included) to the other.
+#if defined(__GNUC__) || defined(__clang__)
+#define MINFER_OPS_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define MINFER_OPS_HIDDEN
+#endif
+MINFER_OPS_HIDDEN inline constexpr OpInfo kOps[] = {
     MINFER_OP(GET_ROWS),   MINFER_OP(MUL_MAT),      MINFER_OP(ADD),           MINFER_OP(MUL),
     MINFER_OP(SCALE),      MINFER_OP(RMS_NORM),     MINFER_OP(NORM),          MINFER_OP(ROPE),
     MINFER_OP(SOFTMAX),    MINFER_OP(ATTENTION),    MINFER_OP(SILU),          MINFER_OP(GELU),
