@@ -89,6 +89,35 @@ describe.skipIf(!checkProgram)("CUDA program validation (no device needed)", () 
       message: expect.stringMatching(/^node 0 \(ATTENTION\): .*k/),
     });
   });
+
+  it("accepts the fused products with addends (bias or residual) and refuses an addend that does not broadcast", () => {
+    const check = (op: Op, inputs: ReturnType<typeof f32>[], outputs: ReturnType<typeof f32>[]) => {
+      const q = opQueryProgram({ op, params: [], inputs, outputs });
+      if ("error" in q) throw new Error(q.error.message);
+      return checkProgram!(q.program, q.bufferSizes);
+    };
+    const w = f32([64, 32, 1, 1]);
+    const x = f32([64, 3, 1, 1]);
+    const out = f32([32, 3, 1, 1]);
+    expect(check(Op.MUL_MAT_ADD, [w, x, f32([32, 1, 1, 1])], [out])).toBeNull();
+    expect(check(Op.MUL_MAT_ADD, [w, x, f32([32, 3, 1, 1])], [out])).toBeNull();
+    expect(check(Op.MUL_MAT_ADD, [w, x, f32([31, 1, 1, 1])], [out])).toMatchObject({
+      code: "UNSUPPORTED_SHAPE",
+    });
+    // q/k/v with their biases: x, three weights, three addends.
+    const wk = f32([64, 16, 1, 1]);
+    const outK = f32([16, 3, 1, 1]);
+    expect(
+      check(
+        Op.MUL_MAT_MULTI,
+        [x, w, wk, wk, f32([32, 1, 1, 1]), f32([16, 1, 1, 1]), f32([16, 1, 1, 1])],
+        [out, outK, outK],
+      ),
+    ).toBeNull();
+    expect(
+      check(Op.MUL_MAT_MULTI, [x, w, wk, f32([32, 1, 1, 1]), f32([17, 1, 1, 1])], [out, outK]),
+    ).toMatchObject({ code: "UNSUPPORTED_SHAPE" });
+  });
 });
 
 describe.skipIf(devices.length === 0)("on a CUDA device", () => {
