@@ -289,7 +289,10 @@ class ExecuteWorker : public Napi::AsyncWorker {
       for (size_t i = 0; i < micros_.size(); i++) m[i] = micros_[i];
       o.Set("nodeMicros", m);
     }
-    o.Set("graph", stats_.graph_replayed ? "replayed" : stats_.graph_captured ? "captured" : "none");
+    o.Set("graph", stats_.graph_replayed   ? "replayed"
+                   : stats_.graph_captured ? "captured"
+                   : stats_.graph_failed   ? "failed"
+                                           : "none");
     deferred_.Resolve(o);
   }
 

@@ -317,6 +317,7 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
       e->no_graph = true;
       graph_failures_++;
       last_graph_error_ = s.message;
+      if (stats) stats->graph_failed = true;
       s = m.enqueue(l, nullptr);
       if (!s.ok()) return s;
     }

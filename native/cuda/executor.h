@@ -40,6 +40,7 @@ struct ExecStatus {
 struct ExecStats {
   bool graph_replayed = false;  // this execute replayed a captured graph
   bool graph_captured = false;  // this execute captured one
+  bool graph_failed = false;    // capture failed on this execute: it ran with direct launches
 };
 
 // Validates a program against buffer sizes only (no device, no memory): what supportsOp asks.

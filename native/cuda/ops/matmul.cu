@@ -390,6 +390,7 @@ size_t scratch_mul_mat(const NodeArgs& args) {
   return act_regions(ws, 1, args.in[1], false).total;
 }
 
+// MUL_MAT, and MUL_MAT_ADD (the same planes with c added as each result is stored).
 cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
@@ -397,19 +398,9 @@ cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) {
   const ActRegions r = act_regions(ws, 1, b, false);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
-  return run_planes(mul_mat_planes(a, b, args.out[0], ctx), a, b, false, r, scratch, ctx);
-}
-
-// ---- MUL_MAT_ADD ------------------------------------------------------------------------------------
-
-cudaError_t launch_mul_mat_add(const NodeArgs& args, const LaunchContext& ctx) {
-  const Tensor* a = args.in[0];
-  const Tensor* b = args.in[1];
-  const Tensor* ws[1] = {a};
-  const ActRegions r = act_regions(ws, 1, b, false);
-  auto* scratch = static_cast<uint8_t*>(ctx.scratch);
-  if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
-  return run_planes(with_c(mul_mat_planes(a, b, args.out[0], ctx), args.in[2]), a, b, false, r, scratch, ctx);
+  Planes p = mul_mat_planes(a, b, args.out[0], ctx);
+  if (args.op == Op::MUL_MAT_ADD) p = with_c(p, args.in[2]);
+  return run_planes(p, a, b, false, r, scratch, ctx);
 }
 
 // ---- MUL_MAT_MULTI ----------------------------------------------------------------------------------
@@ -453,7 +444,7 @@ cudaError_t launch_mul_mat_id(const NodeArgs& args, const LaunchContext& ctx) {
 }
 
 const Registrar mul_mat_kernel(Op::MUL_MAT, {check_mul_mat, scratch_mul_mat, launch_mul_mat});
-const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_mul_mat, launch_mul_mat_add});
+const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_mul_mat, launch_mul_mat});
 const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, scratch_mul_mat_multi, launch_mul_mat_multi});
 const Registrar mul_mat_id_kernel(Op::MUL_MAT_ID, {check_mul_mat_id, scratch_mul_mat_id, launch_mul_mat_id});
 

@@ -49,8 +49,11 @@ export interface NativeTuning {
 
 export interface NativeExecuteResult {
   readonly nodeMicros?: Float64Array;
-  /** Whether this execute replayed a captured CUDA graph, captured one, or launched directly. */
-  readonly graph: "replayed" | "captured" | "none";
+  /**
+   * Whether this execute replayed a captured CUDA graph, captured one, launched directly, or
+   * launched directly because capturing failed ("failed": stats' lastGraphError says why).
+   */
+  readonly graph: "replayed" | "captured" | "none" | "failed";
 }
 
 export interface NativeExecutorStats {

@@ -175,6 +175,14 @@ export class CudaRuntime implements DeviceRuntime {
     const natives = buffers.map((b) => this.#own(b).handle());
     try {
       const r = await this.#addon.execute(this.#executor, program, natives, options.profile === true);
+      if (r.graph === "failed") {
+        // Correct but slower: never silent. Once per program (the executor does not retry it).
+        const why = this.#addon.executorStats(this.#executor).lastGraphError ?? "unknown";
+        process.emitWarning(
+          `${this.device.name}: a program could not be captured into a CUDA graph (${why}); it runs with direct kernel launches`,
+          { code: "MINFER_CUDA_GRAPH_FALLBACK" },
+        );
+      }
       return r.nodeMicros ? { nodeMicros: r.nodeMicros } : {};
     } catch (e) {
       throw fromNative(e, `${this.device.name}: execute`);

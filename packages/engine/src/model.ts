@@ -12,6 +12,8 @@ export interface ModelLoadOptions {
   readonly runtime: DeviceRuntime;
   /** Blocks to run on a second device (a GPU): the first `layers` of them (all: the output head too). */
   readonly offload?: Offload;
+  /** The file's header when the caller has read it already (`readGguf(path)`): not read again. */
+  readonly file?: GgufFile;
   /** Called as weights are mapped: the fraction done, 0…1 (the last call is 1). */
   readonly onProgress?: (fraction: number) => void;
 }
@@ -50,7 +52,7 @@ export class Model {
     const { runtime, onProgress } = options;
     if (typeof path !== "string" || path === "")
       throw new EngineError("INVALID_ARGUMENT", "Model.load: give the path of a GGUF file");
-    const file = await readGguf(path);
+    const file = options.file ?? (await readGguf(path));
     const tokenizer = Tokenizer.fromMetadata(file.metadata);
     const templates = new Map<string, ChatTemplate>();
     for (const [name, source] of chatTemplatesFromMetadata(file.metadata))

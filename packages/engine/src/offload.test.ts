@@ -3,6 +3,7 @@
 // weights are uploaded in runs), which checks the placement, the per-device K/V buffers and the
 // splits without a GPU; the CUDA run of the same is scripts/device/cuda-fidelity.ts.
 import { backend as cpuBackend } from "@minfer/backend-cpu";
+import { readGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import { argmax } from "@minfer/sampler";
 import { referenceBackend } from "@minfer/scheduler";
@@ -63,6 +64,16 @@ describe.skipIf(!haveStories)("offloading layers to a second device", () => {
       a.dispose();
       b.dispose();
       model.dispose();
+    }
+  });
+
+  it("takes a header the caller already read instead of reading the file again", async () => {
+    const file = await readGguf(STORIES);
+    const m = await Model.load(STORIES, { runtime: cpu, file });
+    try {
+      expect(m.file).toBe(file);
+    } finally {
+      m.dispose();
     }
   });
 

@@ -61,7 +61,8 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
   if (verbose) for (const line of cpuBackend.diagnostics()) process.stderr.write(`${line}\n`);
   const device = cpuBackend.devices()[0];
   if (!device) throw new Error("the CPU backend has no device");
-  const gpu = await chooseGpu(await readGguf(path), settings, verbose);
+  const file = await readGguf(path);
+  const gpu = await chooseGpu(file, settings, verbose);
   const runtime = (await device.init(
     settings.threads !== undefined ? { threads: settings.threads } : {},
   )) as CpuRuntime;
@@ -70,6 +71,7 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
   try {
     model = await Model.load(path, {
       runtime,
+      file,
       ...(gpu.runtime ? { offload: { runtime: gpu.runtime, layers: gpu.layers } } : {}),
       onProgress: (f) => bar.update(f),
     });
