@@ -14,16 +14,19 @@
 #   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
 #   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
 #                       backend per case (OUT/vs-cpu.json)
-#   conformance-stage   the same with the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1)
+#   conformance-wide    the same with the coalesced Q4_0/Q8_0 mat-vec variant (MINFER_CUDA_MV=wide)
+#   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
 #                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
-#                       q8_0"), each also with MINFER_CUDA_MV_STAGE=1 (generation), and Q4_K_M at
+#                       q8_0"), each also with MINFER_CUDA_MV=wide (generation), and Q4_K_M at
 #                       BENCH_CTX tokens of context (default 4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   profile             per-op GPU time of a decode step and of a 512-token batch (PROFILE_TYPE)
+#   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
+#                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
 # Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s with 16 threads (Q4_0/Q8_0 ~40 s), each bench
 # ~25 s, the op suite ~3 s, fidelity ~80 s. Files live for one call only; start a call that benches
 # with `presynth` so the files are written while the other stages run, e.g.
@@ -31,7 +34,10 @@
 #   BENCH_TYPES="q8_0 q4_k_m" … cuda-run.sh presynth fidelity serve split bench
 set -u
 D=.device/cuda
-OUT=${OUT:-/tmp/minfer-out}
+# The run tool returns at most 8 files: every stage writes under $OUT/all, packed into
+# $OUT/all.tar.gz at the end (run.log stays beside it).
+FINAL=${OUT:-/tmp/minfer-out}
+OUT=$FINAL/all
 M=${MODELS_DIR:-/tmp/minfer-models}
 mkdir -p "$OUT" "$M"
 stages=("$@")
@@ -45,7 +51,7 @@ step() {
   "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
-  tail -n 25 "$OUT/$name.log"
+  tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
   [ $rc -ne 0 ] && status=1
   return 0
 }
@@ -84,8 +90,12 @@ for s in "${stages[@]}"; do
   presynth) presynth ${BENCH_TYPES:-q4_k_m q4_0 q8_0} ;;
   smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
-  conformance-stage) mkdir -p "$OUT/stage"
-    step conformance-stage env MINFER_CUDA_MV_STAGE=1 node "$D/dist/conformance.js" "$OUT/stage" --vs-cpu ;;
+  conformance-wide) mkdir -p "$OUT/wide"
+    step conformance-wide env MINFER_CUDA_MV=wide node "$D/dist/conformance.js" "$OUT/wide" --vs-cpu ;;
+  conformance-tile) mkdir -p "$OUT/tile"
+    step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
+  memcheck-wide) step memcheck-wide env MINFER_CUDA_MV=wide compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   fidelity)
@@ -104,19 +114,37 @@ for s in "${stages[@]}"; do
   split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
     f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
     step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;
+  ncu)
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    if [ -n "$NCU" ]; then
+      step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
+        --launch-count "${NCU_COUNT:-8}" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 4 -r 1 -ngl all
+    else
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")
       step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
-      # the staged mat-vec variant (MINFER_CUDA_MV_STAGE=1), generation only
-      step "bench-$t-stage" env MINFER_CUDA_MV_STAGE=1 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
+      # the coalesced Q4_0/Q8_0 mat-vec (MINFER_CUDA_MV=wide), generation only
+      [ "$t" != q4_k_m ] && step "bench-$t-wide" env MINFER_CUDA_MV=wide node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
+      # the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile), prompt processing only
+      step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 0 -ngl all --json
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
+        step "bench-$t-ctx${BENCH_CTX:-4096}-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 \
+          -ngl all -d "${BENCH_CTX:-4096}" --json
       fi
       # files stay for later stages (serve, profile)
     done ;;
   *) echo "unknown stage $s" ;;
   esac
 done
+for f in "$OUT"/bench-*.log; do # one line per benchmark: test, depth, tok/s
+  [ -f "$f" ] && echo "$(basename "$f" .log): $(grep -E '"n_prompt"|"n_gen"|"n_depth"|"avg_ts"' "$f" | tr -d ' \n')" | tee -a "$OUT/run.log"
+done
+cp "$OUT/run.log" "$FINAL/run.log" 2>/dev/null
+tar -czf "$FINAL/all.tar.gz" -C "$OUT" . && rm -rf "$OUT"
 exit $status

@@ -49,6 +49,7 @@
 #include "../cuda_util.cuh"
 #include "../kernel.h"
 #include "attention_kernels.cuh"
+#include "attention_mma.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -239,6 +240,9 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
   p.v_sep = plan.v_sep;
+  if (ctx.tuning.attn_mma &&
+      mma_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned, plan.rows))
+    return launch_mma(p, ctx.stream);
 
   // Splits: enough blocks for about two waves, never more than the scratch holds.
   const int64_t base = plan.row_tiles * n_kv_head;

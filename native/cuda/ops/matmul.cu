@@ -345,7 +345,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::MvQ8K: {
       const bool k = choose_path(w, b, id) == Path::MvQ8K;
       const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-      if (mv_q_aligned(p)) return launch_mv_q(p, act, total_cols(b), ctx.stream, ctx.tuning.mv_stage);
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, act, total_cols(b), ctx.stream, ctx.tuning.mv_wide);
       return launch_mv_generic(p, bv, ctx.stream);
     }
     case Path::MvF32:
@@ -410,18 +410,42 @@ size_t scratch_mul_mat_multi(const NodeArgs& args) {
 }
 
 // Each weight's planes, with its addend c_i (when the node has them) added as MUL_MAT_ADD's planes
-// add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc.
+// add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc. Neighbouring
+// weights of one dtype on the quantized mat-vec (q/k/v, gate/up in decode) share one launch.
 cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor* x = args.in[0];
   const int nw = args.n_outputs;
   const ActRegions r = act_regions(&args.in[1], nw, x, false);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
-  for (int i = 0; i < nw; i++) {
-    const Tensor* w = args.in[1 + i];
-    Planes p = mul_mat_planes(w, x, args.out[i], ctx);
+  auto planes = [&](int i) {
+    Planes p = mul_mat_planes(args.in[1 + i], x, args.out[i], ctx);
     if (const int ci = multi_addend(args, i)) p = with_c(p, args.in[ci]);
-    if (cudaError_t e = run_planes(p, w, x, false, r, scratch, ctx); e != cudaSuccess) return e;
+    return p;
+  };
+  auto batchable = [&](int i, const Planes& p) {
+    const Path path = choose_path(args.in[1 + i], x, false);
+    return (path == Path::MvQ8A || path == Path::MvQ8K) && mv_q_aligned(p);
+  };
+  for (int i = 0; i < nw;) {
+    Planes batch[kMaxMvBatch];
+    batch[0] = planes(i);
+    if (!batchable(i, batch[0])) {
+      if (cudaError_t e = run_planes(batch[0], args.in[1 + i], x, false, r, scratch, ctx); e != cudaSuccess) return e;
+      i++;
+      continue;
+    }
+    int n = 1;
+    while (i + n < nw && n < kMaxMvBatch && args.in[1 + i + n]->dtype == batch[0].wtype) {
+      batch[n] = planes(i + n);
+      if (!batchable(i + n, batch[n])) break;
+      n++;
+    }
+    const bool k = choose_path(args.in[1 + i], x, false) == Path::MvQ8K;
+    const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
+    if (cudaError_t e = launch_mv_q(batch, n, act, total_cols(x), ctx.stream, ctx.tuning.mv_wide); e != cudaSuccess)
+      return e;
+    i += n;
   }
   return cudaSuccess;
 }

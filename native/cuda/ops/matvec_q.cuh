@@ -6,9 +6,11 @@
 //   Q8K (Q2_K .. Q6_K): int8 qs[cols·K], then float d per 256 elements (f32), block sums are
 //        recomputed with dp4a where needed;
 //   F32 (F32, F16, BF16 weights): contiguous f32 columns (ops/matvec_f32.cuh).
-// mv_q_kernel: one warp per R weight rows (R = 2 for one or two columns), each lane one "part" of 32 weights
-// at a time (a block of the 32-element types, a 32-element chunk of a K-quant super-block) against
-// up to NC columns, integer dot products with __dp4a, then the CPU vec_dot's per-block float formula.
+// Weights are read in "parts" of 32 (a block of the 32-element types, a 32-element chunk of a K-quant
+// super-block) against up to NC columns: integer dot products with __dp4a, then the CPU vec_dot's
+// per-block float formula. mv_q_kernel (the default) gives each lane of a warp one part of R rows
+// at a time; mv_q_wide_kernel (matvec_q_wide.cuh, Tuning::mv_wide; Q4_0 and Q8_0) reads the rows
+// with coalesced word loads and shares each block's words among neighbouring lanes.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -369,13 +371,48 @@ struct PQ6_K {
   }
 };
 
-// ---- the quantized mat-vec: grid (ceil(M / (kMvWarps·R)), min(planes, 65535)) ------------------
+// ---- several weights against the same activations in one launch -------------------------------
+// (MUL_MAT_MULTI's q/k/v or gate/up): block x of the grid belongs to weight i when
+// first[i] <= x < first[i + 1].
+constexpr int kMaxMvBatch = 4;
+
+struct MvBatch {
+  Planes p[kMaxMvBatch];
+  int64_t first[kMaxMvBatch + 1];  // first block (grid x) of each weight; first[n] = grid x
+  int n;
+};
+
+// The batch of ps[0..n) with ceil(M / rows_per_block) blocks per weight; false when the grid
+// would be too large.
+inline bool make_batch(const Planes* ps, int n, int64_t rows_per_block, MvBatch* bt) {
+  *bt = MvBatch{};
+  bt->n = n;
+  int64_t blocks = 0;
+  for (int i = 0; i < n; i++) {
+    bt->p[i] = ps[i];
+    bt->first[i] = blocks;
+    blocks += ceil_div(ps[i].M, rows_per_block);
+  }
+  bt->first[n] = blocks;
+  return blocks <= 0x7fffffff;
+}
+
+__device__ inline int batch_weight(const MvBatch& bt) {
+  int wi = 0;
+  while (wi + 1 < bt.n && static_cast<int64_t>(blockIdx.x) >= bt.first[wi + 1]) wi++;
+  return wi;
+}
+
+// ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R)), min(planes, 65535)) ----------------
 // Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
 template <class Q, int NC, int R>
-__global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(Planes p, const int8_t* __restrict__ aq,
+__global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
+                                                             const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
+  const int wi = batch_weight(bt);
+  const Planes& p = bt.p[wi];
   const int lane = threadIdx.x % kWarp;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp) * R;
+  const int64_t row0 = ((static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * kMvWarps + threadIdx.x / kWarp) * R;
   if (row0 >= p.M) return;
   const int nr = p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
@@ -453,46 +490,74 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 }  // namespace minfer::cuda::mm
 
-#include "matvec_q_stage.cuh"
+#include "matvec_q_wide.cuh"
 
 namespace minfer::cuda::mm {
 
 template <class Q, int NC, int R>
-cudaError_t launch_mv_q_nc(const Planes& p, const int8_t* aq, const void* asc, cudaStream_t s, bool stage) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps * R)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
-  if (stage) mv_q_stage_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
-  else mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(p, aq, asc);
+cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+  MvBatch bt;
+  if (!make_batch(ps, n, kMvWarps * R, &bt)) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
+  mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(bt, aq, asc);
   return cudaGetLastError();
 }
 
-// Rows per warp: 2 for one or two columns when there are rows enough to fill the device.
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
 template <class Q>
-cudaError_t launch_mv_q_t(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s, bool stage) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
-  const void* asc = act + qs_bytes(p.K, cols);
-  const bool two = p.M * p.n_planes >= 4096;
-  if (p.ncols <= 1)
-    return two ? launch_mv_q_nc<Q, 1, 2>(p, aq, asc, s, stage) : launch_mv_q_nc<Q, 1, 1>(p, aq, asc, s, stage);
-  if (p.ncols <= 2)
-    return two ? launch_mv_q_nc<Q, 2, 2>(p, aq, asc, s, stage) : launch_mv_q_nc<Q, 2, 1>(p, aq, asc, s, stage);
-  if (p.ncols <= 4) return launch_mv_q_nc<Q, 4, 1>(p, aq, asc, s, stage);
-  return launch_mv_q_nc<Q, 8, 1>(p, aq, asc, s, stage);
+  const void* asc = act + qs_bytes(ps[0].K, cols);
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
+  const bool two = rows >= 4096;
+  const int64_t nc = ps[0].ncols;
+  if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
+  if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
+  if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
+  return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
 }
 
-// act: the region quant_q8a/q8k filled for `cols` activation columns; `stage`: Tuning::mv_stage.
-inline cudaError_t launch_mv_q(const Planes& p, const uint8_t* act, int64_t cols, cudaStream_t s, bool stage) {
-  if (p.M <= 0 || p.n_planes <= 0 || p.ncols <= 0) return cudaSuccess;
-  switch (p.wtype) {
-    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(p, act, cols, s, stage);
-    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(p, act, cols, s, stage);
-    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(p, act, cols, s, stage);
-    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(p, act, cols, s, stage);
-    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(p, act, cols, s, stage);
-    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(p, act, cols, s, stage);
-    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(p, act, cols, s, stage);
-    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(p, act, cols, s, stage);
-    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(p, act, cols, s, stage);
-    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(p, act, cols, s, stage);
+template <class Q>
+cudaError_t launch_mv_q_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool) {
+  return launch_mv_q_warp<Q>(ps, n, act, cols, s);
+}
+// Q4_0 and Q8_0 take the coalesced kernel (ops/matvec_q_wide.cuh) when `wide` and the rows allow.
+template <>
+inline cudaError_t launch_mv_q_t<PQ4_0>(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
+  return wide && mv_wide_takes(ps, n) ? launch_mv_wide_t<WQ4_0>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
+}
+template <>
+inline cudaError_t launch_mv_q_t<PQ8_0>(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
+  return wide && mv_wide_takes(ps, n) ? launch_mv_wide_t<WQ8_0>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
+}
+
+// Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
+// mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
+// launch; `wide`: Tuning::mv_wide.
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
+  if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
+  Planes ps[kMaxMvBatch];
+  int live = 0;
+  for (int i = 0; i < n; i++) {
+    if (in[i].wtype != in[0].wtype || in[i].K != in[0].K || in[i].ncols != in[0].ncols ||
+        in[i].n_planes != in[0].n_planes)
+      return cudaErrorInvalidValue;
+    if (in[i].M > 0) ps[live++] = in[i];
+  }
+  n = live;
+  if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
+  switch (ps[0].wtype) {
+    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(ps, n, act, cols, s, wide);
+    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(ps, n, act, cols, s, wide);
+    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(ps, n, act, cols, s, wide);
+    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(ps, n, act, cols, s, wide);
+    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(ps, n, act, cols, s, wide);
+    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(ps, n, act, cols, s, wide);
+    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(ps, n, act, cols, s, wide);
+    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(ps, n, act, cols, s, wide);
+    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(ps, n, act, cols, s, wide);
+    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(ps, n, act, cols, s, wide);
     default: return cudaErrorInvalidValue;
   }
 }

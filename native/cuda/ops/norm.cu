@@ -15,7 +15,9 @@ using program::DType;
 using program::dtype_name;
 using program::Op;
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;       // threads per row when there are rows enough to fill the device
+constexpr int kFewRowThreads = 1024;  // per row otherwise (decode's single row: 4 loads a thread, not 14)
+constexpr int kFewRows = 264;
 
 const char* check_common(const NodeArgs& args, const char* op, int n_in) {
   if (args.n_inputs != n_in || args.n_outputs != 1)
@@ -58,8 +60,8 @@ __device__ double block_sum_d(double v, double* shared) {
 enum class Kind { Rms, Norm, RmsMul };
 
 template <Kind kKind>
-__global__ void norm_kernel(Tensor a, Tensor w, Tensor o, float eps) {
-  __shared__ double shared[kThreads / kWarp];
+__global__ void __launch_bounds__(kFewRowThreads) norm_kernel(Tensor a, Tensor w, Tensor o, float eps) {
+  __shared__ double shared[kFewRowThreads / kWarp];
   const int64_t ne0 = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
@@ -69,18 +71,22 @@ __global__ void norm_kernel(Tensor a, Tensor w, Tensor o, float eps) {
     auto out = [&](int64_t i) -> float& { return *reinterpret_cast<float*>(y + i * o.nb[0]); };
     if (kKind == Kind::Norm) {
       double s = 0;
+#pragma unroll 4
       for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) s += in(i);
       const float mean = static_cast<float>(block_sum_d(s, shared) / ne0);
       double v = 0;
+#pragma unroll 4
       for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
         const float d = __fsub_rn(in(i), mean);
         v += static_cast<double>(d) * d;
       }
       const double var = block_sum_d(v, shared) / ne0;
       const float sc = static_cast<float>(1.0 / sqrt(var + eps));
+#pragma unroll 4
       for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) out(i) = __fmul_rn(__fsub_rn(in(i), mean), sc);
     } else {
       double s = 0;
+#pragma unroll 4
       for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
         const double v = in(i);
         s += v * v;
@@ -88,10 +94,12 @@ __global__ void norm_kernel(Tensor a, Tensor w, Tensor o, float eps) {
       const double ms = block_sum_d(s, shared) / ne0;
       const float sc = static_cast<float>(1.0 / sqrt(ms + eps));
       if (kKind == Kind::Rms) {
-        for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) out(i) = __fmul_rn(in(i), sc);
+#pragma unroll 4
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) out(i) = __fmul_rn(in(i), sc);
       } else {
         const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
-        for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
+#pragma unroll 4
+      for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
           out(i) = __fmul_rn(__fmul_rn(in(i), sc), *reinterpret_cast<const float*>(wr + i * w.nb[0]));
       }
     }
@@ -106,7 +114,7 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const float eps = param_f32(args, 0);  // eps is parameter 0 of all three ops
   const Tensor w = kKind == Kind::RmsMul ? *args.in[1] : a;
   const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
-  norm_kernel<kKind><<<grid, kThreads, 0, ctx.stream>>>(a, w, *args.out[0], eps);
+  norm_kernel<kKind><<<grid, rows < kFewRows ? kFewRowThreads : kThreads, 0, ctx.stream>>>(a, w, *args.out[0], eps);
   return cudaGetLastError();
 }
 

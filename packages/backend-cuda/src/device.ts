@@ -65,11 +65,14 @@ export class CudaDevice implements Device {
 
   /**
    * Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0; kernel
-   * variants under measurement follow config.ts (MINFER_CUDA_MV_STAGE).
+   * variants under measurement follow config.ts (MINFER_CUDA_MV).
    */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
     const env = readEnv();
-    return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, { mvStage: env.mvStage });
+    return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, {
+      mvWide: env.mvWide,
+      attnMma: env.attnMma,
+    });
   }
 
   /** Runs a tiny kernel on the device and checks what it wrote: the addon's code runs here. */

@@ -44,7 +44,8 @@ export interface NativeCheck {
 
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
-  readonly mvStage?: boolean;
+  readonly mvWide?: boolean;
+  readonly attnMma?: boolean;
 }
 
 export interface NativeExecuteResult {

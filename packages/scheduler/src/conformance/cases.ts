@@ -364,6 +364,9 @@ const attnShapes = [
   { tag: "decode GQA 4:1", hd: 64, hdv: 64, nHead: 4, nKvHead: 1, nQ: 1, nKv: 33, softcap: 0 },
   { tag: "prefill GQA 4:2", hd: 64, hdv: 64, nHead: 4, nKvHead: 2, nQ: 7, nKv: 65, softcap: 0 },
   { tag: "MHA softcap 2 hdv 32", hd: 32, hdv: 32, nHead: 3, nKvHead: 3, nQ: 5, nKv: 17, softcap: 2 },
+  // Many rows per kv head (a GPU's prefill kernels): partial row blocks and KV tiles.
+  { tag: "prefill GQA 7:1 hd 128", hd: 128, hdv: 128, nHead: 7, nKvHead: 1, nQ: 40, nKv: 100, softcap: 0 },
+  { tag: "prefill MHA hd 64", hd: 64, hdv: 64, nHead: 2, nKvHead: 2, nQ: 70, nKv: 75, softcap: 0 },
 ] as const;
 /** Spans I32 [2, nQ]: query i sees [start_i, nKv − nQ + i + 1), start_i small and random. */
 const spansData = (nKv: number, nQ: number) => (rng: Rng) =>
