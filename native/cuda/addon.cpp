@@ -215,16 +215,13 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { mvWide?: boolean, attnMma?: boolean }) → handle
+// createExecutor(device, useGraphs, tuning?: { attnMma?: boolean }) → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
   const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
   Tuning tuning;
   if (info.Length() > 2 && info[2].IsObject()) {
     Napi::Object t = info[2].As<Napi::Object>();
-    Napi::Value v = t.Get("mvWide");
-    if (!v.IsUndefined() && !v.IsBoolean()) throw Napi::TypeError::New(info.Env(), "tuning.mvWide must be a boolean");
-    if (v.IsBoolean()) tuning.mv_wide = v.As<Napi::Boolean>().Value();
     Napi::Value a = t.Get("attnMma");
     if (!a.IsUndefined() && !a.IsBoolean()) throw Napi::TypeError::New(info.Env(), "tuning.attnMma must be a boolean");
     if (a.IsBoolean()) tuning.attn_mma = a.As<Napi::Boolean>().Value();

@@ -14,13 +14,12 @@
 #   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
 #   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
 #                       backend per case (OUT/vs-cpu.json)
-#   conformance-wide    the same with the coalesced Q4_0/Q8_0 mat-vec variant (MINFER_CUDA_MV=wide)
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
 #                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
-#                       q8_0"), each also with MINFER_CUDA_MV=wide (generation), and Q4_K_M at
+#                       q8_0"), each also with MINFER_CUDA_ATTN=tile (prompt), and Q4_K_M at
 #                       BENCH_CTX tokens of context (default 4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
@@ -90,12 +89,8 @@ for s in "${stages[@]}"; do
   presynth) presynth ${BENCH_TYPES:-q4_k_m q4_0 q8_0} ;;
   smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
-  conformance-wide) mkdir -p "$OUT/wide"
-    step conformance-wide env MINFER_CUDA_MV=wide node "$D/dist/conformance.js" "$OUT/wide" --vs-cpu ;;
   conformance-tile) mkdir -p "$OUT/tile"
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
-  memcheck-wide) step memcheck-wide env MINFER_CUDA_MV=wide compute-sanitizer --tool memcheck --error-exitcode 9 \
-      --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   fidelity)
@@ -128,8 +123,6 @@ for s in "${stages[@]}"; do
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")
       step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
-      # the coalesced Q4_0/Q8_0 mat-vec (MINFER_CUDA_MV=wide), generation only
-      [ "$t" != q4_k_m ] && step "bench-$t-wide" env MINFER_CUDA_MV=wide node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
       # the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile), prompt processing only
       step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 0 -ngl all --json
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then

@@ -345,7 +345,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::MvQ8K: {
       const bool k = choose_path(w, b, id) == Path::MvQ8K;
       const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, act, total_cols(b), ctx.stream, ctx.tuning.mv_wide);
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, act, total_cols(b), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     }
     case Path::MvF32:
@@ -443,7 +443,7 @@ cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx)
     }
     const bool k = choose_path(args.in[1 + i], x, false) == Path::MvQ8K;
     const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-    if (cudaError_t e = launch_mv_q(batch, n, act, total_cols(x), ctx.stream, ctx.tuning.mv_wide); e != cudaSuccess)
+    if (cudaError_t e = launch_mv_q(batch, n, act, total_cols(x), ctx.stream); e != cudaSuccess)
       return e;
     i += n;
   }

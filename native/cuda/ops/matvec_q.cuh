@@ -8,9 +8,9 @@
 //   F32 (F32, F16, BF16 weights): contiguous f32 columns (ops/matvec_f32.cuh).
 // Weights are read in "parts" of 32 (a block of the 32-element types, a 32-element chunk of a K-quant
 // super-block) against up to NC columns: integer dot products with __dp4a, then the CPU vec_dot's
-// per-block float formula. mv_q_kernel (the default) gives each lane of a warp one part of R rows
-// at a time; mv_q_wide_kernel (matvec_q_wide.cuh, Tuning::mv_wide; Q4_0 and Q8_0) reads the rows
-// with coalesced word loads and shares each block's words among neighbouring lanes.
+// per-block float formula. mv_q_kernel gives each lane of a warp one part of R rows at a time.
+// (Measured and dropped on the H200, docs/PERFORMANCE.md: staging blocks in shared memory, a thread
+// block per row, coalesced word loads shared among lanes; each was slower.)
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -490,8 +490,6 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 }  // namespace minfer::cuda::mm
 
-#include "matvec_q_wide.cuh"
-
 namespace minfer::cuda::mm {
 
 template <class Q, int NC, int R>
@@ -518,24 +516,11 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
 }
 
-template <class Q>
-cudaError_t launch_mv_q_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool) {
-  return launch_mv_q_warp<Q>(ps, n, act, cols, s);
-}
-// Q4_0 and Q8_0 take the coalesced kernel (ops/matvec_q_wide.cuh) when `wide` and the rows allow.
-template <>
-inline cudaError_t launch_mv_q_t<PQ4_0>(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
-  return wide && mv_wide_takes(ps, n) ? launch_mv_wide_t<WQ4_0>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
-}
-template <>
-inline cudaError_t launch_mv_q_t<PQ8_0>(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
-  return wide && mv_wide_takes(ps, n) ? launch_mv_wide_t<WQ8_0>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
-}
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
-// launch; `wide`: Tuning::mv_wide.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s, bool wide) {
+// launch.
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -548,16 +533,16 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   n = live;
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_t<PQ4_0>(ps, n, act, cols, s, wide);
-    case DType::Q4_1: return launch_mv_q_t<PQ4_1>(ps, n, act, cols, s, wide);
-    case DType::Q5_0: return launch_mv_q_t<PQ5_0>(ps, n, act, cols, s, wide);
-    case DType::Q5_1: return launch_mv_q_t<PQ5_1>(ps, n, act, cols, s, wide);
-    case DType::Q8_0: return launch_mv_q_t<PQ8_0>(ps, n, act, cols, s, wide);
-    case DType::Q2_K: return launch_mv_q_t<PQ2_K>(ps, n, act, cols, s, wide);
-    case DType::Q3_K: return launch_mv_q_t<PQ3_K>(ps, n, act, cols, s, wide);
-    case DType::Q4_K: return launch_mv_q_t<PQ45_K<false>>(ps, n, act, cols, s, wide);
-    case DType::Q5_K: return launch_mv_q_t<PQ45_K<true>>(ps, n, act, cols, s, wide);
-    case DType::Q6_K: return launch_mv_q_t<PQ6_K>(ps, n, act, cols, s, wide);
+    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
+    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
+    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

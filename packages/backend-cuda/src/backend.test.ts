@@ -28,19 +28,16 @@ describe("the CUDA backend entry", () => {
 
 describe("CUDA settings from the environment", () => {
   it("reads graph capture and the kernel variants in one place", () => {
-    expect(readEnv({})).toEqual({ graphs: true, mvWide: false, attnMma: true });
-    expect(readEnv({ MINFER_CUDA_GRAPHS: "0", MINFER_CUDA_MV: "wide", MINFER_CUDA_ATTN: "tile" })).toEqual({
+    expect(readEnv({})).toEqual({ graphs: true, attnMma: true });
+    expect(readEnv({ MINFER_CUDA_GRAPHS: "0", MINFER_CUDA_ATTN: "tile" })).toEqual({
       graphs: false,
-      mvWide: true,
       attnMma: false,
     });
-    expect(readEnv({ MINFER_CUDA_GRAPHS: "1", MINFER_CUDA_MV: "warp", MINFER_CUDA_ATTN: "mma" })).toEqual({
+    expect(readEnv({ MINFER_CUDA_GRAPHS: "1", MINFER_CUDA_ATTN: "mma" })).toEqual({
       graphs: true,
-      mvWide: false,
       attnMma: true,
     });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
-    expect(() => readEnv({ MINFER_CUDA_MV: "block" })).toThrow(/MINFER_CUDA_MV must be "warp" or "wide"/);
   });
 });
 

@@ -5,11 +5,6 @@ export interface CudaEnv {
   /** MINFER_CUDA_GRAPHS=0: launch every program's kernels directly (no CUDA graph capture/replay). */
   readonly graphs: boolean;
   /**
-   * MINFER_CUDA_MV=wide: the Q4_0/Q8_0 mat-vec reads rows with coalesced word loads (a variant under
-   * measurement) instead of the default `warp` (one block per lane).
-   */
-  readonly mvWide: boolean;
-  /**
    * MINFER_CUDA_ATTN=tile: prefill attention with F16 k/v runs on the f32 tile kernel instead of the
    * default `mma` (tensor cores; q and the softmax weights rounded to f16).
    */
@@ -29,7 +24,6 @@ function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[])
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
-    mvWide: choice(env, "MINFER_CUDA_MV", ["warp", "wide"]) === "wide",
     attnMma: choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]) !== "tile",
   };
 }

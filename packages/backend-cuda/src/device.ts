@@ -65,12 +65,11 @@ export class CudaDevice implements Device {
 
   /**
    * Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0; kernel
-   * variants under measurement follow config.ts (MINFER_CUDA_MV).
+   * variants follow config.ts (MINFER_CUDA_ATTN).
    */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
     const env = readEnv();
     return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, {
-      mvWide: env.mvWide,
       attnMma: env.attnMma,
     });
   }

@@ -44,7 +44,6 @@ export interface NativeCheck {
 
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
-  readonly mvWide?: boolean;
   readonly attnMma?: boolean;
 }
 
