@@ -69,6 +69,19 @@ describe("masks and spans", () => {
     expect(kv.spans(batch, own1, { nKv })).toBeNull(); // sequence 0's cells 6, 7 lie inside the run
   });
 
+  it("spans leave the caller's out untouched when a later query's cells are not one run", () => {
+    const kv = new KvCache({ nCtx: 16, nSeqMax: 3 });
+    put(kv, tokens(1, 0, 2)); // cells 0, 1
+    put(kv, tokens(0, 0, 1)); // cell 2
+    const batch = [...tokens(2, 0, 1), ...tokens(1, 2, 3)]; // cells 3 (a new sequence), 4
+    const cells = put(kv, batch);
+    const out = Int32Array.from([7, 7, 7, 7]);
+    // Query 0 sees cell 3 alone (a span); query 1 sees 0, 1 and 4 (not one run): no spans.
+    expect(kv.spans(batch, cells, { nKv: 8, out })).toBeNull();
+    expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+    checkAgainstRef(kv, batch, cells, { nKv: 8 });
+  });
+
   it("causal: a query never sees a later position of its own sequence", () => {
     const kv = new KvCache({ nCtx: 16 });
     const batch = tokens(0, 0, 10);

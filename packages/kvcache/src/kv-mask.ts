@@ -203,27 +203,29 @@ export function attentionSpans(
     }
   }
   const pos = cells.positions;
-  // Check every query before writing, so `out` is untouched when the answer is null.
-  for (let pass = 0; pass < 2; pass++) {
-    for (let q = 0; q < nQ; q++) {
-      const t = batch[q]!;
-      queryBits(bits, t.seqIds);
-      let start = -1;
-      let end = -1;
-      for (let c = 0; c < v.nKv; c++) {
-        if (!visible(cells, pos, c, t.pos, bits, v)) continue;
-        if (start < 0) {
-          start = c;
-          end = c + 1;
-        } else if (c === end) end++;
-        else return null;
-      }
-      if (pass === 1) {
-        out![2 * q] = Math.max(start, 0);
-        out![2 * q + 1] = start < 0 ? 0 : end;
-      }
+  // One pass over the cells into a scratch array, copied to `out` only when every query's visible
+  // cells are one run, so `out` is untouched when the answer is null.
+  const found = spanScratch.length >= 2 * nQ ? spanScratch : (spanScratch = new Int32Array(2 * nQ));
+  for (let q = 0; q < nQ; q++) {
+    const t = batch[q]!;
+    queryBits(bits, t.seqIds);
+    let start = -1;
+    let end = -1;
+    for (let c = 0; c < v.nKv; c++) {
+      if (!visible(cells, pos, c, t.pos, bits, v)) continue;
+      if (start < 0) {
+        start = c;
+        end = c + 1;
+      } else if (c === end) end++;
+      else return null;
     }
-    if (pass === 0 && out === undefined) out = new Int32Array(2 * nQ);
+    found[2 * q] = Math.max(start, 0);
+    found[2 * q + 1] = start < 0 ? 0 : end;
   }
-  return out!;
+  out ??= new Int32Array(2 * nQ);
+  out.set(found.subarray(0, 2 * nQ));
+  return out;
 }
+
+/** attentionSpans' working array (grown as needed; its contents never outlive a call). */
+let spanScratch = new Int32Array(0);
