@@ -1,7 +1,8 @@
 // Where a decode step's time goes on the GPU (run on the GPU machine): the model with every
-// layer on CUDA, per-op times of one single-token step and of one 512-token micro-batch (events
-// around each node, no CUDA graph), summed by op; and, without profiling, the mean wall time of
-// a decode step against the time inside execute (the rest is host work: JavaScript, copies).
+// layer on CUDA, per-op times of one single-token step, of one 512-token micro-batch and of one
+// step of 16 sequences (events around each node, no CUDA graph), summed by op; and, without
+// profiling, the mean wall time of a decode step (1 and 16 sequences) against the time inside
+// execute (the rest is host work: JavaScript, copies).
 //   node dist/cuda-profile.js OUT_DIR model.gguf
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -50,6 +51,41 @@ lines.push(
   tg.format(),
 );
 prof.dispose();
+
+// 16 sequences decoding together (as `minfer serve -np 16` steps them): each with a 100-token
+// prompt, then one step of 16 tokens, profiled, and 32 plain steps timed.
+const streams = 16;
+const multi = new Context(model, { nCtx: streams * 256, nSeqMax: streams, kvUnified: false, profile: true });
+for (let s = 0; s < streams; s++)
+  await multi.decode({ tokens: tokens(100, 200 + s), seq: s, logits: "none" });
+const step = (i: number) => ({
+  tokens: tokens(streams, 300 + i),
+  seq: Array.from({ length: streams }, (_, s) => s),
+  pos: Array.from({ length: streams }, () => 100 + i),
+  logits: "all" as const,
+});
+for (let i = 0; i < 3; i++) await multi.decode(step(i));
+const ms = multi.lastTiming.reports![0]!;
+lines.push(
+  `== one step of ${streams} sequences at depth ~100, total ${(ms.totalMicros / 1000).toFixed(3)} ms`,
+  byOp(ms),
+);
+multi.dispose();
+const multiPlain = new Context(model, { nCtx: streams * 256, nSeqMax: streams, kvUnified: false });
+for (let s = 0; s < streams; s++)
+  await multiPlain.decode({ tokens: tokens(100, 200 + s), seq: s, logits: "none" });
+let mTotal = 0;
+let mCompute = 0;
+for (let i = 0; i < 32; i++) {
+  await multiPlain.decode(step(i));
+  if (i < 2) continue; // new shapes: graph build, capture
+  mTotal += multiPlain.lastTiming.totalMs;
+  mCompute += multiPlain.lastTiming.computeMs;
+}
+lines.push(
+  `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies`,
+);
+multiPlain.dispose();
 
 const plain = new Context(model, { nCtx: 1024 });
 await plain.decode({ tokens: tokens(64, 9), logits: "last" });
