@@ -205,7 +205,8 @@ export function attentionSpans(
   const pos = cells.positions;
   // One pass over the cells into a scratch array, copied to `out` only when every query's visible
   // cells are one run, so `out` is untouched when the answer is null.
-  const found = spanScratch.length >= 2 * nQ ? spanScratch : (spanScratch = new Int32Array(2 * nQ));
+  if (spanScratch.length < 2 * nQ) spanScratch = new Int32Array(2 * nQ);
+  const found = spanScratch;
   for (let q = 0; q < nQ; q++) {
     const t = batch[q]!;
     queryBits(bits, t.seqIds);
