@@ -77,6 +77,26 @@ describe.skipIf(!haveStories)("decode batches (stories260K)", () => {
     },
   );
 
+  it("prepareDecode builds the steps of 1…N generating sequences ahead: those steps build nothing", async () => {
+    const ctx = new Context(model, { nCtx: 256, nSeqMax: 4, kvUnified: false });
+    try {
+      expect(() => ctx.prepareDecode([0])).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+      expect(() => ctx.prepareDecode([ctx.nUbatch + 1])).toThrow(/sizes must be integers/);
+      // Prompts first (their shapes are not prepared), then prepare, then steps of 4, 3, 2, 1 tokens.
+      for (let s = 0; s < 4; s++) await ctx.decode({ tokens: ids(prompts[s]!), seq: s, logits: "none" });
+      await ctx.prepareDecode([1, 2, 3, 4]);
+      const builds = ctx.graphs.stats().builds;
+      for (let k = 4; k >= 1; k--) {
+        const seq = Array.from({ length: k }, (_, s) => s);
+        const out = await ctx.decode({ tokens: seq.map(() => 1), seq, logits: "all" });
+        expect(out.count).toBe(k);
+      }
+      expect(ctx.graphs.stats().builds).toBe(builds);
+    } finally {
+      ctx.dispose();
+    }
+  });
+
   it("a prompt prefilled at once or in micro-batches of 1, 7 and 64 tokens gives the same logits", async () => {
     const text =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. ".repeat(

@@ -296,6 +296,27 @@ export class Context {
     return this.#serial(() => this.#decode(batch));
   }
 
+  /**
+   * Builds and prepares, ahead of use, the decode graphs of steps of `sizes` tokens that each want
+   * logits and attend by spans — what a server steps while 1…N streams generate — so that a step of
+   * a new size does not wait for it. Runs after earlier calls, like {@link decode}. Sizes are
+   * integers in 1…nUbatch; a context whose steps need a mask instead of spans (several sequences in
+   * one unified cache) gains nothing from it.
+   */
+  prepareDecode(sizes: Iterable<number>): Promise<void> {
+    const list = [...sizes];
+    for (const n of list)
+      if (!Number.isInteger(n) || n < 1 || n > this.nUbatch)
+        throw new EngineError(
+          "INVALID_ARGUMENT",
+          `prepareDecode: sizes must be integers in 1…${this.nUbatch}, got ${n}`,
+        );
+    return this.#serial(async () => {
+      for (const n of list)
+        this.#get({ kind: "decode", nTokens: n, nKv: this.nCtx, nOutputs: n, spans: true });
+    });
+  }
+
   /** Decodes `tokens` appended to sequence `seq`; returns the last token's logits. */
   async eval(tokens: ArrayLike<number>, seq = 0): Promise<Float32Array> {
     return (await this.decode({ tokens, seq, logits: "last" })).last();

@@ -98,6 +98,11 @@ export class Batcher {
       // slot's run of cells, and a slot's context is its region.
       kvUnified: false,
     });
+    // The steps of 1…parallel generating streams (up to 32 of them), built before the first request
+    // instead of while streams join and leave; the first decode runs after this. A failure here is
+    // reported, and the step that needs the shape builds it again.
+    const sizes = Array.from({ length: Math.min(this.parallel, 32, this.context.nUbatch) }, (_, i) => i + 1);
+    this.context.prepareDecode(sizes).catch((e) => this.#observer.onJobError?.(e));
     this.#slots = Array.from({ length: this.parallel }, (_, id) => ({
       id,
       job: undefined,
