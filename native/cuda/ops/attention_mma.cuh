@@ -11,20 +11,13 @@
 // are 0, as on the CPU. Shared rows are padded by 16 bytes so the 32-bit fragment reads of the
 // 8 row groups × 4 threads fall in 32 different banks.
 #pragma once
+#include "../mma.cuh"
 
 namespace minfer::cuda::attn {
 
 constexpr int kMmaWarps = 4;
 constexpr int kMmaRows = 16 * kMmaWarps;  // rows per block
 constexpr int kMmaCells = 64;             // cells per tile
-
-__device__ __forceinline__ void mma_f16_16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Two floats as an f16 pair: lo in the low half (the lower column of a fragment).
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
@@ -142,7 +135,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) attn_mma_kernel(const AttnPara
 #pragma unroll
       for (int nt = 0; nt < kMmaCells / 8; nt++) {
         const __half* kp = k_s + (nt * 8 + g) * KS + kk * 16 + 2 * t;
-        mma_f16_16816(s[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kp), *reinterpret_cast<const uint32_t*>(kp + 8));
+        mma_16816(s[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kp), *reinterpret_cast<const uint32_t*>(kp + 8));
       }
 
     // Scale and mask; element (nt, 2i + e) is row i's cell c0 + 8nt + 2t + e.
@@ -202,7 +195,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) attn_mma_kernel(const AttnPara
 #pragma unroll
       for (int dn = 0; dn < D / 8; dn++) {
         const __half* vp = vt_s + (dn * 8 + g) * VS + kk * 16 + 2 * t;
-        mma_f16_16816(o[dn], pa, *reinterpret_cast<const uint32_t*>(vp), *reinterpret_cast<const uint32_t*>(vp + 8));
+        mma_16816(o[dn], pa, *reinterpret_cast<const uint32_t*>(vp), *reinterpret_cast<const uint32_t*>(vp + 8));
       }
     }
   }
