@@ -23,14 +23,17 @@
 #                       BENCH_CTX tokens of context (default 4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
-#   profile             per-op GPU time of a decode step and of a 512-token batch (PROFILE_TYPE)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
+#   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
+#                       sequences (PROFILE_TYPE)
 # Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s with 16 threads (Q4_0/Q8_0 ~40 s), each bench
-# ~25 s, the op suite ~3 s, fidelity ~80 s. Files live for one call only; start a call that benches
-# with `presynth` so the files are written while the other stages run, e.g.
-#   BENCH_TYPES="q4_0 q4_k_m" … cuda-run.sh presynth smoke conformance memcheck profile bench
-#   BENCH_TYPES="q8_0 q4_k_m" … cuda-run.sh presynth fidelity serve split bench
+# ~25 s, the op suite ~5 s, fidelity ~80-230 s. Files live for one call only; start a call that
+# benches with `presynth` so the files are written while the other stages run, and keep
+# PRESYNTH_THREADS at 8 or fewer: a bench that shares the host's cores with a synth measures low
+# (a Q4_0 tg128 of 165 instead of 221). Two calls of under 10 minutes, e.g.
+#   BENCH_TYPES="q4_0 q8_0" … cuda-run.sh presynth smoke conformance fidelity profile bench
+#   BENCH_TYPES=q4_k_m SERVE_TYPE=q4_k_m … cuda-run.sh presynth serve bench
 set -u
 D=.device/cuda
 # The run tool returns at most 8 files: every stage writes under $OUT/all, packed into
