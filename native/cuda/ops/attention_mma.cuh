@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32) attn_mma_kernel(const AttnPara
       lo[i] = ld_i32(sp, p.aligned);
       hi[i] = ld_i32(sp + p.m_nb0, p.aligned);
       if (lo[i] < 0 || hi[i] > p.n_kv || lo[i] > hi[i]) {
-        // Out of range: reported once per query (first head, one thread) and the row sees no cells.
+        // Out of range: reported (by one thread of the first q head of each kv head, as in
+        // attn_tile_kernel) and the row sees no cells.
         if (row % p.group == 0 && t == 0) report_error(p.err, p.node, lo[i] < 0 || lo[i] > hi[i] ? lo[i] : hi[i]);
         lo[i] = hi[i] = 0;
       }
