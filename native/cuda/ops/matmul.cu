@@ -336,18 +336,21 @@ cudaError_t prepare_acts(const ActRegions& r, const Tensor* b, uint8_t* scratch,
   return cudaSuccess;
 }
 
+// The quantized activations a mat-vec on `path` (MvQ8A or MvQ8K) reads.
+const uint8_t* q8_act(const ActRegions& r, Path path, const uint8_t* scratch) {
+  return scratch + (path == Path::MvQ8K ? r.q8k : r.q8a);
+}
+
 // Runs planes p (weights w, activations b) on the path chosen for them.
 cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool id, const ActRegions& r,
                        uint8_t* scratch, const LaunchContext& ctx) {
   const BView bv = bview(b);
-  switch (choose_path(w, b, id)) {
+  const Path path = choose_path(w, b, id);
+  switch (path) {
     case Path::MvQ8A:
-    case Path::MvQ8K: {
-      const bool k = choose_path(w, b, id) == Path::MvQ8K;
-      const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, act, total_cols(b), ctx.stream);
+    case Path::MvQ8K:
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
-    }
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
@@ -423,27 +426,26 @@ cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx)
     if (const int ci = multi_addend(args, i)) p = with_c(p, args.in[ci]);
     return p;
   };
-  auto batchable = [&](int i, const Planes& p) {
-    const Path path = choose_path(args.in[1 + i], x, false);
+  auto batchable = [&](const Planes& p, Path path) {
     return (path == Path::MvQ8A || path == Path::MvQ8K) && mv_q_aligned(p);
   };
   for (int i = 0; i < nw;) {
     Planes batch[kMaxMvBatch];
     batch[0] = planes(i);
-    if (!batchable(i, batch[0])) {
+    const Path path = choose_path(args.in[1 + i], x, false);
+    if (!batchable(batch[0], path)) {
       if (cudaError_t e = run_planes(batch[0], args.in[1 + i], x, false, r, scratch, ctx); e != cudaSuccess) return e;
       i++;
       continue;
     }
+    // Same dtype, same activations: the same path.
     int n = 1;
     while (i + n < nw && n < kMaxMvBatch && args.in[1 + i + n]->dtype == batch[0].wtype) {
       batch[n] = planes(i + n);
-      if (!batchable(i + n, batch[n])) break;
+      if (!mv_q_aligned(batch[n])) break;
       n++;
     }
-    const bool k = choose_path(args.in[1 + i], x, false) == Path::MvQ8K;
-    const uint8_t* act = scratch + (k ? r.q8k : r.q8a);
-    if (cudaError_t e = launch_mv_q(batch, n, act, total_cols(x), ctx.stream); e != cudaSuccess)
+    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.stream); e != cudaSuccess)
       return e;
     i += n;
   }
