@@ -168,29 +168,45 @@ const uint8_t* bytes_arg(const Napi::CallbackInfo& info, size_t i, size_t* lengt
   return static_cast<const uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset();
 }
 
+std::vector<uint64_t> sizes_arg(const Napi::CallbackInfo& info, size_t i) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsArray()) throw Napi::TypeError::New(env, "bufferSizes must be an array");
+  Napi::Array a = info[i].As<Napi::Array>();
+  std::vector<uint64_t> sizes(a.Length());
+  for (uint32_t k = 0; k < a.Length(); k++) {
+    Napi::Value v = a.Get(k);
+    if (!v.IsNumber()) throw Napi::TypeError::New(env, "bufferSizes must hold numbers");
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d <= 9007199254740991.0) || d != static_cast<double>(static_cast<uint64_t>(d)))
+      throw Napi::RangeError::New(env, "bufferSizes must hold non-negative integers");
+    sizes[k] = static_cast<uint64_t>(d);
+  }
+  return sizes;
+}
+
 // checkProgram(program, bufferSizes) → null when every node has a kernel that accepts it, else
 // { code, message }.
 Napi::Value CheckProgram(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t length = 0;
   const uint8_t* bytes = bytes_arg(info, 0, &length);
-  if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "bufferSizes must be an array");
-  Napi::Array a = info[1].As<Napi::Array>();
-  std::vector<uint64_t> sizes(a.Length());
-  for (uint32_t i = 0; i < a.Length(); i++) {
-    Napi::Value v = a.Get(i);
-    if (!v.IsNumber()) throw Napi::TypeError::New(env, "bufferSizes must hold numbers");
-    const double d = v.As<Napi::Number>().DoubleValue();
-    if (!(d >= 0 && d <= 9007199254740991.0) || d != static_cast<double>(static_cast<uint64_t>(d)))
-      throw Napi::RangeError::New(env, "bufferSizes must hold non-negative integers");
-    sizes[i] = static_cast<uint64_t>(d);
-  }
-  const ExecStatus s = check_program(bytes, length, sizes);
+  const ExecStatus s = check_program(bytes, length, sizes_arg(info, 1));
   if (s.ok()) return env.Null();
   Napi::Object o = Napi::Object::New(env);
   o.Set("code", exec_code_name(s.code));
   o.Set("message", s.message);
   return o;
+}
+
+// fusedRuns(program, bufferSizes) → how many runs of nodes fused kernels would take (the program
+// must pass checkProgram: else an Error with the check's code).
+Napi::Value FusedRuns(const Napi::CallbackInfo& info) {
+  size_t length = 0;
+  const uint8_t* bytes = bytes_arg(info, 0, &length);
+  size_t runs = 0;
+  const ExecStatus s = check_program(bytes, length, sizes_arg(info, 1), &runs);
+  if (!s.ok()) throw_coded(info.Env(), exec_code_name(s.code), s.message);
+  return Napi::Number::New(info.Env(), static_cast<double>(runs));
 }
 
 Napi::Value RegisteredOps(const Napi::CallbackInfo& info) {
@@ -215,16 +231,23 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?: boolean }) → handle
+// createExecutor(device, useGraphs, tuning?: { attnMma?, attnDecode?, fuse?, pdl?: boolean }) → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
   const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
   Tuning tuning;
   if (info.Length() > 2 && info[2].IsObject()) {
     Napi::Object t = info[2].As<Napi::Object>();
-    Napi::Value a = t.Get("attnMma");
-    if (!a.IsUndefined() && !a.IsBoolean()) throw Napi::TypeError::New(info.Env(), "tuning.attnMma must be a boolean");
-    if (a.IsBoolean()) tuning.attn_mma = a.As<Napi::Boolean>().Value();
+    auto flag = [&](const char* name, bool* out) {
+      Napi::Value a = t.Get(name);
+      if (!a.IsUndefined() && !a.IsBoolean())
+        throw Napi::TypeError::New(info.Env(), std::string("tuning.") + name + " must be a boolean");
+      if (a.IsBoolean()) *out = a.As<Napi::Boolean>().Value();
+    };
+    flag("attnMma", &tuning.attn_mma);
+    flag("attnDecode", &tuning.attn_decode);
+    flag("fuse", &tuning.fuse);
+    flag("pdl", &tuning.pdl);
   }
   ExecStatus status;
   auto* h = new ExecutorHandle{std::make_unique<Executor>(device, graphs, tuning, &status), 0};
@@ -250,6 +273,7 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
   o.Set("graphReplays", static_cast<double>(h->executor->graph_replays()));
   o.Set("graphCaptures", static_cast<double>(h->executor->graph_captures()));
   o.Set("graphFailures", static_cast<double>(h->executor->graph_failures()));
+  o.Set("fusedRuns", static_cast<double>(h->executor->fused_runs()));
   const std::string last = h->executor->last_graph_error();
   if (!last.empty()) o.Set("lastGraphError", last);
   return o;
@@ -352,6 +376,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("read", Napi::Function::New(env, Read));
   exports.Set("selfTest", Napi::Function::New(env, SelfTest));
   exports.Set("checkProgram", Napi::Function::New(env, CheckProgram));
+  exports.Set("fusedRuns", Napi::Function::New(env, FusedRuns));
   exports.Set("registeredOps", Napi::Function::New(env, RegisteredOps));
   exports.Set("createExecutor", Napi::Function::New(env, CreateExecutor));
   exports.Set("disposeExecutor", Napi::Function::New(env, DisposeExecutor));

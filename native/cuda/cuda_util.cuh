@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "../common/program_format.h"
+#include "pdl.cuh"
 
 namespace minfer::cuda {
 

@@ -5,14 +5,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
+#include <memory>
 #include <string>
 
 #include "executor.h"
 #include "kernel.h"
+#include "pdl.cuh"
 
 namespace minfer::cuda {
 
 namespace pf = program;
+
+bool& pdl_on() {
+  static thread_local bool on = false;
+  return on;
+}
 
 const char* exec_code_name(ExecCode c) {
   switch (c) {
@@ -58,10 +65,12 @@ struct Loaded {
   pf::ParsedProgram parsed;
   std::vector<NodeArgs> args;
   std::vector<const KernelDef*> kernels;
+  std::vector<uint8_t> fused;  // at the first node of a fused run: its length (else 0)
   size_t scratch = 0;
 };
 
-ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers, Loaded* out) {
+ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers, Loaded* out,
+                bool fuse = false) {
   const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &out->parsed);
   if (!r.ok()) return err(from_load(r.code), r.message);
   const size_t n = out->parsed.nodes.size();
@@ -87,22 +96,49 @@ ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::Buffe
     const size_t s = k->scratch_bytes ? k->scratch_bytes(a) : 0;
     if (s > out->scratch) out->scratch = s;
   }
+  out->fused.assign(n, 0);
+  if (fuse) {
+    for (size_t i = 0; i < n;) {
+      const size_t run = fused_match(&out->args[i], n - i);
+      out->fused[i] = static_cast<uint8_t>(run);
+      i += run > 1 ? run : 1;
+    }
+  }
   return ExecStatus{};
 }
 
-uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+// A 64-bit hash of a program's bytes and its buffer bindings, eight bytes at a time (a decode
+// program is tens of kilobytes and is hashed every step).
+uint64_t hash_bytes(uint64_t h, const void* data, size_t n) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
 
 }  // namespace
 
-ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes) {
+ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
+                         size_t* fused_runs) {
   std::vector<pf::BufferBinding> buffers(buffer_sizes.size());
-  for (size_t i = 0; i < buffers.size(); i++) buffers[i].size = buffer_sizes[i];
+  for (size_t i = 0; i < buffers.size(); i++) {
+    buffers[i].size = buffer_sizes[i];
+    // Distinct, far-apart stand-in addresses, never dereferenced: fusion's overlap tests use them.
+    buffers[i].data = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(i + 1) << 40);
+  }
   Loaded l;
-  return load(bytes, length, buffers, &l);
+  const ExecStatus s = load(bytes, length, buffers, &l, fused_runs != nullptr);
+  if (s.ok() && fused_runs) {
+    *fused_runs = 0;
+    for (uint8_t run : l.fused) *fused_runs += run > 1 ? 1 : 0;
+  }
+  return s;
 }
 
 struct Executor::Impl {
@@ -113,7 +149,9 @@ struct Executor::Impl {
   DeviceError* err_host = nullptr;  // pinned
   void* scratch = nullptr;
   size_t scratch_capacity = 0;
+  std::vector<void*> retired;  // earlier scratch allocations, still addressed by captured graphs
   int sm_count = 0;
+  int cc_major = 0;
   Tuning tuning;
 
   // A program seen before: its bytes and buffers (the key), runs, and its graph once captured.
@@ -122,6 +160,7 @@ struct Executor::Impl {
     std::vector<uint8_t> bytes;
     std::vector<uint64_t> buffers;  // data pointer and size of each slot
     int runs = 0;
+    std::unique_ptr<Loaded> loaded;  // parsed and checked once: a replay skips both
     cudaGraphExec_t exec = nullptr;
     bool no_graph = false;  // capture failed once: this program launches directly from now on
   };
@@ -140,38 +179,52 @@ struct Executor::Impl {
     if (stream) cudaStreamSynchronize(stream);
     drop_graphs();
     if (scratch) cudaFree(scratch);
+    for (void* p : retired) cudaFree(p);
     if (err_dev) cudaFree(err_dev);
     if (err_host) cudaFreeHost(err_host);
     if (stream) cudaStreamDestroy(stream);
   }
 
   // Enqueues every node (the error record reset first). `events` (optional) gets one event
-  // recorded before the first node and after each node.
-  ExecStatus enqueue(const Loaded& l, const std::vector<cudaEvent_t>* events) {
+  // recorded before the first node and after each node; `external`: as event nodes of a graph
+  // being captured.
+  ExecStatus enqueue(const Loaded& l, const std::vector<cudaEvent_t>* events, bool external = false) {
+    auto record = [&](cudaEvent_t e) {
+      return external ? cudaEventRecordWithFlags(e, stream, cudaEventRecordExternal) : cudaEventRecord(e, stream);
+    };
     MINFER_EXEC_TRY(cudaMemsetAsync(err_dev, 0, sizeof(DeviceError), stream));
-    if (events) MINFER_EXEC_TRY(cudaEventRecord((*events)[0], stream));
-    for (size_t i = 0; i < l.args.size(); i++) {
+    if (events) MINFER_EXEC_TRY(record((*events)[0]));
+    const PdlScope pdl(tuning.pdl && cc_major >= 9);
+    // A fused run is one launch: its time goes to its first node (the others record ~0).
+    for (size_t i = 0; i < l.args.size();) {
       LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, tuning};
-      const cudaError_t e = l.kernels[i]->launch(l.args[i], ctx);
+      const size_t run = l.fused[i] > 1 ? l.fused[i] : 1;
+      const cudaError_t e = run > 1 ? fused_launch(&l.args[i], run, ctx) : l.kernels[i]->launch(l.args[i], ctx);
       if (e != cudaSuccess) {
         return err(e == cudaErrorMemoryAllocation ? ExecCode::OutOfMemory : ExecCode::CudaError,
-                   pf::node_prefix(i, static_cast<int32_t>(l.args[i].op)) + "kernel launch failed: " +
+                   pf::node_prefix(i, static_cast<int32_t>(l.args[i].op)) + "kernel launch failed" +
+                       (run > 1 ? " (fused with the next " + std::to_string(run - 1) + " nodes): " : ": ") +
                        cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
       }
-      if (events) MINFER_EXEC_TRY(cudaEventRecord((*events)[i + 1], stream));
+      for (size_t k = 0; k < run; k++)
+        if (events) MINFER_EXEC_TRY(record((*events)[i + k + 1]));
+      i += run;
     }
     return ExecStatus{};
   }
 
+  // Scratch grows to the next power of two of a program's need. The old allocation is kept (and
+  // freed with the executor) because graphs captured before hold its address; at most twice the
+  // final size is held in all.
   ExecStatus ensure_scratch(size_t bytes) {
     if (bytes <= scratch_capacity) return ExecStatus{};
-    const size_t want = (bytes + 255) / 256 * 256;
+    size_t want = 4096;
+    while (want < bytes) want *= 2;
     MINFER_EXEC_TRY(cudaStreamSynchronize(stream));
-    drop_graphs();  // captured graphs hold the old scratch address
-    if (scratch) MINFER_EXEC_TRY(cudaFree(scratch));
-    scratch = nullptr;
-    scratch_capacity = 0;
-    MINFER_EXEC_TRY(cudaMalloc(&scratch, want));
+    void* fresh = nullptr;
+    MINFER_EXEC_TRY(cudaMalloc(&fresh, want));
+    if (scratch) retired.push_back(scratch);
+    scratch = fresh;
     scratch_capacity = want;
     return ExecStatus{};
   }
@@ -242,6 +295,7 @@ Executor::Executor(int device, bool use_graphs, Tuning tuning, ExecStatus* statu
   *status = [&]() -> ExecStatus {
     MINFER_EXEC_TRY(cudaSetDevice(device));
     MINFER_EXEC_TRY(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device));
+    MINFER_EXEC_TRY(cudaDeviceGetAttribute(&m.cc_major, cudaDevAttrComputeCapabilityMajor, device));
     MINFER_EXEC_TRY(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
     MINFER_EXEC_TRY(cudaMalloc(&m.err_dev, sizeof(DeviceError)));
     MINFER_EXEC_TRY(cudaMallocHost(&m.err_host, sizeof(DeviceError)));
@@ -264,19 +318,44 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
   Impl& m = *impl_;
   if (!m.stream) return err(ExecCode::CudaError, "the executor did not start (see the error of its creation)");
   MINFER_EXEC_TRY(cudaSetDevice(device_));
-  Loaded l;
-  ExecStatus s = load(bytes, length, buffers, &l);
-  if (!s.ok()) return s;
-  if (node_micros) node_micros->assign(l.args.size(), 0.0);
-  if (l.args.empty()) return ExecStatus{};
-  s = m.ensure_scratch(l.scratch);
-  if (!s.ok()) return s;
 
-  if (node_micros) {
+  if (node_micros || !m.use_graphs) {
+    Loaded l;
+    ExecStatus s = load(bytes, length, buffers, &l, m.tuning.fuse);
+    if (!s.ok()) return s;
+    if (node_micros) node_micros->assign(l.args.size(), 0.0);
+    if (l.args.empty()) return ExecStatus{};
+    s = m.ensure_scratch(l.scratch);
+    if (!s.ok()) return s;
+    if (!node_micros) {
+      s = m.enqueue(l, nullptr);
+      return s.ok() ? m.finish(l) : s;
+    }
     std::vector<cudaEvent_t> events(l.args.size() + 1, nullptr);
     for (auto& e : events) MINFER_EXEC_TRY(cudaEventCreate(&e));
-    s = m.enqueue(l, &events);
-    if (s.ok()) s = m.finish(l);
+    // With graphs, the nodes and their events are captured into one graph and launched once: the
+    // times are then the GPU's, as in a replayed step, without the host's launch gaps. Without
+    // graphs (or when capturing fails) the nodes are launched directly between events.
+    bool ran = false;
+    if (m.use_graphs) {
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      if (cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        const ExecStatus c = m.enqueue(l, &events, true);
+        const cudaError_t end = cudaStreamEndCapture(m.stream, &graph);
+        if (c.ok() && end == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
+            cudaGraphUpload(exec, m.stream) == cudaSuccess && cudaGraphLaunch(exec, m.stream) == cudaSuccess)
+          ran = true;
+      }
+      if (!ran) cudaGetLastError();  // a failed capture is not an error of this program: launch directly
+      s = ran ? m.finish(l) : ExecStatus{};
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+    if (!ran && s.ok()) {
+      s = m.enqueue(l, &events);
+      if (s.ok()) s = m.finish(l);
+    }
     if (s.ok()) {
       for (size_t i = 0; i < l.args.size(); i++) {
         float ms = 0;
@@ -287,24 +366,39 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
     return s;
   }
 
-  if (!m.use_graphs) {
-    s = m.enqueue(l, nullptr);
-    return s.ok() ? m.finish(l) : s;
-  }
+  // A program is known by its bytes and its buffers' addresses and sizes; one seen before was
+  // parsed and checked then (the same bytes over the same buffers give the same answer), so it
+  // is not parsed again, and from its second run on it replays a CUDA graph.
   std::vector<uint64_t> key;
   key.reserve(buffers.size() * 2);
   for (const pf::BufferBinding& b : buffers) {
     key.push_back(reinterpret_cast<uint64_t>(b.data));
     key.push_back(b.size);
   }
-  const uint64_t hash = fnv1a(fnv1a(1469598103934665603ull, bytes, length), key.data(), key.size() * 8);
+  const uint64_t hash = hash_bytes(hash_bytes(1469598103934665603ull, bytes, length), key.data(), key.size() * 8);
   Impl::Entry* e = m.find(hash, bytes, length, key);
-  if (e && e->exec) {
+  if (!e) {
+    auto l = std::make_unique<Loaded>();
+    ExecStatus s = load(bytes, length, buffers, l.get(), m.tuning.fuse);
+    if (!s.ok()) return s;
+    if (l->args.empty()) return ExecStatus{};
+    s = m.ensure_scratch(l->scratch);
+    if (!s.ok()) return s;
+    s = m.enqueue(*l, nullptr);
+    if (!s.ok()) return s;
+    for (uint8_t run : l->fused) fused_runs_ += run > 1 ? 1 : 0;
+    e = m.remember(hash, bytes, length, std::move(key));
+    e->loaded = std::move(l);
+    e->runs++;
+    return m.finish(*e->loaded);
+  }
+  const Loaded& l = *e->loaded;
+  if (e->exec) {
     MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
     replays_++;
     if (stats) stats->graph_replayed = true;
-  } else if (e && !e->no_graph) {
-    s = m.capture(l, e);
+  } else if (!e->no_graph) {
+    ExecStatus s = m.capture(l, e);
     if (s.ok()) {
       MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
       captures_++;
@@ -321,13 +415,9 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
       s = m.enqueue(l, nullptr);
       if (!s.ok()) return s;
     }
-  } else if (e) {
-    s = m.enqueue(l, nullptr);
-    if (!s.ok()) return s;
   } else {
-    s = m.enqueue(l, nullptr);
+    ExecStatus s = m.enqueue(l, nullptr);
     if (!s.ok()) return s;
-    e = m.remember(hash, bytes, length, std::move(key));
   }
   e->runs++;
   return m.finish(l);

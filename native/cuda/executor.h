@@ -44,7 +44,9 @@ struct ExecStats {
 };
 
 // Validates a program against buffer sizes only (no device, no memory): what supportsOp asks.
-ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes);
+// With fused_runs, also counts the runs of nodes a fused kernel would take (kernel.h: fused_match).
+ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
+                         size_t* fused_runs = nullptr);
 
 class Executor {
  public:
@@ -57,7 +59,8 @@ class Executor {
   int device() const { return device_; }
 
   // Validates, enqueues (or replays) and waits. `node_micros` (when non-null) gets microseconds
-  // per node in program order, measured with events (no graph).
+  // per node in program order, measured with events captured into a one-off graph with the nodes
+  // (launched directly without graphs); a fused run's time goes to its first node.
   ExecStatus execute(const uint8_t* bytes, size_t length, const std::vector<program::BufferBinding>& buffers,
                      std::vector<double>* node_micros, ExecStats* stats);
 
@@ -67,6 +70,8 @@ class Executor {
   uint64_t graph_captures() const { return captures_; }
   // Programs whose capture failed (they launch directly), and the last capture error.
   uint64_t graph_failures() const { return graph_failures_; }
+  // Fused runs of nodes (kernel.h: fused_match) in the programs loaded so far (MINFER_CUDA_FUSE=0: 0).
+  uint64_t fused_runs() const { return fused_runs_; }
   std::string last_graph_error() const {
     std::lock_guard<std::mutex> lock(mu_);
     return last_graph_error_;
@@ -80,6 +85,7 @@ class Executor {
   uint64_t replays_ = 0;
   uint64_t captures_ = 0;
   uint64_t graph_failures_ = 0;
+  uint64_t fused_runs_ = 0;
   std::string last_graph_error_;
 };
 

@@ -91,6 +91,12 @@ const char* registered_ops();
 
 inline size_t no_scratch(const NodeArgs&) { return 0; }
 
+// Fused launches (ops/rope_store.cu): a run of adjacent, already checked nodes that one kernel
+// executes with the same results. fused_match returns how many nodes from `nodes` a fused kernel
+// takes (0: none; at most `available`); fused_launch enqueues it, ctx.node being the first node.
+size_t fused_match(const NodeArgs* nodes, size_t available);
+cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx);
+
 // A printf-formatted message in a thread-local buffer, for `check` to return.
 const char* check_fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -8,6 +8,15 @@ struct Tuning {
   // ATTENTION over many rows (prefill) with F16 k/v and head size 64 or 128: the tensor-core kernel
   // (ops/attention_mma.cuh: q and P rounded to f16, f32 accumulation) instead of the f32 tile kernel.
   bool attn_mma = true;
+  // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128: the decode kernel
+  // (ops/attention_decode.cuh) instead of the f32 tile kernel.
+  bool attn_decode = true;
+  // Adjacent nodes run as one launch where a fused kernel exists (fused.cu: RoPE of q and k with
+  // the k and v cache stores).
+  bool fuse = true;
+  // Programmatic dependent launch (pdl.cuh) for the decode path's kernels, on compute capability 9.0
+  // and later: each kernel's launch overlaps the tail of the one before it.
+  bool pdl = true;
 };
 
 }  // namespace minfer::cuda

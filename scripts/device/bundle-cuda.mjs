@@ -25,6 +25,7 @@ await bundleForNode(
     conformance: join(root, "scripts/device/conformance.ts"),
     "cuda-fidelity": join(root, "scripts/device/cuda-fidelity.ts"),
     "cuda-profile": join(root, "scripts/device/cuda-profile.ts"),
+    "cuda-microbench": join(root, "scripts/device/cuda-microbench.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),

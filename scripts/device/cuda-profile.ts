@@ -1,6 +1,6 @@
 // Where a decode step's time goes on the GPU (run on the GPU machine): the model with every
 // layer on CUDA, per-op times of one single-token step, of one 512-token micro-batch and of one
-// step of 16 sequences (events around each node, no CUDA graph), summed by op; and, without
+// step of 16 sequences (events between the nodes, captured with them into one graph), summed by op; and, without
 // profiling, the mean wall time of a decode step (1 and 16 sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
 //   node dist/cuda-profile.js OUT_DIR model.gguf

@@ -16,15 +16,21 @@
 #                       backend per case (OUT/vs-cpu.json)
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
+#   memcheck-smoke      the smoke run (with a model's fused launches) under memcheck
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
 #                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
-#                       q8_0"), each also with MINFER_CUDA_ATTN=tile (prompt), and Q4_K_M at
+#                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
+#                       MINFER_CUDA_FUSE=0 and with MINFER_CUDA_PDL=0, and Q4_K_M at
 #                       BENCH_CTX tokens of context (default 4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
+#   nsys                Nsight Systems timeline of 2 x 32 decode steps (PROFILE_TYPE): kernel sums and
+#                       the per-kernel trace as CSV, when nsys is installed
+#   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
+#                       depths 64/516/4096, each attention kernel), REPS copies per graph
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
 #                       sequences (PROFILE_TYPE)
 # Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s with 16 threads (Q4_0/Q8_0 ~40 s), each bench
@@ -96,6 +102,8 @@ for s in "${stages[@]}"; do
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
+  memcheck-smoke) step memcheck-smoke compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      node "$D/dist/cuda-smoke.js" ;;
   fidelity)
     files=()
     for p in ${FIDELITY_PRESETS:-tiny qwen2-0.5b}; do
@@ -115,19 +123,35 @@ for s in "${stages[@]}"; do
   ncu)
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     if [ -n "$NCU" ]; then
-      step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
+      step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
         --launch-count "${NCU_COUNT:-8}" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
         --section LaunchStats node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 4 -r 1 -ngl all
     else
       echo "ncu: not installed here" | tee -a "$OUT/run.log"
     fi ;;
+  nsys) # a timeline of decode steps (every kernel of the replayed CUDA graphs): per-kernel sums and
+    # the trace as CSV (the report itself is left out, it is large)
+    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+    if [ -n "$NSYS" ]; then
+      f=$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")
+      step nsys "$NSYS" profile --trace=cuda --cuda-graph-trace=node --force-overwrite true -o /tmp/minfer-nsys \
+        node "$D/dist/bin.js" bench -m "$f" -p 0 -n 32 -r 1 -ngl all
+      step nsys-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace,cuda_api_sum --format csv \
+        -o "$OUT/nsys" /tmp/minfer-nsys.nsys-rep
+    else
+      echo "nsys: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
+  microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")
       step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
-      # the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile), prompt processing only
-      step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 0 -ngl all --json
+      # the f32 tile attention kernel for prefill and decode (MINFER_CUDA_ATTN=tile), and decode
+      # without fused launches (MINFER_CUDA_FUSE=0)
+      step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 -ngl all --json
+      step "bench-$t-nofuse" env MINFER_CUDA_FUSE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
+      step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
         step "bench-$t-ctx${BENCH_CTX:-4096}-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 \

@@ -1,7 +1,10 @@
 // ATTENTION on CUDA: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
 // (the semantics of native/cpu/attention.cpp, which this mirrors; see check_attention there).
 //
-// Design. One kernel (attn_tile_kernel) does all the work, in flash-attention style:
+// Design. Two special cases have kernels of their own: decode (few rows per kv head, F16 k/v, head
+// size 64/128: attention_decode.cuh) and prefill on tensor cores (many rows, F16 k/v:
+// attention_mma.cuh). Everything else, and both when MINFER_CUDA_ATTN=tile, runs the f32 tile
+// kernel (attn_tile_kernel), in flash-attention style:
 //
 //  * A block owns one kv head, a tile of up to `br` ROWS and a CHUNK of the KV cells. The rows of a
 //    kv head are its (query j, q head of the group) pairs, row = j * group + head_in_group, so the
@@ -48,6 +51,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "attention_decode.cuh"
 #include "attention_kernels.cuh"
 #include "attention_mma.cuh"
 
@@ -154,10 +158,16 @@ const char* check_attention(const NodeArgs& args) {
 
 size_t scratch_attention(const NodeArgs& args) {
   const Plan p = plan_attention(args);
-  if (!p.ok || p.max_splits <= 1) return 0;
+  if (!p.ok) return 0;
   const int64_t hdv = args.in[2]->ne[0];
   const int64_t total_rows = p.rows * args.in[1]->ne[1];
-  return static_cast<size_t>(p.max_splits) * static_cast<size_t>(total_rows) * static_cast<size_t>(hdv + 2) * 4;
+  const size_t per_split = static_cast<size_t>(total_rows) * static_cast<size_t>(hdv + 2) * 4;
+  size_t bytes = p.max_splits > 1 ? static_cast<size_t>(p.max_splits) * per_split : 0;
+  // The decode kernel's partials (its alignment conditions are not known here: sized when the
+  // dtypes and shapes qualify).
+  if (decode_takes(args.in[1]->dtype, args.in[2]->dtype, args.in[0]->ne[0], hdv, true, true, p.rows))
+    bytes = std::max(bytes, static_cast<size_t>(kDecMaxSplits) * per_split);
+  return bytes;
 }
 
 // ---- host side ----
@@ -240,6 +250,12 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
   p.v_sep = plan.v_sep;
+  if (ctx.tuning.attn_decode &&
+      decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned, plan.rows)) {
+    p.n_splits = ctx.scratch ? decode_splits(n_kv, n_kv_head, p.hd, ctx.sm_count) : 1;
+    p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+    return launch_decode(p, ctx.stream);
+  }
   if (ctx.tuning.attn_mma &&
       mma_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned, plan.rows))
     return launch_mma(p, ctx.stream);

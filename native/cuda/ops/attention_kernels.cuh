@@ -437,6 +437,7 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 // Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): the split weights
 // e^(m_s - M) and the total l are formed once in shared memory, then each thread sums its dims.
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
+  pdl_begin();
   __shared__ float w_s[kMaxSplits];
   __shared__ float red_s[kCombineThreads / kWarp];
   const int row = blockIdx.x, kvh = blockIdx.y, tid = threadIdx.x;

@@ -100,6 +100,7 @@ __device__ inline void row_coords(const Tensor& t, int64_t r, int64_t* i1, int64
 
 template <bool kMul>
 __global__ void binary_kernel(Tensor a, Tensor b, Tensor o) {
+  pdl_begin();
   const int64_t ne0 = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3], bn = b.ne[0];
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     int64_t i1, i2, i3;
@@ -133,6 +134,7 @@ __global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
 }
 
 __global__ void swiglu_kernel(Tensor g, Tensor u, Tensor o) {
+  pdl_begin();
   const int64_t ne0 = g.ne[0], rows = g.ne[1] * g.ne[2] * g.ne[3];
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     int64_t i1, i2, i3;
@@ -157,8 +159,7 @@ template <bool kMul>
 cudaError_t launch_binary(const NodeArgs& args, const LaunchContext& ctx) {
   dim3 grid;
   if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
-  binary_kernel<kMul><<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.in[1], *args.out[0]);
-  return cudaGetLastError();
+  return launch_k(binary_kernel<kMul>, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);
 }
 
 template <Unary kOp>
@@ -177,8 +178,7 @@ cudaError_t launch_unary(const NodeArgs& args, const LaunchContext& ctx) {
 cudaError_t launch_swiglu(const NodeArgs& args, const LaunchContext& ctx) {
   dim3 grid;
   if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
-  swiglu_kernel<<<grid, kThreads, 0, ctx.stream>>>(*args.in[0], *args.in[1], *args.out[0]);
-  return cudaGetLastError();
+  return launch_k(swiglu_kernel, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);
 }
 
 const Registrar add_kernel(Op::ADD, {check_add, no_scratch, launch_binary<false>});

@@ -45,6 +45,7 @@ __device__ inline void load_vec(const uint8_t* p, float* w) {
 
 template <DType T, int NC>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_f32_kernel(Planes p, const float* __restrict__ act) {
+  pdl_begin();
   constexpr int V = T == DType::F32 ? 4 : 8;
   const int lane = threadIdx.x % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp;
@@ -84,11 +85,11 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_f32_kernel(Planes p, const f
 template <DType T>
 cudaError_t launch_mv_f32_t(const Planes& p, const float* act, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(ceil_div(p.M, kMvWarps)), static_cast<unsigned>(std::min<int64_t>(p.n_planes, 65535)));
-  if (p.ncols <= 1) mv_f32_kernel<T, 1><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
-  else if (p.ncols <= 2) mv_f32_kernel<T, 2><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
-  else if (p.ncols <= 4) mv_f32_kernel<T, 4><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
-  else mv_f32_kernel<T, 8><<<grid, kMvWarps * kWarp, 0, s>>>(p, act);
-  return cudaGetLastError();
+  const dim3 block(kMvWarps * kWarp);
+  if (p.ncols <= 1) return launch_k(mv_f32_kernel<T, 1>, grid, block, 0, s, p, act);
+  if (p.ncols <= 2) return launch_k(mv_f32_kernel<T, 2>, grid, block, 0, s, p, act);
+  if (p.ncols <= 4) return launch_k(mv_f32_kernel<T, 4>, grid, block, 0, s, p, act);
+  return launch_k(mv_f32_kernel<T, 8>, grid, block, 0, s, p, act);
 }
 
 // act: cols contiguous f32 columns of K (to_f32_kernel); MUL_MAT planes only (no expert ids).

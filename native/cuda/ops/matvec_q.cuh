@@ -57,6 +57,7 @@ __device__ inline float act_scale_f16(float d) {
 
 // One warp per block of 32: grid ceil(cols·K/32 / 8) blocks of 256 threads.
 __global__ void quant_q8a_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, float2* ds) {
+  pdl_begin();
   const int lane = threadIdx.x % kWarp;
   const int64_t nblk = K / 32;
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
@@ -77,6 +78,7 @@ __global__ void quant_q8a_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, f
 
 // One warp per block of 256 (8 elements a lane).
 __global__ void quant_q8k_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, float* dk) {
+  pdl_begin();
   const int lane = threadIdx.x % kWarp;
   const int64_t nblk = K / 256;
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
@@ -100,17 +102,15 @@ __global__ void quant_q8k_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, f
 inline cudaError_t launch_quant_q8a(const BView& b, int64_t K, int64_t cols, uint8_t* dst, cudaStream_t s) {
   const int64_t warps = cols * (K / 32);
   if (warps <= 0) return cudaSuccess;
-  quant_q8a_kernel<<<static_cast<unsigned>(ceil_div(warps, 8)), 256, 0, s>>>(
-      b, K, cols, reinterpret_cast<int8_t*>(dst), reinterpret_cast<float2*>(dst + qs_bytes(K, cols)));
-  return cudaGetLastError();
+  return launch_k(quant_q8a_kernel, dim3(static_cast<unsigned>(ceil_div(warps, 8))), dim3(256), 0, s, b, K, cols,
+                  reinterpret_cast<int8_t*>(dst), reinterpret_cast<float2*>(dst + qs_bytes(K, cols)));
 }
 
 inline cudaError_t launch_quant_q8k(const BView& b, int64_t K, int64_t cols, uint8_t* dst, cudaStream_t s) {
   const int64_t warps = cols * (K / 256);
   if (warps <= 0) return cudaSuccess;
-  quant_q8k_kernel<<<static_cast<unsigned>(ceil_div(warps, 8)), 256, 0, s>>>(
-      b, K, cols, reinterpret_cast<int8_t*>(dst), reinterpret_cast<float*>(dst + qs_bytes(K, cols)));
-  return cudaGetLastError();
+  return launch_k(quant_q8k_kernel, dim3(static_cast<unsigned>(ceil_div(warps, 8))), dim3(256), 0, s, b, K, cols,
+                  reinterpret_cast<int8_t*>(dst), reinterpret_cast<float*>(dst + qs_bytes(K, cols)));
 }
 
 // ---- weight parts ---------------------------------------------------------------------------------
@@ -409,6 +409,7 @@ template <class Q, int NC, int R>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
+  pdl_begin();
   const int wi = batch_weight(bt);
   const Planes& p = bt.p[wi];
   const int lane = threadIdx.x % kWarp;
@@ -497,8 +498,7 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  mv_q_kernel<Q, NC, R><<<grid, kMvWarps * kWarp, 0, s>>>(bt, aq, asc);
-  return cudaGetLastError();
+  return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
 // One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.

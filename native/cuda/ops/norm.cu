@@ -106,6 +106,83 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_kernel(Tensor a, Tensor w
   }
 }
 
+// Few rows (decode): one block of kFewRowThreads per row with the row (and the weight) held in
+// registers, kPer elements a thread: every load is issued at the start, the sum is reduced once
+// (warps, then warp 0, which also forms the scale in double, as the CPU does), and the outputs
+// are written from registers. The same arithmetic as norm_kernel: sums in double, the scale
+// rounded to float once, x * scale (* w) rounded as the CPU rounds them.
+constexpr int kPer = 8;  // rows up to kFewRowThreads * kPer = 8192 elements
+template <Kind kKind>
+__global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tensor w, Tensor o, float eps) {
+  pdl_begin();
+  __shared__ double partial[kFewRowThreads / kWarp];
+  __shared__ float stat[2];  // mean (NORM), scale
+  const int64_t ne0 = a.ne[0];
+  const int64_t r = blockIdx.x, i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+  const uint8_t* x = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
+  uint8_t* y = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
+  const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  float v[kPer], g[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; k++) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
+    v[k] = i < ne0 ? *reinterpret_cast<const float*>(x + i * a.nb[0]) : 0.0f;
+    g[k] = kKind == Kind::RmsMul && i < ne0 ? *reinterpret_cast<const float*>(wr + i * w.nb[0]) : 0.0f;
+  }
+  auto reduce = [&](double s) {  // the block's sum, in warp 0 lane 0
+#pragma unroll
+    for (int o2 = kWarp / 2; o2 > 0; o2 >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o2);
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    s = 0;
+    if (warp == 0) {
+      s = lane < kFewRowThreads / kWarp ? partial[lane] : 0.0;
+#pragma unroll
+      for (int o2 = kWarp / 2; o2 > 0; o2 >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o2);
+    }
+    return s;
+  };
+  float mean = 0.0f;
+  if (kKind == Kind::Norm) {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kPer; k++) s += v[k];
+    s = reduce(s);
+    if (threadIdx.x == 0) stat[0] = static_cast<float>(s / ne0);
+    __syncthreads();
+    mean = stat[0];
+    double q = 0;
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
+      const float d = __fsub_rn(v[k], mean);
+      if (i < ne0) q += static_cast<double>(d) * d;
+    }
+    __syncthreads();  // partial is reused
+    q = reduce(q);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(q / ne0 + eps));
+  } else {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kPer; k++) s += static_cast<double>(v[k]) * v[k];
+    s = reduce(s);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(s / ne0 + eps));
+  }
+  __syncthreads();
+  const float sc = stat[1];
+#pragma unroll
+  for (int k = 0; k < kPer; k++) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
+    if (i >= ne0) break;
+    float out;
+    if (kKind == Kind::Norm) out = __fmul_rn(__fsub_rn(v[k], mean), sc);
+    else if (kKind == Kind::Rms) out = __fmul_rn(v[k], sc);
+    else out = __fmul_rn(__fmul_rn(v[k], sc), g[k]);
+    *reinterpret_cast<float*>(y + i * o.nb[0]) = out;
+  }
+}
+
 template <Kind kKind>
 cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor& a = *args.in[0];
@@ -114,6 +191,10 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const float eps = param_f32(args, 0);  // eps is parameter 0 of all three ops
   const Tensor w = kKind == Kind::RmsMul ? *args.in[1] : a;
   const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
+  if (rows < kFewRows && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer) {
+    return launch_k(norm_row_kernel<kKind>, dim3(static_cast<unsigned>(rows)), dim3(kFewRowThreads), 0, ctx.stream, a, w,
+                    *args.out[0], eps);
+  }
   norm_kernel<kKind><<<grid, rows < kFewRows ? kFewRowThreads : kThreads, 0, ctx.stream>>>(a, w, *args.out[0], eps);
   return cudaGetLastError();
 }

@@ -12,6 +12,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "rope_common.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -51,12 +52,6 @@ const char* check_rope(const NodeArgs& args) {
   return nullptr;
 }
 
-struct RopeParams {
-  int mode, n_dims;
-  bool has_ff;
-  double base, freq_scale, ext_factor, mscale, low, high;  // low/high: the YaRN correction range
-};
-
 __global__ void rope_kernel(Tensor a, Tensor pos, Tensor ff, Tensor o, RopeParams p) {
   __shared__ float2 cs[kPairChunk];
   const int half = p.n_dims / 2;
@@ -69,19 +64,7 @@ __global__ void rope_kernel(Tensor a, Tensor pos, Tensor ff, Tensor o, RopeParam
       for (int c0 = 0; c0 < half; c0 += kPairChunk) {
         const int np = half - c0 < kPairChunk ? half - c0 : kPairChunk;
         __syncthreads();  // the previous chunk's angles are no longer read
-        for (int k = threadIdx.x; k < np; k += blockDim.x) {
-          const int i = c0 + k;
-          double inv_freq = pow(p.base, -2.0 * i / p.n_dims);
-          if (p.has_ff) inv_freq /= *reinterpret_cast<const float*>(ff.data + i * ff.nb[0]);
-          const double extrap = pp * inv_freq;
-          double theta = p.freq_scale * extrap;
-          if (p.ext_factor != 0) {
-            const double y = (i - p.low) / fmax(0.001, p.high - p.low);
-            const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * p.ext_factor;
-            theta = theta * (1 - mix) + extrap * mix;
-          }
-          cs[k] = make_float2(static_cast<float>(cos(theta) * p.mscale), static_cast<float>(sin(theta) * p.mscale));
-        }
+        for (int k = threadIdx.x; k < np; k += blockDim.x) cs[k] = rope_cos_sin(p, ff, pp, c0 + k);
         __syncthreads();
         for (int w = threadIdx.x; w < nhb * np; w += blockDim.x) {
           const int hh = w / np, k = w % np, i = c0 + k;
@@ -90,11 +73,10 @@ __global__ void rope_kernel(Tensor a, Tensor pos, Tensor ff, Tensor o, RopeParam
           uint8_t* dst = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
           const int64_t j0 = p.mode == 2 ? i : 2 * i;
           const int64_t j1 = p.mode == 2 ? i + half : 2 * i + 1;
-          const float x0 = *reinterpret_cast<const float*>(src + j0 * a.nb[0]);
-          const float x1 = *reinterpret_cast<const float*>(src + j1 * a.nb[0]);
-          const float c = cs[k].x, s = cs[k].y;
-          *reinterpret_cast<float*>(dst + j0 * o.nb[0]) = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-          *reinterpret_cast<float*>(dst + j1 * o.nb[0]) = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+          const float2 y = rope_rotate(*reinterpret_cast<const float*>(src + j0 * a.nb[0]),
+                                       *reinterpret_cast<const float*>(src + j1 * a.nb[0]), cs[k]);
+          *reinterpret_cast<float*>(dst + j0 * o.nb[0]) = y.x;
+          *reinterpret_cast<float*>(dst + j1 * o.nb[0]) = y.y;
         }
       }
       // Dimensions past nDims are copied.
@@ -112,29 +94,7 @@ cudaError_t launch_rope(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor &a = *args.in[0], &pos = *args.in[1], &o = *args.out[0];
   const Tensor ff = args.n_inputs == 3 ? *args.in[2] : pos;  // unread without factors
   if (nelements(a) == 0) return cudaSuccess;
-  RopeParams p;
-  p.mode = param_i32(args, P::mode);
-  p.n_dims = param_i32(args, P::nDims);
-  p.has_ff = args.n_inputs == 3;
-  const int n_ctx_orig = param_i32(args, P::nCtxOrig);
-  p.base = param_f32(args, P::freqBase);
-  p.freq_scale = param_f32(args, P::freqScale);
-  p.ext_factor = param_f32(args, P::extFactor);
-  const double attn_factor = param_f32(args, P::attnFactor);
-  const double beta_fast = param_f32(args, P::betaFast);
-  const double beta_slow = param_f32(args, P::betaSlow);
-  // YaRN correction range, on the host exactly as the CPU computes it.
-  p.low = 0;
-  p.high = 0;
-  if (p.ext_factor != 0) {
-    auto corr_dim = [&](double n_rot) {
-      return p.n_dims * std::log(n_ctx_orig / (n_rot * 2 * M_PI)) / (2 * std::log(p.base));
-    };
-    p.low = std::fmax(0.0, std::floor(corr_dim(beta_fast)));
-    p.high = std::fmin(static_cast<double>(p.n_dims - 1), std::ceil(corr_dim(beta_slow)));
-  }
-  p.mscale = attn_factor;
-  if (p.ext_factor != 0) p.mscale *= 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
+  const RopeParams p = rope_params(args);
 
   const int64_t tokens = a.ne[2] * a.ne[3], groups = ceil_div(a.ne[1], kHeadsPerBlock);
   const dim3 grid(static_cast<unsigned>(tokens < (1 << 20) ? tokens : (1 << 20)),

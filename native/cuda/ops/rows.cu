@@ -45,6 +45,7 @@ const char* check_get_rows(const NodeArgs& args) {
 }
 
 __global__ void get_rows_kernel(Tensor a, Tensor idx, Tensor out, DeviceError* err, int node) {
+  pdl_begin();
   const int64_t n_idx = idx.ne[0], ne2 = a.ne[2], ne0 = a.ne[0];
   const int64_t total = n_idx * ne2 * a.ne[3];
   const int be = qblock_elems(a.dtype);
@@ -74,8 +75,7 @@ cudaError_t launch_get_rows(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor &a = *args.in[0], &idx = *args.in[1], &out = *args.out[0];
   const int64_t total = idx.ne[0] * a.ne[2] * a.ne[3];
   if (total <= 0) return cudaSuccess;  // empty rows still have their indices checked, as on the CPU
-  get_rows_kernel<<<grid_rows(total), kThreads, 0, ctx.stream>>>(a, idx, out, ctx.err, ctx.node);
-  return cudaGetLastError();
+  return launch_k(get_rows_kernel, dim3(grid_rows(total)), dim3(kThreads), 0, ctx.stream, a, idx, out, ctx.err, ctx.node);
 }
 
 // ---------------- SET_ROWS ----------------

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BACKEND_API_VERSION, DType, Op, opQueryProgram } from "@minfer/ir";
+import { BACKEND_API_VERSION, DType, encodeProgram, Op, opQueryProgram } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 import { readEnv } from "./config.js";
 import { backend, CudaBackendError, type CudaDevice } from "./index.js";
@@ -28,16 +28,25 @@ describe("the CUDA backend entry", () => {
 
 describe("CUDA settings from the environment", () => {
   it("reads graph capture and the kernel variants in one place", () => {
-    expect(readEnv({})).toEqual({ graphs: true, attnMma: true });
-    expect(readEnv({ MINFER_CUDA_GRAPHS: "0", MINFER_CUDA_ATTN: "tile" })).toEqual({
-      graphs: false,
-      attnMma: false,
-    });
-    expect(readEnv({ MINFER_CUDA_GRAPHS: "1", MINFER_CUDA_ATTN: "mma" })).toEqual({
-      graphs: true,
-      attnMma: true,
-    });
+    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: true, fuse: true, pdl: true });
+    expect(
+      readEnv({
+        MINFER_CUDA_GRAPHS: "0",
+        MINFER_CUDA_ATTN: "tile",
+        MINFER_CUDA_FUSE: "0",
+        MINFER_CUDA_PDL: "0",
+      }),
+    ).toEqual({ graphs: false, attnMma: false, attnDecode: false, fuse: false, pdl: false });
+    expect(
+      readEnv({
+        MINFER_CUDA_GRAPHS: "1",
+        MINFER_CUDA_ATTN: "mma",
+        MINFER_CUDA_FUSE: "1",
+        MINFER_CUDA_PDL: "1",
+      }),
+    ).toEqual({ graphs: true, attnMma: true, attnDecode: true, fuse: true, pdl: true });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
+    expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
   });
 });
 
@@ -165,5 +174,84 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+type Runs = (program: Uint8Array, sizes: readonly number[]) => number;
+const fusedRuns = backend.getExtension?.("cuda.fusedRuns") as Runs | undefined;
+
+describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
+  // An attention layer's cache writes, as the model graphs emit them: ROPE q, ROPE k, SET_ROWS of
+  // k's rows into the k cache and of v into the v cache, all at the token's cells.
+  function layer(o: { tokens?: number; kPositions?: number; vCells?: number; kOverQ?: boolean } = {}) {
+    const t = o.tokens ?? 1;
+    const f32 = (ne: number[], buffer: number, offset = 0) => {
+      const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
+      const nb = [4, 4 * n[0], 4 * n[0] * n[1], 4 * n[0] * n[1] * n[2]] as [number, number, number, number];
+      return { dtype: DType.F32, buffer, offset, ne: n, nb };
+    };
+    const vec = (dtype: DType, n: number, buffer: number) => ({
+      dtype,
+      buffer,
+      offset: 0,
+      ne: [n, 1, 1, 1] as [number, number, number, number],
+      nb: [4, 4 * n, 4 * n, 4 * n] as [number, number, number, number],
+    });
+    const cache = (buffer: number) => ({
+      dtype: DType.F16,
+      buffer,
+      offset: 0,
+      ne: [16, 10, 1, 1] as [number, number, number, number],
+      nb: [2, 32, 320, 320] as [number, number, number, number],
+    });
+    const tensors = [
+      f32([8, 4, t], 0), // 0 q
+      vec(DType.I32, t, 1), // 1 positions
+      f32([8, 4, t], 2), // 2 q rotated
+      f32([8, 2, t], 3), // 3 k
+      f32([8, 2, t], o.kOverQ ? 0 : 4), // 4 k rotated (over q's memory: the allocator's reuse)
+      f32([16, t], o.kOverQ ? 0 : 4), // 5 k rotated as rows
+      cache(5), // 6 k cache
+      vec(DType.I32, t, 6), // 7 cells
+      f32([16, t], 7), // 8 v
+      cache(8), // 9 v cache
+      vec(DType.I32, t, 9), // 10 other positions
+      vec(DType.I32, t, 10), // 11 other cells
+    ];
+    const rope = [0, 8, 4096, 10000, 1, 0, 1, 32, 1];
+    const program = encodeProgram({
+      bufferSizes: [512 * t, 4 * t, 512 * t, 256 * t, 256 * t, 320, 4 * t, 256 * t, 320, 4 * t, 4 * t],
+      tensors,
+      nodes: [
+        { op: Op.ROPE, inputs: [0, 1], outputs: [2], params: rope },
+        { op: Op.ROPE, inputs: [3, o.kPositions ?? 1], outputs: [4], params: rope },
+        { op: Op.SET_ROWS, inputs: [6, 5, 7], outputs: [6], params: [] },
+        { op: Op.SET_ROWS, inputs: [9, 8, o.vCells ?? 7], outputs: [9], params: [] },
+      ],
+    });
+    return fusedRuns!(program, [
+      512 * t,
+      4 * t,
+      512 * t,
+      256 * t,
+      256 * t,
+      320,
+      4 * t,
+      256 * t,
+      320,
+      4 * t,
+      4 * t,
+    ]);
+  }
+
+  it("runs RoPE of q and k with the k and v cache stores as one launch, only when they match", () => {
+    expect(layer()).toBe(1);
+    expect(layer({ tokens: 3 })).toBe(1);
+    expect(layer({ kPositions: 10 })).toBe(0); // k rotated at other positions
+    expect(layer({ vCells: 11 })).toBe(0); // v stored at other cells
+    // k's output in q's input memory: one token runs q before k (fused); several tokens run in
+    // parallel blocks (not fused).
+    expect(layer({ kOverQ: true })).toBe(1);
+    expect(layer({ tokens: 3, kOverQ: true })).toBe(0);
   });
 });

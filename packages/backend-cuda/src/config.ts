@@ -9,6 +9,18 @@ export interface CudaEnv {
    * default `mma` (tensor cores; q and the softmax weights rounded to f16).
    */
   readonly attnMma: boolean;
+  /**
+   * MINFER_CUDA_ATTN=tile also turns off the decode attention kernel (few rows, F16 k/v): every
+   * attention runs on the f32 tile kernel.
+   */
+  readonly attnDecode: boolean;
+  /** MINFER_CUDA_FUSE=0: every node is its own launch (no fused RoPE + KV-store kernel). */
+  readonly fuse: boolean;
+  /**
+   * MINFER_CUDA_PDL=0: no programmatic dependent launch (by default the decode path's kernels
+   * launch while the kernel before them finishes, on compute capability 9.0 and later).
+   */
+  readonly pdl: boolean;
 }
 
 function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[]): string {
@@ -22,8 +34,12 @@ function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[])
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
+  const attn = choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]);
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
-    attnMma: choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]) !== "tile",
+    attnMma: attn !== "tile",
+    attnDecode: attn !== "tile",
+    fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
+    pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
   };
 }

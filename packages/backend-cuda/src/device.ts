@@ -65,12 +65,15 @@ export class CudaDevice implements Device {
 
   /**
    * Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0; kernel
-   * variants follow config.ts (MINFER_CUDA_ATTN).
+   * variants follow config.ts (MINFER_CUDA_ATTN, MINFER_CUDA_FUSE, MINFER_CUDA_PDL).
    */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
     const env = readEnv();
     return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, {
       attnMma: env.attnMma,
+      attnDecode: env.attnDecode,
+      fuse: env.fuse,
+      pdl: env.pdl,
     });
   }
 

@@ -60,6 +60,10 @@ export const backend: BackendEntry = {
       return native.ok
         ? (program: Uint8Array, sizes: readonly number[]) => native.addon.checkProgram(program, sizes)
         : undefined;
+    if (name === "cuda.fusedRuns")
+      return native.ok
+        ? (program: Uint8Array, sizes: readonly number[]) => native.addon.fusedRuns(program, sizes)
+        : undefined;
     return undefined;
   },
 };

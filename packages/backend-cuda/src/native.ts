@@ -45,6 +45,9 @@ export interface NativeCheck {
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
   readonly attnMma?: boolean;
+  readonly attnDecode?: boolean;
+  readonly fuse?: boolean;
+  readonly pdl?: boolean;
 }
 
 export interface NativeExecuteResult {
@@ -62,6 +65,8 @@ export interface NativeExecutorStats {
   readonly graphCaptures: number;
   /** Programs whose CUDA graph capture failed: they launch directly (lastGraphError says why). */
   readonly graphFailures: number;
+  /** Runs of adjacent nodes launched as one fused kernel, in the programs loaded so far. */
+  readonly fusedRuns: number;
   readonly lastGraphError?: string;
 }
 
@@ -76,6 +81,8 @@ export interface NativeAddon {
   selfTest(device: number, n: number, seed: number): Int32Array;
   /** null when every node has a kernel accepting its dtypes and shapes. */
   checkProgram(program: Uint8Array, bufferSizes: readonly number[]): NativeCheck | null;
+  /** Runs of nodes fused kernels would take in a valid program (no device needed). */
+  fusedRuns(program: Uint8Array, bufferSizes: readonly number[]): number;
   registeredOps(): string[];
   createExecutor(device: number, useGraphs: boolean, tuning?: NativeTuning): NativeExecutor;
   /** BUSY while an execute is in flight. */

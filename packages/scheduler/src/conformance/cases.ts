@@ -367,6 +367,19 @@ const attnShapes = [
   // Many rows per kv head (a GPU's prefill kernels): partial row blocks and KV tiles.
   { tag: "prefill GQA 7:1 hd 128", hd: 128, hdv: 128, nHead: 7, nKvHead: 1, nQ: 40, nKv: 100, softcap: 0 },
   { tag: "prefill MHA hd 64", hd: 64, hdv: 64, nHead: 2, nKvHead: 2, nQ: 70, nKv: 75, softcap: 0 },
+  // A GPU's decode kernels: several tiles and splits of the KV range, rows of a kv head from
+  // several queries, softcap.
+  { tag: "decode GQA 7:2 hd 128", hd: 128, hdv: 128, nHead: 14, nKvHead: 2, nQ: 1, nKv: 300, softcap: 0 },
+  {
+    tag: "decode 3 queries hd 128 softcap 30",
+    hd: 128,
+    hdv: 128,
+    nHead: 2,
+    nKvHead: 2,
+    nQ: 3,
+    nKv: 150,
+    softcap: 30,
+  },
 ] as const;
 /** Spans I32 [2, nQ]: query i sees [start_i, nKv − nQ + i + 1), start_i small and random. */
 const spansData = (nKv: number, nQ: number) => (rng: Rng) =>

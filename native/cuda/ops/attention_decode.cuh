@@ -1,0 +1,249 @@
+// Decode attention (ops/attention.cu picks it): few rows per kv head (one or a few queries times
+// the q heads of a group, at most kDecMaxRows), F16 K and V, head size 64 or 128. Decode is bound
+// by latency, not by arithmetic or bandwidth (depth 512 of a 7B model reads about 1 MB), so the
+// kernel keeps each block's dependency chain short:
+//
+//  * A block (HD threads) owns one kv head and one split of the cells its rows can see: the union
+//    of the rows' spans (or all cells with a mask) is cut into n_splits equal chunks on the device,
+//    so a graph captured for the whole cache spreads the cells actually in use over every split.
+//  * A tile is kTile cells (8 per warp). Scores: 4 lanes per cell, each reading 16-byte units
+//    u = quarter, quarter + 4, … of the K row (the 4 lanes of a cell cover 64 contiguous bytes, and
+//    their q reads fall on distinct banks), then two shuffles give the dot of every row.
+//  * Each row's online softmax is updated by one warp (running max and sum in shared memory), then
+//    thread d accumulates dim d of every row: acc = acc * corr + Σ_c p_c V[c][d]. A tile's V loads
+//    are issued before its scores, so K and V cost one memory latency together.
+//  * One split writes the output; several write partials (m, l, acc) that attn_combine_kernel
+//    (attention_kernels.cuh) merges, in the tile kernel's layout.
+//
+// Semantics are the tile kernel's (the CPU's): a cell is hidden when it is outside the row's span or
+// its mask value is -inf (tested before the score), softcap before the mask add, a weight of 0 never
+// multiplies V (an unwritten cache cell may hold NaN bits), a row that sees no cell gets zeros, and a
+// bad span is reported (detail: the offending value) and sees nothing.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "attention_kernels.cuh"
+
+namespace minfer::cuda::attn {
+
+constexpr int kDecMaxRows = 8;       // rows of one kv head (group × queries)
+constexpr int kDecCellsPerWarp = 8;  // cells a warp scores at once, 4 lanes each
+constexpr int kDecMaxSplits = 64;    // most splits (the combine kernel takes up to kMaxSplits)
+static_assert(kDecMaxSplits <= kMaxSplits, "the combine kernel merges at most kMaxSplits splits");
+
+// Whether the decode kernel takes an ATTENTION: `vec` and `aligned` as in AttnParams.
+inline bool decode_takes(DType kt, DType vt, int64_t hd, int64_t hdv, bool vec, bool aligned, int64_t rows) {
+  return kt == DType::F16 && vt == DType::F16 && hd == hdv && (hd == 64 || hd == 128) && vec && aligned && rows >= 1 &&
+         rows <= kDecMaxRows;
+}
+
+// Splits for n_kv cells over n_kv_head heads: about two blocks per SM, one tile each at least.
+inline int decode_splits(int64_t n_kv, int64_t n_kv_head, int hd, int sm_count) {
+  const int64_t tile = (hd / 32) * kDecCellsPerWarp;
+  const int64_t tiles = (n_kv + tile - 1) / tile;
+  const int64_t want = (2 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) + n_kv_head - 1) / n_kv_head;
+  int64_t s = tiles < want ? tiles : want;
+  if (s > kDecMaxSplits) s = kDecMaxSplits;
+  return static_cast<int>(s < 1 ? 1 : s);
+}
+
+template <int HD>
+__global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
+  pdl_begin();
+  constexpr int kWarps = HD / kWarp;
+  constexpr int kTile = kWarps * kDecCellsPerWarp;  // 32 cells (HD 128) or 16 (HD 64)
+  constexpr int kUnits = HD / 8 / 4;                // 16-byte units of a K row per lane: 4 or 2
+  __shared__ __align__(16) float q_s[kDecMaxRows][HD];
+  __shared__ __align__(16) float w_s[kDecMaxRows][kTile];  // scores, then weights
+  __shared__ float m_s[kDecMaxRows], l_s[kDecMaxRows], corr_s[kDecMaxRows];
+  __shared__ int lo_s[kDecMaxRows], hi_s[kDecMaxRows], range_s[2];
+
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int split = blockIdx.x, kvh = blockIdx.y, R = p.rows;
+  const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;
+  const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
+
+  // q rows into shared memory (loads first, then stores), row state, spans.
+  {
+    float x[kDecMaxRows];
+#pragma unroll
+    for (int r = 0; r < kDecMaxRows; r++) {
+      x[r] = 0.0f;
+      if (r < R) {
+        const int j = r / p.group, h = kvh * p.group + r % p.group;
+        x[r] = *reinterpret_cast<const float*>(p.q + static_cast<int64_t>(h) * p.q_nb1 +
+                                               static_cast<int64_t>(j) * p.q_nb2 + static_cast<int64_t>(tid) * p.q_nb0);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDecMaxRows; r++) q_s[r][tid] = x[r];
+  }
+  if (tid < kDecMaxRows) {
+    int lo = 0, hi = tid < R ? p.n_kv : 0;
+    if (tid < R && p.mask_kind == 2) {
+      const uint8_t* sp = p.m + static_cast<int64_t>(tid / p.group) * p.m_nb1;
+      lo = *reinterpret_cast<const int32_t*>(sp);
+      hi = *reinterpret_cast<const int32_t*>(sp + p.m_nb0);
+      if (lo < 0 || hi > p.n_kv || lo > hi) {
+        if (tid % p.group == 0 && split == 0) report_error(p.err, p.node, lo < 0 || lo > hi ? lo : hi);
+        lo = hi = 0;
+      }
+    }
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.0f;
+    lo_s[tid] = lo;
+    hi_s[tid] = hi;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int lo = p.n_kv, hi = 0;
+    for (int r = 0; r < R; r++)
+      if (lo_s[r] < hi_s[r]) {
+        lo = min(lo, lo_s[r]);
+        hi = max(hi, hi_s[r]);
+      }
+    int b = 0, e = 0;
+    if (lo < hi) {
+      const int per = (hi - lo + p.n_splits - 1) / p.n_splits;
+      const int chunk = (per + kTile - 1) / kTile * kTile;
+      b = min(hi, lo + split * chunk);
+      e = min(hi, b + chunk);
+    }
+    range_s[0] = b;
+    range_s[1] = e;
+  }
+  __syncthreads();
+  const int c_lo = range_s[0], c_hi = range_s[1];
+
+  float acc[kDecMaxRows];
+#pragma unroll
+  for (int r = 0; r < kDecMaxRows; r++) acc[r] = 0.0f;
+  const int quarter = lane % 4, my_cell = warp * kDecCellsPerWarp + lane / 4;
+
+  for (int c0 = c_lo; c0 < c_hi; c0 += kTile) {
+    // V of dim tid for the tile's cells, and this lane's K units; cells past c_hi read as zeros.
+    float vv[kTile];
+#pragma unroll
+    for (int c = 0; c < kTile; c++) {
+      const int cell = c0 + c;
+      vv[c] = cell < c_hi ? __half2float(__ldg(reinterpret_cast<const __half*>(vbase + static_cast<int64_t>(cell) * p.v_nb2) + tid))
+                          : 0.0f;
+    }
+    const int cell = c0 + my_cell;
+    const bool live = cell < c_hi;
+    uint4 kw[kUnits];
+#pragma unroll
+    for (int u = 0; u < kUnits; u++)
+      kw[u] = live ? __ldg(reinterpret_cast<const uint4*>(kbase + static_cast<int64_t>(cell) * p.k_nb2) + quarter + 4 * u)
+                   : make_uint4(0, 0, 0, 0);
+    float kf[kUnits * 8];
+#pragma unroll
+    for (int u = 0; u < kUnits; u++) {
+      const uint32_t w[4] = {kw[u].x, kw[u].y, kw[u].z, kw[u].w};
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
+        kf[u * 8 + 2 * e] = f.x;
+        kf[u * 8 + 2 * e + 1] = f.y;
+      }
+    }
+    // Scores of every row for this lane's cell.
+#pragma unroll
+    for (int r = 0; r < kDecMaxRows; r++) {
+      if (r >= R) break;
+      float dot = 0.0f;
+#pragma unroll
+      for (int u = 0; u < kUnits; u++) {
+        const float4 a = *reinterpret_cast<const float4*>(&q_s[r][(quarter + 4 * u) * 8]);
+        const float4 b = *reinterpret_cast<const float4*>(&q_s[r][(quarter + 4 * u) * 8 + 4]);
+        dot = fmaf(a.x, kf[u * 8 + 0], dot);
+        dot = fmaf(a.y, kf[u * 8 + 1], dot);
+        dot = fmaf(a.z, kf[u * 8 + 2], dot);
+        dot = fmaf(a.w, kf[u * 8 + 3], dot);
+        dot = fmaf(b.x, kf[u * 8 + 4], dot);
+        dot = fmaf(b.y, kf[u * 8 + 5], dot);
+        dot = fmaf(b.z, kf[u * 8 + 6], dot);
+        dot = fmaf(b.w, kf[u * 8 + 7], dot);
+      }
+      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+      if (quarter == 0) {
+        float s = -INFINITY;
+        if (live && cell >= lo_s[r] && cell < hi_s[r]) {
+          const float mv = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, r / p.group);
+          if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
+            s = dot * p.scale;
+            if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
+            s += mv;
+          }
+        }
+        w_s[r][my_cell] = s;
+      }
+    }
+    __syncthreads();
+    // Online softmax of each row over the tile: one warp per row.
+    for (int r = warp; r < R; r += kWarps) {
+      const float s = lane < kTile ? w_s[r][lane] : -INFINITY;
+      const float m_old = m_s[r], m_new = fmaxf(m_old, warp_max(s));
+      const float e = m_new == -INFINITY || s == -INFINITY ? 0.0f : expf(s - m_new);
+      const float sum = warp_sum(e);
+      if (lane < kTile) w_s[r][lane] = e;
+      if (lane == 0) {
+        const float corr = m_old == -INFINITY ? (m_new == -INFINITY ? 1.0f : 0.0f) : expf(m_old - m_new);
+        corr_s[r] = corr;
+        m_s[r] = m_new;
+        l_s[r] = l_s[r] * corr + sum;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < kDecMaxRows; r++) {
+      if (r >= R) break;
+      float a = acc[r] * corr_s[r];
+#pragma unroll
+      for (int c = 0; c < kTile; c += 4) {
+        const float4 w = *reinterpret_cast<const float4*>(&w_s[r][c]);
+        if (w.x != 0.0f) a = fmaf(w.x, vv[c], a);
+        if (w.y != 0.0f) a = fmaf(w.y, vv[c + 1], a);
+        if (w.z != 0.0f) a = fmaf(w.z, vv[c + 2], a);
+        if (w.w != 0.0f) a = fmaf(w.w, vv[c + 3], a);
+      }
+      acc[r] = a;
+    }
+    __syncthreads();  // w_s and corr_s are rewritten by the next tile
+  }
+
+#pragma unroll
+  for (int r = 0; r < kDecMaxRows; r++) {
+    if (r >= R) break;
+    if (p.n_splits == 1) {
+      const int j = r / p.group, h = kvh * p.group + r % p.group;
+      const float l = l_s[r];
+      *reinterpret_cast<float*>(p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2 +
+                                static_cast<int64_t>(tid) * p.o_nb0) = l > 0.0f ? acc[r] * (1.0f / l) : 0.0f;
+    } else {
+      float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + r) * (HD + 2);
+      if (tid == 0) {
+        part[0] = m_s[r];
+        part[1] = l_s[r];
+      }
+      part[2 + tid] = acc[r];
+    }
+  }
+}
+
+// Launches the decode kernel with p.n_splits splits (p.part set when more than one) and the
+// combine kernel after it.
+inline cudaError_t launch_decode(const AttnParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.n_splits), static_cast<unsigned>(p.n_kv_head));
+  const cudaError_t e = p.hd == 128 ? launch_k(attn_decode_kernel<128>, grid, dim3(128), 0, stream, p)
+                                    : launch_k(attn_decode_kernel<64>, grid, dim3(64), 0, stream, p);
+  if (e != cudaSuccess || p.n_splits <= 1) return e;
+  return launch_k(attn_combine_kernel, dim3(static_cast<unsigned>(p.rows), static_cast<unsigned>(p.n_kv_head)),
+                  dim3(kCombineThreads), 0, stream, p);
+}
+
+}  // namespace minfer::cuda::attn

@@ -1,0 +1,226 @@
+// A fused launch (kernel.h: fused_match / fused_launch): the four nodes an attention layer's graph
+// writes its cache with,
+//   ROPE(q) → q_rope;  ROPE(k) → k_rope;  SET_ROWS(k_cache, k_rope as rows, cells);  SET_ROWS(v_cache, v, cells)
+// run as one kernel instead of four. A block takes a token: it forms the angles once for both
+// RoPEs (same positions and parameters), rotates q and k, writes both outputs and stores the
+// rotated k row, and the v row, into the caches at the token's cell. Each value is computed
+// exactly as the separate kernels compute it (rope_common.cuh, store_elem), so the results are
+// bit-identical; MINFER_CUDA_FUSE=0 runs the four nodes separately.
+//
+// The match is strict: both RoPEs share positions, frequency factors and parameters, have at most
+// 512 rotated dims and 3-D tensors; the k store's source is the k RoPE's output, contiguous, seen
+// as one row per token; both stores take the same index vector, one index per token, into F32,
+// F16 or BF16 rows. A block runs its token's q, k and v phases one after another, so with one
+// token (decode) the nodes' order holds and memory reused between them is fine; with several
+// tokens no output may overlap another node's input or output. Anything else runs unfused.
+// SET_ROWS's rules hold: an index out of range is reported for its node and not written, and of
+// two tokens with the same index the later one is stored.
+#include <cstring>
+
+#include "../cuda_util.cuh"
+#include "../kernel.h"
+#include "rope_common.cuh"
+
+namespace minfer::cuda {
+namespace {
+
+using program::DType;
+using program::Op;
+
+constexpr int kThreads = 256;
+constexpr int kMaxHalf = 256;  // rotated pairs (nDims / 2) held in shared memory
+
+bool is_plain_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+int64_t elem_bytes(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+
+// Byte range [lo, hi) a tensor's elements occupy (strides are non-negative in programs).
+struct Range {
+  uintptr_t lo, hi;
+};
+Range range_of(const Tensor& t) {
+  uintptr_t span = static_cast<uintptr_t>(elem_bytes(t.dtype));
+  for (int d = 0; d < 4; d++)
+    if (t.ne[d] > 1) span += static_cast<uintptr_t>((t.ne[d] - 1) * t.nb[d]);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+  return {lo, lo + span};
+}
+bool overlap(const Tensor& a, const Tensor& b) {
+  const Range x = range_of(a), y = range_of(b);
+  return x.lo < y.hi && y.lo < x.hi;
+}
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.data != b.data || a.dtype != b.dtype) return false;
+  for (int d = 0; d < 4; d++)
+    if (a.ne[d] != b.ne[d] || a.nb[d] != b.nb[d]) return false;
+  return true;
+}
+
+bool rope_pair_matches(const NodeArgs& q, const NodeArgs& k) {
+  namespace P = program::param::ROPE;
+  if (q.op != Op::ROPE || k.op != Op::ROPE || q.n_inputs != k.n_inputs) return false;
+  if (std::memcmp(q.params, k.params, sizeof(uint32_t) * P::kCount) != 0) return false;
+  if (!same_tensor(*q.in[1], *k.in[1])) return false;
+  if (q.n_inputs == 3 && !same_tensor(*q.in[2], *k.in[2])) return false;
+  const int n_dims = param_i32(q, P::nDims);
+  if (n_dims / 2 > kMaxHalf) return false;
+  const Tensor &qa = *q.in[0], &ka = *k.in[0];
+  if (qa.ne[3] != 1 || ka.ne[3] != 1 || qa.ne[2] != ka.ne[2]) return false;
+  return true;
+}
+
+// A SET_ROWS of one row per token (tokens rows in src) into plain float rows, index vector idx.
+bool store_matches(const NodeArgs& s, int64_t tokens) {
+  if (s.op != Op::SET_ROWS) return false;
+  const Tensor &src = *s.in[1], &idx = *s.in[2], &dst = *s.out[0];
+  return is_plain_float(dst.dtype) && dst.nb[0] == elem_bytes(dst.dtype) && dst.ne[2] == 1 && dst.ne[3] == 1 &&
+         src.ne[1] == tokens && src.ne[2] == 1 && src.ne[3] == 1 && src.nb[0] == 4 && idx.ne[0] == tokens &&
+         idx.ne[1] == 1 && idx.ne[2] == 1 && idx.ne[3] == 1;
+}
+
+struct RopeStoreArgs {
+  Tensor q_in, q_out, k_in, k_out, pos, ff, k_dst, idx, v_src, v_dst;
+  RopeParams p;
+  DeviceError* err;
+  int k_node, v_node;  // the stores' node indices, for reports
+};
+
+__device__ inline float ld(const Tensor& t, int64_t i0, int64_t i1, int64_t i2) {
+  return *reinterpret_cast<const float*>(t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
+}
+__device__ inline void st(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, float v) {
+  *reinterpret_cast<float*>(t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]) = v;
+}
+
+// Rotates every head of token t (in → out); with `row`, also stores the rotated row (all heads) there.
+__device__ void rotate_heads(const Tensor& in, const Tensor& out, const RopeParams& p, const float2* cs, int64_t t,
+                             uint8_t* row, const Tensor& dst) {
+  const int half = p.n_dims / 2;
+  const int64_t hd = in.ne[0], nh = in.ne[1];
+  for (int64_t w = threadIdx.x; w < nh * half; w += blockDim.x) {
+    const int64_t h = w / half;
+    const int i = static_cast<int>(w % half);
+    const int64_t j0 = p.mode == 2 ? i : 2 * i, j1 = p.mode == 2 ? i + half : 2 * i + 1;
+    const float2 y = rope_rotate(ld(in, j0, h, t), ld(in, j1, h, t), cs[i]);
+    st(out, j0, h, t, y.x);
+    st(out, j1, h, t, y.y);
+    if (row) {
+      store_elem(row + (h * hd + j0) * dst.nb[0], dst.dtype, y.x);
+      store_elem(row + (h * hd + j1) * dst.nb[0], dst.dtype, y.y);
+    }
+  }
+  // Dimensions past nDims are copied.
+  const int64_t rest = hd - p.n_dims;
+  for (int64_t w = threadIdx.x; w < nh * rest; w += blockDim.x) {
+    const int64_t h = w / rest, i = p.n_dims + w % rest;
+    const float v = ld(in, i, h, t);
+    st(out, i, h, t, v);
+    if (row) store_elem(row + (h * hd + i) * dst.nb[0], dst.dtype, v);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) rope_store_kernel(const RopeStoreArgs a) {
+  pdl_begin();
+  __shared__ float2 cs[kMaxHalf];
+  __shared__ int64_t row_s;
+  __shared__ bool store_k, store_v;
+  const RopeParams& p = a.p;
+  const int half = p.n_dims / 2;
+  const int64_t nt = a.q_in.ne[2];
+  for (int64_t t = blockIdx.x; t < nt; t += gridDim.x) {
+    __syncthreads();  // the previous token's angles and row are no longer read
+    const double pos = *reinterpret_cast<const int32_t*>(a.pos.data + t * a.pos.nb[0]);
+    for (int k = threadIdx.x; k < half; k += blockDim.x) cs[k] = rope_cos_sin(p, a.ff, pos, k);
+    if (threadIdx.x == 0) {
+      const int64_t row = *reinterpret_cast<const int32_t*>(a.idx.data + t * a.idx.nb[0]);
+      bool later = false;  // a later token with the same index overwrites this one (SET_ROWS)
+      for (int64_t u = t + 1; u < nt && !later; u++)
+        later = *reinterpret_cast<const int32_t*>(a.idx.data + u * a.idx.nb[0]) == row;
+      const bool k_ok = row >= 0 && row < a.k_dst.ne[1], v_ok = row >= 0 && row < a.v_dst.ne[1];
+      if (!k_ok) report_error(a.err, a.k_node, row);
+      if (!v_ok) report_error(a.err, a.v_node, row);
+      row_s = row;
+      store_k = k_ok && !later;
+      store_v = v_ok && !later;
+    }
+    __syncthreads();
+    const int64_t row = row_s;
+    const bool sk = store_k;
+    uint8_t* kd = a.k_dst.data + row * a.k_dst.nb[1];
+    // q, then k (also into its cache row), then v, each phase after the previous one has finished
+    // in this block: a single token's run is then in the nodes' order, so an output may reuse the
+    // memory of an input an earlier node read (as the graph's allocator arranges).
+    rotate_heads(a.q_in, a.q_out, p, cs, t, nullptr, a.k_dst);
+    __syncthreads();
+    rotate_heads(a.k_in, a.k_out, p, cs, t, sk ? kd : nullptr, a.k_dst);
+    __syncthreads();
+    // The v row.
+    if (store_v) {
+      uint8_t* vd = a.v_dst.data + row * a.v_dst.nb[1];
+      const uint8_t* vs = a.v_src.data + t * a.v_src.nb[1];
+      for (int64_t c = threadIdx.x; c < a.v_src.ne[0]; c += blockDim.x)
+        store_elem(vd + c * a.v_dst.nb[0], a.v_dst.dtype, *reinterpret_cast<const float*>(vs + c * a.v_src.nb[0]));
+    }
+  }
+}
+
+}  // namespace
+
+size_t fused_match(const NodeArgs* nodes, size_t available) {
+  if (available < 4) return 0;
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  if (!rope_pair_matches(q, k)) return 0;
+  const int64_t tokens = q.in[0]->ne[2];
+  if (!store_matches(ks, tokens) || !store_matches(vs, tokens)) return 0;
+  // The k store reads the k RoPE's output, contiguous, as one row of all heads per token.
+  const Tensor &ko = *k.out[0], &src = *ks.in[1];
+  if (src.data != ko.data || ko.nb[0] != 4 || ko.nb[1] != 4 * ko.ne[0] || ko.nb[2] != ko.nb[1] * ko.ne[1] ||
+      src.ne[0] != ko.ne[0] * ko.ne[1] || src.nb[1] != ko.nb[2])
+    return 0;
+  if (!same_tensor(*ks.in[2], *vs.in[2])) return 0;
+  // The k store must not write what k's RoPE reads or writes (SET_ROWS into a cache: never).
+  const Tensor &kd = *ks.out[0], &vd = *vs.out[0];
+  if (overlap(kd, *k.in[0]) || overlap(kd, ko) || overlap(kd, vd)) return 0;
+  // One token: the kernel runs q, k, v in that order (rope_store_kernel), as the nodes do, so the
+  // allocator's reuse of a read input's memory for a later output is fine. Several tokens run in
+  // parallel blocks: then no write may touch another write or anything read, except a RoPE
+  // rotating in place.
+  if (tokens == 1) return 4;
+  const Tensor* writes[] = {q.out[0], &ko, &kd, &vd};
+  const Tensor* reads[] = {q.in[0], k.in[0], q.in[1], ks.in[2], vs.in[1], q.n_inputs == 3 ? q.in[2] : q.in[1]};
+  for (int w = 0; w < 4; w++) {
+    for (int x = w + 1; x < 4; x++)
+      if (overlap(*writes[w], *writes[x])) return 0;
+    for (const Tensor* r : reads) {
+      if (!overlap(*writes[w], *r)) continue;
+      const bool in_place = ((w == 0 && r == q.in[0]) || (w == 1 && r == k.in[0])) && same_tensor(*writes[w], *r);
+      if (!in_place) return 0;
+    }
+  }
+  return 4;
+}
+
+cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx) {
+  if (count != 4) return cudaErrorInvalidValue;
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  const int64_t tokens = q.in[0]->ne[2];
+  if (tokens == 0) return cudaSuccess;
+  RopeStoreArgs a;
+  a.q_in = *q.in[0];
+  a.q_out = *q.out[0];
+  a.k_in = *k.in[0];
+  a.k_out = *k.out[0];
+  a.pos = *q.in[1];
+  a.ff = q.n_inputs == 3 ? *q.in[2] : *q.in[1];  // unread without factors
+  a.k_dst = *ks.out[0];
+  a.idx = *ks.in[2];
+  a.v_src = *vs.in[1];
+  a.v_dst = *vs.out[0];
+  a.p = rope_params(q);
+  a.err = ctx.err;
+  a.k_node = ctx.node + 2;
+  a.v_node = ctx.node + 3;
+  return launch_k(rope_store_kernel, dim3(static_cast<unsigned>(tokens < (1 << 20) ? tokens : (1 << 20))), dim3(kThreads), 0,
+                  ctx.stream, a);
+}
+
+}  // namespace minfer::cuda
