@@ -36,10 +36,10 @@ function repeated(
 // Inputs are made once per builder (the builder is fresh per case; tensors by name).
 const memo = new WeakMap<GraphBuilder, Map<string, Tensor>>();
 function once(b: GraphBuilder, key: string, make: () => Tensor): Tensor {
-  let m = memo.get(b);
-  if (!m) memo.set(b, (m = new Map()));
-  let t = m.get(key);
-  if (!t) m.set(key, (t = make()));
+  const m = memo.get(b) ?? new Map<string, Tensor>();
+  memo.set(b, m);
+  const t = m.get(key) ?? make();
+  m.set(key, t);
   return t;
 }
 
