@@ -16,7 +16,8 @@
 #                       backend per case (OUT/vs-cpu.json)
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
-#   memcheck-smoke      the smoke run (with a model's fused launches) under memcheck
+#   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
+#   wait-synth          waits until presynth has written every file
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
 #                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
@@ -96,14 +97,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 for s in "${stages[@]}"; do
   case $s in
   presynth) presynth ${BENCH_TYPES:-q4_k_m q4_0 q8_0} ;;
-  smoke) step smoke node "$D/dist/cuda-smoke.js" "$OUT" ;;
+  smoke) # fused launches checked on stories260K and on quantized files (Q8A and Q8K activations)
+    step smoke node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth tiny q8_0)" "$(synth small q4_k)" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
   conformance-tile) mkdir -p "$OUT/tile"
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   memcheck-smoke) step memcheck-smoke compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-      node "$D/dist/cuda-smoke.js" ;;
+      node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth small q4_k)" ;;
+  wait-synth) # until every presynth file is written (benches after this share no cores with it)
+    while ls "$M"/*.busy >/dev/null 2>&1; do sleep 2; done ;;
   fidelity)
     files=()
     for p in ${FIDELITY_PRESETS:-tiny qwen2-0.5b}; do

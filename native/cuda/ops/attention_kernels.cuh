@@ -434,28 +434,42 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   }
 }
 
-// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): the split weights
-// e^(m_s - M) and the total l are formed once in shared memory, then each thread sums its dims.
+// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): warp 0 forms the split
+// weights e^(m_s - M) and the total l (two splits a lane), then each thread sums its dims over the
+// splits that saw a cell (a split with weight 0 is not read: decode leaves most splits empty).
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
   pdl_begin();
+  static_assert(kMaxSplits <= 2 * kWarp, "warp 0 takes two splits a lane");
   __shared__ float w_s[kMaxSplits];
-  __shared__ float red_s[kCombineThreads / kWarp];
+  __shared__ float inv_s;
   const int row = blockIdx.x, kvh = blockIdx.y, tid = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(p.n_kv_head) * p.rows * (p.hdv + 2);
   const float* part0 = p.part + (static_cast<int64_t>(kvh) * p.rows + row) * (p.hdv + 2);
-  const float ms = tid < p.n_splits ? part0[tid * stride] : -INFINITY;
-  const float ls = tid < p.n_splits ? part0[tid * stride + 1] : 0.0f;
-  const float mx = block_max(ms, red_s);
-  const float w = mx == -INFINITY || ms == -INFINITY ? 0.0f : expf(ms - mx);
-  if (tid < p.n_splits) w_s[tid] = w;
-  const float l = block_sum(w * ls, red_s);  // its barriers also publish w_s
+  if (tid < kWarp) {
+    const int s0 = tid, s1 = tid + kWarp;
+    const float m0 = s0 < p.n_splits ? part0[s0 * stride] : -INFINITY;
+    const float m1 = s1 < p.n_splits ? part0[s1 * stride] : -INFINITY;
+    const float l0 = s0 < p.n_splits ? part0[s0 * stride + 1] : 0.0f;
+    const float l1 = s1 < p.n_splits ? part0[s1 * stride + 1] : 0.0f;
+    const float mx = warp_max(fmaxf(m0, m1));
+    const float w0 = mx == -INFINITY || m0 == -INFINITY ? 0.0f : expf(m0 - mx);
+    const float w1 = mx == -INFINITY || m1 == -INFINITY ? 0.0f : expf(m1 - mx);
+    w_s[s0] = w0;
+    if (s1 < kMaxSplits) w_s[s1] = w1;
+    const float l = warp_sum(w0 * l0 + w1 * l1);
+    if (tid == 0) inv_s = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+  __syncthreads();
   const int j = row / p.group, h = kvh * p.group + row % p.group;
   uint8_t* orow = p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2;
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  const float inv = inv_s;
   for (int d = tid; d < p.hdv; d += blockDim.x) {
     float a = 0.0f;
 #pragma unroll 8
-    for (int s = 0; s < p.n_splits; s++) a = fmaf(w_s[s], part0[s * stride + 2 + d], a);
+    for (int s = 0; s < p.n_splits; s++) {
+      const float w = w_s[s];
+      if (w != 0.0f) a = fmaf(w, part0[s * stride + 2 + d], a);
+    }
     st_f32(orow + static_cast<int64_t>(d) * p.o_nb0, a * inv, p.aligned);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "fused.h"
 
 namespace minfer::cuda {
 namespace {
@@ -188,5 +189,70 @@ const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, launch_unary<Unar
 const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, launch_unary<Unary::Gelu>});
 const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_swiglu, no_scratch, launch_swiglu});
 
+// SWIGLU of one contiguous row that also quantizes its output (fused with the mat-vec reading it,
+// fused.h): kQ 1 = Q8A (a warp's 32 elements are a block), 2 = Q8K (a thread block's 256), with the
+// arithmetic of matvec_q.cuh's quantizing kernels.
+template <int kQ>
+__global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor u, Tensor o, int64_t ne0, int8_t* qs,
+                                                                void* scales) {
+  pdl_begin();
+  static_assert(kThreads == 256, "a Q8K block is one thread block");
+  __shared__ float wmax[kThreads / kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  float out = 0.0f;
+  if (i < ne0) {
+    out = silu1(*reinterpret_cast<const float*>(g.data + i * 4)) * *reinterpret_cast<const float*>(u.data + i * 4);
+    *reinterpret_cast<float*>(o.data + i * 4) = out;
+  }
+  // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
+  if (kQ == 1) {
+    if (i - lane >= ne0) return;
+    const float amax = warp_max(fabsf(out));
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    const int q = __float2int_rn(__fmul_rn(out, id));
+    const int sum = __reduce_add_sync(0xffffffffu, q);
+    qs[i] = static_cast<int8_t>(q);
+    if (lane == 0) {
+      const float d16 = d < 65520.0f ? __half2float(__float2half_rn(d)) : d;  // matvec_q.cuh act_scale_f16
+      static_cast<float2*>(scales)[i / 32] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
+    }
+  } else {
+    const float m = warp_max(fabsf(out));
+    if (lane == 0) wmax[warp] = m;
+    __syncthreads();
+    if (static_cast<int64_t>(blockIdx.x) * kThreads >= ne0) return;
+    float amax = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kThreads / kWarp; w++) amax = fmaxf(amax, wmax[w]);
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    qs[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(out, id)));
+    if (threadIdx.x == 0) static_cast<float*>(scales)[blockIdx.x] = d;
+  }
+}
+
 }  // namespace
+
+bool swiglu_quant_supported(const NodeArgs& sw, QuantAct fmt) {
+  if (sw.op != Op::SWIGLU || fmt == QuantAct::None) return false;
+  const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
+  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256;
+  auto row = [](const Tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3] == 1 && t.nb[0] == 4; };
+  return row(g) && row(u) && row(o) && g.ne[0] % block == 0 && g.ne[0] <= (int64_t{1} << 30);
+}
+
+cudaError_t swiglu_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
+  const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
+  const int64_t ne0 = g.ne[0];
+  if (ne0 == 0) return cudaSuccess;
+  const size_t qs = (static_cast<size_t>(ne0) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
+  const dim3 grid(static_cast<unsigned>(ceil_div(ne0, kThreads)));
+  auto* codes = reinterpret_cast<int8_t*>(act);
+  void* scales = act + qs;
+  return fmt == QuantAct::Q8A ? launch_k(swiglu_quant_kernel<1>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales)
+                              : launch_k(swiglu_quant_kernel<2>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales);
+}
+
 }  // namespace minfer::cuda

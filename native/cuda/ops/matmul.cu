@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "../gemm_tc.h"
+#include "fused.h"
 #include "matmul_generic.cuh"
 #include "matvec_f32.cuh"
 #include "matvec_q.cuh"
@@ -393,14 +394,16 @@ size_t scratch_mul_mat(const NodeArgs& args) {
   return act_regions(ws, 1, args.in[1], false).total;
 }
 
-// MUL_MAT, and MUL_MAT_ADD (the same planes with c added as each result is stored).
-cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) {
+// MUL_MAT, and MUL_MAT_ADD (the same planes with c added as each result is stored). `prequantized`:
+// the activation region is already filled (a fused producer wrote it: fused.h).
+cudaError_t run_mul_mat(const NodeArgs& args, const LaunchContext& ctx, bool prequantized) {
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
   const Tensor* ws[1] = {a};
   const ActRegions r = act_regions(ws, 1, b, false);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
-  if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
+  if (!prequantized)
+    if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
   Planes p = mul_mat_planes(a, b, args.out[0], ctx);
   if (args.op == Op::MUL_MAT_ADD) p = with_c(p, args.in[2]);
   return run_planes(p, a, b, false, r, scratch, ctx);
@@ -415,12 +418,13 @@ size_t scratch_mul_mat_multi(const NodeArgs& args) {
 // Each weight's planes, with its addend c_i (when the node has them) added as MUL_MAT_ADD's planes
 // add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc. Neighbouring
 // weights of one dtype on the quantized mat-vec (q/k/v, gate/up in decode) share one launch.
-cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx) {
+cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bool prequantized) {
   const Tensor* x = args.in[0];
   const int nw = args.n_outputs;
   const ActRegions r = act_regions(&args.in[1], nw, x, false);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
-  if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
+  if (!prequantized)
+    if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
   auto planes = [&](int i) {
     Planes p = mul_mat_planes(args.in[1 + i], x, args.out[i], ctx);
     if (const int ci = multi_addend(args, i)) p = with_c(p, args.in[ci]);
@@ -452,6 +456,11 @@ cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx)
   return cudaSuccess;
 }
 
+cudaError_t launch_mul_mat(const NodeArgs& args, const LaunchContext& ctx) { return run_mul_mat(args, ctx, false); }
+cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx) {
+  return run_mul_mat_multi(args, ctx, false);
+}
+
 // ---- MUL_MAT_ID -------------------------------------------------------------------------------------
 
 size_t scratch_mul_mat_id(const NodeArgs& args) {
@@ -475,4 +484,27 @@ const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, sc
 const Registrar mul_mat_id_kernel(Op::MUL_MAT_ID, {check_mul_mat_id, scratch_mul_mat_id, launch_mul_mat_id});
 
 }  // namespace
+
+QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset) {
+  const bool multi = mm.op == Op::MUL_MAT_MULTI;
+  if (!multi && mm.op != Op::MUL_MAT && mm.op != Op::MUL_MAT_ADD) return QuantAct::None;
+  const Tensor* x = multi ? mm.in[0] : mm.in[1];
+  const Tensor* const* ws = multi ? &mm.in[1] : &mm.in[0];
+  const int n = multi ? mm.n_outputs : 1;
+  if (x->dtype != DType::F32 || x->nb[0] != 4 || x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return QuantAct::None;
+  Path path = Path::Generic;
+  for (int i = 0; i < n; i++) {
+    const Path p = choose_path(ws[i], x, false);
+    if ((p != Path::MvQ8A && p != Path::MvQ8K) || (i > 0 && p != path)) return QuantAct::None;
+    path = p;
+  }
+  const ActRegions r = act_regions(ws, n, x, false);
+  *offset = path == Path::MvQ8A ? r.q8a : r.q8k;
+  return path == Path::MvQ8A ? QuantAct::Q8A : QuantAct::Q8K;
+}
+
+cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx) {
+  return mm.op == Op::MUL_MAT_MULTI ? run_mul_mat_multi(mm, ctx, true) : run_mul_mat(mm, ctx, true);
+}
+
 }  // namespace minfer::cuda

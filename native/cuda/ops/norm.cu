@@ -7,6 +7,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "fused.h"
 
 namespace minfer::cuda {
 namespace {
@@ -112,8 +113,12 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_kernel(Tensor a, Tensor w
 // are written from registers. The same arithmetic as norm_kernel: sums in double, the scale
 // rounded to float once, x * scale (* w) rounded as the CPU rounds them.
 constexpr int kPer = 8;  // rows up to kFewRowThreads * kPer = 8192 elements
-template <Kind kKind>
-__global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tensor w, Tensor o, float eps) {
+// kQ (fused with a mat-vec, fused.h): 1 also quantizes the output as Q8A (blocks of 32: one warp's
+// elements), 2 as Q8K (blocks of 256: eight warps'), exactly as matvec_q.cuh's quantizing kernels
+// do from the stored floats; qs gets the codes, scales the {d, d·Σq} pairs (Q8A) or d (Q8K).
+template <Kind kKind, int kQ = 0>
+__global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tensor w, Tensor o, float eps, int8_t* qs,
+                                                                  void* scales) {
   pdl_begin();
   __shared__ double partial[kFewRowThreads / kWarp];
   __shared__ float stat[2];  // mean (NORM), scale
@@ -171,15 +176,54 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
   }
   __syncthreads();
   const float sc = stat[1];
+  __shared__ float wmax[kQ == 2 ? kPer : 1][kFewRowThreads / kWarp];
+  float outs[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; k++) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
-    if (i >= ne0) break;
-    float out;
-    if (kKind == Kind::Norm) out = __fmul_rn(__fsub_rn(v[k], mean), sc);
-    else if (kKind == Kind::Rms) out = __fmul_rn(v[k], sc);
-    else out = __fmul_rn(__fmul_rn(v[k], sc), g[k]);
-    *reinterpret_cast<float*>(y + i * o.nb[0]) = out;
+    float out = 0.0f;
+    if (i < ne0) {
+      if (kKind == Kind::Norm) out = __fmul_rn(__fsub_rn(v[k], mean), sc);
+      else if (kKind == Kind::Rms) out = __fmul_rn(v[k], sc);
+      else out = __fmul_rn(__fmul_rn(v[k], sc), g[k]);
+      *reinterpret_cast<float*>(y + i * o.nb[0]) = out;
+    }
+    outs[k] = out;
+    // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
+    if constexpr (kQ == 1) {
+      if (i - lane < ne0) {
+        const float amax = warp_max(fabsf(out));
+        const float d = __fdiv_rn(amax, 127.0f);
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        const int q = __float2int_rn(__fmul_rn(out, id));
+        const int sum = __reduce_add_sync(0xffffffffu, q);
+        qs[i] = static_cast<int8_t>(q);
+        if (lane == 0) {
+          const float d16 = d < 65520.0f ? __half2float(__float2half_rn(d)) : d;  // matvec_q.cuh act_scale_f16
+          static_cast<float2*>(scales)[i / 32] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
+        }
+      }
+    }
+    if constexpr (kQ == 2) {
+      const float m = warp_max(fabsf(out));
+      if (lane == 0) wmax[kQ == 2 ? k : 0][warp] = m;
+    }
+  }
+  if constexpr (kQ == 2) {
+    __syncthreads();
+    const int g0 = warp / 8 * 8;
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
+      if (i >= ne0) continue;
+      float amax = 0.0f;
+#pragma unroll
+      for (int u = 0; u < 8; u++) amax = fmaxf(amax, wmax[k][g0 + u]);
+      const float d = __fdiv_rn(amax, 127.0f);
+      const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+      qs[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(outs[k], id)));
+      if (i % 256 == 0) static_cast<float*>(scales)[i / 256] = d;
+    }
   }
 }
 
@@ -193,7 +237,7 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
   if (rows < kFewRows && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer) {
     return launch_k(norm_row_kernel<kKind>, dim3(static_cast<unsigned>(rows)), dim3(kFewRowThreads), 0, ctx.stream, a, w,
-                    *args.out[0], eps);
+                    *args.out[0], eps, static_cast<int8_t*>(nullptr), static_cast<void*>(nullptr));
   }
   norm_kernel<kKind><<<grid, rows < kFewRows ? kFewRowThreads : kThreads, 0, ctx.stream>>>(a, w, *args.out[0], eps);
   return cudaGetLastError();
@@ -204,4 +248,26 @@ const Registrar norm_kernel_reg(Op::NORM, {check_norm, no_scratch, launch_norm<K
 const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {check_rms_norm_mul, no_scratch, launch_norm<Kind::RmsMul>});
 
 }  // namespace
+
+bool norm_quant_supported(const NodeArgs& norm, QuantAct fmt) {
+  if (norm.op != Op::RMS_NORM_MUL || fmt == QuantAct::None) return false;
+  const Tensor &a = *norm.in[0], &o = *norm.out[0];
+  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256;
+  return a.ne[1] * a.ne[2] * a.ne[3] == 1 && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer &&
+         a.ne[0] % block == 0 && o.nb[0] == 4;
+}
+
+cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
+  const Tensor &a = *norm.in[0], &w = *norm.in[1];
+  const float eps = param_f32(norm, 0);
+  const size_t qs = (static_cast<size_t>(a.ne[0]) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
+  auto* codes = reinterpret_cast<int8_t*>(act);
+  void* scales = act + qs;
+  if (fmt == QuantAct::Q8A)
+    return launch_k(norm_row_kernel<Kind::RmsMul, 1>, dim3(1), dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
+                    codes, scales);
+  return launch_k(norm_row_kernel<Kind::RmsMul, 2>, dim3(1), dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
+                  codes, scales);
+}
+
 }  // namespace minfer::cuda

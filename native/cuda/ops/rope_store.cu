@@ -1,4 +1,4 @@
-// A fused launch (kernel.h: fused_match / fused_launch): the four nodes an attention layer's graph
+// A fused launch (fused.h; dispatched by fused.cu): the four nodes an attention layer's graph
 // writes its cache with,
 //   ROPE(q) → q_rope;  ROPE(k) → k_rope;  SET_ROWS(k_cache, k_rope as rows, cells);  SET_ROWS(v_cache, v, cells)
 // run as one kernel instead of four. A block takes a token: it forms the angles once for both
@@ -19,6 +19,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "fused.h"
 #include "rope_common.cuh"
 
 namespace minfer::cuda {
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) rope_store_kernel(const RopeStoreArg
 
 }  // namespace
 
-size_t fused_match(const NodeArgs* nodes, size_t available) {
+size_t rope_store_match(const NodeArgs* nodes, size_t available) {
   if (available < 4) return 0;
   const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
   if (!rope_pair_matches(q, k)) return 0;
@@ -199,8 +200,7 @@ size_t fused_match(const NodeArgs* nodes, size_t available) {
   return 4;
 }
 
-cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx) {
-  if (count != 4) return cudaErrorInvalidValue;
+cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
   const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
   const int64_t tokens = q.in[0]->ne[2];
   if (tokens == 0) return cudaSuccess;

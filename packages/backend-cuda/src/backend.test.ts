@@ -254,4 +254,52 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     expect(layer({ kOverQ: true })).toBe(1);
     expect(layer({ tokens: 3, kOverQ: true })).toBe(0);
   });
+
+  // RMS_NORM_MUL (or SWIGLU) of a decode row, then a product of quantized weights reading it: the
+  // producer writes the product's quantized activations.
+  function producer(o: { op?: Op; cols?: number; wtype?: DType; readsOther?: boolean } = {}) {
+    const cols = o.cols ?? 1;
+    const wtype = o.wtype ?? DType.Q4_0;
+    const f32 = (ne: [number, number], buffer: number) => ({
+      dtype: DType.F32,
+      buffer,
+      offset: 0,
+      ne: [ne[0], ne[1], 1, 1] as [number, number, number, number],
+      nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1]] as [number, number, number, number],
+    });
+    const wBytes = wtype === DType.Q4_0 ? 18 * 8 * 16 : 4 * 256 * 16; // 16 rows of 256
+    const weight = {
+      dtype: wtype,
+      buffer: 3,
+      offset: 0,
+      ne: [256, 16, 1, 1] as [number, number, number, number],
+      nb: [wtype === DType.Q4_0 ? 18 : 4, wBytes / 16, wBytes, wBytes] as [number, number, number, number],
+    };
+    const sizes = [1024 * cols, 1024 * cols, 1024 * cols, wBytes, 64 * cols, 1024 * cols];
+    const norm = o.op !== Op.SWIGLU;
+    const program = encodeProgram({
+      bufferSizes: sizes,
+      tensors: [
+        f32([256, cols], 0), // 0 x (or gate)
+        norm ? f32([256, 1], 1) : f32([256, cols], 1), // 1 norm weight (or up)
+        f32([256, cols], 2), // 2 the producer's output
+        weight, // 3
+        f32([16, cols], 4), // 4 the product
+        f32([256, cols], 5), // 5 another activation
+      ],
+      nodes: [
+        { op: norm ? Op.RMS_NORM_MUL : Op.SWIGLU, inputs: [0, 1], outputs: [2], params: norm ? [1e-6] : [] },
+        { op: Op.MUL_MAT, inputs: [3, o.readsOther ? 5 : 2], outputs: [4], params: [] },
+      ],
+    });
+    return fusedRuns!(program, sizes);
+  }
+
+  it("has a norm or SWIGLU quantize the activations of the quantized mat-vec reading it, only then", () => {
+    expect(producer()).toBe(1);
+    expect(producer({ op: Op.SWIGLU })).toBe(1);
+    expect(producer({ cols: 2 })).toBe(0); // two rows: not a decode row
+    expect(producer({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
+    expect(producer({ readsOther: true })).toBe(0); // the product reads something else
+  });
 });

@@ -1,0 +1,25 @@
+// kernel.h's fused launches: the first node's op picks the pattern (fused.h).
+#include "fused.h"
+
+namespace minfer::cuda {
+
+size_t fused_match(const NodeArgs* nodes, size_t available) {
+  if (available < 2) return 0;
+  switch (nodes[0].op) {
+    case program::Op::ROPE: return rope_store_match(nodes, available);
+    case program::Op::RMS_NORM_MUL:
+    case program::Op::SWIGLU: return producer_matvec_match(nodes, available);
+    default: return 0;
+  }
+}
+
+cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx) {
+  switch (nodes[0].op) {
+    case program::Op::ROPE: return count == 4 ? rope_store_launch(nodes, ctx) : cudaErrorInvalidValue;
+    case program::Op::RMS_NORM_MUL:
+    case program::Op::SWIGLU: return count == 2 ? producer_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace minfer::cuda

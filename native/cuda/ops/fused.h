@@ -1,0 +1,44 @@
+// The fused launches behind kernel.h's fused_match / fused_launch (dispatched in fused.cu by the
+// first node's op). Each *_match returns how many nodes from `nodes` its kernel takes (0: none);
+// each *_launch enqueues that run. The nodes are already checked one by one; a match adds only
+// the conditions under which running them together gives the same results.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../kernel.h"
+
+namespace minfer::cuda {
+
+// ROPE(q), ROPE(k), SET_ROWS(k cache), SET_ROWS(v cache): rope_store.cu.
+size_t rope_store_match(const NodeArgs* nodes, size_t available);
+cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx);
+
+// RMS_NORM_MUL or SWIGLU of one row, then the mat-vec(s) reading it (MUL_MAT, MUL_MAT_ADD,
+// MUL_MAT_MULTI): the producer also quantizes its output into the matmul's activation region
+// (producer_matvec.cu).
+size_t producer_matvec_match(const NodeArgs* nodes, size_t available);
+cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx);
+
+// ---- the pieces those use, from the ops' own files ----
+
+// Activation formats of the quantized mat-vec (ops/matvec_q.cuh ActFmt).
+enum class QuantAct : int { None = 0, Q8A = 2, Q8K = 3 };
+
+// matmul.cu: the format a MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI of one F32 column quantizes its
+// activations into when every weight runs the quantized mat-vec on it, and that region's offset
+// in scratch; None otherwise.
+QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset);
+// matmul.cu: runs the node as its kernel does, its activations already quantized in scratch.
+cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx);
+
+// norm.cu: RMS_NORM_MUL of a single row of at most 8192 elements (a multiple of the format's
+// block), writing its F32 output and the same values quantized as `fmt` at `act` (qs, then scales).
+bool norm_quant_supported(const NodeArgs& norm, QuantAct fmt);
+cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
+
+// elementwise.cu: SWIGLU of a single contiguous row (a multiple of the format's block), likewise.
+bool swiglu_quant_supported(const NodeArgs& sw, QuantAct fmt);
+cudaError_t swiglu_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
+
+}  // namespace minfer::cuda

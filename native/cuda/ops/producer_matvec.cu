@@ -1,0 +1,44 @@
+// A fused launch (fused.h): a decode row's producer, RMS_NORM_MUL (before the q/k/v projections,
+// gate/up, the output) or SWIGLU (before down), then the matmul that reads it. The matmul would
+// first quantize its activation column into scratch (Q8A or Q8K, a kernel of its own); here the
+// producer's kernel writes that region as it writes its output, with the same arithmetic, and the
+// matmul's mat-vecs read it. MINFER_CUDA_FUSE=0 runs the two nodes separately; the results are
+// the same either way.
+#include "fused.h"
+
+namespace minfer::cuda {
+
+namespace {
+
+bool producer_supported(const NodeArgs& p, QuantAct fmt) {
+  return p.op == program::Op::RMS_NORM_MUL ? norm_quant_supported(p, fmt) : swiglu_quant_supported(p, fmt);
+}
+
+}  // namespace
+
+size_t producer_matvec_match(const NodeArgs* nodes, size_t available) {
+  if (available < 2) return 0;
+  const NodeArgs &prod = nodes[0], &mm = nodes[1];
+  size_t offset = 0;
+  const QuantAct fmt = matmul_quant_plan(mm, &offset);
+  if (!producer_supported(prod, fmt)) return 0;
+  // The matmul's activations are exactly the producer's output row.
+  const Tensor &o = *prod.out[0], &x = *(mm.op == program::Op::MUL_MAT_MULTI ? mm.in[0] : mm.in[1]);
+  if (x.data != o.data || x.ne[0] != o.ne[0]) return 0;
+  return 2;
+}
+
+cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
+  size_t offset = 0;
+  const QuantAct fmt = matmul_quant_plan(nodes[1], &offset);
+  if (fmt == QuantAct::None || !ctx.scratch) return cudaErrorInvalidValue;
+  uint8_t* act = static_cast<uint8_t*>(ctx.scratch) + offset;
+  const cudaError_t e = nodes[0].op == program::Op::RMS_NORM_MUL ? norm_launch_quantizing(nodes[0], ctx, fmt, act)
+                                                                 : swiglu_launch_quantizing(nodes[0], ctx, fmt, act);
+  if (e != cudaSuccess) return e;
+  LaunchContext next = ctx;
+  next.node = ctx.node + 1;
+  return matmul_launch_prequantized(nodes[1], next);
+}
+
+}  // namespace minfer::cuda
