@@ -9,8 +9,9 @@ struct Tuning {
   // (ops/attention_mma.cuh: q and P rounded to f16, f32 accumulation) instead of the f32 tile kernel.
   bool attn_mma = true;
   // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128: the decode kernel
-  // (ops/attention_decode.cuh) instead of the f32 tile kernel.
-  bool attn_decode = true;
+  // (ops/attention_decode.cuh) instead of the f32 tile kernel. Off by default: on the H200 it
+  // measured even with the tile kernel at short depths and slower at depth 4096 (docs/PERFORMANCE.md).
+  bool attn_decode = false;
   // Adjacent nodes run as one launch where a fused kernel exists (fused.cu: RoPE of q and k with
   // the k and v cache stores).
   bool fuse = true;

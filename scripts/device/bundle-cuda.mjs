@@ -48,13 +48,15 @@ writeFileSync(
   `${JSON.stringify({ name: "minfer", version: cliPackage.version, type: "module", private: true }, null, 2)}\n`,
 );
 // Fixtures (read-only inputs; never committed here): stories260K, its llama.cpp golden
-// continuation, the qwen2 vocabulary for synthetic models.
+// continuation, the qwen2 vocabulary for synthetic models, the shipped default model.
 const fixtures = resolve(process.env.MINFER_FIXTURES ?? join(root, "..", "shared", "fixtures"));
 mkdirSync(join(out, "fixtures"), { recursive: true });
 for (const [from, to] of [
   [join(fixtures, "models/stories260K.gguf"), "stories260K.gguf"],
   [join(fixtures, "vocab/ggml-vocab-qwen2.gguf"), "ggml-vocab-qwen2.gguf"],
   [join(root, "packages/models/test/stories260K.llamacpp.golden.json"), "stories260K.golden.json"],
+  // the shipped trained model (Qwen3 7M, F16): quantized there for a fidelity check on real weights
+  [join(root, "packages/cli/models/minfer-default-7m-f16.gguf"), "minfer-default-7m-f16.gguf"],
 ])
   copyFileSync(from, join(out, "fixtures", to));
 console.error(`bundle-cuda: ${out}`);

@@ -3,7 +3,7 @@
 // inputs, separate outputs), so the time per copy is what a node costs inside a replayed decode
 // graph: per-node GPU times from a profiled run (events captured with the nodes; about 1.3 µs of
 // each is the event node itself), and the wall time of a whole replayed graph divided by REPS.
-// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_ATTN=tile (attention).
+// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=vec (attention).
 //   node dist/cuda-microbench.js OUT_DIR
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -95,7 +95,7 @@ const cases: ConformanceCase[] = [
 const out = process.argv[2] ?? ".";
 const lines: string[] = [];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-for (const variant of [{}, { MINFER_CUDA_PDL: "0" }, { MINFER_CUDA_ATTN: "tile" }] as Record<
+for (const variant of [{}, { MINFER_CUDA_PDL: "0" }, { MINFER_CUDA_DECODE_ATTN: "vec" }] as Record<
   string,
   string
 >[]) {
@@ -107,7 +107,7 @@ for (const variant of [{}, { MINFER_CUDA_PDL: "0" }, { MINFER_CUDA_ATTN: "tile" 
       .map(([k, v]) => `${k}=${v}`)
       .join(" ") || "default";
   for (const c of cases) {
-    if (variant.MINFER_CUDA_ATTN && !c.name.startsWith("ATTENTION")) continue;
+    if (variant.MINFER_CUDA_DECODE_ATTN && !c.name.startsWith("ATTENTION")) continue;
     const graph = buildCase(c);
     const data = caseData(c, graph);
     const weights = new Map<string, { buffer: ReturnType<typeof rt.allocate> }>();

@@ -19,10 +19,11 @@
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
-#                       "tiny qwen2-0.5b"), and stories260K against llama.cpp's continuation
+#                       "tiny qwen2-0.5b", and the trained default model F16/Q8_0/Q4_0/Q4_K), and
+#                       stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
 #                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
-#                       MINFER_CUDA_FUSE=0 and with MINFER_CUDA_PDL=0, and Q4_K_M at
+#                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=vec, and Q4_K_M at
 #                       BENCH_CTX tokens of context (default 4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
@@ -115,8 +116,15 @@ for s in "${stages[@]}"; do
       [ "$p" = tiny ] && types="f32 f16 q8_0 q4_0" # rows of 64/128: no whole Q4_K blocks
       for t in $types; do files+=("$(synth "$p" "$t")"); done
     done
+    # the trained default model (Qwen3 7M, shipped as F16) and its quantizations: real weights,
+    # whose logits are not the near-ties of a random model
+    for t in q8_0 q4_0 q4_k; do
+      f="$M/default-7m-$t.gguf"
+      [ -f "$f" ] || minfer gguf quantize "$D/fixtures/minfer-default-7m-f16.gguf" "$f" "$t" >/dev/null
+      files+=("$f")
+    done
     step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
-      "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
+      "$D/fixtures/stories260K.gguf" "${files[@]}" "$D/fixtures/minfer-default-7m-f16.gguf" ;;
   serve) # aggregate generation tok/s of 1, 4 and 16 concurrent streams, every layer on the GPU
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
@@ -156,6 +164,7 @@ for s in "${stages[@]}"; do
       step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 -ngl all --json
       step "bench-$t-nofuse" env MINFER_CUDA_FUSE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
       step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
+      step "bench-$t-vec" env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
         step "bench-$t-ctx${BENCH_CTX:-4096}-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 \

@@ -1,10 +1,10 @@
 // ATTENTION on CUDA: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
 // (the semantics of native/cpu/attention.cpp, which this mirrors; see check_attention there).
 //
-// Design. Two special cases have kernels of their own: decode (few rows per kv head, F16 k/v, head
-// size 64/128: attention_decode.cuh) and prefill on tensor cores (many rows, F16 k/v:
-// attention_mma.cuh). Everything else, and both when MINFER_CUDA_ATTN=tile, runs the f32 tile
-// kernel (attn_tile_kernel), in flash-attention style:
+// Design. Prefill on tensor cores has a kernel of its own (many rows, F16 k/v: attention_mma.cuh;
+// MINFER_CUDA_ATTN=tile turns it off), and so has decode when MINFER_CUDA_DECODE_ATTN=vec (few rows,
+// F16 k/v, head size 64/128: attention_decode.cuh; off by default, see tuning.h). Everything else
+// runs the f32 tile kernel (attn_tile_kernel), in flash-attention style:
 //
 //  * A block owns one kv head, a tile of up to `br` ROWS and a CHUNK of the KV cells. The rows of a
 //    kv head are its (query j, q head of the group) pairs, row = j * group + head_in_group, so the

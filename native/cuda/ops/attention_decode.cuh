@@ -1,4 +1,4 @@
-// Decode attention (ops/attention.cu picks it): few rows per kv head (one or a few queries times
+// Decode attention (ops/attention.cu picks it with MINFER_CUDA_DECODE_ATTN=vec): few rows per kv head (one or a few queries times
 // the q heads of a group, at most kDecMaxRows), F16 K and V, head size 64 or 128. Decode is bound
 // by latency, not by arithmetic or bandwidth (depth 512 of a 7B model reads about 1 MB), so the
 // kernel keeps each block's dependency chain short:

@@ -28,7 +28,7 @@ describe("the CUDA backend entry", () => {
 
 describe("CUDA settings from the environment", () => {
   it("reads graph capture and the kernel variants in one place", () => {
-    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: true, fuse: true, pdl: true });
+    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: false, fuse: true, pdl: true });
     expect(
       readEnv({
         MINFER_CUDA_GRAPHS: "0",
@@ -43,10 +43,14 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN: "mma",
         MINFER_CUDA_FUSE: "1",
         MINFER_CUDA_PDL: "1",
+        MINFER_CUDA_DECODE_ATTN: "vec",
       }),
     ).toEqual({ graphs: true, attnMma: true, attnDecode: true, fuse: true, pdl: true });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
+    expect(() => readEnv({ MINFER_CUDA_DECODE_ATTN: "x" })).toThrow(
+      /MINFER_CUDA_DECODE_ATTN must be "tile" or "vec"/,
+    );
   });
 });
 

@@ -10,8 +10,8 @@ export interface CudaEnv {
    */
   readonly attnMma: boolean;
   /**
-   * MINFER_CUDA_ATTN=tile also turns off the decode attention kernel (few rows, F16 k/v): every
-   * attention runs on the f32 tile kernel.
+   * MINFER_CUDA_DECODE_ATTN=vec: decode attention (few rows, F16 k/v, head size 64/128) on the
+   * kernel of ops/attention_decode.cuh instead of the default f32 tile kernel ("tile").
    */
   readonly attnDecode: boolean;
   /** MINFER_CUDA_FUSE=0: every node is its own launch (no fused RoPE + KV-store kernel). */
@@ -38,7 +38,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
-    attnDecode: attn !== "tile",
+    attnDecode: choice(env, "MINFER_CUDA_DECODE_ATTN", ["tile", "vec"]) === "vec",
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
   };
