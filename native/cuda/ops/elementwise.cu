@@ -6,6 +6,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "act_quant.cuh"
 #include "fused.h"
 
 namespace minfer::cuda {
@@ -208,16 +209,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor
   // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
   if (kQ == 1) {
     if (i - lane >= ne0) return;
-    const float amax = warp_max(fabsf(out));
-    const float d = __fdiv_rn(amax, 127.0f);
-    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-    const int q = __float2int_rn(__fmul_rn(out, id));
-    const int sum = __reduce_add_sync(0xffffffffu, q);
-    qs[i] = static_cast<int8_t>(q);
-    if (lane == 0) {
-      const float d16 = d < 65520.0f ? __half2float(__float2half_rn(d)) : d;  // matvec_q.cuh act_scale_f16
-      static_cast<float2*>(scales)[i / 32] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
-    }
+    q8a_warp_block(out, qs + i, static_cast<float2*>(scales) + i / 32);
   } else {
     const float m = warp_max(fabsf(out));
     if (lane == 0) wmax[warp] = m;
@@ -226,9 +218,8 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor
     float amax = 0.0f;
 #pragma unroll
     for (int w = 0; w < kThreads / kWarp; w++) amax = fmaxf(amax, wmax[w]);
-    const float d = __fdiv_rn(amax, 127.0f);
-    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-    qs[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(out, id)));
+    const float d = q8k_scale(amax);
+    qs[i] = q8k_code(out, d);
     if (threadIdx.x == 0) static_cast<float*>(scales)[blockIdx.x] = d;
   }
 }

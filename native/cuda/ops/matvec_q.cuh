@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "act_quant.cuh"
 #include "matmul_generic.cuh"
 
 namespace minfer::cuda::mm {
@@ -49,12 +50,6 @@ inline size_t q8k_bytes(int64_t K, int64_t cols) { return qs_bytes(K, cols) + st
 
 // ---- activation quantization ----------------------------------------------------------------------
 
-// The CPU's act_scale_f16: d at binary16 precision (nearest even), kept as is beyond f16's range.
-__device__ inline float act_scale_f16(float d) {
-  if (!(d < 65520.0f)) return d;
-  return __half2float(__float2half_rn(d));
-}
-
 // One warp per block of 32: grid ceil(cols·K/32 / 8) blocks of 256 threads.
 __global__ void quant_q8a_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, float2* ds) {
   pdl_begin();
@@ -63,17 +58,7 @@ __global__ void quant_q8a_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, f
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   if (gw >= nblk * cols) return;
   const int64_t col = gw / nblk, k = (gw % nblk) * 32 + lane;
-  const float x = load_elem(b.col(col) + k * b.nb0, b.dtype);
-  const float amax = warp_max(fabsf(x));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  const int v = __float2int_rn(__fmul_rn(x, id));
-  const int sum = __reduce_add_sync(0xffffffffu, v);
-  qs[col * K + k] = static_cast<int8_t>(v);
-  if (lane == 0) {
-    const float d16 = act_scale_f16(d);
-    ds[gw] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
-  }
+  q8a_warp_block(load_elem(b.col(col) + k * b.nb0, b.dtype), qs + col * K + k, ds + gw);
 }
 
 // One warp per block of 256 (8 elements a lane).
@@ -91,11 +76,9 @@ __global__ void quant_q8k_kernel(BView b, int64_t K, int64_t cols, int8_t* qs, f
     x[i] = load_elem(src + (k0 + lane + 32 * i) * b.nb0, b.dtype);
     amax = fmaxf(amax, fabsf(x[i]));
   }
-  amax = warp_max(amax);
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  const float d = q8k_scale(warp_max(amax));
 #pragma unroll
-  for (int i = 0; i < 8; i++) qs[col * K + k0 + lane + 32 * i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(x[i], id)));
+  for (int i = 0; i < 8; i++) qs[col * K + k0 + lane + 32 * i] = q8k_code(x[i], d);
   if (lane == 0) dk[gw] = d;
 }
 

@@ -7,6 +7,7 @@
 
 #include "../cuda_util.cuh"
 #include "../kernel.h"
+#include "act_quant.cuh"
 #include "fused.h"
 
 namespace minfer::cuda {
@@ -191,18 +192,7 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
     outs[k] = out;
     // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
     if constexpr (kQ == 1) {
-      if (i - lane < ne0) {
-        const float amax = warp_max(fabsf(out));
-        const float d = __fdiv_rn(amax, 127.0f);
-        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-        const int q = __float2int_rn(__fmul_rn(out, id));
-        const int sum = __reduce_add_sync(0xffffffffu, q);
-        qs[i] = static_cast<int8_t>(q);
-        if (lane == 0) {
-          const float d16 = d < 65520.0f ? __half2float(__float2half_rn(d)) : d;  // matvec_q.cuh act_scale_f16
-          static_cast<float2*>(scales)[i / 32] = make_float2(d16, __fmul_rn(d16, static_cast<float>(sum)));
-        }
-      }
+      if (i - lane < ne0) q8a_warp_block(out, qs + i, static_cast<float2*>(scales) + i / 32);
     }
     if constexpr (kQ == 2) {
       const float m = warp_max(fabsf(out));
@@ -219,9 +209,8 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
       float amax = 0.0f;
 #pragma unroll
       for (int u = 0; u < 8; u++) amax = fmaxf(amax, wmax[k][g0 + u]);
-      const float d = __fdiv_rn(amax, 127.0f);
-      const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-      qs[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(outs[k], id)));
+      const float d = q8k_scale(amax);
+      qs[i] = q8k_code(outs[k], d);
       if (i % 256 == 0) static_cast<float*>(scales)[i / 256] = d;
     }
   }
