@@ -107,48 +107,57 @@ if (dev) {
   });
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).
-  const models = [new URL("../fixtures/stories260K.gguf", import.meta.url).pathname, ...process.argv.slice(3)];
+  const models = [
+    new URL("../fixtures/stories260K.gguf", import.meta.url).pathname,
+    ...process.argv.slice(3),
+  ];
   for (const path of models) {
-    await check(`fused launches: logits bit-identical to MINFER_CUDA_FUSE=0 (${basename(path)})`, async () => {
-      const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
-      const decode = async (fuse: boolean) => {
-        const before = process.env.MINFER_CUDA_FUSE;
-        process.env.MINFER_CUDA_FUSE = fuse ? "1" : "0";
-        const gpu = (await dev.init()) as CudaRuntime;
-        if (before === undefined) delete process.env.MINFER_CUDA_FUSE;
-        else process.env.MINFER_CUDA_FUSE = before;
-        const probe = await Model.load(path, { runtime: cpuRt });
-        const layers = probe.hparams.nLayer;
-        probe.dispose();
-        const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
-        const ctx = new Context(model, { nCtx: 128 });
-        const rows: Float32Array[] = [];
-        let logits = await ctx.eval(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
-        for (let i = 0; i < 24; i++) {
-          rows.push(logits.slice());
-          let best = 0;
-          for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
-          logits = await ctx.eval([best]);
+    await check(
+      `fused launches: logits bit-identical to MINFER_CUDA_FUSE=0 (${basename(path)})`,
+      async () => {
+        const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+        const decode = async (fuse: boolean) => {
+          const before = process.env.MINFER_CUDA_FUSE;
+          process.env.MINFER_CUDA_FUSE = fuse ? "1" : "0";
+          const gpu = (await dev.init()) as CudaRuntime;
+          if (before === undefined) delete process.env.MINFER_CUDA_FUSE;
+          else process.env.MINFER_CUDA_FUSE = before;
+          const probe = await Model.load(path, { runtime: cpuRt });
+          const layers = probe.hparams.nLayer;
+          probe.dispose();
+          const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
+          const ctx = new Context(model, { nCtx: 128 });
+          const rows: Float32Array[] = [];
+          let logits = await ctx.eval(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
+          for (let i = 0; i < 24; i++) {
+            rows.push(logits.slice());
+            let best = 0;
+            for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
+            logits = await ctx.eval([best]);
+          }
+          const fusedRuns = gpu.graphStats().fusedRuns;
+          ctx.dispose();
+          model.dispose();
+          gpu.dispose();
+          return { rows, fusedRuns };
+        };
+        const fused = await decode(true);
+        const plain = await decode(false);
+        cpuRt.dispose();
+        if (fused.fusedRuns === 0) throw new Error("no fused run was found in the model's programs");
+        if (plain.fusedRuns !== 0) throw new Error(`MINFER_CUDA_FUSE=0 still fused ${plain.fusedRuns} runs`);
+        for (let i = 0; i < fused.rows.length; i++) {
+          const a = new Uint32Array(fused.rows[i]!.buffer);
+          const b = new Uint32Array(plain.rows[i]!.buffer);
+          const at = a.findIndex((v, k) => v !== b[k]);
+          if (at >= 0)
+            throw new Error(
+              `step ${i}: logit ${at} differs (${fused.rows[i]![at]} vs ${plain.rows[i]![at]})`,
+            );
         }
-        const fusedRuns = gpu.graphStats().fusedRuns;
-        ctx.dispose();
-        model.dispose();
-        gpu.dispose();
-        return { rows, fusedRuns };
-      };
-      const fused = await decode(true);
-      const plain = await decode(false);
-      cpuRt.dispose();
-      if (fused.fusedRuns === 0) throw new Error("no fused run was found in the model's programs");
-      if (plain.fusedRuns !== 0) throw new Error(`MINFER_CUDA_FUSE=0 still fused ${plain.fusedRuns} runs`);
-      for (let i = 0; i < fused.rows.length; i++) {
-        const a = new Uint32Array(fused.rows[i]!.buffer);
-        const b = new Uint32Array(plain.rows[i]!.buffer);
-        const at = a.findIndex((v, k) => v !== b[k]);
-        if (at >= 0) throw new Error(`step ${i}: logit ${at} differs (${fused.rows[i]![at]} vs ${plain.rows[i]![at]})`);
-      }
-      return `${fused.rows.length} steps identical, ${fused.fusedRuns} fused runs`;
-    });
+        return `${fused.rows.length} steps identical, ${fused.fusedRuns} fused runs`;
+      },
+    );
   }
   rt.dispose();
 }
