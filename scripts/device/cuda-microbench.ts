@@ -1,5 +1,5 @@
 // Per-kernel GPU time of decode-shaped ops (qwen2-7b: width 3584, FFN 18944, 28 q heads and 4 kv
-// heads of 128), run on the GPU machine. Each case is one graph of REPS copies of an op (the same
+// heads of 128; attention also for 16 sequences stepping together), run on the GPU machine. Each case is one graph of REPS copies of an op (the same
 // inputs, separate outputs), so the time per copy is what a node costs inside a replayed decode
 // graph: per-node GPU times from a profiled run (events captured with the nodes; about 1.3 µs of
 // each is the event node itself), and the wall time of a whole replayed graph divided by REPS.
@@ -57,6 +57,23 @@ function attention(depth: number, nKv: number): ConformanceCase {
   );
 }
 
+// 16 sequences decoding together (`serve -np 16`): one query each, each seeing its own region of
+// `region` cells (depth cells used), as spans.
+function attentionStreams(streams: number, region: number, depth: number): ConformanceCase {
+  const nKv = streams * region;
+  return repeated(
+    `ATTENTION ${streams} queries, own regions of ${region} (depth ${depth}), spans`,
+    (b) => {
+      const q = once(b, "q", () => b.input("q", F32, [128, 28, streams]));
+      const k = once(b, "k", () => b.input("k", F16, [128, 4, nKv]));
+      const v = once(b, "v", () => b.input("v", F16, [128, 4, nKv]));
+      const s = once(b, "spans", () => b.input("spans", I32, [2, streams]));
+      return b.attention(q, k, v, s, { scale: 1 / Math.sqrt(128) });
+    },
+    { spans: () => Array.from({ length: streams }, (_, i) => [i * region, i * region + depth]).flat() },
+  );
+}
+
 const cases: ConformanceCase[] = [
   repeated("ADD [1] (a node's fixed cost)", (b) =>
     b.add(
@@ -90,6 +107,7 @@ const cases: ConformanceCase[] = [
   attention(64, 640),
   attention(516, 1024),
   attention(4096, 4736),
+  attentionStreams(16, 256, 100),
 ];
 
 const out = process.argv[2] ?? ".";
