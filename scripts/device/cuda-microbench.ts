@@ -8,12 +8,15 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
-import { DType, type GraphBuilder, Op, type Tensor } from "../../packages/ir/src/index.js";
+import { DType, Op } from "../../packages/ir/src/index.js";
 import { buildCase, type ConformanceCase } from "../../packages/scheduler/src/conformance/cases.js";
 import { caseData } from "../../packages/scheduler/src/conformance/harness.js";
 import { Scheduler } from "../../packages/scheduler/src/index.js";
 
 const REPS = 32;
+// The builder and tensor types the conformance cases use.
+type GraphBuilder = Parameters<ConformanceCase["build"]>[0];
+type Tensor = ReturnType<GraphBuilder["input"]>;
 const { F32, F16, I32, Q4_0 } = DType;
 
 function repeated(

@@ -7,14 +7,14 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
-import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import { type CudaRuntime, backend as cuda } from "../../packages/backend-cuda/src/index.js";
 import { Context, Model } from "../../packages/engine/src/index.js";
 import { readGguf } from "../../packages/gguf/src/index.js";
 import type { TimingReport } from "../../packages/scheduler/src/index.js";
 
 const [out, path] = process.argv.slice(2) as [string, string];
 const cpuRt = await cpu.devices()[0]!.init();
-const gpuRt = await cuda.devices()[0]!.init();
+const gpuRt = (await cuda.devices()[0]!.init()) as CudaRuntime;
 const meta = (await readGguf(path)).metadata;
 const nLayer = meta.integer(`${meta.architecture}.block_count`);
 const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpuRt, layers: nLayer } });
