@@ -340,14 +340,26 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
     if (m.use_graphs) {
       cudaGraph_t graph = nullptr;
       cudaGraphExec_t exec = nullptr;
-      if (cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-        const ExecStatus c = m.enqueue(l, &events, true);
+      ExecStatus c = [&]() -> ExecStatus {
+        MINFER_EXEC_TRY(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal));
+        const ExecStatus q = m.enqueue(l, &events, true);
         const cudaError_t end = cudaStreamEndCapture(m.stream, &graph);
-        if (c.ok() && end == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
-            cudaGraphUpload(exec, m.stream) == cudaSuccess && cudaGraphLaunch(exec, m.stream) == cudaSuccess)
-          ran = true;
+        if (!q.ok()) return q;
+        MINFER_EXEC_TRY(end);
+        MINFER_EXEC_TRY(cudaGraphInstantiate(&exec, graph, 0));
+        MINFER_EXEC_TRY(cudaGraphUpload(exec, m.stream));
+        MINFER_EXEC_TRY(cudaGraphLaunch(exec, m.stream));
+        return ExecStatus{};
+      }();
+      ran = c.ok();
+      if (!ran) {
+        // A failed capture is not an error of this program: it launches directly (the times then
+        // include the host's launch gaps), and says so as a graph failure does.
+        cudaGetLastError();
+        graph_failures_++;
+        last_graph_error_ = "profile capture: " + c.message;
+        if (stats) stats->graph_failed = true;
       }
-      if (!ran) cudaGetLastError();  // a failed capture is not an error of this program: launch directly
       s = ran ? m.finish(l) : ExecStatus{};
       if (exec) cudaGraphExecDestroy(exec);
       if (graph) cudaGraphDestroy(graph);

@@ -32,7 +32,11 @@ constexpr int kThreads = 256;
 constexpr int kMaxHalf = 256;  // rotated pairs (nDims / 2) held in shared memory
 
 bool is_plain_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-int64_t elem_bytes(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+// Bytes of one element (a block, for block types) from the format's table.
+int64_t elem_bytes(DType t) {
+  const program::BlockLayout* b = program::block_layout(static_cast<int32_t>(t));
+  return b ? b->type_size : 1;
+}
 
 // Byte range [lo, hi) a tensor's elements occupy (strides are non-negative in programs).
 struct Range {

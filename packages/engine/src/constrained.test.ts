@@ -1,17 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { backend as cpuBackend } from "@minfer/backend-cpu";
-import { synthesizeModel, writeGguf } from "@minfer/gguf";
-import type { DeviceRuntime } from "@minfer/ir";
 import { Grammar, jsonSchemaToGbnf, Sampler } from "@minfer/sampler";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
 import { generate } from "./generate.js";
-import { Model } from "./model.js";
-import { FIXTURES, haveStories, STORIES } from "./test-helpers.js";
+import type { Model } from "./model.js";
+import { FIXTURES, haveStories, loadStories, loadSynthetic } from "./test-helpers.js";
 
 // Constrained generation end to end: real models sample under a grammar through the engine, and
 // what comes out is checked by something independent of the grammar code (ajv, JSON.parse) or by
@@ -107,18 +103,16 @@ async function constrained(ctx: Context, gbnf: string, seed: number, maxTokens: 
 }
 
 describe.skipIf(!haveStories)("constrained generation on stories260K", () => {
-  let runtime: DeviceRuntime;
   let model: Model;
+  let dispose: (() => void) | undefined;
   let ctx: Context;
   beforeAll(async () => {
-    runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-    model = await Model.load(STORIES, { runtime });
+    ({ model, dispose } = await loadStories());
     ctx = new Context(model, { nCtx: 512 });
   });
   afterAll(() => {
     ctx?.dispose();
-    model?.dispose();
-    runtime?.dispose();
+    dispose?.();
   });
 
   it("JSON Schemas: every seed's output parses and ajv accepts it", async () => {
@@ -152,24 +146,16 @@ describe.skipIf(!haveStories)("constrained generation on stories260K", () => {
 });
 
 describe("constrained generation on a synthetic model (random weights, byte vocabulary)", () => {
-  let dir: string;
-  let runtime: DeviceRuntime;
   let model: Model;
+  let dispose: (() => void) | undefined;
   let ctx: Context;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "minfer-constrained-"));
-    const path = join(dir, "tiny.gguf");
-    const m = synthesizeModel({ preset: "tiny", arch: "qwen2", type: "q8_0", seed: 9 });
-    await writeGguf(path, m.metadata, m.tensors);
-    runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-    model = await Model.load(path, { runtime });
+    ({ model, dispose } = await loadSynthetic({ preset: "tiny", arch: "qwen2", type: "q8_0", seed: 9 }));
     ctx = new Context(model, { nCtx: 1024 });
   });
   afterAll(() => {
     ctx?.dispose();
-    model?.dispose();
-    runtime?.dispose();
-    rmSync(dir, { recursive: true, force: true });
+    dispose?.();
   });
 
   it("JSON Schemas: every seed's output parses and ajv accepts it", async () => {

@@ -1,17 +1,15 @@
 // The decode graphs are fused (RMS_NORM_MUL, SWIGLU, MUL_MAT_MULTI with or without addends,
 // MUL_MAT_ADD) by default: fewer nodes, and the same logits bit for bit as the unfused graph on the
 // CPU.
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { backend as cpuBackend } from "@minfer/backend-cpu";
-import { readGguf, synthesizeModel, writeGguf } from "@minfer/gguf";
-import { type DeviceRuntime, Op } from "@minfer/ir";
+import { readGguf } from "@minfer/gguf";
+import { Op } from "@minfer/ir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context, KV_BUCKET } from "./context.js";
 import { greedy } from "./generate.js";
-import { Model } from "./model.js";
-import { FIXTURES, haveStories, loadStories } from "./test-helpers.js";
+import type { Model } from "./model.js";
+import { FIXTURES, haveStories, loadStories, loadSynthetic } from "./test-helpers.js";
 
 describe.skipIf(!haveStories)("fused decode graphs", () => {
   let model: Model;
@@ -55,23 +53,19 @@ const QWEN2_VOCAB = join(FIXTURES, "vocab/ggml-vocab-qwen2.gguf");
 describe.skipIf(!existsSync(QWEN2_VOCAB))(
   "fused decode graphs with q/k/v biases (tiny synthetic qwen2)",
   () => {
-    let dir: string;
-    let runtime: DeviceRuntime;
     let model: Model;
+    let dispose: (() => void) | undefined;
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), "minfer-fusion-qwen2-"));
-      const path = join(dir, "qwen2.gguf");
       const vocab = (await readGguf(QWEN2_VOCAB)).metadata;
-      const m = synthesizeModel({ preset: "tiny", arch: "qwen2", type: "q8_0", vocab, seed: 7 });
-      await writeGguf(path, m.metadata, m.tensors);
-      runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-      model = await Model.load(path, { runtime });
+      ({ model, dispose } = await loadSynthetic({
+        preset: "tiny",
+        arch: "qwen2",
+        type: "q8_0",
+        vocab,
+        seed: 7,
+      }));
     });
-    afterAll(() => {
-      model?.dispose();
-      runtime?.dispose();
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    });
+    afterAll(() => dispose?.());
 
     it("fold the biases into MUL_MAT_MULTI and give the unfused logits exactly", async () => {
       const plain = new Context(model, { nCtx: 64, fuse: false });

@@ -1,33 +1,17 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { backend as cpuBackend } from "@minfer/backend-cpu";
-import { synthesizeModel, writeGguf } from "@minfer/gguf";
-import type { DeviceRuntime } from "@minfer/ir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Context } from "./context.js";
-import { Model } from "./model.js";
-import { maxAbsDiff } from "./test-helpers.js";
+import type { Model } from "./model.js";
+import { loadSynthetic, maxAbsDiff } from "./test-helpers.js";
 
 // A Q8_0 KV cache on a model with 64-wide heads (the synth preset "small", random weights).
 describe("Q8_0 KV cache", () => {
-  let dir: string;
-  let runtime: DeviceRuntime;
   let model: Model;
+  let dispose: (() => void) | undefined;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "minfer-kvq8-"));
-    const path = join(dir, "small.gguf");
-    const m = synthesizeModel({ preset: "small", arch: "llama", type: "f32", seed: 5 });
-    await writeGguf(path, m.metadata, m.tensors);
-    runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-    model = await Model.load(path, { runtime });
+    ({ model, dispose } = await loadSynthetic({ preset: "small", arch: "llama", type: "f32", seed: 5 }));
   });
-  afterAll(() => {
-    model?.dispose();
-    runtime?.dispose();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => dispose?.());
 
   it("gives logits close to an F32 cache's, over a prefill and decode steps", async () => {
     const prompt = Array.from({ length: 40 }, (_, i) => (i * 37) % 259);
