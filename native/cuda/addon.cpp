@@ -231,7 +231,8 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, attnDecode?, fuse?, pdl?: boolean }) → handle
+// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?: boolean, attnDecode?: "auto" | "tile" | "vec" })
+// → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
   const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
@@ -245,7 +246,14 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       if (a.IsBoolean()) *out = a.As<Napi::Boolean>().Value();
     };
     flag("attnMma", &tuning.attn_mma);
-    flag("attnDecode", &tuning.attn_decode);
+    Napi::Value dec = t.Get("attnDecode");
+    if (!dec.IsUndefined()) {
+      const std::string v = dec.IsString() ? dec.As<Napi::String>().Utf8Value() : std::string();
+      if (v == "auto") tuning.attn_decode = DecodeAttn::Auto;
+      else if (v == "tile") tuning.attn_decode = DecodeAttn::Tile;
+      else if (v == "vec") tuning.attn_decode = DecodeAttn::Vec;
+      else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\" or \"vec\"");
+    }
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);
   }

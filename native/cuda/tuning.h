@@ -4,14 +4,21 @@
 
 namespace minfer::cuda {
 
+// Which kernel runs decode attention (few rows, F16 k/v, head size 64 or 128).
+enum class DecodeAttn {
+  Auto,  // Vec for caches of at most kDecAutoMaxCells cells (ops/attention_decode.cuh), Tile beyond
+  Tile,  // the f32 tile kernel (ops/attention_kernels.cuh)
+  Vec,   // the decode kernel (ops/attention_decode.cuh)
+};
+
 struct Tuning {
   // ATTENTION over many rows (prefill) with F16 k/v and head size 64 or 128: the tensor-core kernel
   // (ops/attention_mma.cuh: q and P rounded to f16, f32 accumulation) instead of the f32 tile kernel.
   bool attn_mma = true;
-  // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128: the decode kernel
-  // (ops/attention_decode.cuh) instead of the f32 tile kernel. Off by default: on the H200 it
-  // measured even with the tile kernel at short depths and slower at depth 4096 (docs/PERFORMANCE.md).
-  bool attn_decode = false;
+  // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128. On the H200 (qwen2-7b
+  // Q4_0, tg128) the decode kernel measured 273 against 260 tok/s at depth 0 and 231 against 249 at
+  // depth 4096, where its narrow V loads from memory lose to the tile kernel's (docs/PERFORMANCE.md).
+  DecodeAttn attn_decode = DecodeAttn::Auto;
   // Adjacent nodes run as one launch where a fused kernel exists (fused.cu: RoPE of q and k with
   // the k and v cache stores).
   bool fuse = true;

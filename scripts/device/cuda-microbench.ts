@@ -3,7 +3,7 @@
 // inputs, separate outputs), so the time per copy is what a node costs inside a replayed decode
 // graph: per-node GPU times from a profiled run (events captured with the nodes; about 1.3 µs of
 // each is the event node itself), and the wall time of a whole replayed graph divided by REPS.
-// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=vec (attention).
+// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=tile and =vec (attention).
 //   node dist/cuda-microbench.js OUT_DIR
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -116,10 +116,12 @@ const cases: ConformanceCase[] = [
 const out = process.argv[2] ?? ".";
 const lines: string[] = [];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-for (const variant of [{}, { MINFER_CUDA_PDL: "0" }, { MINFER_CUDA_DECODE_ATTN: "vec" }] as Record<
-  string,
-  string
->[]) {
+for (const variant of [
+  {},
+  { MINFER_CUDA_PDL: "0" },
+  { MINFER_CUDA_DECODE_ATTN: "tile" },
+  { MINFER_CUDA_DECODE_ATTN: "vec" },
+] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();
   for (const k of Object.keys(variant)) delete process.env[k];

@@ -15,6 +15,8 @@
 #   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
 #                       backend per case (OUT/vs-cpu.json)
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
+#   conformance-vec     the same with the decode attention kernel (MINFER_CUDA_DECODE_ATTN=vec)
+#   memcheck-vec        memcheck of the op suite with that kernel
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
@@ -23,12 +25,14 @@
 #                       stories260K against llama.cpp's continuation
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
 #                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
-#                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=vec, and Q4_K_M at
-#                       BENCH_CTX tokens of context (default 4096; empty: skip)
+#                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=tile (BENCH_VARIANTS,
+#                       default "tile nofuse nopdl dtile"), and Q4_K_M at BENCH_CTX tokens of context (default
+#                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
+#   ncu-step            the GPU time of every kernel in about two decode steps (PROFILE_TYPE), by ncu
 #   nsys                Nsight Systems timeline of 2 x 32 decode steps (PROFILE_TYPE): kernel sums and
 #                       the per-kernel trace as CSV, when nsys is installed
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
@@ -103,6 +107,10 @@ for s in "${stages[@]}"; do
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
   conformance-tile) mkdir -p "$OUT/tile"
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
+  conformance-vec) mkdir -p "$OUT/vec"
+    step conformance-vec env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/conformance.js" "$OUT/vec" --vs-cpu ;;
+  memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   memcheck-smoke) step memcheck-smoke compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
@@ -136,8 +144,18 @@ for s in "${stages[@]}"; do
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     if [ -n "$NCU" ]; then
       step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
-        --launch-count "${NCU_COUNT:-8}" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-        --section LaunchStats node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 4 -r 1 -ngl all
+        --launch-count "${NCU_COUNT:-8}" ${NCU_SECTIONS:---section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats} node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 4 -r 1 -ngl all
+    else
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
+  ncu-step) # the GPU time of every kernel of NCU_COUNT launches (default 700: about two decode steps)
+    # from NCU_SKIP (default 1000) on, launched directly (no graph), as CSV
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    if [ -n "$NCU" ]; then
+      step ncu-step env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+        --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
+        node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 16 -r 1 -ngl all
     else
       echo "ncu: not installed here" | tee -a "$OUT/run.log"
     fi ;;
@@ -161,14 +179,20 @@ for s in "${stages[@]}"; do
       step "bench-$t" minfer bench -m "$f" -p 512 -n 128 -ngl all --json
       # the f32 tile attention kernel for prefill and decode (MINFER_CUDA_ATTN=tile), and decode
       # without fused launches (MINFER_CUDA_FUSE=0)
-      step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 -ngl all --json
-      step "bench-$t-nofuse" env MINFER_CUDA_FUSE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
-      step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
-      step "bench-$t-vec" env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json
+      for v in ${BENCH_VARIANTS-tile nofuse nopdl dtile}; do
+        case $v in
+        tile) step "bench-$t-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 -ngl all --json ;;
+        nofuse) step "bench-$t-nofuse" env MINFER_CUDA_FUSE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
+        nopdl) step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
+        dtile) step "bench-$t-dtile" env MINFER_CUDA_DECODE_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
+        esac
+      done
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
         step "bench-$t-ctx${BENCH_CTX:-4096}" minfer bench -m "$f" -p 512 -n 128 -ngl all -d "${BENCH_CTX:-4096}" --json
-        step "bench-$t-ctx${BENCH_CTX:-4096}-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 \
-          -ngl all -d "${BENCH_CTX:-4096}" --json
+        case " ${BENCH_VARIANTS-tile} " in *" tile "*)
+          step "bench-$t-ctx${BENCH_CTX:-4096}-tile" env MINFER_CUDA_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 512 -n 128 \
+            -ngl all -d "${BENCH_CTX:-4096}" --json ;;
+        esac
       fi
       # files stay for later stages (serve, profile)
     done ;;

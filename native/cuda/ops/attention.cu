@@ -2,9 +2,10 @@
 // (the semantics of native/cpu/attention.cpp, which this mirrors; see check_attention there).
 //
 // Design. Prefill on tensor cores has a kernel of its own (many rows, F16 k/v: attention_mma.cuh;
-// MINFER_CUDA_ATTN=tile turns it off), and so has decode when MINFER_CUDA_DECODE_ATTN=vec (few rows,
-// F16 k/v, head size 64/128: attention_decode.cuh; off by default, see tuning.h). Everything else
-// runs the f32 tile kernel (attn_tile_kernel), in flash-attention style:
+// MINFER_CUDA_ATTN=tile turns it off), and so has decode (few rows, F16 k/v, head size 64/128:
+// attention_decode.cuh) for caches of up to kDecAutoMaxCells cells (MINFER_CUDA_DECODE_ATTN=tile|vec
+// forces a choice; see tuning.h). Everything else runs the f32 tile kernel (attn_tile_kernel), in
+// flash-attention style:
 //
 //  * A block owns one kv head, a tile of up to `br` ROWS and a CHUNK of the KV cells. The rows of a
 //    kv head are its (query j, q head of the group) pairs, row = j * group + head_in_group, so the
@@ -37,7 +38,7 @@
 // loads fall back to byte loads (a runtime flag), so odd views are still read correctly.
 //
 // Scratch (split path only): max_splits * nHead * nQ * (hdv + 2) floats, max_splits =
-// min(64, ceil(nKv / bc), 1024 / blocks) from the shapes alone (plan_attention); launch uses at most
+// min(kMaxSplits = 128, ceil(nKv / bc), 1024 / blocks) from the shapes alone (plan_attention); launch uses at most
 // that many. Tiles: br = 8/16/32 rows by rows per kv head, bc = 64 cells, shrunk to fit 200 KB of
 // shared memory; head sizes too large even for br = 1, bc = 8 (thousands) are refused in check, the
 // one condition the CPU does not have.
@@ -179,8 +180,7 @@ cudaError_t launch_tiles(const AttnParams& p, dim3 grid, size_t smem, cudaStream
         cudaFuncSetAttribute(attn_tile_kernel<KT, VT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  attn_tile_kernel<KT, VT><<<grid, kThreads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_k(attn_tile_kernel<KT, VT>, grid, dim3(kThreads), smem, stream, p);
 }
 
 template <DType KT>
@@ -250,7 +250,9 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
   p.v_sep = plan.v_sep;
-  if (ctx.tuning.attn_decode &&
+  const bool want_decode = ctx.tuning.attn_decode == DecodeAttn::Vec ||
+                           (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells);
+  if (want_decode &&
       decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned, plan.rows)) {
     p.n_splits = ctx.scratch ? decode_splits(n_kv, n_kv_head, p.hd, ctx.sm_count) : 1;
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
@@ -286,10 +288,10 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   }
   if (e != cudaSuccess) return e;
   if (n_splits > 1) {
-    attn_combine_kernel<<<dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(n_kv_head)), kCombineThreads, 0,
-                          ctx.stream>>>(p);
+    return launch_k(attn_combine_kernel, dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(n_kv_head)),
+                    dim3(kCombineThreads), 0, ctx.stream, p);
   }
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 const Registrar attention_kernel(program::Op::ATTENTION, {check_attention, scratch_attention, launch_attention});

@@ -1,4 +1,5 @@
-// Decode attention (ops/attention.cu picks it with MINFER_CUDA_DECODE_ATTN=vec): few rows per kv head (one or a few queries times
+// Decode attention (ops/attention.cu picks it for caches of up to kDecAutoMaxCells cells, or always
+// with MINFER_CUDA_DECODE_ATTN=vec): few rows per kv head (one or a few queries times
 // the q heads of a group, at most kDecMaxRows), F16 K and V, head size 64 or 128. Decode is bound
 // by latency, not by arithmetic or bandwidth (depth 512 of a 7B model reads about 1 MB), so the
 // kernel keeps each block's dependency chain short:
@@ -6,12 +7,17 @@
 //  * A block (HD threads) owns one kv head and one split of the cells its rows can see: the union
 //    of the rows' spans (or all cells with a mask) is cut into n_splits equal chunks on the device,
 //    so a graph captured for the whole cache spreads the cells actually in use over every split.
-//  * A tile is kTile cells (8 per warp). Scores: 4 lanes per cell, each reading 16-byte units
-//    u = quarter, quarter + 4, … of the K row (the 4 lanes of a cell cover 64 contiguous bytes, and
-//    their q reads fall on distinct banks), then two shuffles give the dot of every row.
+//  * A tile is kTile cells (4 per warp: 16 for head size 128). Scores: 8 lanes per cell, each
+//    reading 16-byte units u = sub, sub + 8, … of the K row (the 8 lanes of a cell cover 128
+//    contiguous bytes, and their q reads fall on distinct banks), then three shuffles give the dot
+//    of every row. Small tiles keep each warp's instruction chain short: with one warp per
+//    scheduler nothing hides latency, so a block's time is its instruction count times their
+//    latency (Nsight Compute: "wait" and short-scoreboard stalls), and the splits give the GPU the
+//    parallelism instead.
 //  * Each row's online softmax is updated by one warp (running max and sum in shared memory), then
 //    thread d accumulates dim d of every row: acc = acc * corr + Σ_c p_c V[c][d]. A tile's V loads
-//    are issued before its scores, so K and V cost one memory latency together.
+//    are issued before its scores, so K and V cost one memory latency together, and the next
+//    tile's loads are issued before this tile's arithmetic (registers double-buffer them).
 //  * One split writes the output; several write partials (m, l, acc) that attn_combine_kernel
 //    (attention_kernels.cuh) merges, in the tile kernel's layout.
 //
@@ -30,8 +36,10 @@
 namespace minfer::cuda::attn {
 
 constexpr int kDecMaxRows = 8;       // rows of one kv head (group × queries)
-constexpr int kDecCellsPerWarp = 8;  // cells a warp scores at once, 4 lanes each
-constexpr int kDecMaxSplits = 64;    // most splits (the combine kernel takes up to kMaxSplits)
+constexpr int kDecLanesPerCell = 8;                            // lanes that score one cell
+constexpr int kDecCellsPerWarp = kWarp / kDecLanesPerCell;     // cells a warp scores at once
+constexpr int kDecAutoMaxCells = 2048;  // DecodeAttn::Auto takes this kernel for caches up to this long
+constexpr int kDecMaxSplits = 128;  // most splits (the combine kernel takes up to kMaxSplits)
 static_assert(kDecMaxSplits <= kMaxSplits, "the combine kernel merges at most kMaxSplits splits");
 
 // Whether the decode kernel takes an ATTENTION: `vec` and `aligned` as in AttnParams.
@@ -40,11 +48,12 @@ inline bool decode_takes(DType kt, DType vt, int64_t hd, int64_t hdv, bool vec, 
          rows <= kDecMaxRows;
 }
 
-// Splits for n_kv cells over n_kv_head heads: about two blocks per SM, one tile each at least.
+// Splits for n_kv cells over n_kv_head heads: about four blocks per SM (each is latency-bound with
+// four warps, so several per SM overlap), one tile each at least.
 inline int decode_splits(int64_t n_kv, int64_t n_kv_head, int hd, int sm_count) {
-  const int64_t tile = (hd / 32) * kDecCellsPerWarp;
+  const int64_t tile = (hd / 32) * kDecCellsPerWarp;  // kTile of the kernel
   const int64_t tiles = (n_kv + tile - 1) / tile;
-  const int64_t want = (2 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) + n_kv_head - 1) / n_kv_head;
+  const int64_t want = (4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) + n_kv_head - 1) / n_kv_head;
   int64_t s = tiles < want ? tiles : want;
   if (s > kDecMaxSplits) s = kDecMaxSplits;
   return static_cast<int>(s < 1 ? 1 : s);
@@ -54,8 +63,8 @@ template <int HD>
 __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   pdl_begin();
   constexpr int kWarps = HD / kWarp;
-  constexpr int kTile = kWarps * kDecCellsPerWarp;  // 32 cells (HD 128) or 16 (HD 64)
-  constexpr int kUnits = HD / 8 / 4;                // 16-byte units of a K row per lane: 4 or 2
+  constexpr int kTile = kWarps * kDecCellsPerWarp;   // 16 cells (HD 128) or 8 (HD 64)
+  constexpr int kUnits = HD / 8 / kDecLanesPerCell;  // 16-byte units of a K row per lane: 2 or 1
   __shared__ __align__(16) float q_s[kDecMaxRows][HD];
   __shared__ __align__(16) float w_s[kDecMaxRows][kTile];  // scores, then weights
   __shared__ float m_s[kDecMaxRows], l_s[kDecMaxRows], corr_s[kDecMaxRows];
@@ -121,24 +130,35 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   float acc[kDecMaxRows];
 #pragma unroll
   for (int r = 0; r < kDecMaxRows; r++) acc[r] = 0.0f;
-  const int quarter = lane % 4, my_cell = warp * kDecCellsPerWarp + lane / 4;
+  const int sub = lane % kDecLanesPerCell, my_cell = warp * kDecCellsPerWarp + lane / kDecLanesPerCell;
 
-  for (int c0 = c_lo; c0 < c_hi; c0 += kTile) {
-    // V of dim tid for the tile's cells, and this lane's K units; cells past c_hi read as zeros.
-    float vv[kTile];
+  // A tile's loads: V of dim tid for its cells and this lane's K units (cells past c_hi read as zeros).
+  float vv[kTile];
+  uint4 kw[kUnits];
+  auto load = [&](int c0, float* v_out, uint4* k_out) {
 #pragma unroll
     for (int c = 0; c < kTile; c++) {
       const int cell = c0 + c;
-      vv[c] = cell < c_hi ? __half2float(__ldg(reinterpret_cast<const __half*>(vbase + static_cast<int64_t>(cell) * p.v_nb2) + tid))
-                          : 0.0f;
+      v_out[c] = cell < c_hi
+                     ? __half2float(__ldg(reinterpret_cast<const __half*>(vbase + static_cast<int64_t>(cell) * p.v_nb2) + tid))
+                     : 0.0f;
     }
     const int cell = c0 + my_cell;
-    const bool live = cell < c_hi;
-    uint4 kw[kUnits];
 #pragma unroll
     for (int u = 0; u < kUnits; u++)
-      kw[u] = live ? __ldg(reinterpret_cast<const uint4*>(kbase + static_cast<int64_t>(cell) * p.k_nb2) + quarter + 4 * u)
-                   : make_uint4(0, 0, 0, 0);
+      k_out[u] = cell < c_hi
+                     ? __ldg(reinterpret_cast<const uint4*>(kbase + static_cast<int64_t>(cell) * p.k_nb2) + sub + kDecLanesPerCell * u)
+                     : make_uint4(0, 0, 0, 0);
+  };
+  if (c_lo < c_hi) load(c_lo, vv, kw);
+
+  for (int c0 = c_lo; c0 < c_hi; c0 += kTile) {
+    // The next tile's loads go out now; this tile's arithmetic covers their latency.
+    float vv_next[kTile];
+    uint4 kw_next[kUnits];
+    if (c0 + kTile < c_hi) load(c0 + kTile, vv_next, kw_next);
+    const int cell = c0 + my_cell;
+    const bool live = cell < c_hi;
     float kf[kUnits * 8];
 #pragma unroll
     for (int u = 0; u < kUnits; u++) {
@@ -157,8 +177,8 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
       float dot = 0.0f;
 #pragma unroll
       for (int u = 0; u < kUnits; u++) {
-        const float4 a = *reinterpret_cast<const float4*>(&q_s[r][(quarter + 4 * u) * 8]);
-        const float4 b = *reinterpret_cast<const float4*>(&q_s[r][(quarter + 4 * u) * 8 + 4]);
+        const float4 a = *reinterpret_cast<const float4*>(&q_s[r][(sub + kDecLanesPerCell * u) * 8]);
+        const float4 b = *reinterpret_cast<const float4*>(&q_s[r][(sub + kDecLanesPerCell * u) * 8 + 4]);
         dot = fmaf(a.x, kf[u * 8 + 0], dot);
         dot = fmaf(a.y, kf[u * 8 + 1], dot);
         dot = fmaf(a.z, kf[u * 8 + 2], dot);
@@ -168,9 +188,9 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
         dot = fmaf(b.z, kf[u * 8 + 6], dot);
         dot = fmaf(b.w, kf[u * 8 + 7], dot);
       }
-      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-      if (quarter == 0) {
+#pragma unroll
+      for (int o = 1; o < kDecLanesPerCell; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (sub == 0) {
         float s = -INFINITY;
         if (live && cell >= lo_s[r] && cell < hi_s[r]) {
           const float mv = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, r / p.group);
@@ -214,6 +234,12 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
       acc[r] = a;
     }
     __syncthreads();  // w_s and corr_s are rewritten by the next tile
+    if (c0 + kTile < c_hi) {
+#pragma unroll
+      for (int c = 0; c < kTile; c++) vv[c] = vv_next[c];
+#pragma unroll
+      for (int u = 0; u < kUnits; u++) kw[u] = kw_next[u];
+    }
   }
 
 #pragma unroll

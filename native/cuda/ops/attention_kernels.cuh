@@ -19,8 +19,8 @@ using program::DType;
 
 constexpr int kThreads = 128;  // threads of the tile kernel (4 warps)
 constexpr int kCombineThreads = 128;
-constexpr int kMaxSplits = 64;           // most KV splits of one row
-static_assert(kMaxSplits <= kCombineThreads, "the combine kernel loads one split per thread");
+constexpr int kMaxSplits = 128;          // most KV splits of one row
+static_assert(kMaxSplits % kWarp == 0 && kMaxSplits <= 4 * kWarp, "the combine kernel's warp 0 takes 4 splits a lane");
 
 // Shared-memory layout of the tile kernel, in floats; every section starts on a 16-byte boundary.
 // Rows are padded to a multiple of kRowChunk (the score and P·V loops work on row chunks).
@@ -208,6 +208,7 @@ __device__ __forceinline__ void load_tile(float* dst, int stride, const uint8_t*
 
 template <DType KT, DType VT>
 __global__ void attn_tile_kernel(const AttnParams p) {
+  pdl_begin();
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   const int br = p.br, bc = p.bc, hd = p.hd, hdv = p.hdv;
@@ -435,29 +436,36 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 }
 
 // Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): warp 0 forms the split
-// weights e^(m_s - M) and the total l (two splits a lane), then each thread sums its dims over the
-// splits that saw a cell (a split with weight 0 is not read: decode leaves most splits empty).
+// weights e^(m_s - M) and the total l (up to four splits a lane), then each thread sums its dims
+// over the splits that saw a cell (a split with weight 0 is not read: decode leaves most splits empty).
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
   pdl_begin();
-  static_assert(kMaxSplits <= 2 * kWarp, "warp 0 takes two splits a lane");
+  constexpr int kPerLane = kMaxSplits / kWarp;
   __shared__ float w_s[kMaxSplits];
   __shared__ float inv_s;
   const int row = blockIdx.x, kvh = blockIdx.y, tid = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(p.n_kv_head) * p.rows * (p.hdv + 2);
   const float* part0 = p.part + (static_cast<int64_t>(kvh) * p.rows + row) * (p.hdv + 2);
   if (tid < kWarp) {
-    const int s0 = tid, s1 = tid + kWarp;
-    const float m0 = s0 < p.n_splits ? part0[s0 * stride] : -INFINITY;
-    const float m1 = s1 < p.n_splits ? part0[s1 * stride] : -INFINITY;
-    const float l0 = s0 < p.n_splits ? part0[s0 * stride + 1] : 0.0f;
-    const float l1 = s1 < p.n_splits ? part0[s1 * stride + 1] : 0.0f;
-    const float mx = warp_max(fmaxf(m0, m1));
-    const float w0 = mx == -INFINITY || m0 == -INFINITY ? 0.0f : expf(m0 - mx);
-    const float w1 = mx == -INFINITY || m1 == -INFINITY ? 0.0f : expf(m1 - mx);
-    w_s[s0] = w0;
-    if (s1 < kMaxSplits) w_s[s1] = w1;
-    const float l = warp_sum(w0 * l0 + w1 * l1);
-    if (tid == 0) inv_s = l > 0.0f ? 1.0f / l : 0.0f;
+    float m[kPerLane], l[kPerLane];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPerLane; i++) {
+      const int s = tid + i * kWarp;
+      m[i] = s < p.n_splits ? part0[s * stride] : -INFINITY;
+      l[i] = s < p.n_splits ? part0[s * stride + 1] : 0.0f;
+      mx = fmaxf(mx, m[i]);
+    }
+    mx = warp_max(mx);
+    float lsum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; i++) {
+      const float w = mx == -INFINITY || m[i] == -INFINITY ? 0.0f : expf(m[i] - mx);
+      w_s[tid + i * kWarp] = w;
+      lsum += w * l[i];
+    }
+    const float l_total = warp_sum(lsum);
+    if (tid == 0) inv_s = l_total > 0.0f ? 1.0f / l_total : 0.0f;
   }
   __syncthreads();
   const int j = row / p.group, h = kvh * p.group + row % p.group;

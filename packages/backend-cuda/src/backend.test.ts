@@ -28,15 +28,16 @@ describe("the CUDA backend entry", () => {
 
 describe("CUDA settings from the environment", () => {
   it("reads graph capture and the kernel variants in one place", () => {
-    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: false, fuse: true, pdl: true });
+    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: "auto", fuse: true, pdl: true });
     expect(
       readEnv({
         MINFER_CUDA_GRAPHS: "0",
         MINFER_CUDA_ATTN: "tile",
         MINFER_CUDA_FUSE: "0",
         MINFER_CUDA_PDL: "0",
+        MINFER_CUDA_DECODE_ATTN: "tile",
       }),
-    ).toEqual({ graphs: false, attnMma: false, attnDecode: false, fuse: false, pdl: false });
+    ).toEqual({ graphs: false, attnMma: false, attnDecode: "tile", fuse: false, pdl: false });
     expect(
       readEnv({
         MINFER_CUDA_GRAPHS: "1",
@@ -45,11 +46,11 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PDL: "1",
         MINFER_CUDA_DECODE_ATTN: "vec",
       }),
-    ).toEqual({ graphs: true, attnMma: true, attnDecode: true, fuse: true, pdl: true });
+    ).toEqual({ graphs: true, attnMma: true, attnDecode: "vec", fuse: true, pdl: true });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_DECODE_ATTN: "x" })).toThrow(
-      /MINFER_CUDA_DECODE_ATTN must be "tile" or "vec"/,
+      /MINFER_CUDA_DECODE_ATTN must be "auto" or "tile" or "vec"/,
     );
   });
 });

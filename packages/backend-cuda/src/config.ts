@@ -1,4 +1,5 @@
 import { CudaBackendError } from "./errors.js";
+import type { DecodeAttn } from "./native.js";
 
 /** Environment settings of the CUDA backend, read here and nowhere else. */
 export interface CudaEnv {
@@ -10,10 +11,11 @@ export interface CudaEnv {
    */
   readonly attnMma: boolean;
   /**
-   * MINFER_CUDA_DECODE_ATTN=vec: decode attention (few rows, F16 k/v, head size 64/128) on the
-   * kernel of ops/attention_decode.cuh instead of the default f32 tile kernel ("tile").
+   * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
+   * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel; `auto` (the default) takes `vec`
+   * for caches of up to 2048 cells and `tile` for longer ones (docs/PERFORMANCE.md).
    */
-  readonly attnDecode: boolean;
+  readonly attnDecode: DecodeAttn;
   /** MINFER_CUDA_FUSE=0: every node is its own launch (no fused RoPE + KV-store kernel). */
   readonly fuse: boolean;
   /**
@@ -38,7 +40,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
-    attnDecode: choice(env, "MINFER_CUDA_DECODE_ATTN", ["tile", "vec"]) === "vec",
+    attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec"]) || "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
   };

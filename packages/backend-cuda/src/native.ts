@@ -42,10 +42,13 @@ export interface NativeCheck {
   readonly message: string;
 }
 
+/** Which kernel runs decode attention (see native/cuda/tuning.h and config.ts). */
+export type DecodeAttn = "auto" | "tile" | "vec";
+
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
   readonly attnMma?: boolean;
-  readonly attnDecode?: boolean;
+  readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;
 }

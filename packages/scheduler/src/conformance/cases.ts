@@ -370,6 +370,18 @@ const attnShapes = [
   // A GPU's decode kernels: several tiles and splits of the KV range, rows of a kv head from
   // several queries, softcap.
   { tag: "decode GQA 7:2 hd 128", hd: 128, hdv: 128, nHead: 14, nKvHead: 2, nQ: 1, nKv: 300, softcap: 0 },
+  // Long caches: a decode kernel's block walks several tiles of its split.
+  { tag: "decode GQA 4:1 hd 64 long", hd: 64, hdv: 64, nHead: 4, nKvHead: 1, nQ: 1, nKv: 1500, softcap: 0 },
+  {
+    tag: "decode GQA 7:1 hd 128 long",
+    hd: 128,
+    hdv: 128,
+    nHead: 7,
+    nKvHead: 1,
+    nQ: 1,
+    nKv: 2300,
+    softcap: 0,
+  },
   {
     tag: "decode 3 queries hd 128 softcap 30",
     hd: 128,
