@@ -127,4 +127,21 @@ inline bool is_contiguous(const Tensor& t) {
 
 inline int64_t nelements(const Tensor& t) { return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]; }
 
+// Whether the byte ranges two tensors' elements occupy intersect (strides are non-negative in
+// programs; an element is one block for block types).
+inline bool overlap(const Tensor& a, const Tensor& b) {
+  auto range = [](const Tensor& t, uintptr_t* lo, uintptr_t* hi) {
+    const program::BlockLayout* bl = program::block_layout(static_cast<int32_t>(t.dtype));
+    uintptr_t span = static_cast<uintptr_t>(bl ? bl->type_size : 1);
+    for (int d = 0; d < 4; d++)
+      if (t.ne[d] > 1) span += static_cast<uintptr_t>((t.ne[d] - 1) * t.nb[d]);
+    *lo = reinterpret_cast<uintptr_t>(t.data);
+    *hi = *lo + span;
+  };
+  uintptr_t alo, ahi, blo, bhi;
+  range(a, &alo, &ahi);
+  range(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
 }  // namespace minfer::cuda

@@ -1,8 +1,10 @@
 // Row normalisations, F32 (as native/cpu/norm.cpp): RMS_NORM (x / sqrt(mean(x^2) + eps)), NORM
 // ((x - mean) / sqrt(var + eps)), RMS_NORM_MUL (rms_norm(x) * w, w broadcast over rows by ggml's
-// rule with w.ne[0] == x.ne[0]). One block per row (grid-stride over rows); sums are accumulated
-// in double and the per-row scale is rounded to float once, as the CPU does. Each element is read
-// and written by the same thread, so the output may alias a.
+// rule with w.ne[0] == x.ne[0]). Many rows: one block per row (grid-stride over rows); few rows
+// (decode): a block per slice of a row (norm_slice_kernel), or one per row when the output aliases
+// a. Sums are accumulated in double and the per-row scale is rounded to float once, as the CPU
+// does. In the one-block-per-row kernels each element is read and written by the same thread, so
+// the output may alias a.
 #include <cmath>
 
 #include "../cuda_util.cuh"
@@ -108,6 +110,24 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_kernel(Tensor a, Tensor w
   }
 }
 
+// The sum of a double over a block of kN threads, valid in warp 0 (the few-row kernels' fixed
+// order: lanes by xor, then the warps' sums in warp 0); partial holds kN / 32 doubles.
+template <int kN>
+__device__ inline double sum_to_warp0(double s, double* partial) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) partial[warp] = s;
+  __syncthreads();
+  s = 0;
+  if (warp == 0) {
+    s = lane < kN / kWarp ? partial[lane] : 0.0;
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  }
+  return s;
+}
+
 // Few rows (decode): one block of kFewRowThreads per row with the row (and the weight) held in
 // registers, kPer elements a thread: every load is issued at the start, the sum is reduced once
 // (warps, then warp 0, which also forms the scale in double, as the CPU does), and the outputs
@@ -136,19 +156,7 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
     v[k] = i < ne0 ? *reinterpret_cast<const float*>(x + i * a.nb[0]) : 0.0f;
     g[k] = kKind == Kind::RmsMul && i < ne0 ? *reinterpret_cast<const float*>(wr + i * w.nb[0]) : 0.0f;
   }
-  auto reduce = [&](double s) {  // the block's sum, in warp 0 lane 0
-#pragma unroll
-    for (int o2 = kWarp / 2; o2 > 0; o2 >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o2);
-    if (lane == 0) partial[warp] = s;
-    __syncthreads();
-    s = 0;
-    if (warp == 0) {
-      s = lane < kFewRowThreads / kWarp ? partial[lane] : 0.0;
-#pragma unroll
-      for (int o2 = kWarp / 2; o2 > 0; o2 >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o2);
-    }
-    return s;
-  };
+  auto reduce = [&](double s) { return sum_to_warp0<kFewRowThreads>(s, partial); };
   float mean = 0.0f;
   if (kKind == Kind::Norm) {
     double s = 0;
@@ -216,6 +224,93 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
   }
 }
 
+// Few rows that do not alias their output (decode): a row is cut into slices of kSlice elements,
+// one block each (grid: slices x rows). Every block reduces the whole row, read from L2, in the
+// same order, so all blocks form the same scale; each writes only its slice, and its quantized
+// form when fused (kQ as in norm_row_kernel: a Q8A block is one warp's elements, a Q8K block one
+// block's). One block doing the whole row is bound by the instruction issue of one SM (Nsight
+// Compute: 26k warp instructions, about 7 us for a row of 3584); spread over slices each block
+// issues a fraction of that. With an aliased output a block could overwrite elements another
+// block has still to read, so those rows take norm_row_kernel.
+constexpr int kSlice = 256;
+constexpr int kSlicePer = kFewRowThreads * kPer / kSlice;  // row elements a thread holds (rows up to 8192)
+template <Kind kKind, int kQ = 0>
+__global__ void __launch_bounds__(kSlice) norm_slice_kernel(Tensor a, Tensor w, Tensor o, float eps, int8_t* qs,
+                                                            void* scales) {
+  pdl_begin();
+  __shared__ double partial[kSlice / kWarp];
+  __shared__ float stat[2];  // mean (NORM), scale
+  __shared__ float wmax[kSlice / kWarp];
+  const int64_t ne0 = a.ne[0];
+  const int64_t r = blockIdx.y, i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+  const uint8_t* x = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
+  uint8_t* y = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
+  const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kSlice + threadIdx.x;  // this thread's output element
+  // Every load first: the whole row, this element and its weight.
+  float v[kSlicePer];
+#pragma unroll
+  for (int k = 0; k < kSlicePer; k++) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kSlice;
+    v[k] = j < ne0 ? *reinterpret_cast<const float*>(x + j * a.nb[0]) : 0.0f;
+  }
+  const float xi = i < ne0 ? *reinterpret_cast<const float*>(x + i * a.nb[0]) : 0.0f;
+  const float gi = kKind == Kind::RmsMul && i < ne0 ? *reinterpret_cast<const float*>(wr + i * w.nb[0]) : 0.0f;
+  auto reduce = [&](double s) { return sum_to_warp0<kSlice>(s, partial); };
+  float mean = 0.0f;
+  if (kKind == Kind::Norm) {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kSlicePer; k++) s += v[k];
+    s = reduce(s);
+    if (threadIdx.x == 0) stat[0] = static_cast<float>(s / ne0);
+    __syncthreads();
+    mean = stat[0];
+    double q = 0;
+#pragma unroll
+    for (int k = 0; k < kSlicePer; k++) {
+      const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kSlice;
+      const float d = __fsub_rn(v[k], mean);
+      if (j < ne0) q += static_cast<double>(d) * d;
+    }
+    __syncthreads();  // partial is reused
+    q = reduce(q);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(q / ne0 + eps));
+  } else {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kSlicePer; k++) s += static_cast<double>(v[k]) * v[k];
+    s = reduce(s);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(s / ne0 + eps));
+  }
+  __syncthreads();
+  const float sc = stat[1];
+  float out = 0.0f;
+  if (i < ne0) {
+    if (kKind == Kind::Norm) out = __fmul_rn(__fsub_rn(xi, mean), sc);
+    else if (kKind == Kind::Rms) out = __fmul_rn(xi, sc);
+    else out = __fmul_rn(__fmul_rn(xi, sc), gi);
+    *reinterpret_cast<float*>(y + i * o.nb[0]) = out;
+  }
+  // (ne0 is a multiple of the format's block: a block is either whole or wholly past the row)
+  if constexpr (kQ == 1) {
+    if (i - lane < ne0) q8a_warp_block(out, qs + i, static_cast<float2*>(scales) + i / 32);
+  }
+  if constexpr (kQ == 2) {
+    const float m = warp_max(fabsf(out));
+    if (lane == 0) wmax[warp] = m;
+    __syncthreads();
+    float amax = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kSlice / kWarp; u++) amax = fmaxf(amax, wmax[u]);
+    const float d = q8k_scale(amax);
+    if (i < ne0) qs[i] = q8k_code(out, d);
+    if (threadIdx.x == 0 && i < ne0) static_cast<float*>(scales)[i / 256] = d;
+  }
+}
+static_assert(kSlice == 256, "a Q8K block (256) is one slice");
+
 template <Kind kKind>
 cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor& a = *args.in[0];
@@ -225,6 +320,10 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor w = kKind == Kind::RmsMul ? *args.in[1] : a;
   const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
   if (rows < kFewRows && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer) {
+    if (!overlap(a, *args.out[0]))
+      return launch_k(norm_slice_kernel<kKind>, dim3(static_cast<unsigned>((a.ne[0] + kSlice - 1) / kSlice), static_cast<unsigned>(rows)),
+                      dim3(kSlice), 0, ctx.stream, a, w, *args.out[0], eps, static_cast<int8_t*>(nullptr),
+                      static_cast<void*>(nullptr));
     return launch_k(norm_row_kernel<kKind>, dim3(static_cast<unsigned>(rows)), dim3(kFewRowThreads), 0, ctx.stream, a, w,
                     *args.out[0], eps, static_cast<int8_t*>(nullptr), static_cast<void*>(nullptr));
   }
@@ -252,6 +351,14 @@ cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ct
   const size_t qs = (static_cast<size_t>(a.ne[0]) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
   auto* codes = reinterpret_cast<int8_t*>(act);
   void* scales = act + qs;
+  if (!overlap(a, *norm.out[0])) {
+    const dim3 grid(static_cast<unsigned>((a.ne[0] + kSlice - 1) / kSlice));
+    if (fmt == QuantAct::Q8A)
+      return launch_k(norm_slice_kernel<Kind::RmsMul, 1>, grid, dim3(kSlice), 0, ctx.stream, a, w, *norm.out[0], eps,
+                      codes, scales);
+    return launch_k(norm_slice_kernel<Kind::RmsMul, 2>, grid, dim3(kSlice), 0, ctx.stream, a, w, *norm.out[0], eps, codes,
+                    scales);
+  }
   if (fmt == QuantAct::Q8A)
     return launch_k(norm_row_kernel<Kind::RmsMul, 1>, dim3(1), dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
                     codes, scales);

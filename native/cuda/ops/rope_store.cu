@@ -11,8 +11,10 @@
 // 512 rotated dims and 3-D tensors; the k store's source is the k RoPE's output, contiguous, seen
 // as one row per token; both stores take the same index vector, one index per token, into F32,
 // F16 or BF16 rows. A block runs its token's q, k and v phases one after another, so with one
-// token (decode) the nodes' order holds and memory reused between them is fine; with several
-// tokens no output may overlap another node's input or output. Anything else runs unfused.
+// token the nodes' order holds and memory reused between them is fine; with several tokens no
+// output may overlap another node's input or output. Anything else runs unfused. One token whose
+// heads rotate whole (decode) takes two wide launches instead (rope_store_flat_kernel: the q
+// pairs, then the k pairs and the k and v rows), when the second's writes are independent.
 // SET_ROWS's rules hold: an index out of range is reported for its node and not written, and of
 // two tokens with the same index the later one is stored.
 #include <cstring>
@@ -38,21 +40,6 @@ int64_t elem_bytes(DType t) {
   return b ? b->type_size : 1;
 }
 
-// Byte range [lo, hi) a tensor's elements occupy (strides are non-negative in programs).
-struct Range {
-  uintptr_t lo, hi;
-};
-Range range_of(const Tensor& t) {
-  uintptr_t span = static_cast<uintptr_t>(elem_bytes(t.dtype));
-  for (int d = 0; d < 4; d++)
-    if (t.ne[d] > 1) span += static_cast<uintptr_t>((t.ne[d] - 1) * t.nb[d]);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
-  return {lo, lo + span};
-}
-bool overlap(const Tensor& a, const Tensor& b) {
-  const Range x = range_of(a), y = range_of(b);
-  return x.lo < y.hi && y.lo < x.hi;
-}
 bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.data != b.data || a.dtype != b.dtype) return false;
   for (int d = 0; d < 4; d++)
@@ -199,6 +186,88 @@ __global__ void __launch_bounds__(kThreads) rope_store_kernel(const RopeStoreArg
   }
 }
 
+// One token whose heads are rotated whole (nDims == head size), in two launches: the q pairs, then
+// the k pairs, k row and v row, every pair or element an item of its own, spread over as many
+// blocks as they fill (decode: 28 x 64 items, then 4 x 64 + 512) instead of one block walking
+// them in order. The q launch ends before the k launch begins, so k's output may reuse memory q
+// read (as the graph's allocator arranges); within a launch the items must be independent
+// (flat_ok). Each block forms the angles it needs itself.
+__global__ void __launch_bounds__(kThreads) rope_store_flat_kernel(const RopeStoreArgs a, int phase) {
+  pdl_begin();
+  __shared__ float2 cs[kMaxHalf];
+  const RopeParams& p = a.p;
+  const int half = p.n_dims / 2;
+  const double pos = *reinterpret_cast<const int32_t*>(a.pos.data);
+  for (int k = threadIdx.x; k < half; k += blockDim.x) cs[k] = rope_cos_sin(p, a.ff, pos, k);
+  const int64_t row = phase == 1 ? *reinterpret_cast<const int32_t*>(a.idx.data) : 0;
+  const bool k_ok = row >= 0 && row < a.k_dst.ne[1], v_ok = row >= 0 && row < a.v_dst.ne[1];
+  if (phase == 1 && blockIdx.x == 0 && threadIdx.x == 0) {
+    if (!k_ok) report_error(a.err, a.k_node, row);
+    if (!v_ok) report_error(a.err, a.v_node, row);
+  }
+  __syncthreads();
+  const Tensor& in = phase == 0 ? a.q_in : a.k_in;
+  const Tensor& out = phase == 0 ? a.q_out : a.k_out;
+  const int64_t n_pairs = in.ne[1] * half;
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g < n_pairs) {
+    const int64_t h = g / half;
+    const int i = static_cast<int>(g % half);
+    const int64_t j0 = p.mode == 2 ? i : 2 * i, j1 = p.mode == 2 ? i + half : 2 * i + 1;
+    const float2 y = rope_rotate(ld(in, j0, h, 0), ld(in, j1, h, 0), cs[i]);
+    st(out, j0, h, 0, y.x);
+    st(out, j1, h, 0, y.y);
+    if (phase == 1 && k_ok) {
+      uint8_t* kd = a.k_dst.data + row * a.k_dst.nb[1];
+      const int64_t hd = in.ne[0];
+      store_elem(kd + (h * hd + j0) * a.k_dst.nb[0], a.k_dst.dtype, y.x);
+      store_elem(kd + (h * hd + j1) * a.k_dst.nb[0], a.k_dst.dtype, y.y);
+    }
+  } else if (phase == 1 && g < n_pairs + a.v_src.ne[0] && v_ok) {
+    const int64_t c = g - n_pairs;
+    store_elem(a.v_dst.data + row * a.v_dst.nb[1] + c * a.v_dst.nb[0], a.v_dst.dtype,
+               *reinterpret_cast<const float*>(a.v_src.data + c * a.v_src.nb[0]));
+  }
+}
+}  // namespace
+
+namespace {
+// Whether no write of the four nodes touches another write or anything read, except a RoPE
+// rotating in place: then their elements may be computed in any order, by any block.
+bool independent_io(const NodeArgs* nodes) {
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  const Tensor* writes[] = {q.out[0], k.out[0], ks.out[0], vs.out[0]};
+  const Tensor* reads[] = {q.in[0], k.in[0], q.in[1], ks.in[2], vs.in[1], q.n_inputs == 3 ? q.in[2] : q.in[1]};
+  for (int w = 0; w < 4; w++) {
+    for (int x = w + 1; x < 4; x++)
+      if (overlap(*writes[w], *writes[x])) return false;
+    for (const Tensor* r : reads) {
+      if (!overlap(*writes[w], *r)) continue;
+      const bool in_place = ((w == 0 && r == q.in[0]) || (w == 1 && r == k.in[0])) && same_tensor(*writes[w], *r);
+      if (!in_place) return false;
+    }
+  }
+  return true;
+}
+// The flat kernel's conditions (one token): q's output touches none of q's other reads (in place is
+// fine); the k launch's writes (k output, k row, v row) touch neither each other nor its reads
+// (k input but in place, positions, factors, index, v source).
+bool flat_ok(const NodeArgs* nodes) {
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  const Tensor* ff = q.n_inputs == 3 ? q.in[2] : q.in[1];
+  const Tensor& qo = *q.out[0];
+  if (overlap(qo, *q.in[1]) || overlap(qo, *ff)) return false;
+  if (overlap(qo, *q.in[0]) && !same_tensor(qo, *q.in[0])) return false;
+  const Tensor* writes[] = {k.out[0], ks.out[0], vs.out[0]};
+  const Tensor* reads[] = {k.in[0], q.in[1], ff, ks.in[2], vs.in[1]};
+  for (int w = 0; w < 3; w++) {
+    for (int x = w + 1; x < 3; x++)
+      if (overlap(*writes[w], *writes[x])) return false;
+    for (const Tensor* r : reads)
+      if (overlap(*writes[w], *r) && !(w == 0 && r == k.in[0] && same_tensor(*writes[w], *r))) return false;
+  }
+  return true;
+}
 }  // namespace
 
 size_t rope_store_match(const NodeArgs* nodes, size_t available) {
@@ -218,21 +287,9 @@ size_t rope_store_match(const NodeArgs* nodes, size_t available) {
   if (overlap(kd, *k.in[0]) || overlap(kd, ko) || overlap(kd, vd)) return 0;
   // One token: the kernel runs q, k, v in that order (rope_store_kernel), as the nodes do, so the
   // allocator's reuse of a read input's memory for a later output is fine. Several tokens run in
-  // parallel blocks: then no write may touch another write or anything read, except a RoPE
-  // rotating in place.
+  // parallel blocks: then the nodes must be independent (independent_io).
   if (tokens == 1) return 4;
-  const Tensor* writes[] = {q.out[0], &ko, &kd, &vd};
-  const Tensor* reads[] = {q.in[0], k.in[0], q.in[1], ks.in[2], vs.in[1], q.n_inputs == 3 ? q.in[2] : q.in[1]};
-  for (int w = 0; w < 4; w++) {
-    for (int x = w + 1; x < 4; x++)
-      if (overlap(*writes[w], *writes[x])) return 0;
-    for (const Tensor* r : reads) {
-      if (!overlap(*writes[w], *r)) continue;
-      const bool in_place = ((w == 0 && r == q.in[0]) || (w == 1 && r == k.in[0])) && same_tensor(*writes[w], *r);
-      if (!in_place) return 0;
-    }
-  }
-  return 4;
+  return independent_io(nodes) ? 4 : 0;
 }
 
 cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
@@ -254,6 +311,14 @@ cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
   a.err = ctx.err;
   a.k_node = ctx.node + 2;
   a.v_node = ctx.node + 3;
+  if (tokens == 1 && a.p.n_dims == a.q_in.ne[0] && a.p.n_dims == a.k_in.ne[0] && flat_ok(nodes)) {
+    const int64_t half = a.p.n_dims / 2, q_items = a.q_in.ne[1] * half, kv_items = a.k_in.ne[1] * half + a.v_src.ne[0];
+    const cudaError_t e = launch_k(rope_store_flat_kernel, dim3(static_cast<unsigned>((q_items + kThreads - 1) / kThreads)),
+                                   dim3(kThreads), 0, ctx.stream, a, 0);
+    if (e != cudaSuccess) return e;
+    return launch_k(rope_store_flat_kernel, dim3(static_cast<unsigned>((kv_items + kThreads - 1) / kThreads)), dim3(kThreads),
+                    0, ctx.stream, a, 1);
+  }
   return launch_k(rope_store_kernel, dim3(static_cast<unsigned>(tokens < (1 << 20) ? tokens : (1 << 20))), dim3(kThreads), 0,
                   ctx.stream, a);
 }

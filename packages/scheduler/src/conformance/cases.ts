@@ -218,7 +218,8 @@ for (const op of ["ADD", "MUL"] as const) {
 }
 
 // ---- unary ops: SCALE, SILU, GELU, RMS_NORM, NORM ----
-const unaryShapes = [[33, 7], [257], [5, 3, 2, 2]] as const;
+// [4100, 2]: a GPU's few-row norms cut a row into slices of 256 (a partial last one).
+const unaryShapes = [[33, 7], [257], [5, 3, 2, 2], [4100, 2]] as const;
 const unary: [OpName, (b: GraphBuilder, a: Tensor) => Tensor][] = [
   ["SCALE", (b, a) => b.scale(a, 0.37, 0.25)],
   ["SILU", (b, a) => b.silu(a)],
@@ -257,6 +258,7 @@ for (const [an, wn] of [
     [64, 5],
   ],
   [[257], [257]],
+  [[3584], [3584]],
 ] as const) {
   add({
     name: `RMS_NORM_MUL F32 ${shape(an)} w=${shape(wn)}`,
