@@ -128,6 +128,54 @@ __device__ inline double sum_to_warp0(double s, double* partial) {
   return s;
 }
 
+// Row r of a (x), of the output (y) and of the broadcast weight (w; a itself for the norms
+// without one).
+struct RowPtrs {
+  const uint8_t* x;
+  uint8_t* y;
+  const uint8_t* w;
+};
+__device__ inline RowPtrs row_ptrs(const Tensor& a, const Tensor& w, const Tensor& o, int64_t r) {
+  const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+  return {a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3], o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3],
+          w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3]};
+}
+
+// The row statistics of the few-row kernels from the row held in registers, element
+// threadIdx.x + k * kN in v[k] (zeros past ne0): {mean (NORM; 0 otherwise), scale}, in every
+// thread. Sums in double, the scale rounded to float once, as the CPU does.
+template <Kind kKind, int kN, int kP>
+__device__ inline float2 row_stats(const float (&v)[kP], int64_t ne0, float eps, double* partial, float* stat) {
+  float mean = 0.0f;
+  if (kKind == Kind::Norm) {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kP; k++) s += v[k];
+    s = sum_to_warp0<kN>(s, partial);
+    if (threadIdx.x == 0) stat[0] = static_cast<float>(s / ne0);
+    __syncthreads();
+    mean = stat[0];
+    double q = 0;
+#pragma unroll
+    for (int k = 0; k < kP; k++) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kN;
+      const float d = __fsub_rn(v[k], mean);
+      if (i < ne0) q += static_cast<double>(d) * d;
+    }
+    __syncthreads();  // partial is reused
+    q = sum_to_warp0<kN>(q, partial);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(q / ne0 + eps));
+  } else {
+    double s = 0;
+#pragma unroll
+    for (int k = 0; k < kP; k++) s += static_cast<double>(v[k]) * v[k];
+    s = sum_to_warp0<kN>(s, partial);
+    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(s / ne0 + eps));
+  }
+  __syncthreads();
+  return make_float2(mean, stat[1]);
+}
+
 // Few rows (decode): one block of kFewRowThreads per row with the row (and the weight) held in
 // registers, kPer elements a thread: every load is issued at the start, the sum is reduced once
 // (warps, then warp 0, which also forms the scale in double, as the CPU does), and the outputs
@@ -144,10 +192,9 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
   __shared__ double partial[kFewRowThreads / kWarp];
   __shared__ float stat[2];  // mean (NORM), scale
   const int64_t ne0 = a.ne[0];
-  const int64_t r = blockIdx.x, i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
-  const uint8_t* x = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
-  uint8_t* y = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
-  const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
+  const RowPtrs rp = row_ptrs(a, w, o, blockIdx.x);
+  const uint8_t *x = rp.x, *wr = rp.w;
+  uint8_t* y = rp.y;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   float v[kPer], g[kPer];
 #pragma unroll
@@ -156,35 +203,8 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
     v[k] = i < ne0 ? *reinterpret_cast<const float*>(x + i * a.nb[0]) : 0.0f;
     g[k] = kKind == Kind::RmsMul && i < ne0 ? *reinterpret_cast<const float*>(wr + i * w.nb[0]) : 0.0f;
   }
-  auto reduce = [&](double s) { return sum_to_warp0<kFewRowThreads>(s, partial); };
-  float mean = 0.0f;
-  if (kKind == Kind::Norm) {
-    double s = 0;
-#pragma unroll
-    for (int k = 0; k < kPer; k++) s += v[k];
-    s = reduce(s);
-    if (threadIdx.x == 0) stat[0] = static_cast<float>(s / ne0);
-    __syncthreads();
-    mean = stat[0];
-    double q = 0;
-#pragma unroll
-    for (int k = 0; k < kPer; k++) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kFewRowThreads;
-      const float d = __fsub_rn(v[k], mean);
-      if (i < ne0) q += static_cast<double>(d) * d;
-    }
-    __syncthreads();  // partial is reused
-    q = reduce(q);
-    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(q / ne0 + eps));
-  } else {
-    double s = 0;
-#pragma unroll
-    for (int k = 0; k < kPer; k++) s += static_cast<double>(v[k]) * v[k];
-    s = reduce(s);
-    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(s / ne0 + eps));
-  }
-  __syncthreads();
-  const float sc = stat[1];
+  const float2 st = row_stats<kKind, kFewRowThreads>(v, ne0, eps, partial, stat);
+  const float mean = st.x, sc = st.y;
   __shared__ float wmax[kQ == 2 ? kPer : 1][kFewRowThreads / kWarp];
   float outs[kPer];
 #pragma unroll
@@ -242,10 +262,9 @@ __global__ void __launch_bounds__(kSlice) norm_slice_kernel(Tensor a, Tensor w, 
   __shared__ float stat[2];  // mean (NORM), scale
   __shared__ float wmax[kSlice / kWarp];
   const int64_t ne0 = a.ne[0];
-  const int64_t r = blockIdx.y, i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
-  const uint8_t* x = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
-  uint8_t* y = o.data + i1 * o.nb[1] + i2 * o.nb[2] + i3 * o.nb[3];
-  const uint8_t* wr = w.data + (i1 % w.ne[1]) * w.nb[1] + (i2 % w.ne[2]) * w.nb[2] + (i3 % w.ne[3]) * w.nb[3];
+  const RowPtrs rp = row_ptrs(a, w, o, blockIdx.y);
+  const uint8_t *x = rp.x, *wr = rp.w;
+  uint8_t* y = rp.y;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kSlice + threadIdx.x;  // this thread's output element
   // Every load first: the whole row, this element and its weight.
@@ -257,35 +276,8 @@ __global__ void __launch_bounds__(kSlice) norm_slice_kernel(Tensor a, Tensor w, 
   }
   const float xi = i < ne0 ? *reinterpret_cast<const float*>(x + i * a.nb[0]) : 0.0f;
   const float gi = kKind == Kind::RmsMul && i < ne0 ? *reinterpret_cast<const float*>(wr + i * w.nb[0]) : 0.0f;
-  auto reduce = [&](double s) { return sum_to_warp0<kSlice>(s, partial); };
-  float mean = 0.0f;
-  if (kKind == Kind::Norm) {
-    double s = 0;
-#pragma unroll
-    for (int k = 0; k < kSlicePer; k++) s += v[k];
-    s = reduce(s);
-    if (threadIdx.x == 0) stat[0] = static_cast<float>(s / ne0);
-    __syncthreads();
-    mean = stat[0];
-    double q = 0;
-#pragma unroll
-    for (int k = 0; k < kSlicePer; k++) {
-      const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kSlice;
-      const float d = __fsub_rn(v[k], mean);
-      if (j < ne0) q += static_cast<double>(d) * d;
-    }
-    __syncthreads();  // partial is reused
-    q = reduce(q);
-    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(q / ne0 + eps));
-  } else {
-    double s = 0;
-#pragma unroll
-    for (int k = 0; k < kSlicePer; k++) s += static_cast<double>(v[k]) * v[k];
-    s = reduce(s);
-    if (threadIdx.x == 0) stat[1] = static_cast<float>(1.0 / sqrt(s / ne0 + eps));
-  }
-  __syncthreads();
-  const float sc = stat[1];
+  const float2 st = row_stats<kKind, kSlice>(v, ne0, eps, partial, stat);
+  const float mean = st.x, sc = st.y;
   float out = 0.0f;
   if (i < ne0) {
     if (kKind == Kind::Norm) out = __fmul_rn(__fsub_rn(xi, mean), sc);

@@ -88,6 +88,25 @@ __device__ inline void st(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, f
 // a generic pointer keeps the compiler from moving a later load above it, so a plain loop would wait
 // one memory latency per pair (decode: 28 heads x 64 pairs over 256 threads, 7 latencies).
 constexpr int kBatch = 8;
+// Rotation pair w of a token's heads: head h, pair index i, its two dims (mode 2: NeoX halves).
+struct Pair {
+  int64_t h, j0, j1;
+  int i;
+};
+__device__ inline Pair pair_of(int64_t w, int half, int mode) {
+  const int i = static_cast<int>(w % half);
+  return {w / half, mode == 2 ? i : 2 * i, mode == 2 ? i + half : 2 * i + 1, i};
+}
+// Writes a rotated pair to out and, with `row`, into the cache row (all heads, head size hd).
+__device__ inline void store_pair(const Tensor& out, int64_t t, const Pair& q, float2 y, uint8_t* row, const Tensor& dst,
+                                  int64_t hd) {
+  st(out, q.j0, q.h, t, y.x);
+  st(out, q.j1, q.h, t, y.y);
+  if (row) {
+    store_elem(row + (q.h * hd + q.j0) * dst.nb[0], dst.dtype, y.x);
+    store_elem(row + (q.h * hd + q.j1) * dst.nb[0], dst.dtype, y.y);
+  }
+}
 __device__ void rotate_heads(const Tensor& in, const Tensor& out, const RopeParams& p, const float2* cs, int64_t t,
                              uint8_t* row, const Tensor& dst) {
   const int half = p.n_dims / 2;
@@ -98,25 +117,16 @@ __device__ void rotate_heads(const Tensor& in, const Tensor& out, const RopePara
     for (int b = 0; b < kBatch; b++) {
       const int64_t w = w0 + static_cast<int64_t>(b) * blockDim.x + threadIdx.x;
       if (w >= n) break;
-      const int64_t h = w / half;
-      const int i = static_cast<int>(w % half);
-      x0[b] = ld(in, p.mode == 2 ? i : 2 * i, h, t);
-      x1[b] = ld(in, p.mode == 2 ? i + half : 2 * i + 1, h, t);
+      const Pair q = pair_of(w, half, p.mode);
+      x0[b] = ld(in, q.j0, q.h, t);
+      x1[b] = ld(in, q.j1, q.h, t);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; b++) {
       const int64_t w = w0 + static_cast<int64_t>(b) * blockDim.x + threadIdx.x;
       if (w >= n) break;
-      const int64_t h = w / half;
-      const int i = static_cast<int>(w % half);
-      const int64_t j0 = p.mode == 2 ? i : 2 * i, j1 = p.mode == 2 ? i + half : 2 * i + 1;
-      const float2 y = rope_rotate(x0[b], x1[b], cs[i]);
-      st(out, j0, h, t, y.x);
-      st(out, j1, h, t, y.y);
-      if (row) {
-        store_elem(row + (h * hd + j0) * dst.nb[0], dst.dtype, y.x);
-        store_elem(row + (h * hd + j1) * dst.nb[0], dst.dtype, y.y);
-      }
+      const Pair q = pair_of(w, half, p.mode);
+      store_pair(out, t, q, rope_rotate(x0[b], x1[b], cs[q.i]), row, dst, hd);
     }
   }
   // Dimensions past nDims are copied.
@@ -211,18 +221,9 @@ __global__ void __launch_bounds__(kThreads) rope_store_flat_kernel(const RopeSto
   const int64_t n_pairs = in.ne[1] * half;
   const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (g < n_pairs) {
-    const int64_t h = g / half;
-    const int i = static_cast<int>(g % half);
-    const int64_t j0 = p.mode == 2 ? i : 2 * i, j1 = p.mode == 2 ? i + half : 2 * i + 1;
-    const float2 y = rope_rotate(ld(in, j0, h, 0), ld(in, j1, h, 0), cs[i]);
-    st(out, j0, h, 0, y.x);
-    st(out, j1, h, 0, y.y);
-    if (phase == 1 && k_ok) {
-      uint8_t* kd = a.k_dst.data + row * a.k_dst.nb[1];
-      const int64_t hd = in.ne[0];
-      store_elem(kd + (h * hd + j0) * a.k_dst.nb[0], a.k_dst.dtype, y.x);
-      store_elem(kd + (h * hd + j1) * a.k_dst.nb[0], a.k_dst.dtype, y.y);
-    }
+    const Pair q = pair_of(g, half, p.mode);
+    const float2 y = rope_rotate(ld(in, q.j0, q.h, 0), ld(in, q.j1, q.h, 0), cs[q.i]);
+    store_pair(out, 0, q, y, phase == 1 && k_ok ? a.k_dst.data + row * a.k_dst.nb[1] : nullptr, a.k_dst, in.ne[0]);
   } else if (phase == 1 && g < n_pairs + a.v_src.ne[0] && v_ok) {
     const int64_t c = g - n_pairs;
     store_elem(a.v_dst.data + row * a.v_dst.nb[1] + c * a.v_dst.nb[0], a.v_dst.dtype,
