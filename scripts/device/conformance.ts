@@ -6,9 +6,9 @@
 //   node scripts/device/bundle-cuda.mjs && node .device/cuda/dist/conformance.js [OUT]
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BackendEntry, DeviceRuntime } from "@minfer/ir";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
 import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import type { BackendEntry, DeviceRuntime } from "../../packages/ir/src/index.js";
 import { buildCase, CONFORMANCE_CASES } from "../../packages/scheduler/src/conformance/cases.js";
 import {
   type CaseOutputs,

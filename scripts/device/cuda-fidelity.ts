@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
-import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import { type CudaRuntime, backend as cuda } from "../../packages/backend-cuda/src/index.js";
 import { Context, greedy, Model } from "../../packages/engine/src/index.js";
 import { argmax } from "../../packages/sampler/src/index.js";
 
@@ -26,7 +26,7 @@ if (gi >= 0) {
 const cpuRt = await cpu.devices()[0]!.init();
 const gpuDev = cuda.devices()[0];
 if (!gpuDev) throw new Error(`no CUDA device: ${cuda.diagnostics().join("; ")}`);
-const gpuRt = await gpuDev.init();
+const gpuRt = (await gpuDev.init()) as CudaRuntime;
 
 interface Row {
   model: string;
