@@ -91,29 +91,16 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
     for (int r = 0; r < kDecMaxRows; r++) q_s[r][tid] = x[r];
   }
   if (tid < kDecMaxRows) {
-    int lo = 0, hi = tid < R ? p.n_kv : 0;
-    if (tid < R && p.mask_kind == 2) {
-      const uint8_t* sp = p.m + static_cast<int64_t>(tid / p.group) * p.m_nb1;
-      lo = *reinterpret_cast<const int32_t*>(sp);
-      hi = *reinterpret_cast<const int32_t*>(sp + p.m_nb0);
-      if (lo < 0 || hi > p.n_kv || lo > hi) {
-        if (tid % p.group == 0 && split == 0) report_error(p.err, p.node, lo < 0 || lo > hi ? lo : hi);
-        lo = hi = 0;
-      }
-    }
+    const int2 sp = tid < R ? query_span(p, tid / p.group, tid % p.group == 0 && split == 0) : make_int2(0, 0);
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.0f;
-    lo_s[tid] = lo;
-    hi_s[tid] = hi;
+    lo_s[tid] = sp.x;
+    hi_s[tid] = sp.y;
   }
   __syncthreads();
   if (tid == 0) {
-    int lo = p.n_kv, hi = 0;
-    for (int r = 0; r < R; r++)
-      if (lo_s[r] < hi_s[r]) {
-        lo = min(lo, lo_s[r]);
-        hi = max(hi, hi_s[r]);
-      }
+    const int2 u = span_union(lo_s, hi_s, R, p.n_kv);
+    const int lo = u.x, hi = u.y;
     int b = 0, e = 0;
     if (lo < hi) {
       const int per = (hi - lo + p.n_splits - 1) / p.n_splits;
@@ -191,16 +178,9 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
 #pragma unroll
       for (int o = 1; o < kDecLanesPerCell; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (sub == 0) {
-        float s = -INFINITY;
-        if (live && cell >= lo_s[r] && cell < hi_s[r]) {
-          const float mv = p.mask_kind == 2 ? 0.0f : load_mask(p, cell, r / p.group);
-          if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
-            s = dot * p.scale;
-            if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
-            s += mv;
-          }
-        }
-        w_s[r][my_cell] = s;
+        w_s[r][my_cell] = live && cell >= lo_s[r] && cell < hi_s[r]
+                              ? cell_score(p, dot, p.mask_kind == 2 ? 0.0f : load_mask(p, cell, r / p.group))
+                              : -INFINITY;
       }
     }
     __syncthreads();
@@ -211,12 +191,7 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
       const float e = m_new == -INFINITY || s == -INFINITY ? 0.0f : expf(s - m_new);
       const float sum = warp_sum(e);
       if (lane < kTile) w_s[r][lane] = e;
-      if (lane == 0) {
-        const float corr = m_old == -INFINITY ? (m_new == -INFINITY ? 1.0f : 0.0f) : expf(m_old - m_new);
-        corr_s[r] = corr;
-        m_s[r] = m_new;
-        l_s[r] = l_s[r] * corr + sum;
-      }
+      if (lane == 0) row_softmax_step(m_s, l_s, corr_s, r, m_new, sum);
     }
     __syncthreads();
 #pragma unroll

@@ -120,6 +120,51 @@ __device__ inline float load_mask(const AttnParams& p, int c, int j) {
   return p.mask_kind == 1 ? f16_bits(ld_u16(mp, p.aligned)) : ld_f32(mp, p.aligned);
 }
 
+// The cells query j sees: its span [lo, hi) with a spans mask, else all nKv cells (a dense mask
+// hides cells one by one). A span outside [0, nKv] or reversed sees nothing, and is reported when
+// `report` (each kernel reports once per query: one thread of its first head, first split).
+__device__ inline int2 query_span(const AttnParams& p, int j, bool report) {
+  if (p.mask_kind != 2) return make_int2(0, p.n_kv);
+  const uint8_t* sp = p.m + static_cast<int64_t>(j) * p.m_nb1;
+  const int lo = ld_i32(sp, p.aligned), hi = ld_i32(sp + p.m_nb0, p.aligned);
+  if (lo < 0 || hi > p.n_kv || lo > hi) {
+    if (report) report_error(p.err, p.node, lo < 0 || lo > hi ? lo : hi);
+    return make_int2(0, 0);
+  }
+  return make_int2(lo, hi);
+}
+
+// The union [lo, hi) of n rows' spans, empty ones skipped ({nKv, 0} when every one is empty).
+__device__ inline int2 span_union(const int* lo_s, const int* hi_s, int n, int n_kv) {
+  int lo = n_kv, hi = 0;
+  for (int r = 0; r < n; r++)
+    if (lo_s[r] < hi_s[r]) {
+      lo = min(lo, lo_s[r]);
+      hi = max(hi, hi_s[r]);
+    }
+  return make_int2(lo, hi);
+}
+
+// A cell's score from q·k and its mask value mv: -inf for a hidden cell (mv == -inf, tested before
+// the score, as on the CPU), else dot · scale, softcapped when softcap != 0, plus mv.
+__device__ inline float cell_score(const AttnParams& p, float dot, float mv) {
+  if (mv == -INFINITY) return -INFINITY;
+  float s = dot * p.scale;
+  if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
+  return s + mv;
+}
+
+// Lane 0's update of row r's online-softmax state after a tile whose largest score gives the new
+// running max m_new and whose weights e^(s - m_new) sum to tile_sum: the rescale factor of the
+// row's accumulator (corr_s), the running max and the running sum.
+__device__ inline void row_softmax_step(float* m_s, float* l_s, float* corr_s, int r, float m_new, float tile_sum) {
+  const float m_old = m_s[r];
+  const float corr = m_old == -INFINITY ? (m_new == -INFINITY ? 1.0f : 0.0f) : expf(m_old - m_new);
+  corr_s[r] = corr;
+  m_s[r] = m_new;
+  l_s[r] = l_s[r] * corr + tile_sum;
+}
+
 // The elements of 32-bit word e of a 16-byte unit (1 float or 2 halves) into o.
 template <DType T>
 __device__ inline void store_unit(float* o, uint32_t word, int e) {
@@ -264,29 +309,14 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   for (int r = tid; r < n_rows; r += blockDim.x) {
     m_s[r] = -INFINITY;
     l_s[r] = 0.0f;
-    int lo = 0, hi = p.n_kv;
-    if (p.mask_kind == 2) {
-      const int j = (row0 + r) / p.group;
-      const uint8_t* sp = p.m + static_cast<int64_t>(j) * p.m_nb1;
-      lo = ld_i32(sp, p.aligned);
-      hi = ld_i32(sp + p.m_nb0, p.aligned);
-      if (lo < 0 || hi > p.n_kv || lo > hi) {
-        // Out of range: report (once per query: from its first head, first split) and see no cells.
-        if ((row0 + r) % p.group == 0 && split == 0) report_error(p.err, p.node, lo < 0 || lo > hi ? lo : hi);
-        lo = hi = 0;
-      }
-    }
-    lo_s[r] = lo;
-    hi_s[r] = hi;
+    const int2 sp = query_span(p, (row0 + r) / p.group, (row0 + r) % p.group == 0 && split == 0);
+    lo_s[r] = sp.x;
+    hi_s[r] = sp.y;
   }
   __syncthreads();
   if (tid == 0) {
-    int lo = p.n_kv, hi = 0;
-    for (int r = 0; r < n_rows; r++)
-      if (lo_s[r] < hi_s[r]) {
-        lo = min(lo, lo_s[r]);
-        hi = max(hi, hi_s[r]);
-      }
+    const int2 u = span_union(lo_s, hi_s, n_rows, p.n_kv);
+    const int lo = u.x, hi = u.y;
     const int64_t c_begin = static_cast<int64_t>(split) * p.chunk;
     const int64_t c_end = min(static_cast<int64_t>(p.n_kv), c_begin + p.chunk);
     range_s[0] = static_cast<int>(max(static_cast<int64_t>(lo), c_begin));
@@ -352,13 +382,7 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 #pragma unroll
       for (int rr = 0; rr < kRowChunk; rr++) {
         const int r = r0 + rr;
-        const float mv = p_s[r * bc + c];  // written by this thread's item only
-        float s = -INFINITY;
-        if (mv != -INFINITY) {  // hidden cells are skipped before the score, as on the CPU
-          s = dot[rr] * p.scale;
-          if (p.softcap != 0.0f) s = p.softcap * tanhf(s / p.softcap);
-          s += mv;
-        }
+        const float s = cell_score(p, dot[rr], p_s[r * bc + c]);  // the mask value: this thread's item only
         any |= s != -INFINITY;
         p_s[r * bc + c] = s;
       }
@@ -380,12 +404,7 @@ __global__ void attn_tile_kernel(const AttnParams p) {
         sum += e;
       }
       sum = warp_sum(sum);
-      if (lane == 0) {
-        const float corr = m_old == -INFINITY ? (m_new == -INFINITY ? 1.0f : 0.0f) : expf(m_old - m_new);
-        corr_s[r] = corr;
-        m_s[r] = m_new;
-        l_s[r] = l_s[r] * corr + sum;
-      }
+      if (lane == 0) row_softmax_step(m_s, l_s, corr_s, r, m_new, sum);
     }
     __syncthreads();
     // acc = acc * corr + p · V over (row chunk, dim) items. Weights of cells past n_cells are 0 and

@@ -51,19 +51,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32) attn_mma_kernel(const AttnPara
     live[i] = row < p.rows;
     jq[i] = live[i] ? row / p.group : 0;
     hq[i] = kvh * p.group + (live[i] ? row % p.group : 0);
-    lo[i] = 0;
-    hi[i] = live[i] ? p.n_kv : 0;
-    if (live[i] && p.mask_kind == 2) {
-      const uint8_t* sp = p.m + static_cast<int64_t>(jq[i]) * p.m_nb1;
-      lo[i] = ld_i32(sp, p.aligned);
-      hi[i] = ld_i32(sp + p.m_nb0, p.aligned);
-      if (lo[i] < 0 || hi[i] > p.n_kv || lo[i] > hi[i]) {
-        // Out of range: reported (by one thread of the first q head of each kv head, as in
-        // attn_tile_kernel) and the row sees no cells.
-        if (row % p.group == 0 && t == 0) report_error(p.err, p.node, lo[i] < 0 || lo[i] > hi[i] ? lo[i] : hi[i]);
-        lo[i] = hi[i] = 0;
-      }
-    }
+    // A bad span is reported by one thread of the query's first q head.
+    const int2 sp = live[i] ? query_span(p, jq[i], row % p.group == 0 && t == 0) : make_int2(0, 0);
+    lo[i] = sp.x;
+    hi[i] = sp.y;
   }
   if (tid == 0) {
     range_s[0] = p.n_kv;

@@ -12,45 +12,42 @@ export const FIXTURES =
 export const STORIES = `${FIXTURES}/models/stories260K.gguf`;
 export const haveStories = existsSync(STORIES);
 
-/** Loads stories260K on a 2-thread CPU runtime; call the returned dispose in afterAll. */
-export async function loadStories(): Promise<{ model: Model; runtime: DeviceRuntime; dispose: () => void }> {
+type Loaded = { model: Model; runtime: DeviceRuntime; dispose: () => void };
+
+/** Loads a file on a 2-thread CPU runtime; dispose frees both, then runs `after`. */
+async function loadOnCpu(path: string, after: () => void = () => {}): Promise<Loaded> {
   const runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-  const model = await Model.load(STORIES, { runtime });
+  const model = await Model.load(path, { runtime });
   return {
     model,
     runtime,
     dispose: () => {
       model.dispose();
       runtime.dispose();
+      after();
     },
   };
+}
+
+/** Loads stories260K on a 2-thread CPU runtime; call the returned dispose in afterAll. */
+export function loadStories(): Promise<Loaded> {
+  return loadOnCpu(STORIES);
 }
 
 /**
  * Writes a synthetic model (`minfer gguf synth`'s generator) to a temporary file and loads it on a
  * 2-thread CPU runtime; call the returned dispose in afterAll (it also removes the file).
  */
-export async function loadSynthetic(
-  options: Parameters<typeof synthesizeModel>[0],
-): Promise<{ model: Model; runtime: DeviceRuntime; dispose: () => void }> {
+export async function loadSynthetic(options: Parameters<typeof synthesizeModel>[0]): Promise<Loaded> {
   const dir = mkdtempSync(join(tmpdir(), "minfer-synth-"));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
   try {
     const path = join(dir, "model.gguf");
     const m = synthesizeModel(options);
     await writeGguf(path, m.metadata, m.tensors);
-    const runtime = await cpuBackend.devices()[0]!.init({ threads: 2 });
-    const model = await Model.load(path, { runtime });
-    return {
-      model,
-      runtime,
-      dispose: () => {
-        model.dispose();
-        runtime.dispose();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
+    return await loadOnCpu(path, remove);
   } catch (e) {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     throw e;
   }
 }
