@@ -17,6 +17,8 @@
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   conformance-vec     the same with the decode attention kernel (MINFER_CUDA_DECODE_ATTN=vec)
 #   memcheck-vec        memcheck of the op suite with that kernel
+#   conformance-perq    the op suite with several queries' decode attention one query per block
+#                       (MINFER_CUDA_ATTN_PER_QUERY=1); memcheck-perq: the same under memcheck
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
@@ -29,6 +31,7 @@
 #                       default "tile nofuse nopdl dtile"), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
+#   serve-perq          serve with MINFER_CUDA_ATTN_PER_QUERY=1
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
@@ -109,6 +112,10 @@ for s in "${stages[@]}"; do
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   conformance-vec) mkdir -p "$OUT/vec"
     step conformance-vec env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/conformance.js" "$OUT/vec" --vs-cpu ;;
+  conformance-perq) mkdir -p "$OUT/perq"
+    step conformance-perq env MINFER_CUDA_ATTN_PER_QUERY=1 node "$D/dist/conformance.js" "$OUT/perq" --vs-cpu ;;
+  memcheck-perq) step memcheck-perq env MINFER_CUDA_ATTN_PER_QUERY=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
@@ -137,6 +144,10 @@ for s in "${stages[@]}"; do
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
       --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
+  serve-perq) # the same with MINFER_CUDA_ATTN_PER_QUERY=1 (the child server inherits it)
+    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
+    step serve-perq env MINFER_CUDA_ATTN_PER_QUERY=1 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \
+      --ngl all -m "$f" --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
   split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
     f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
     step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;
