@@ -65,7 +65,8 @@ step() {
   local name=$1; shift
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$OUT/run.log"
-  "$@" >"$OUT/$name.log" 2>&1
+  # a stage that hangs ends after STEP_TIMEOUT seconds (default 300), so the stages after it still run
+  timeout -k 10 "${STEP_TIMEOUT:-300}" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
   tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
