@@ -121,7 +121,7 @@ for (const variant of [
   { MINFER_CUDA_PDL: "0" },
   { MINFER_CUDA_DECODE_ATTN: "tile" },
   { MINFER_CUDA_DECODE_ATTN: "vec" },
-  { MINFER_CUDA_ATTN_PER_QUERY: "1" },
+  { MINFER_CUDA_ATTN_PER_QUERY: "0" },
 ] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();

@@ -17,8 +17,8 @@
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   conformance-vec     the same with the decode attention kernel (MINFER_CUDA_DECODE_ATTN=vec)
 #   memcheck-vec        memcheck of the op suite with that kernel
-#   conformance-perq    the op suite with several queries' decode attention one query per block
-#                       (MINFER_CUDA_ATTN_PER_QUERY=1); memcheck-perq: the same under memcheck
+#   conformance-noperq  the op suite with several queries' decode attention on the tile/mma kernels
+#                       (MINFER_CUDA_ATTN_PER_QUERY=0); memcheck-noperq: the same under memcheck
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
@@ -31,7 +31,7 @@
 #                       default "tile nofuse nopdl dtile"), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
-#   serve-perq          serve with MINFER_CUDA_ATTN_PER_QUERY=1
+#   serve-noperq        serve with MINFER_CUDA_ATTN_PER_QUERY=0
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
@@ -66,7 +66,9 @@ step() {
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$OUT/run.log"
   # a stage that hangs ends after STEP_TIMEOUT seconds (default 300), so the stages after it still run
-  timeout -k 10 "${STEP_TIMEOUT:-300}" "$@" >"$OUT/$name.log" 2>&1
+  local cmd=("$@")
+  [ "$1" = minfer ] && cmd=(node "$D/dist/bin.js" "${@:2}") # timeout runs programs, not shell functions
+  timeout -k 10 "${STEP_TIMEOUT:-300}" "${cmd[@]}" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
   tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
@@ -113,9 +115,9 @@ for s in "${stages[@]}"; do
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   conformance-vec) mkdir -p "$OUT/vec"
     step conformance-vec env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/conformance.js" "$OUT/vec" --vs-cpu ;;
-  conformance-perq) mkdir -p "$OUT/perq"
-    step conformance-perq env MINFER_CUDA_ATTN_PER_QUERY=1 node "$D/dist/conformance.js" "$OUT/perq" --vs-cpu ;;
-  memcheck-perq) step memcheck-perq env MINFER_CUDA_ATTN_PER_QUERY=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  conformance-noperq) mkdir -p "$OUT/noperq"
+    step conformance-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node "$D/dist/conformance.js" "$OUT/noperq" --vs-cpu ;;
+  memcheck-noperq) step memcheck-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
@@ -144,11 +146,11 @@ for s in "${stages[@]}"; do
   serve) # aggregate generation tok/s of 1, 4 and 16 concurrent streams, every layer on the GPU
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
-      --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
-  serve-perq) # the same with MINFER_CUDA_ATTN_PER_QUERY=1 (the child server inherits it)
+      --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
+  serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
-    step serve-perq env MINFER_CUDA_ATTN_PER_QUERY=1 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \
-      --ngl all -m "$f" --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
+    step serve-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \
+      --ngl all -m "$f" --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
   split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
     f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
     step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;

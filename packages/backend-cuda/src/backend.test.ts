@@ -34,7 +34,7 @@ describe("CUDA settings from the environment", () => {
       attnDecode: "auto",
       fuse: true,
       pdl: true,
-      attnPerQuery: false,
+      attnPerQuery: true,
     });
     expect(
       readEnv({

@@ -24,8 +24,9 @@ export interface CudaEnv {
    */
   readonly pdl: boolean;
   /**
-   * MINFER_CUDA_ATTN_PER_QUERY=1: decode attention of several sequences stepping together runs one
-   * query per block on the decode kernel (off by default until measured on a GPU).
+   * MINFER_CUDA_ATTN_PER_QUERY=0: decode attention of several sequences stepping together runs on
+   * the tile/tensor-core kernels, whose blocks walk the union of the queries' spans, instead of one
+   * query per block on the decode kernel (the default).
    */
   readonly attnPerQuery: boolean;
 }
@@ -48,6 +49,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec"]) || "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
-    attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) === "1",
+    attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
   };
 }
