@@ -256,6 +256,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     }
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);
+    flag("attnPerQuery", &tuning.attn_per_query);
   }
   ExecStatus status;
   auto* h = new ExecutorHandle{std::make_unique<Executor>(device, graphs, tuning, &status), 0};

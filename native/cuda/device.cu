@@ -2,6 +2,9 @@
 // call that failed.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <string>
 
 #include "device.h"
@@ -18,6 +21,78 @@ std::string fail(const char* what, cudaError_t e) {
     const cudaError_t e_ = (call);              \
     if (e_ != cudaSuccess) return fail(#call, e_); \
   } while (0)
+
+// Host <-> device copies of at least kStagedMin bytes go through two pinned staging buffers of
+// kStageBytes per device, in chunks: chunk i uses buffer i % 2, so the host memcpy of one chunk
+// overlaps the transfer of the other, and the transfers run at pinned-memory speed (a pageable
+// cudaMemcpy is staged by the driver through its own smaller buffer, one piece at a time). The
+// transfers go on the legacy default stream, as cudaMemcpy's do, so their ordering against other
+// streams is unchanged; each call returns when its copy is complete. Calls on one device are
+// serialized by its mutex (the buffers are shared). The buffers are allocated on first use and
+// kept for the life of the process.
+constexpr size_t kStageBytes = size_t{8} << 20;
+constexpr size_t kStagedMin = size_t{64} << 10;
+constexpr int kMaxStages = 64;  // devices with staging buffers (a device index beyond: plain copies)
+
+struct Stage {
+  std::mutex mu;
+  uint8_t* buf[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};  // the last transfer through buf[i]
+  bool ready = false;
+};
+
+Stage* stage_of(int device) {
+  static Stage stages[kMaxStages];
+  return device >= 0 && device < kMaxStages ? &stages[device] : nullptr;
+}
+
+// Allocates a stage's buffers and events (under its mutex, device current).
+std::string stage_init(Stage* st) {
+  if (st->ready) return "";
+  for (int i = 0; i < 2; i++) {
+    if (!st->buf[i]) MINFER_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&st->buf[i]), kStageBytes, cudaHostAllocDefault));
+    if (!st->done[i]) MINFER_CUDA_TRY(cudaEventCreateWithFlags(&st->done[i], cudaEventDisableTiming));
+  }
+  st->ready = true;
+  return "";
+}
+
+std::string staged_to_device(Stage* st, uint8_t* dst, const uint8_t* src, size_t bytes) {
+  for (size_t off = 0, i = 0; off < bytes; i++) {
+    const size_t n = std::min(kStageBytes, bytes - off);
+    const int b = static_cast<int>(i % 2);
+    MINFER_CUDA_TRY(cudaEventSynchronize(st->done[b]));  // the transfer that last read buf[b] is over
+    std::memcpy(st->buf[b], src + off, n);
+    MINFER_CUDA_TRY(cudaMemcpyAsync(dst + off, st->buf[b], n, cudaMemcpyHostToDevice, 0));
+    MINFER_CUDA_TRY(cudaEventRecord(st->done[b], 0));
+    off += n;
+  }
+  MINFER_CUDA_TRY(cudaEventSynchronize(st->done[0]));
+  MINFER_CUDA_TRY(cudaEventSynchronize(st->done[1]));
+  return "";
+}
+
+std::string staged_to_host(Stage* st, uint8_t* dst, const uint8_t* src, size_t bytes) {
+  const size_t chunks = (bytes + kStageBytes - 1) / kStageBytes;
+  auto issue = [&](size_t i) -> std::string {
+    const size_t off = i * kStageBytes, n = std::min(kStageBytes, bytes - off);
+    const int b = static_cast<int>(i % 2);
+    MINFER_CUDA_TRY(cudaMemcpyAsync(st->buf[b], src + off, n, cudaMemcpyDeviceToHost, 0));
+    MINFER_CUDA_TRY(cudaEventRecord(st->done[b], 0));
+    return "";
+  };
+  if (std::string e = issue(0); !e.empty()) return e;
+  for (size_t i = 0; i < chunks; i++) {
+    // The next chunk goes into the other buffer, whose contents were copied out in step i - 1.
+    if (i + 1 < chunks)
+      if (std::string e = issue(i + 1); !e.empty()) return e;
+    const int b = static_cast<int>(i % 2);
+    MINFER_CUDA_TRY(cudaEventSynchronize(st->done[b]));
+    const size_t off = i * kStageBytes;
+    std::memcpy(dst + off, st->buf[b], std::min(kStageBytes, bytes - off));
+  }
+  return "";
+}
 
 __global__ void self_test_kernel(int32_t* out, int n, int seed) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -77,14 +152,26 @@ std::string release(int device, void* ptr) {
 
 std::string copy_to_device(int device, void* dst, const void* src, size_t bytes) {
   MINFER_CUDA_TRY(cudaSetDevice(device));
-  MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-  return "";
+  Stage* st = bytes >= kStagedMin ? stage_of(device) : nullptr;
+  if (!st) {
+    MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return "";
+  }
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (std::string e = stage_init(st); !e.empty()) return e;
+  return staged_to_device(st, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
 }
 
 std::string copy_to_host(int device, void* dst, const void* src, size_t bytes) {
   MINFER_CUDA_TRY(cudaSetDevice(device));
-  MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-  return "";
+  Stage* st = bytes >= kStagedMin ? stage_of(device) : nullptr;
+  if (!st) {
+    MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return "";
+  }
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (std::string e = stage_init(st); !e.empty()) return e;
+  return staged_to_host(st, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
 }
 
 std::string self_test(int device, int n, int seed, std::vector<int32_t>* out) {

@@ -19,6 +19,11 @@ struct Tuning {
   // Q4_0, tg128) the decode kernel measured 273 against 260 tok/s at depth 0 and 231 against 249 at
   // depth 4096, where its narrow V loads from memory lose to the tile kernel's (docs/PERFORMANCE.md).
   DecodeAttn attn_decode = DecodeAttn::Auto;
+  // Decode attention of several queries (sequences decoding together) one query per block on the
+  // decode kernel (ops/attention_decode.cuh per_query_takes), instead of the tile or tensor-core
+  // kernels whose blocks walk the union of their queries' spans. On the H200, 16 queries with their
+  // own 256-cell regions: 19 against 197 us (docs/PERFORMANCE.md).
+  bool attn_per_query = true;
   // Adjacent nodes run as one launch where a fused kernel exists (fused.cu: RoPE of q and k with
   // the k and v cache stores).
   bool fuse = true;

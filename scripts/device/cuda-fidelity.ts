@@ -36,10 +36,28 @@ interface Row {
   maxAbsLogitDiff: number;
   cpuText: string;
   gpuText: string;
+  /** Nodes of the prompt's graph per device and op (profiled once): where the layers really ran. */
+  placement?: Record<string, Record<string, number>>;
   golden?: string;
   graphs?: unknown;
 }
 const rows: Row[] = [];
+
+async function placementOf(model: Model, prompt: number[]) {
+  const p = new Context(model, { nCtx: 256, profile: true });
+  try {
+    await p.eval(prompt);
+    const out: Record<string, Record<string, number>> = {};
+    for (const r of p.lastTiming.reports ?? [])
+      for (const row of r.rows) {
+        const d = (out[row.device] ??= {});
+        d[row.op] = (d[row.op] ?? 0) + 1;
+      }
+    return out;
+  } finally {
+    p.dispose();
+  }
+}
 for (const [i, path] of args.entries()) {
   const onCpu = await Model.load(path, { runtime: cpuRt });
   const onGpu = await Model.load(path, {
@@ -78,6 +96,7 @@ for (const [i, path] of args.entries()) {
       cpuText: onCpu.tokenizer.decode(ca),
       gpuText: onGpu.tokenizer.decode(cb),
       graphs: gpuRt.graphStats(),
+      placement: await placementOf(onGpu, prompt),
     };
     if (i === 0 && golden) {
       b.clear();

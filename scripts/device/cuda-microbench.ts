@@ -121,6 +121,7 @@ for (const variant of [
   { MINFER_CUDA_PDL: "0" },
   { MINFER_CUDA_DECODE_ATTN: "tile" },
   { MINFER_CUDA_DECODE_ATTN: "vec" },
+  { MINFER_CUDA_ATTN_PER_QUERY: "0" },
 ] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();
@@ -130,7 +131,11 @@ for (const variant of [
       .map(([k, v]) => `${k}=${v}`)
       .join(" ") || "default";
   for (const c of cases) {
-    if (variant.MINFER_CUDA_DECODE_ATTN && !c.name.startsWith("ATTENTION")) continue;
+    if (
+      (variant.MINFER_CUDA_DECODE_ATTN || variant.MINFER_CUDA_ATTN_PER_QUERY) &&
+      !c.name.startsWith("ATTENTION")
+    )
+      continue;
     const graph = buildCase(c);
     const data = caseData(c, graph);
     const weights = new Map<string, { buffer: ReturnType<typeof rt.allocate> }>();

@@ -17,18 +17,22 @@
 #   conformance-tile    the same with the f32 prefill attention kernel (MINFER_CUDA_ATTN=tile)
 #   conformance-vec     the same with the decode attention kernel (MINFER_CUDA_DECODE_ATTN=vec)
 #   memcheck-vec        memcheck of the op suite with that kernel
+#   conformance-noperq  the op suite with several queries' decode attention on the tile/mma kernels
+#                       (MINFER_CUDA_ATTN_PER_QUERY=0); memcheck-noperq: the same under memcheck
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
 #   fidelity            greedy/teacher-forced agreement with the CPU (FIDELITY_PRESETS, default
-#                       "tiny qwen2-0.5b", and the trained default model F16/Q8_0/Q4_0/Q4_K), and
-#                       stories260K against llama.cpp's continuation
+#                       "tiny qwen2-0.5b", in FIDELITY_TYPES, and unless FIDELITY_DEFAULT=0 the trained
+#                       default model F16/Q8_0/Q4_0/Q4_K), and stories260K against llama.cpp's
+#                       continuation; fidelity-tile: the same with MINFER_CUDA_ATTN=tile (OUT/tile)
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
 #                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
 #                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=tile (BENCH_VARIANTS,
 #                       default "tile nofuse nopdl dtile"), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
+#   serve-noperq        serve with MINFER_CUDA_ATTN_PER_QUERY=0
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
 #                       regex; default the quantized mat-vecs) in decode steps, when ncu is installed
@@ -62,7 +66,10 @@ step() {
   local name=$1; shift
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$OUT/run.log"
-  "$@" >"$OUT/$name.log" 2>&1
+  # a stage that hangs ends after STEP_TIMEOUT seconds (default 300), so the stages after it still run
+  local cmd=("$@")
+  [ "$1" = minfer ] && cmd=(node "$D/dist/bin.js" "${@:2}") # timeout runs programs, not shell functions
+  timeout -k 10 "${STEP_TIMEOUT:-300}" "${cmd[@]}" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
   tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
@@ -109,6 +116,10 @@ for s in "${stages[@]}"; do
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   conformance-vec) mkdir -p "$OUT/vec"
     step conformance-vec env MINFER_CUDA_DECODE_ATTN=vec node "$D/dist/conformance.js" "$OUT/vec" --vs-cpu ;;
+  conformance-noperq) mkdir -p "$OUT/noperq"
+    step conformance-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node "$D/dist/conformance.js" "$OUT/noperq" --vs-cpu ;;
+  memcheck-noperq) step memcheck-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
@@ -117,26 +128,35 @@ for s in "${stages[@]}"; do
       node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth small q4_k)" ;;
   wait-synth) # until every presynth file is written (benches after this share no cores with it)
     while ls "$M"/*.busy >/dev/null 2>&1; do sleep 2; done ;;
-  fidelity)
+  fidelity | fidelity-tile) # fidelity-tile: prompt attention on the f32 tile kernel (MINFER_CUDA_ATTN=tile)
     files=()
-    for p in ${FIDELITY_PRESETS:-tiny qwen2-0.5b}; do
-      types="f32 f16 q8_0 q4_0 q4_k"
-      [ "$p" = tiny ] && types="f32 f16 q8_0 q4_0" # rows of 64/128: no whole Q4_K blocks
+    for p in ${FIDELITY_PRESETS-tiny qwen2-0.5b}; do
+      types=${FIDELITY_TYPES:-f32 f16 q8_0 q4_0 q4_k}
+      [ "$p" = tiny ] && types=${types/q4_k/} # rows of 64/128: no whole Q4_K blocks
       for t in $types; do files+=("$(synth "$p" "$t")"); done
     done
     # the trained default model (Qwen3 7M, shipped as F16) and its quantizations: real weights,
-    # whose logits are not the near-ties of a random model
-    for t in q8_0 q4_0 q4_k; do
-      f="$M/default-7m-$t.gguf"
-      [ -f "$f" ] || minfer gguf quantize "$D/fixtures/minfer-default-7m-f16.gguf" "$f" "$t" >/dev/null
-      files+=("$f")
-    done
-    step fidelity node "$D/dist/cuda-fidelity.js" "$OUT" --golden "$D/fixtures/stories260K.golden.json" \
-      "$D/fixtures/stories260K.gguf" "${files[@]}" "$D/fixtures/minfer-default-7m-f16.gguf" ;;
+    # whose logits are not the near-ties of a random model (FIDELITY_DEFAULT=0: left out)
+    if [ "${FIDELITY_DEFAULT:-1}" = 1 ]; then
+      for t in q8_0 q4_0 q4_k; do
+        f="$M/default-7m-$t.gguf"
+        [ -f "$f" ] || minfer gguf quantize "$D/fixtures/minfer-default-7m-f16.gguf" "$f" "$t" >/dev/null
+        files+=("$f")
+      done
+      files+=("$D/fixtures/minfer-default-7m-f16.gguf")
+    fi
+    dir=$OUT attn=${MINFER_CUDA_ATTN:-mma}
+    [ "$s" = fidelity-tile ] && dir=$OUT/tile attn=tile && mkdir -p "$dir"
+    step "$s" env MINFER_CUDA_ATTN="$attn" node "$D/dist/cuda-fidelity.js" "$dir" \
+      --golden "$D/fixtures/stories260K.golden.json" "$D/fixtures/stories260K.gguf" "${files[@]}" ;;
   serve) # aggregate generation tok/s of 1, 4 and 16 concurrent streams, every layer on the GPU
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
-      --skip-llama --streams 1,4,16 -n 64 -t 8 --json ;;
+      --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
+  serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)
+    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
+    step serve-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \
+      --ngl all -m "$f" --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
   split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
     f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
     step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;

@@ -55,6 +55,24 @@ if (dev) {
     b.dispose();
     return zero && same && refused;
   });
+  // Copies of 64 KB and more go through the pinned staging buffers (native/cuda/device.cu) in
+  // chunks of 8 MB: sizes around the thresholds, odd offsets, several chunks each way.
+  await check("staged copies: sizes around 64 KB and 8 MB, odd offsets", async () => {
+    const size = (24 << 20) + 4099;
+    const b = rt.allocate(size, "s");
+    const sizes = [(64 << 10) - 1, 64 << 10, (8 << 20) + 1, (16 << 20) + 5, size - 7];
+    const bad: string[] = [];
+    for (const [k, n] of sizes.entries()) {
+      const off = size - n - (k % 2 === 0 ? 3 : 0);
+      const data = Uint8Array.from({ length: n }, (_, i) => (i * 131 + k * 17 + (i >>> 11)) & 255);
+      await rt.write(b, off, data);
+      const back = await rt.read(b, off, n);
+      if (back.length !== n || !back.every((v, i) => v === data[i])) bad.push(`${n} at ${off}`);
+    }
+    b.dispose();
+    if (bad.length > 0) throw new Error(`read back differs: ${bad.join(", ")}`);
+    return `${sizes.length} sizes round-trip`;
+  });
   await check("file upload", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cuda-smoke-"));
     const bytes = Uint8Array.from({ length: 3 << 20 }, (_, i) => (i * 7 + 1) & 255);

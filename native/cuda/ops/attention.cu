@@ -168,6 +168,10 @@ size_t scratch_attention(const NodeArgs& args) {
   // dtypes and shapes qualify).
   if (decode_takes(args.in[1]->dtype, args.in[2]->dtype, args.in[0]->ne[0], hdv, true, true, p.rows))
     bytes = std::max(bytes, static_cast<size_t>(kDecMaxSplits) * per_split);
+  const int64_t group = args.in[0]->ne[1] / std::max<int64_t>(args.in[1]->ne[1], 1), n_q = args.in[0]->ne[2];
+  if (per_query_takes(n_q, group, p.rows) &&
+      decode_takes(args.in[1]->dtype, args.in[2]->dtype, args.in[0]->ne[0], hdv, true, true, group))
+    bytes = std::max(bytes, static_cast<size_t>(per_query_max_splits(total_rows, hdv)) * per_split);
   return bytes;
 }
 
@@ -250,11 +254,17 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
   p.v_sep = plan.v_sep;
-  const bool want_decode = ctx.tuning.attn_decode == DecodeAttn::Vec ||
+  const bool per_query = ctx.tuning.attn_per_query && ctx.tuning.attn_decode != DecodeAttn::Tile &&
+                         per_query_takes(n_q, p.group, plan.rows);
+  const bool want_decode = per_query || ctx.tuning.attn_decode == DecodeAttn::Vec ||
                            (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells);
-  if (want_decode &&
-      decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned, plan.rows)) {
-    p.n_splits = ctx.scratch ? decode_splits(n_kv, n_kv_head, p.hd, ctx.sm_count) : 1;
+  if (want_decode && decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned,
+                                  per_query ? p.group : plan.rows)) {
+    p.per_query = per_query;
+    p.n_splits = !ctx.scratch ? 1
+                 : per_query  ? per_query_splits(n_kv, n_kv_head, n_q, p.hd, ctx.sm_count,
+                                                 per_query_max_splits(plan.rows * n_kv_head, hdv))
+                              : decode_splits(n_kv, n_kv_head, p.hd, ctx.sm_count);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_decode(p, ctx.stream);
   }

@@ -48,6 +48,33 @@ inline bool decode_takes(DType kt, DType vt, int64_t hd, int64_t hdv, bool vec, 
          rows <= kDecMaxRows;
 }
 
+// Several queries whose q heads of a kv head fit one block (a batch of sequences decoding together):
+// with Tuning::attn_per_query a block takes one query's rows (grid.z), so it walks that query's
+// span alone, not the union of the spans of every query in the block. Not the default until
+// measured on a GPU (docs/PERFORMANCE.md).
+constexpr int kDecMaxQueries = 64;
+constexpr int kDecMaxSplitsPerQuery = 16;
+constexpr size_t kDecPerQueryScratch = size_t{8} << 20;  // partials of all splits at most this large
+inline bool per_query_takes(int64_t n_q, int64_t group, int64_t rows) {
+  return n_q > 1 && n_q <= kDecMaxQueries && group <= kDecMaxRows && rows > kDecMaxRows;
+}
+// The most splits per query: a function of the shapes (scratch is sized with it).
+inline int per_query_max_splits(int64_t total_rows, int64_t hdv) {
+  const size_t per_split = static_cast<size_t>(total_rows) * static_cast<size_t>(hdv + 2) * 4;
+  const size_t fit = per_split > 0 ? kDecPerQueryScratch / per_split : 1;
+  return static_cast<int>(fit < 1 ? 1 : fit > kDecMaxSplitsPerQuery ? kDecMaxSplitsPerQuery : fit);
+}
+// Splits per query: about four blocks per SM over all queries and kv heads, one tile each at least.
+inline int per_query_splits(int64_t n_kv, int64_t n_kv_head, int64_t n_q, int hd, int sm_count, int max_splits) {
+  const int64_t tile = (hd / 32) * kDecCellsPerWarp;
+  const int64_t tiles = (n_kv + tile - 1) / tile;
+  const int64_t blocks = n_kv_head * n_q;
+  const int64_t want = (4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) + blocks - 1) / blocks;
+  int64_t s = tiles < want ? tiles : want;
+  if (s > max_splits) s = max_splits;
+  return static_cast<int>(s < 1 ? 1 : s);
+}
+
 // Splits for n_kv cells over n_kv_head heads: about four blocks per SM (each is latency-bound with
 // four warps, so several per SM overlap), one tile each at least.
 inline int decode_splits(int64_t n_kv, int64_t n_kv_head, int hd, int sm_count) {
@@ -71,7 +98,9 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   __shared__ int lo_s[kDecMaxRows], hi_s[kDecMaxRows], range_s[2];
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
-  const int split = blockIdx.x, kvh = blockIdx.y, R = p.rows;
+  // Rows of this block: all of the kv head's, or with per_query those of query blockIdx.z (row0 on).
+  const int split = blockIdx.x, kvh = blockIdx.y;
+  const int row0 = p.per_query ? static_cast<int>(blockIdx.z) * p.group : 0, R = p.per_query ? p.group : p.rows;
   const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;
   const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
 
@@ -82,7 +111,7 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
     for (int r = 0; r < kDecMaxRows; r++) {
       x[r] = 0.0f;
       if (r < R) {
-        const int j = r / p.group, h = kvh * p.group + r % p.group;
+        const int j = (row0 + r) / p.group, h = kvh * p.group + (row0 + r) % p.group;
         x[r] = *reinterpret_cast<const float*>(p.q + static_cast<int64_t>(h) * p.q_nb1 +
                                                static_cast<int64_t>(j) * p.q_nb2 + static_cast<int64_t>(tid) * p.q_nb0);
       }
@@ -91,7 +120,8 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
     for (int r = 0; r < kDecMaxRows; r++) q_s[r][tid] = x[r];
   }
   if (tid < kDecMaxRows) {
-    const int2 sp = tid < R ? query_span(p, tid / p.group, tid % p.group == 0 && split == 0) : make_int2(0, 0);
+    const int2 sp = tid < R ? query_span(p, (row0 + tid) / p.group, (row0 + tid) % p.group == 0 && split == 0)
+                            : make_int2(0, 0);
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.0f;
     lo_s[tid] = sp.x;
@@ -179,7 +209,7 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
       for (int o = 1; o < kDecLanesPerCell; o <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
       if (sub == 0) {
         w_s[r][my_cell] = live && cell >= lo_s[r] && cell < hi_s[r]
-                              ? cell_score(p, dot, p.mask_kind == 2 ? 0.0f : load_mask(p, cell, r / p.group))
+                              ? cell_score(p, dot, p.mask_kind == 2 ? 0.0f : load_mask(p, cell, (row0 + r) / p.group))
                               : -INFINITY;
       }
     }
@@ -221,12 +251,12 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   for (int r = 0; r < kDecMaxRows; r++) {
     if (r >= R) break;
     if (p.n_splits == 1) {
-      const int j = r / p.group, h = kvh * p.group + r % p.group;
+      const int j = (row0 + r) / p.group, h = kvh * p.group + (row0 + r) % p.group;
       const float l = l_s[r];
       *reinterpret_cast<float*>(p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2 +
                                 static_cast<int64_t>(tid) * p.o_nb0) = l > 0.0f ? acc[r] * (1.0f / l) : 0.0f;
     } else {
-      float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + r) * (HD + 2);
+      float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + row0 + r) * (HD + 2);
       if (tid == 0) {
         part[0] = m_s[r];
         part[1] = l_s[r];
@@ -239,7 +269,8 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
 // Launches the decode kernel with p.n_splits splits (p.part set when more than one) and the
 // combine kernel after it.
 inline cudaError_t launch_decode(const AttnParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.n_splits), static_cast<unsigned>(p.n_kv_head));
+  const dim3 grid(static_cast<unsigned>(p.n_splits), static_cast<unsigned>(p.n_kv_head),
+                  static_cast<unsigned>(p.per_query ? p.n_q : 1));
   const cudaError_t e = p.hd == 128 ? launch_k(attn_decode_kernel<128>, grid, dim3(128), 0, stream, p)
                                     : launch_k(attn_decode_kernel<64>, grid, dim3(64), 0, stream, p);
   if (e != cudaSuccess || p.n_splits <= 1) return e;

@@ -68,6 +68,7 @@ struct AttnParams {
   bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
   bool hd4;       // hd % 4 == 0: q rows read as float4
   bool v_sep;     // the V tile has its own shared buffer and is loaded with the K tile
+  bool per_query; // decode kernel: a block takes one query's rows (grid.z = query), not all rows
   float scale, softcap;
   float* part;    // partials (n_splits > 1): [split][kv head][row][m, l, acc[hdv]]
   DeviceError* err;

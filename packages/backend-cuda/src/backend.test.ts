@@ -28,7 +28,14 @@ describe("the CUDA backend entry", () => {
 
 describe("CUDA settings from the environment", () => {
   it("reads graph capture and the kernel variants in one place", () => {
-    expect(readEnv({})).toEqual({ graphs: true, attnMma: true, attnDecode: "auto", fuse: true, pdl: true });
+    expect(readEnv({})).toEqual({
+      graphs: true,
+      attnMma: true,
+      attnDecode: "auto",
+      fuse: true,
+      pdl: true,
+      attnPerQuery: true,
+    });
     expect(
       readEnv({
         MINFER_CUDA_GRAPHS: "0",
@@ -36,8 +43,16 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_FUSE: "0",
         MINFER_CUDA_PDL: "0",
         MINFER_CUDA_DECODE_ATTN: "tile",
+        MINFER_CUDA_ATTN_PER_QUERY: "0",
       }),
-    ).toEqual({ graphs: false, attnMma: false, attnDecode: "tile", fuse: false, pdl: false });
+    ).toEqual({
+      graphs: false,
+      attnMma: false,
+      attnDecode: "tile",
+      fuse: false,
+      pdl: false,
+      attnPerQuery: false,
+    });
     expect(
       readEnv({
         MINFER_CUDA_GRAPHS: "1",
@@ -45,10 +60,14 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_FUSE: "1",
         MINFER_CUDA_PDL: "1",
         MINFER_CUDA_DECODE_ATTN: "vec",
+        MINFER_CUDA_ATTN_PER_QUERY: "1",
       }),
-    ).toEqual({ graphs: true, attnMma: true, attnDecode: "vec", fuse: true, pdl: true });
+    ).toEqual({ graphs: true, attnMma: true, attnDecode: "vec", fuse: true, pdl: true, attnPerQuery: true });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
+    expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(
+      /MINFER_CUDA_ATTN_PER_QUERY must be "0" or "1"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_DECODE_ATTN: "x" })).toThrow(
       /MINFER_CUDA_DECODE_ATTN must be "auto" or "tile" or "vec"/,
     );

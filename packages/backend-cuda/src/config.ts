@@ -23,6 +23,12 @@ export interface CudaEnv {
    * launch while the kernel before them finishes, on compute capability 9.0 and later).
    */
   readonly pdl: boolean;
+  /**
+   * MINFER_CUDA_ATTN_PER_QUERY=0: decode attention of several sequences stepping together runs on
+   * the tile/tensor-core kernels, whose blocks walk the union of the queries' spans, instead of one
+   * query per block on the decode kernel (the default).
+   */
+  readonly attnPerQuery: boolean;
 }
 
 function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[]): string {
@@ -43,5 +49,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec"]) || "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
+    attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
   };
 }

@@ -74,6 +74,7 @@ export class CudaDevice implements Device {
       attnDecode: env.attnDecode,
       fuse: env.fuse,
       pdl: env.pdl,
+      attnPerQuery: env.attnPerQuery,
     });
   }
 

@@ -51,6 +51,7 @@ export interface NativeTuning {
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;
+  readonly attnPerQuery?: boolean;
 }
 
 export interface NativeExecuteResult {
