@@ -386,6 +386,25 @@ __device__ inline int batch_weight(const MvBatch& bt) {
   return wi;
 }
 
+// The codes of activation column `col` for the 32 elements of part pi, and their scale (Q8A: d and
+// the block sum term s; Q8K: the super-block's d, s = 0).
+template <class Q>
+__device__ inline void load_act(const int8_t* __restrict__ aq, const void* __restrict__ asc, int64_t col, int64_t K,
+                                int64_t pi, int* a, float* ad, float* as) {
+  const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+  const int4 a0 = ap[0], a1 = ap[1];
+  a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w;
+  a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
+  if (Q::kQ8K) {
+    *ad = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+    *as = 0.0f;
+  } else {
+    const float2 ds = static_cast<const float2*>(asc)[col * (K / 32) + pi];
+    *ad = ds.x;
+    *as = ds.y;
+  }
+}
+
 // ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R)), min(planes, 65535)) ----------------
 // Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
 template <class Q, int NC, int R>
@@ -414,31 +433,32 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
 #pragma unroll
       for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
     for (int64_t pi = lane; pi < nparts; pi += kWarp) {
-      int a[NC][8];
-      float ad[NC], as[NC];
+      if constexpr (NC <= 8) {
+        // every column's codes loaded once, then used by each of the R rows
+        int a[NC][8];
+        float ad[NC], as[NC];
 #pragma unroll
-      for (int c = 0; c < NC; c++) {
-        const int64_t col = pl.col0 + (c < nc ? c : 0);
-        const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
-        const int4 a0 = ap[0], a1 = ap[1];
-        a[c][0] = a0.x, a[c][1] = a0.y, a[c][2] = a0.z, a[c][3] = a0.w;
-        a[c][4] = a1.x, a[c][5] = a1.y, a[c][6] = a1.z, a[c][7] = a1.w;
-        if (Q::kQ8K) {
-          ad[c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
-          as[c] = 0.0f;
-        } else {
-          const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
-          ad[c] = ds.x;
-          as[c] = ds.y;
+        for (int c = 0; c < NC; c++) load_act<Q>(aq, asc, pl.col0 + (c < nc ? c : 0), K, pi, a[c], &ad[c], &as[c]);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (r < nr) {
+            Q q;
+            q.load(wrow + r * p.w_nb1, pi);
+#pragma unroll
+            for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
+          }
         }
-      }
+      } else {
+        // many columns (R = 1): the weight block loaded once, each column's codes as it is used
+        static_assert(R == 1, "the wide mat-vec runs one row per warp");
+        Q q;
+        q.load(wrow, pi);
 #pragma unroll
-      for (int r = 0; r < R; r++) {
-        if (r < nr) {
-          Q q;
-          q.load(wrow + r * p.w_nb1, pi);
-#pragma unroll
-          for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
+        for (int c = 0; c < NC; c++) {
+          int a[8];
+          float ad, as;
+          load_act<Q>(aq, asc, pl.col0 + (c < nc ? c : 0), K, pi, a, &ad, &as);
+          acc[0][c] += q.dot(a, ad, as);
         }
       }
     }
@@ -470,7 +490,7 @@ inline int weight_align(DType t) {
 inline bool planes_aligned(const Planes& p, int a) {
   return reinterpret_cast<uintptr_t>(p.w) % a == 0 && p.w_nb1 % a == 0 && p.w_nb2 % a == 0 && p.w_nb3 % a == 0;
 }
-inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvCols; }
+inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvQCols; }
 
 }  // namespace minfer::cuda::mm
 
@@ -496,7 +516,8 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
   if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
-  return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
+  if (nc <= 8) return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
+  return launch_mv_q_nc<Q, 16, 1>(ps, n, aq, asc, s);
 }
 
 

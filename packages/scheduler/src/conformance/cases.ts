@@ -103,9 +103,10 @@ add({
 });
 
 // ---- MUL_MAT: every weight dtype × every activation dtype × one/many tokens; odd k; batches; views ----
+// (13 tokens: a step of several sequences, past 8 and below 16 columns)
 for (const a of WEIGHT_DTYPES)
   for (const bd of FLOAT_DTYPES)
-    for (const tokens of [1, 7]) {
+    for (const tokens of [1, 7, 13]) {
       const k = 256;
       add({
         name: `MUL_MAT a=${n(a)} b=${n(bd)} ${shape([k, 33])}×${shape([k, tokens])}`,
@@ -631,7 +632,7 @@ add({
 // ---- MUL_MAT_MULTI with addends (fused q/k/v + biases): decode and prefill (panel GEMM) ×
 // weights Q8_0, Q4_0, Q4_K, F16 × c_i biases [m_i]; one case with full-shape addends ----
 for (const w of [DType.Q8_0, DType.Q4_0, DType.Q4_K, F16])
-  for (const tokens of [1, 19]) {
+  for (const tokens of [1, 16, 19]) {
     const k = 256;
     const ms = [70, 40, 40];
     add({
