@@ -3,7 +3,8 @@
 // inputs, separate outputs), so the time per copy is what a node costs inside a replayed decode
 // graph: per-node GPU times from a profiled run (events captured with the nodes; about 1.3 µs of
 // each is the event node itself), and the wall time of a whole replayed graph divided by REPS.
-// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=tile and =vec (attention).
+// Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=tile and =vec and
+// MINFER_CUDA_ATTN_PER_QUERY=0 (attention), MINFER_CUDA_MV_WIDE_ROWS=1 and =2 (16-column mat-vecs).
 //   node dist/cuda-microbench.js OUT_DIR
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +18,7 @@ const REPS = 32;
 // The builder and tensor types the conformance cases use.
 type GraphBuilder = Parameters<ConformanceCase["build"]>[0];
 type Tensor = ReturnType<GraphBuilder["input"]>;
-const { F32, F16, I32, Q4_0 } = DType;
+const { F32, F16, I32, Q4_0, Q4_K } = DType;
 
 function repeated(
   name: string,
@@ -107,6 +108,19 @@ const cases: ConformanceCase[] = [
       once(b, "x", () => b.input("x", F32, [3584, 1])),
     ),
   ),
+  // a step of 16 sequences: the quantized mat-vec over 16 columns (MINFER_CUDA_MV_WIDE_ROWS)
+  repeated("MUL_MAT Q4_0 [3584, 3584] x [3584, 16] (16 sequences)", (b) =>
+    b.mulMat(
+      once(b, "w", () => b.weight("w", Q4_0, [3584, 3584])),
+      once(b, "x", () => b.input("x", F32, [3584, 16])),
+    ),
+  ),
+  repeated("MUL_MAT Q4_K [3584, 18944] x [3584, 16] (16 sequences)", (b) =>
+    b.mulMat(
+      once(b, "w", () => b.weight("w", Q4_K, [3584, 18944])),
+      once(b, "x", () => b.input("x", F32, [3584, 16])),
+    ),
+  ),
   attention(64, 640),
   attention(516, 1024),
   attention(4096, 4736),
@@ -122,6 +136,8 @@ for (const variant of [
   { MINFER_CUDA_DECODE_ATTN: "tile" },
   { MINFER_CUDA_DECODE_ATTN: "vec" },
   { MINFER_CUDA_ATTN_PER_QUERY: "0" },
+  { MINFER_CUDA_MV_WIDE_ROWS: "1" },
+  { MINFER_CUDA_MV_WIDE_ROWS: "2" },
 ] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();
@@ -136,6 +152,7 @@ for (const variant of [
       !c.name.startsWith("ATTENTION")
     )
       continue;
+    if (variant.MINFER_CUDA_MV_WIDE_ROWS && !c.name.includes("x [3584, 16]")) continue;
     const graph = buildCase(c);
     const data = caseData(c, graph);
     const weights = new Map<string, { buffer: ReturnType<typeof rt.allocate> }>();

@@ -449,16 +449,21 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
           }
         }
       } else {
-        // many columns (R = 1): the weight block loaded once, each column's codes as it is used
-        static_assert(R == 1, "the wide mat-vec runs one row per warp");
-        Q q;
-        q.load(wrow, pi);
+        // many columns: the R rows' weight blocks loaded once, each column's codes loaded as they
+        // are used and shared by the R rows (the activation reads, not the weights, bound this
+        // shape: R rows per warp divide them by R)
+        Q q[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+          if (r < nr) q[r].load(wrow + r * p.w_nb1, pi);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           int a[8];
           float ad, as;
           load_act<Q>(aq, asc, pl.col0 + (c < nc ? c : 0), K, pi, a, &ad, &as);
-          acc[0][c] += q.dot(a, ad, as);
+#pragma unroll
+          for (int r = 0; r < R; r++)
+            if (r < nr) acc[r][c] += q[r].dot(a, ad, as);
         }
       }
     }
@@ -504,9 +509,11 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device,
+// wide_rows (Tuning::mv_wide_rows: 1, 2 or 4) for 9..16 columns.
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, int wide_rows,
+                             cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
@@ -517,14 +524,17 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
   if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
   if (nc <= 8) return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
-  return launch_mv_q_nc<Q, 16, 1>(ps, n, aq, asc, s);
+  if (wide_rows == 1) return launch_mv_q_nc<Q, 16, 1>(ps, n, aq, asc, s);
+  if (wide_rows == 2) return launch_mv_q_nc<Q, 16, 2>(ps, n, aq, asc, s);
+  return launch_mv_q_nc<Q, 16, 4>(ps, n, aq, asc, s);
 }
 
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, int wide_rows,
+                               cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -537,16 +547,16 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   n = live;
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
-    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
-    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, s);
+    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, wide_rows, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, wide_rows, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, wide_rows, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, wide_rows, s);
+    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, wide_rows, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, wide_rows, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, wide_rows, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, wide_rows, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, wide_rows, s);
+    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, wide_rows, s);
     default: return cudaErrorInvalidValue;
   }
 }

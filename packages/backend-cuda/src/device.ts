@@ -75,6 +75,7 @@ export class CudaDevice implements Device {
       fuse: env.fuse,
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
+      mvWideRows: env.mvWideRows,
     });
   }
 
