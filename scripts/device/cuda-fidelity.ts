@@ -50,8 +50,9 @@ async function placementOf(model: Model, prompt: number[]) {
     const out: Record<string, Record<string, number>> = {};
     for (const r of p.lastTiming.reports ?? [])
       for (const row of r.rows) {
-        const d = (out[row.device] ??= {});
+        const d = out[row.device] ?? {};
         d[row.op] = (d[row.op] ?? 0) + 1;
+        out[row.device] = d;
       }
     return out;
   } finally {
