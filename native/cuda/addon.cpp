@@ -231,8 +231,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?: boolean,
-//                attnDecode?: "auto" | "tile" | "vec", mvWideRows?: 1 | 2 | 4 })
+// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?: boolean, attnDecode?: "auto" | "tile" | "vec" })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -258,12 +257,6 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);
-    Napi::Value wide = t.Get("mvWideRows");
-    if (!wide.IsUndefined()) {
-      const double v = wide.IsNumber() ? wide.As<Napi::Number>().DoubleValue() : 0;
-      if (v != 1 && v != 2 && v != 4) throw Napi::TypeError::New(info.Env(), "tuning.mvWideRows must be 1, 2 or 4");
-      tuning.mv_wide_rows = static_cast<int>(v);
-    }
   }
   ExecStatus status;
   auto* h = new ExecutorHandle{std::make_unique<Executor>(device, graphs, tuning, &status), 0};

@@ -30,10 +30,6 @@ struct Tuning {
   // Programmatic dependent launch (pdl.cuh) for the decode path's kernels, on compute capability 9.0
   // and later: each kernel's launch overlaps the tail of the one before it.
   bool pdl = true;
-  // Rows per warp of the quantized mat-vec over 9..16 activation columns (a step of that many
-  // sequences): 1, 2 or 4. Each column's codes are read once per R rows, and those reads, not the
-  // weights', bound this shape.
-  int mv_wide_rows = 4;
 };
 
 }  // namespace minfer::cuda

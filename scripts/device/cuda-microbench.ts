@@ -4,7 +4,7 @@
 // graph: per-node GPU times from a profiled run (events captured with the nodes; about 1.3 µs of
 // each is the event node itself), and the wall time of a whole replayed graph divided by REPS.
 // Variants: MINFER_CUDA_PDL=0 (every case), MINFER_CUDA_DECODE_ATTN=tile and =vec and
-// MINFER_CUDA_ATTN_PER_QUERY=0 (attention), MINFER_CUDA_MV_WIDE_ROWS=1 and =2 (16-column mat-vecs).
+// MINFER_CUDA_ATTN_PER_QUERY=0 (attention).
 //   node dist/cuda-microbench.js OUT_DIR
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -108,7 +108,7 @@ const cases: ConformanceCase[] = [
       once(b, "x", () => b.input("x", F32, [3584, 1])),
     ),
   ),
-  // a step of 16 sequences: the quantized mat-vec over 16 columns (MINFER_CUDA_MV_WIDE_ROWS)
+  // a step of 16 sequences: 16 activation columns (gemm_tc; a 16-column mat-vec measured slower)
   repeated("MUL_MAT Q4_0 [3584, 3584] x [3584, 16] (16 sequences)", (b) =>
     b.mulMat(
       once(b, "w", () => b.weight("w", Q4_0, [3584, 3584])),
@@ -136,8 +136,6 @@ for (const variant of [
   { MINFER_CUDA_DECODE_ATTN: "tile" },
   { MINFER_CUDA_DECODE_ATTN: "vec" },
   { MINFER_CUDA_ATTN_PER_QUERY: "0" },
-  { MINFER_CUDA_MV_WIDE_ROWS: "1" },
-  { MINFER_CUDA_MV_WIDE_ROWS: "2" },
 ] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();
@@ -152,7 +150,6 @@ for (const variant of [
       !c.name.startsWith("ATTENTION")
     )
       continue;
-    if (variant.MINFER_CUDA_MV_WIDE_ROWS && !c.name.includes("x [3584, 16]")) continue;
     const graph = buildCase(c);
     const data = caseData(c, graph);
     const weights = new Map<string, { buffer: ReturnType<typeof rt.allocate> }>();

@@ -1,6 +1,6 @@
 // MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the CPU backend's conditions and
 // messages, native/cpu/matmul.cpp), scratch sizing and the choice of path per node:
-//   * few columns (≤ kDecodeQCols / kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
+//   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
 //     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
 //     weights convert the columns to f32 and run a float mat-vec (ops/matvec_f32.cuh);
@@ -26,10 +26,7 @@ using program::DType;
 using program::Op;
 using namespace mm;
 
-// Columns per plane up to which the mat-vecs run: the float mat-vec reads 8 columns per weight
-// load, the quantized one up to 16 (a step of 9..16 sequences decoding together would otherwise run
-// on gemm_tc, whose 64-column tiles leave most of each tile empty).
-constexpr int64_t kDecodeCols = kMaxMvCols, kDecodeQCols = kMaxMvQCols;
+constexpr int64_t kDecodeCols = 8;  // columns per plane up to which the mat-vec runs
 constexpr size_t kAlign = 256;
 size_t align_up(size_t x) { return (x + kAlign - 1) & ~(kAlign - 1); }
 
@@ -272,10 +269,8 @@ enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled };
 
 Path choose_path(const Tensor* w, const Tensor* b, bool id) {
   const int64_t K = w->ne[0], M = w->ne[1];
-  const ActFmt fmt = mv_act_format(w->dtype);
-  const bool quantized = fmt == ActFmt::Q8A || fmt == ActFmt::Q8K;
-  if (id || b->ne[1] <= (quantized ? kDecodeQCols : kDecodeCols)) {
-    switch (fmt) {
+  if (id || b->ne[1] <= kDecodeCols) {
+    switch (mv_act_format(w->dtype)) {
       case ActFmt::Q8A: return Path::MvQ8A;
       case ActFmt::Q8K: return Path::MvQ8K;
       case ActFmt::F32: return (!id && mv_f32_supported(w->dtype, K)) ? Path::MvF32 : Path::Generic;
@@ -355,8 +350,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
   switch (path) {
     case Path::MvQ8A:
     case Path::MvQ8K:
-      if (mv_q_aligned(p))
-        return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_rows, ctx.stream);
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
@@ -455,9 +449,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
       if (!mv_q_aligned(batch[n])) break;
       n++;
     }
-    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_rows,
-                                    ctx.stream);
-        e != cudaSuccess)
+    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.stream); e != cudaSuccess)
       return e;
     i += n;
   }

@@ -102,8 +102,7 @@ __device__ inline float plus_c(const Planes& p, int64_t z, int64_t col, int64_t 
 }
 
 constexpr int kMvWarps = 4;  // rows (warps) per block of the mat-vec kernels
-constexpr int kMaxMvCols = 8;    // columns per weight read of the float and generic mat-vecs
-constexpr int kMaxMvQCols = 16;  // of the quantized mat-vec (ops/matvec_q.cuh)
+constexpr int kMaxMvCols = 8;
 
 // ---- generic mat-vec: grid (ceil(M / kMvWarps), min(n_planes, 65535)), kMvWarps·32 threads ----
 __global__ void __launch_bounds__(kMvWarps * 32) mv_generic(Planes p, BView b) {

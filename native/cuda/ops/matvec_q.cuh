@@ -386,25 +386,6 @@ __device__ inline int batch_weight(const MvBatch& bt) {
   return wi;
 }
 
-// The codes of activation column `col` for the 32 elements of part pi, and their scale (Q8A: d and
-// the block sum term s; Q8K: the super-block's d, s = 0).
-template <class Q>
-__device__ inline void load_act(const int8_t* __restrict__ aq, const void* __restrict__ asc, int64_t col, int64_t K,
-                                int64_t pi, int* a, float* ad, float* as) {
-  const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
-  const int4 a0 = ap[0], a1 = ap[1];
-  a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w;
-  a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
-  if (Q::kQ8K) {
-    *ad = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
-    *as = 0.0f;
-  } else {
-    const float2 ds = static_cast<const float2*>(asc)[col * (K / 32) + pi];
-    *ad = ds.x;
-    *as = ds.y;
-  }
-}
-
 // ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R)), min(planes, 65535)) ----------------
 // Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
 template <class Q, int NC, int R>
@@ -433,37 +414,31 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
 #pragma unroll
       for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
     for (int64_t pi = lane; pi < nparts; pi += kWarp) {
-      if constexpr (NC <= 8) {
-        // every column's codes loaded once, then used by each of the R rows
-        int a[NC][8];
-        float ad[NC], as[NC];
+      int a[NC][8];
+      float ad[NC], as[NC];
 #pragma unroll
-        for (int c = 0; c < NC; c++) load_act<Q>(aq, asc, pl.col0 + (c < nc ? c : 0), K, pi, a[c], &ad[c], &as[c]);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-          if (r < nr) {
-            Q q;
-            q.load(wrow + r * p.w_nb1, pi);
-#pragma unroll
-            for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
-          }
+      for (int c = 0; c < NC; c++) {
+        const int64_t col = pl.col0 + (c < nc ? c : 0);
+        const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+        const int4 a0 = ap[0], a1 = ap[1];
+        a[c][0] = a0.x, a[c][1] = a0.y, a[c][2] = a0.z, a[c][3] = a0.w;
+        a[c][4] = a1.x, a[c][5] = a1.y, a[c][6] = a1.z, a[c][7] = a1.w;
+        if (Q::kQ8K) {
+          ad[c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+          as[c] = 0.0f;
+        } else {
+          const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
+          ad[c] = ds.x;
+          as[c] = ds.y;
         }
-      } else {
-        // many columns: the R rows' weight blocks loaded once, each column's codes loaded as they
-        // are used and shared by the R rows (the activation reads, not the weights, bound this
-        // shape: R rows per warp divide them by R)
-        Q q[R];
+      }
 #pragma unroll
-        for (int r = 0; r < R; r++)
-          if (r < nr) q[r].load(wrow + r * p.w_nb1, pi);
+      for (int r = 0; r < R; r++) {
+        if (r < nr) {
+          Q q;
+          q.load(wrow + r * p.w_nb1, pi);
 #pragma unroll
-        for (int c = 0; c < NC; c++) {
-          int a[8];
-          float ad, as;
-          load_act<Q>(aq, asc, pl.col0 + (c < nc ? c : 0), K, pi, a, &ad, &as);
-#pragma unroll
-          for (int r = 0; r < R; r++)
-            if (r < nr) acc[r][c] += q[r].dot(a, ad, as);
+          for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
         }
       }
     }
@@ -495,7 +470,7 @@ inline int weight_align(DType t) {
 inline bool planes_aligned(const Planes& p, int a) {
   return reinterpret_cast<uintptr_t>(p.w) % a == 0 && p.w_nb1 % a == 0 && p.w_nb2 % a == 0 && p.w_nb3 % a == 0;
 }
-inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvQCols; }
+inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_align(p.wtype)) && p.ncols <= kMaxMvCols; }
 
 }  // namespace minfer::cuda::mm
 
@@ -509,11 +484,9 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device,
-// wide_rows (Tuning::mv_wide_rows: 1, 2 or 4) for 9..16 columns.
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, int wide_rows,
-                             cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
@@ -523,18 +496,14 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
   if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
-  if (nc <= 8) return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
-  if (wide_rows == 1) return launch_mv_q_nc<Q, 16, 1>(ps, n, aq, asc, s);
-  if (wide_rows == 2) return launch_mv_q_nc<Q, 16, 2>(ps, n, aq, asc, s);
-  return launch_mv_q_nc<Q, 16, 4>(ps, n, aq, asc, s);
+  return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
 }
 
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, int wide_rows,
-                               cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -547,16 +516,16 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   n = live;
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, wide_rows, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, wide_rows, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, wide_rows, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, wide_rows, s);
-    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, wide_rows, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, wide_rows, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, wide_rows, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, wide_rows, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, wide_rows, s);
-    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, wide_rows, s);
+    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
+    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
+    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

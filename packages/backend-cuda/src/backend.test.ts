@@ -35,7 +35,6 @@ describe("CUDA settings from the environment", () => {
       fuse: true,
       pdl: true,
       attnPerQuery: true,
-      mvWideRows: 4,
     });
     expect(
       readEnv({
@@ -45,7 +44,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PDL: "0",
         MINFER_CUDA_DECODE_ATTN: "tile",
         MINFER_CUDA_ATTN_PER_QUERY: "0",
-        MINFER_CUDA_MV_WIDE_ROWS: "1",
       }),
     ).toEqual({
       graphs: false,
@@ -54,7 +52,6 @@ describe("CUDA settings from the environment", () => {
       fuse: false,
       pdl: false,
       attnPerQuery: false,
-      mvWideRows: 1,
     });
     expect(
       readEnv({
@@ -64,20 +61,8 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PDL: "1",
         MINFER_CUDA_DECODE_ATTN: "vec",
         MINFER_CUDA_ATTN_PER_QUERY: "1",
-        MINFER_CUDA_MV_WIDE_ROWS: "2",
       }),
-    ).toEqual({
-      graphs: true,
-      attnMma: true,
-      attnDecode: "vec",
-      fuse: true,
-      pdl: true,
-      attnPerQuery: true,
-      mvWideRows: 2,
-    });
-    expect(() => readEnv({ MINFER_CUDA_MV_WIDE_ROWS: "3" })).toThrow(
-      /MINFER_CUDA_MV_WIDE_ROWS must be "1" or "2" or "4"/,
-    );
+    ).toEqual({ graphs: true, attnMma: true, attnDecode: "vec", fuse: true, pdl: true, attnPerQuery: true });
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(

@@ -1,5 +1,5 @@
 import { CudaBackendError } from "./errors.js";
-import type { DecodeAttn, MvWideRows } from "./native.js";
+import type { DecodeAttn } from "./native.js";
 
 /** Environment settings of the CUDA backend, read here and nowhere else. */
 export interface CudaEnv {
@@ -29,11 +29,6 @@ export interface CudaEnv {
    * query per block on the decode kernel (the default).
    */
   readonly attnPerQuery: boolean;
-  /**
-   * MINFER_CUDA_MV_WIDE_ROWS=1|2|4: rows per warp of the quantized mat-vec over 9..16 columns
-   * (a step of that many sequences); default 4.
-   */
-  readonly mvWideRows: MvWideRows;
 }
 
 function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[]): string {
@@ -55,6 +50,5 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
-    mvWideRows: Number(choice(env, "MINFER_CUDA_MV_WIDE_ROWS", ["1", "2", "4"]) || "4") as MvWideRows,
   };
 }

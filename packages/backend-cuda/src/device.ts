@@ -75,7 +75,6 @@ export class CudaDevice implements Device {
       fuse: env.fuse,
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
-      mvWideRows: env.mvWideRows,
     });
   }
 

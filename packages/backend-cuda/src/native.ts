@@ -52,11 +52,7 @@ export interface NativeTuning {
   readonly fuse?: boolean;
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
-  readonly mvWideRows?: MvWideRows;
 }
-
-/** Rows per warp of the quantized mat-vec over 9..16 columns (native/cuda/tuning.h). */
-export type MvWideRows = 1 | 2 | 4;
 
 export interface NativeExecuteResult {
   readonly nodeMicros?: Float64Array;
