@@ -76,14 +76,26 @@ for (let s = 0; s < streams; s++)
   await multiPlain.decode({ tokens: tokens(100, 200 + s), seq: s, logits: "none" });
 let mTotal = 0;
 let mCompute = 0;
+let graphsBefore = gpuRt.graphStats();
 for (let i = 0; i < 32; i++) {
   await multiPlain.decode(step(i));
-  if (i < 2) continue; // new shapes: graph build, capture
+  if (i < 2) {
+    graphsBefore = gpuRt.graphStats();
+    continue; // new shapes: graph build, capture
+  }
   mTotal += multiPlain.lastTiming.totalMs;
   mCompute += multiPlain.lastTiming.computeMs;
 }
+// whether the 30 timed steps replayed a captured graph or captured (or launched directly) each time
+const graphsAfter = gpuRt.graphStats();
+const delta = {
+  replays: graphsAfter.graphReplays - graphsBefore.graphReplays,
+  captures: graphsAfter.graphCaptures - graphsBefore.graphCaptures,
+  failures: graphsAfter.graphFailures - graphsBefore.graphFailures,
+  lastGraphError: graphsAfter.lastGraphError,
+};
 lines.push(
-  `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies`,
+  `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies, graphs over the 30 steps ${JSON.stringify(delta)}`,
 );
 multiPlain.dispose();
 
