@@ -47,6 +47,17 @@ function once(b: GraphBuilder, key: string, make: () => Tensor): Tensor {
   return t;
 }
 
+// A product of a [3584, rows] weight and `cols` activation columns (the width of qwen2-7b).
+function mulMat(type: "Q4_0" | "Q4_K", rows: number, cols: number, note = ""): ConformanceCase {
+  const x = cols === 1 ? "[3584]" : `[3584, ${cols}]`;
+  return repeated(`MUL_MAT ${type} [3584, ${rows}] x ${x}${note}`, (b) =>
+    b.mulMat(
+      once(b, "w", () => b.weight("w", type === "Q4_0" ? Q4_0 : Q4_K, [3584, rows])),
+      once(b, "x", () => b.input("x", F32, [3584, cols])),
+    ),
+  );
+}
+
 function attention(depth: number, nKv: number): ConformanceCase {
   return repeated(
     `ATTENTION decode depth ${depth} (28:4 heads of 128, F16 cache of ${nKv})`,
@@ -96,31 +107,11 @@ const cases: ConformanceCase[] = [
       once(b, "u", () => b.input("u", F32, [18944])),
     ),
   ),
-  repeated("MUL_MAT Q4_0 [3584, 3584] x [3584]", (b) =>
-    b.mulMat(
-      once(b, "w", () => b.weight("w", Q4_0, [3584, 3584])),
-      once(b, "x", () => b.input("x", F32, [3584, 1])),
-    ),
-  ),
-  repeated("MUL_MAT Q4_0 [3584, 18944] x [3584] (gate)", (b) =>
-    b.mulMat(
-      once(b, "w", () => b.weight("w", Q4_0, [3584, 18944])),
-      once(b, "x", () => b.input("x", F32, [3584, 1])),
-    ),
-  ),
+  mulMat("Q4_0", 3584, 1),
+  mulMat("Q4_0", 18944, 1, " (gate)"),
   // a step of 16 sequences: 16 activation columns (gemm_tc; a 16-column mat-vec measured slower)
-  repeated("MUL_MAT Q4_0 [3584, 3584] x [3584, 16] (16 sequences)", (b) =>
-    b.mulMat(
-      once(b, "w", () => b.weight("w", Q4_0, [3584, 3584])),
-      once(b, "x", () => b.input("x", F32, [3584, 16])),
-    ),
-  ),
-  repeated("MUL_MAT Q4_K [3584, 18944] x [3584, 16] (16 sequences)", (b) =>
-    b.mulMat(
-      once(b, "w", () => b.weight("w", Q4_K, [3584, 18944])),
-      once(b, "x", () => b.input("x", F32, [3584, 16])),
-    ),
-  ),
+  mulMat("Q4_0", 3584, 16, " (16 sequences)"),
+  mulMat("Q4_K", 18944, 16, " (16 sequences)"),
   attention(64, 640),
   attention(516, 1024),
   attention(4096, 4736),
