@@ -61,34 +61,43 @@ export interface ArchFeatures {
   readonly qkNorm: boolean;
 }
 
-/** The tensors of a dense llama-like decoder with these features. */
-export function decoderTensorSpecs(hp: Hparams, f: ArchFeatures): TensorSpec[] {
+/**
+ * The tensors of a dense llama-like decoder with these features, yielded one at a time: a
+ * consumer that stops at the first missing tensor never builds the specs of the layers after it,
+ * so a hostile `block_count` costs nothing before it is found out.
+ */
+export function* decoderTensorSpecs(hp: Hparams, f: ArchFeatures): Generator<TensorSpec, void, undefined> {
   const m = (name: string, ...ne: number[]): TensorSpec => ({ name, ne, kind: "matrix" });
   const v = (name: string, n: number): TensorSpec => ({ name, ne: [n], kind: "vector" });
   const nQ = hp.nHead * hp.headDimK;
   const nK = hp.nHeadKv * hp.headDimK;
   const nV = hp.nHeadKv * hp.headDimV;
-  const specs = [
-    m("token_embd.weight", hp.nEmbd, hp.nVocab),
-    v("output_norm.weight", hp.nEmbd),
-    m("output.weight", hp.nEmbd, hp.nVocab),
-    // RoPE frequency factors as llama.cpp's converter stores llama3 scaling (optional).
-    { ...v(ROPE_FREQS, hp.nRot / 2), optional: true },
-  ];
+  yield m("token_embd.weight", hp.nEmbd, hp.nVocab);
+  yield v("output_norm.weight", hp.nEmbd);
+  yield m("output.weight", hp.nEmbd, hp.nVocab);
+  // RoPE frequency factors as llama.cpp's converter stores llama3 scaling (optional).
+  yield { ...v(ROPE_FREQS, hp.nRot / 2), optional: true };
   for (let il = 0; il < hp.nLayer; il++) {
     const p = `blk.${il}.`;
-    specs.push(v(`${p}attn_norm.weight`, hp.nEmbd));
-    specs.push(m(`${p}attn_q.weight`, hp.nEmbd, nQ), m(`${p}attn_k.weight`, hp.nEmbd, nK));
-    specs.push(m(`${p}attn_v.weight`, hp.nEmbd, nV));
-    if (f.qkvBias) specs.push(v(`${p}attn_q.bias`, nQ), v(`${p}attn_k.bias`, nK), v(`${p}attn_v.bias`, nV));
-    if (f.qkNorm)
-      specs.push(v(`${p}attn_q_norm.weight`, hp.headDimK), v(`${p}attn_k_norm.weight`, hp.headDimK));
-    specs.push(m(`${p}attn_output.weight`, hp.nHead * hp.headDimV, hp.nEmbd));
-    specs.push(v(`${p}ffn_norm.weight`, hp.nEmbd));
-    specs.push(m(`${p}ffn_gate.weight`, hp.nEmbd, hp.nFf), m(`${p}ffn_up.weight`, hp.nEmbd, hp.nFf));
-    specs.push(m(`${p}ffn_down.weight`, hp.nFf, hp.nEmbd));
+    yield v(`${p}attn_norm.weight`, hp.nEmbd);
+    yield m(`${p}attn_q.weight`, hp.nEmbd, nQ);
+    yield m(`${p}attn_k.weight`, hp.nEmbd, nK);
+    yield m(`${p}attn_v.weight`, hp.nEmbd, nV);
+    if (f.qkvBias) {
+      yield v(`${p}attn_q.bias`, nQ);
+      yield v(`${p}attn_k.bias`, nK);
+      yield v(`${p}attn_v.bias`, nV);
+    }
+    if (f.qkNorm) {
+      yield v(`${p}attn_q_norm.weight`, hp.headDimK);
+      yield v(`${p}attn_k_norm.weight`, hp.headDimK);
+    }
+    yield m(`${p}attn_output.weight`, hp.nHead * hp.headDimV, hp.nEmbd);
+    yield v(`${p}ffn_norm.weight`, hp.nEmbd);
+    yield m(`${p}ffn_gate.weight`, hp.nEmbd, hp.nFf);
+    yield m(`${p}ffn_up.weight`, hp.nEmbd, hp.nFf);
+    yield m(`${p}ffn_down.weight`, hp.nFf, hp.nEmbd);
   }
-  return specs;
 }
 
 /** The tensor llama.cpp's converter stores llama3 RoPE frequency factors in. */

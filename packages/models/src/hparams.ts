@@ -71,11 +71,31 @@ function positive(key: string, n: number): number {
   return n;
 }
 
+/**
+ * Upper bounds of sizes no tensor shape checks (or checks only later): far above any real
+ * model's, low enough that nothing proportional to them can exhaust memory on the way.
+ */
+export const HPARAM_LIMITS = {
+  /** `context_length`, `rope.scaling.original_context_length`: 2^24 tokens (real: ≤ 10M). */
+  contextLength: 1 << 24,
+  /** `attention.head_count`, `attention.head_count_kv`. */
+  heads: 1 << 16,
+} as const;
+
+function atMost(key: string, n: number, limit: number): number {
+  if (n > limit)
+    throw new ModelError("BAD_KEY", `metadata key "${key}" is ${n}; expected at most ${limit}`, { key });
+  return n;
+}
+
 const SCALING_TYPES = ["none", "linear", "yarn", "llama3"] as const;
 
 /**
  * Reads `<arch>.*` hyperparameters; a missing required key is MISSING_KEY naming it, an
- * optional one takes `defaults` (or the derived default documented on {@link Hparams}).
+ * optional one takes `defaults` (or the derived default documented on {@link Hparams}). A value
+ * out of bounds (not positive, not finite, past {@link HPARAM_LIMITS}, a `rope.dimension_count`
+ * that is odd or larger than the head, KV heads that do not divide the heads) is BAD_KEY naming it;
+ * `block_count` and the sizes are checked against the tensor table by `loadTensors`.
  */
 export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefaults): Hparams {
   const k = (suffix: string) => `${arch}.${suffix}`;
@@ -89,9 +109,25 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
     return v === undefined ? undefined : positive(k(suffix), v);
   };
   const optNum = (suffix: string) => guard(k(suffix), () => meta.optNumber(k(suffix)));
+  /** An optional float that must be finite and positive (a NaN eps or base is refused, not run). */
+  const optPositive = (suffix: string) => {
+    const v = optNum(suffix);
+    return v === undefined ? undefined : positive(k(suffix), v);
+  };
 
   const nEmbd = int("embedding_length");
-  const nHead = int("attention.head_count");
+  const nHead = atMost(k("attention.head_count"), int("attention.head_count"), HPARAM_LIMITS.heads);
+  const nHeadKv = atMost(
+    k("attention.head_count_kv"),
+    optInt("attention.head_count_kv") ?? nHead,
+    HPARAM_LIMITS.heads,
+  );
+  if (nHead % nHeadKv !== 0)
+    throw new ModelError(
+      "BAD_KEY",
+      `${k("attention.head_count_kv")} ${nHeadKv} does not divide ${k("attention.head_count")} ${nHead}`,
+      { key: k("attention.head_count_kv") },
+    );
   const headDimK = optInt("attention.key_length") ?? nEmbd / nHead;
   const headDimV = optInt("attention.value_length") ?? nEmbd / nHead;
   if (!Number.isInteger(headDimK) || !Number.isInteger(headDimV))
@@ -100,7 +136,14 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
       `${k("embedding_length")} ${nEmbd} is not a multiple of ${k("attention.head_count")} ${nHead}; give ${k("attention.key_length")}`,
       { key: k("attention.key_length") },
     );
-  const nCtxTrain = int("context_length");
+  const nRot = optInt("rope.dimension_count") ?? headDimK;
+  if (nRot % 2 !== 0 || nRot > headDimK)
+    throw new ModelError(
+      "BAD_KEY",
+      `${k("rope.dimension_count")} is ${nRot}; it must be even and at most the head size ${headDimK}`,
+      { key: k("rope.dimension_count") },
+    );
+  const nCtxTrain = atMost(k("context_length"), int("context_length"), HPARAM_LIMITS.contextLength);
   const nVocab =
     optInt("vocab_size") ??
     guard("tokenizer.ggml.tokens", () => meta.stringArray("tokenizer.ggml.tokens")).length;
@@ -115,12 +158,22 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
     );
   const ropeScaling: RopeScaling = {
     type: type as RopeScaling["type"],
-    factor: optNum("rope.scaling.factor") ?? 1,
-    originalContextLength: optInt("rope.scaling.original_context_length") ?? nCtxTrain,
-    lowFreqFactor: optNum("rope.scaling.low_freq_factor") ?? 1,
-    highFreqFactor: optNum("rope.scaling.high_freq_factor") ?? 4,
-    attnFactor: optNum("rope.scaling.attn_factor") ?? 1,
+    factor: optPositive("rope.scaling.factor") ?? 1,
+    originalContextLength: atMost(
+      k("rope.scaling.original_context_length"),
+      optInt("rope.scaling.original_context_length") ?? nCtxTrain,
+      HPARAM_LIMITS.contextLength,
+    ),
+    lowFreqFactor: optPositive("rope.scaling.low_freq_factor") ?? 1,
+    highFreqFactor: optPositive("rope.scaling.high_freq_factor") ?? 4,
+    attnFactor: optPositive("rope.scaling.attn_factor") ?? 1,
   };
+  if (ropeScaling.type === "llama3" && !(ropeScaling.highFreqFactor > ropeScaling.lowFreqFactor))
+    throw new ModelError(
+      "BAD_KEY",
+      `${k("rope.scaling.high_freq_factor")} ${ropeScaling.highFreqFactor} must exceed ${k("rope.scaling.low_freq_factor")} ${ropeScaling.lowFreqFactor}`,
+      { key: k("rope.scaling.high_freq_factor") },
+    );
 
   return {
     arch,
@@ -128,12 +181,12 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
     nEmbd,
     nFf: int("feed_forward_length"),
     nHead,
-    nHeadKv: optInt("attention.head_count_kv") ?? nHead,
+    nHeadKv,
     headDimK,
     headDimV,
-    rmsEps: optNum("attention.layer_norm_rms_epsilon") ?? defaults.rmsEps,
-    ropeFreqBase: optNum("rope.freq_base") ?? defaults.ropeFreqBase,
-    nRot: optInt("rope.dimension_count") ?? headDimK,
+    rmsEps: optPositive("attention.layer_norm_rms_epsilon") ?? defaults.rmsEps,
+    ropeFreqBase: optPositive("rope.freq_base") ?? defaults.ropeFreqBase,
+    nRot,
     nCtxTrain,
     nVocab,
     ropeScaling,

@@ -23,7 +23,7 @@ export {
 export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
 export { ModelError } from "./errors.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
-export { readHparams } from "./hparams.js";
+export { HPARAM_LIMITS, readHparams } from "./hparams.js";
 export type { KvGraph, KvLayout } from "./kv-graphs.js";
 export { buildKvMove, buildKvShift, shiftRopeParams } from "./kv-graphs.js";
 export * as llama from "./llama.js";
@@ -34,4 +34,4 @@ export { architecture, SUPPORTED_ARCHS } from "./registry.js";
 export type { Llama3Scaling } from "./rope.js";
 export { llama3FreqFactors, llama3RopeFreqs, ropeParams, usesRopeFreqs } from "./rope.js";
 export type { ModelTensor, ModelTensors, TensorInfo, TensorSpec } from "./tensors.js";
-export { checkTensor, checkTensors } from "./tensors.js";
+export { blocksInFile, checkBlockCount, checkTensor, checkTensors } from "./tensors.js";

@@ -1,10 +1,13 @@
+import { GgufValueType } from "@minfer/gguf";
 import { DType } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
+import { decoderTensorSpecs } from "./builders.js";
 import { ModelError } from "./errors.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
-import { tinyModel } from "./test-helpers.js";
+import { blocksInFile, checkTensors } from "./tensors.js";
+import { tinyModel, withoutKey } from "./test-helpers.js";
 
 function caught(f: () => unknown): ModelError {
   try {
@@ -84,5 +87,68 @@ describe("loadTensors", () => {
     const w = graph.tensors.filter((x) => x.kind === "weight").map((x) => x.name);
     expect(w).not.toContain("output.weight");
     expect(logits.node?.inputs[0]?.name).toBe("token_embd.weight");
+  });
+});
+
+describe("block_count against the tensor table", () => {
+  const withBlocks = (n: number | bigint) => {
+    const { kvs, infos } = tinyModel("llama");
+    const key = "llama.block_count";
+    const meta = withoutKey(kvs, key, { key, type: GgufValueType.UINT64, value: BigInt(n) });
+    return { meta, infos };
+  };
+
+  it.each([3, 2 ** 31, 2 ** 32 - 1])(
+    "block_count %d over a 2-block file names the first missing tensor at once",
+    (n) => {
+      const { meta, infos } = withBlocks(n);
+      const t0 = performance.now();
+      const e = caught(() => llama.loadTensors(llama.loadHparams(meta), infos));
+      expect(performance.now() - t0).toBeLessThan(1000);
+      expect(e.code).toBe("MISSING_TENSOR");
+      expect(e.details).toMatchObject({ tensor: "blk.2.attn_norm.weight", key: "llama.block_count" });
+      expect(e.message).toContain(`llama.block_count is ${n} but the file has tensors for 2 blocks`);
+    },
+  );
+
+  it("block_count below the file's blocks is BAD_KEY", () => {
+    const { meta, infos } = withBlocks(1);
+    const e = caught(() => llama.loadTensors(llama.loadHparams(meta), infos));
+    expect(e.code).toBe("BAD_KEY");
+    expect(e.details.key).toBe("llama.block_count");
+    expect(e.message).toContain("llama.block_count is 1 but the file has tensors for 2 blocks");
+  });
+
+  it("counts the blocks of a table by its highest blk index", () => {
+    expect(
+      blocksInFile([
+        { name: "blk.7.x", dims: [1], type: 0 },
+        { name: "token_embd.weight", dims: [1], type: 0 },
+      ]),
+    ).toBe(8);
+    expect(blocksInFile([{ name: "output.weight", dims: [1], type: 0 }])).toBe(0);
+  });
+});
+
+describe("decoderTensorSpecs", () => {
+  it("yields specs lazily: a consumer that stops early does no work per unread block", () => {
+    const hp = { ...llama.loadHparams(tinyModel("llama").meta), nLayer: 200_000 };
+    const t0 = performance.now();
+    const first: string[] = [];
+    for (const s of decoderTensorSpecs(hp, llama.FEATURES)) {
+      first.push(s.name);
+      if (first.length === 6) break;
+    }
+    expect(performance.now() - t0).toBeLessThan(100);
+    expect(first.slice(4)).toEqual(["blk.0.attn_norm.weight", "blk.0.attn_q.weight"]);
+  });
+
+  it("checkTensors stops at the first missing tensor even with an unchecked block count", () => {
+    const { meta, infos } = tinyModel("llama");
+    const hp = { ...llama.loadHparams(meta), nLayer: 200_000 };
+    const t0 = performance.now();
+    const e = caught(() => checkTensors(infos, decoderTensorSpecs(hp, llama.FEATURES)));
+    expect(performance.now() - t0).toBeLessThan(100);
+    expect(e.details.tensor).toBe("blk.2.attn_norm.weight");
   });
 });

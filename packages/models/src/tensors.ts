@@ -70,9 +70,9 @@ export function checkTensor(available: ReadonlyMap<string, TensorInfo>, spec: Te
 /**
  * Checks every expected tensor. `output.weight` may be absent (tied embeddings: the output
  * projection then reuses `token_embd.weight`), and so may a spec marked optional; any other absent
- * tensor is MISSING_TENSOR.
+ * tensor is MISSING_TENSOR. `specs` is read lazily and no further than the first bad tensor.
  */
-export function checkTensors(infos: Iterable<TensorInfo>, specs: readonly TensorSpec[]): ModelTensors {
+export function checkTensors(infos: Iterable<TensorInfo>, specs: Iterable<TensorSpec>): ModelTensors {
   const available = new Map<string, TensorInfo>();
   for (const t of infos) available.set(t.name, t);
   const byName = new Map<string, ModelTensor>();
@@ -86,4 +86,45 @@ export function checkTensors(infos: Iterable<TensorInfo>, specs: readonly Tensor
     byName.set(spec.name, checkTensor(available, spec));
   }
   return { byName, tiedOutput };
+}
+
+/** `blk.<N>.…`: the block a tensor belongs to. */
+const BLOCK_NAME = /^blk\.(\d+)\./;
+
+/** How many blocks the tensor table has tensors for: 1 + the highest `blk.<N>.` index (0 when none). */
+export function blocksInFile(infos: Iterable<TensorInfo>): number {
+  let n = 0;
+  for (const t of infos) {
+    const m = BLOCK_NAME.exec(t.name);
+    if (m) n = Math.max(n, Number(m[1]) + 1);
+  }
+  return n;
+}
+
+/**
+ * Checks `<arch>.block_count` against the tensor table before anything is built per block: more
+ * blocks than the file has is MISSING_TENSOR naming the first tensor of the first absent block
+ * (as llama.cpp reports it); fewer is BAD_KEY (the file's extra blocks would be ignored).
+ */
+export function checkBlockCount(
+  key: string,
+  nLayer: number,
+  infos: Iterable<TensorInfo>,
+  firstTensor: (il: number) => string,
+): void {
+  const inFile = blocksInFile(infos);
+  if (nLayer > inFile) {
+    const tensor = firstTensor(inFile);
+    throw new ModelError(
+      "MISSING_TENSOR",
+      `tensor "${tensor}" is missing from the model file: ${key} is ${nLayer} but the file has tensors for ${inFile} blocks`,
+      { key, tensor },
+    );
+  }
+  if (nLayer < inFile)
+    throw new ModelError(
+      "BAD_KEY",
+      `${key} is ${nLayer} but the file has tensors for ${inFile} blocks (blk.0 … blk.${inFile - 1})`,
+      { key },
+    );
 }
