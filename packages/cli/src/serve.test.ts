@@ -78,11 +78,60 @@ describe("minfer serve", () => {
     expect(s.stderr()).toContain("SIGTERM: no new requests");
   });
 
+  it("on SIGTERM, requests still running at the drain bound are each answered, and it exits 0", async () => {
+    const s = await serve("-m", stories, "-np", "1", "-c", "4096", "--drain-timeout", "0.3");
+    // End-of-sequence banned and no token bound: these run until the context is full.
+    const long = {
+      prompt: "Once upon a time",
+      max_tokens: 100000,
+      temperature: 1,
+      seed: 1,
+      logit_bias: { "2": -100 },
+    };
+    const ask = (body: object) =>
+      fetch(`${s.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const streamed = await ask({ ...long, stream: true });
+    const reader = streamed.body!.getReader();
+    await reader.read();
+    // A second request waits for the one slot.
+    const queued = ask(long).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as { error: { code: string } },
+    }));
+    await new Promise((r) => setTimeout(r, 100));
+    child!.kill("SIGTERM");
+    let rest = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    const events = rest.split("\n\n").filter((e) => e.startsWith("data: "));
+    const last = JSON.parse(events.at(-1)!.slice(6)) as {
+      error: { code: string; type: string; message: string };
+    };
+    expect(last.error.code).toBe("shutting_down");
+    expect(last.error.message).toContain("shutting down");
+    const q = await queued;
+    expect(q.status).toBe(503);
+    expect(q.body.error.code).toBe("shutting_down");
+    expect(await s.exit).toBe(0);
+    expect(s.stderr()).toContain("SIGTERM: no new requests; letting running ones finish (0.3 s at most)");
+    expect(s.stderr()).toContain("told the server is shutting down");
+  });
+
   it("refuses bad flags with a clear message", async () => {
     const r = await minfer("serve", "-m", stories, "-np", "0");
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("-np");
     const q = await minfer("serve", "-m", stories, "--timeout", "-1");
     expect(q.stderr).toContain("--timeout");
+    const d = await minfer("serve", "-m", stories, "--drain-timeout", "-1");
+    expect(d.code).not.toBe(0);
+    expect(d.stderr).toContain("--drain-timeout");
   });
 });

@@ -39,8 +39,8 @@ interface Slot {
   readonly id: number;
   job: Job | undefined;
   lastUsed: number;
-  /** Tokens finished jobs of this slot generated, for /slots. */
-  decoded: number;
+  /** What the slot's last finished job held, for /slots (as llama-server keeps a slot's last task). */
+  last: { promptTokens: number; cachedTokens: number; generated: number };
 }
 
 /** What /slots shows of a slot. */
@@ -50,6 +50,7 @@ export interface SlotInfo {
   readonly nCtx: number;
   /** Tokens the slot holds in the cache. */
   readonly nPast: number;
+  /** Of the running job, or of the last one when idle (0 before the first). */
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly generated: number;
@@ -107,7 +108,7 @@ export class Batcher {
       id,
       job: undefined,
       lastUsed: 0,
-      decoded: 0,
+      last: { promptTokens: 0, cachedTokens: 0, generated: 0 },
     }));
   }
 
@@ -142,9 +143,9 @@ export class Batcher {
         state: !j ? "idle" : j.nPast < j.spec.ids.length ? "prefill" : "generating",
         nCtx: this.ctxPerSlot,
         nPast,
-        promptTokens: j ? j.spec.ids.length : 0,
-        cachedTokens: j ? j.cached : 0,
-        generated: j ? j.tokens.length : 0,
+        promptTokens: j ? j.spec.ids.length : s.last.promptTokens,
+        cachedTokens: j ? j.cached : s.last.cachedTokens,
+        generated: j ? j.tokens.length : s.last.generated,
       };
     });
   }
@@ -180,11 +181,11 @@ export class Batcher {
     while (this.#running) await this.#running;
   }
 
-  /** Aborts everything (jobs end with "abort") and frees the context. */
+  /** Stops everything (jobs end with "shutdown") and frees the context. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const j of this.#queue.splice(0)) this.#end(j, undefined, "abort");
-    for (const s of this.#slots) if (s.job) this.#end(s.job, s, "abort");
+    for (const j of this.#queue.splice(0)) this.#end(j, undefined, "shutdown");
+    for (const s of this.#slots) if (s.job) this.#end(s.job, s, "shutdown");
     while (this.#running) await this.#running;
     this.context.dispose();
   }
@@ -449,8 +450,9 @@ export class Batcher {
       this.#end(j, slot, "length");
       return;
     }
-    // The pending token needs a cell of the slot's context.
-    if (j.nPast + 1 > this.ctxPerSlot) {
+    // Prompt and completion together fill at most the slot's context: with `nPast` tokens decoded
+    // and this one sampled, the slot holds nPast + 1.
+    if (j.nPast + 1 >= this.ctxPerSlot) {
       this.#end(j, slot, "context");
       return;
     }
@@ -497,7 +499,9 @@ export class Batcher {
   }
 
   #release(slot: Slot): void {
-    if (slot.job) slot.decoded += slot.job.tokens.length;
+    const j = slot.job;
+    if (j)
+      slot.last = { promptTokens: j.spec.ids.length, cachedTokens: j.cached, generated: j.tokens.length };
     slot.job = undefined;
   }
 }

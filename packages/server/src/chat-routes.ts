@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
-import { ApiError, type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
+import { ApiError } from "./errors.js";
+import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
 import type { ServerState } from "./server.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
@@ -15,6 +16,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
     retryAfterS,
     onQueueFull: () => s.metrics?.rejected(),
+    limits: s.limits,
   });
 
   function renderChat(
@@ -55,7 +57,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     return { text, addSpecial: !(bos !== "" && text.startsWith(bos)) };
   }
 
-  registerTextRoutes(app, () => s.model, renderChat);
+  registerTextRoutes(app, () => s.model, renderChat, s.limits);
 
   /** The chat job: tools rendered by the template, calls parsed from its format, forced by grammar. */
   function chatJob(p: ParsedChat): CompletionJob {

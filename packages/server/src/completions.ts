@@ -3,13 +3,16 @@ import type { Model } from "@minfer/engine";
 import { SamplerError } from "@minfer/sampler";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { type Batcher, BatcherError, type JobFinish, type JobResult, type TokenEvent } from "./batcher.js";
+import { ApiError } from "./errors.js";
+import type { ServerLimits } from "./limits.js";
 import {
   type ChatLogprob,
   type CompletionLogprobs,
   emptyCompletionLogprobs,
   LogprobFormatter,
 } from "./logprobs.js";
-import { ApiError, type ParsedCommon } from "./request.js";
+import { tokenizePrompt } from "./prompt.js";
+import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
 
 /** A tool call as a choice returns it (OpenAI's message.tool_calls entry, flattened). */
@@ -64,6 +67,7 @@ export interface CompletionDeps {
   /** Seconds a client should wait after a 503 (queue full). */
   readonly retryAfterS: number;
   readonly onQueueFull?: () => void;
+  readonly limits: ServerLimits;
 }
 
 type OpenAiFinish = "stop" | "length" | "tool_calls" | null;
@@ -128,7 +132,13 @@ export async function runCompletion(
   const { model, batcher } = deps;
   const { kind, p } = job;
   const tokenizer = model.tokenizer;
-  const ids = tokenizer.encode(job.prompt.text, { addSpecial: job.prompt.addSpecial, parseSpecial: true });
+  const param = kind === "chat" ? "messages" : "prompt";
+  const ids = await tokenizePrompt(
+    tokenizer,
+    job.prompt.text,
+    { param, maxTokens: batcher.ctxPerSlot, addSpecial: job.prompt.addSpecial, parseSpecial: true },
+    deps.limits,
+  );
   if (ids.length === 0)
     throw new ApiError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
   if (ids.length >= batcher.ctxPerSlot)
@@ -137,7 +147,7 @@ export async function runCompletion(
       `the prompt has ${ids.length} tokens but a slot's context is ${batcher.ctxPerSlot} tokens ` +
         "(prompt and completion together); shorten the prompt or start the server with a larger -c / fewer -np",
       "invalid_request_error",
-      kind === "chat" ? "messages" : "prompt",
+      param,
       "context_length_exceeded",
     );
   const constraint = compileGrammar(model, requestGrammar(p, job.toolGrammar));
@@ -179,11 +189,9 @@ export async function runCompletion(
     if (started || !p.stream) return;
     started = true;
     reply.hijack();
-    reply.raw.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    });
+    // No Connection header of our own: Node keeps the connection alive or closes it after the
+    // stream as the client asked (a client's `Connection: close` is honoured).
+    reply.raw.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     if (kind === "chat")
       for (const c of choices)
         sse(
@@ -287,6 +295,21 @@ export async function runCompletion(
     emit(c, c.parser.end());
   });
 
+  if (results.some((r) => r.finish === "shutdown")) {
+    // The server stopped the request while closing: the client is told, not left hanging.
+    const err = new ApiError(
+      503,
+      `the server is shutting down; the request was stopped after ${results.reduce((s, r) => s + r.tokens.length, 0)} generated tokens`,
+      "unavailable_error",
+      null,
+      "shutting_down",
+      { connection: "close", "retry-after": "1" },
+    );
+    if (!started) throw err;
+    sse(err.body());
+    reply.raw.end();
+    return;
+  }
   if (results.some((r) => r.finish === "abort")) {
     // The client is gone (or the server is closing): nothing to answer.
     if (!started) reply.hijack();

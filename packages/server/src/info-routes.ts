@@ -1,6 +1,6 @@
 import { LLAMA_CPP_SAMPLING } from "@minfer/sampler";
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "./request.js";
+import { ApiError } from "./errors.js";
 import type { ServerState } from "./server.js";
 
 /**

@@ -5,8 +5,11 @@ import type { StreamDecoder } from "@minfer/tokenizer";
 // A generation request as the batcher runs it: what is asked (JobSpec), what it reports per token
 // (TokenEvent) and at the end (JobResult), and the batcher's running state of it (Job).
 
-/** Why a job ended: the engine's reasons, plus "timeout" (its deadline passed). */
-export type JobFinish = "eog" | "stop" | "length" | "context" | "abort" | "timeout";
+/**
+ * Why a job ended: the engine's reasons, plus "timeout" (its deadline passed) and "shutdown" (the
+ * server stopped it while closing; "abort" is the client's own cancellation).
+ */
+export type JobFinish = "eog" | "stop" | "length" | "context" | "abort" | "timeout" | "shutdown";
 
 /** One generated token as a job reports it. */
 export interface TokenEvent {

@@ -1,27 +1,10 @@
 /** Parsing and checking of OpenAI request bodies: every field known, typed and in range. */
+
+import { ApiError, invalidField } from "./errors.js";
+import { quote } from "./quote.js";
 import { parseMessageToolFields, parseTools, type ToolsRequest } from "./tools/index.js";
 
-/** An OpenAI-style error: the HTTP status and the body's `error` object. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string = "invalid_request_error",
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-    /** Extra response headers (e.g. Retry-After on a 503). */
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
-    super(message);
-  }
-
-  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
-  }
-}
-
-const bad = (param: string, message: string, code = "invalid_value") =>
-  new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, code);
+const bad = invalidField;
 
 /** A chat message as it reaches the template (text content only in this version). */
 export interface ParsedMessage {
@@ -145,8 +128,7 @@ function checkKnown(body: Body, known: Set<string>): void {
 function num(body: Body, key: string, min: number, max: number, integer = false): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v))
-    throw bad(key, `must be a number, got ${JSON.stringify(v)}`);
+  if (typeof v !== "number" || !Number.isFinite(v)) throw bad(key, `must be a number, got ${quote(v)}`);
   if (integer && !Number.isInteger(v)) throw bad(key, `must be an integer, got ${v}`);
   if (v < min || v > max) throw bad(key, `must be in [${min}, ${max}], got ${v}`);
   return v;
@@ -155,7 +137,7 @@ function num(body: Body, key: string, min: number, max: number, integer = false)
 function bool(body: Body, key: string): boolean | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${JSON.stringify(v)}`);
+  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${quote(v)}`);
   return v;
 }
 
@@ -178,9 +160,9 @@ function parseLogitBias(v: unknown, nVocab: number): Map<number, number> | undef
   for (const [k, b] of Object.entries(v as Record<string, unknown>)) {
     const id = Number(k);
     if (!/^\d+$/.test(k) || id >= nVocab)
-      throw bad("logit_bias", `key "${k}" is not a token id in [0, ${nVocab})`);
+      throw bad("logit_bias", `key ${quote(k)} is not a token id in [0, ${nVocab})`);
     if (typeof b !== "number" || !Number.isFinite(b) || b < -100 || b > 100)
-      throw bad("logit_bias", `bias of token ${k} must be a number in [-100, 100]`);
+      throw bad("logit_bias", `bias of token ${quote(k)} must be a number in [-100, 100]`);
     // OpenAI: -100 bans the token, 100 forces it.
     map.set(id, b <= -100 ? Number.NEGATIVE_INFINITY : b);
   }
@@ -205,10 +187,7 @@ function parseResponseFormat(v: unknown): ResponseFormat {
       throw bad("response_format.json_schema.schema", "must be a JSON Schema (an object)");
     return { type: "json_schema", schema, name: (o.name as string | undefined) ?? "response" };
   }
-  throw bad(
-    "response_format.type",
-    `must be "text", "json_object" or "json_schema", got ${JSON.stringify(rf.type)}`,
-  );
+  throw bad("response_format.type", `must be "text", "json_object" or "json_schema", got ${quote(rf.type)}`);
 }
 
 function parseCommon(body: Body, nVocab: number): ParsedCommon {
@@ -296,10 +275,7 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
       if (!["role", "content", "name", "tool_calls", "tool_call_id"].includes(k))
         throw bad(`messages[${i}].${k}`, "unknown field");
     if (typeof msg.role !== "string" || !ROLES.has(msg.role))
-      throw bad(
-        `messages[${i}].role`,
-        `must be one of ${[...ROLES].join(", ")}, got ${JSON.stringify(msg.role)}`,
-      );
+      throw bad(`messages[${i}].role`, `must be one of ${[...ROLES].join(", ")}, got ${quote(msg.role)}`);
     if (msg.name !== undefined && typeof msg.name !== "string")
       throw bad(`messages[${i}].name`, "must be a string");
     const out: ParsedMessage = {

@@ -1,6 +1,7 @@
 import type { Model } from "@minfer/engine";
 import { Grammar, jsonSchemaToGbnf, LLAMA_CPP_SAMPLING, Sampler, type SamplerOptions } from "@minfer/sampler";
-import { ApiError, type ParsedCommon } from "./request.js";
+import { ApiError } from "./errors.js";
+import type { ParsedCommon } from "./request.js";
 
 /** A grammar the request asks for, with the field that asked (named in errors). */
 export interface GrammarRequest {

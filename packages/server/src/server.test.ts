@@ -303,12 +303,22 @@ describe("completions on a model without a chat template", () => {
   });
 
   it("a prompt longer than the context is a 400 naming the context size", async () => {
+    // More tokens than the context holds, though its bytes could have fit.
     const err = await c2.completions
-      .create({ model: "s", prompt: "Once upon a time ".repeat(200), max_tokens: 4 })
+      .create({ model: "s", prompt: "Once upon a time ".repeat(80), max_tokens: 4 })
       .catch((e) => e);
     expect(err.status).toBe(400);
     expect(err.error.code).toBe("context_length_exceeded");
     expect(err.message).toMatch(/the prompt has \d+ tokens but a slot.s context is 256 tokens/);
+    // So many bytes that even the longest tokens could not fit: refused before tokenizing.
+    const big = await c2.completions
+      .create({ model: "s", prompt: "Once upon a time ".repeat(200), max_tokens: 4 })
+      .catch((e) => e);
+    expect(big.status).toBe(400);
+    expect(big.error.code).toBe("context_length_exceeded");
+    expect(big.message).toMatch(
+      /the prompt is 3400 bytes, at least \d+ tokens, but a slot.s context is 256 tokens/,
+    );
   });
 
   it("a fuzz of malformed bodies: every one a 4xx, the server alive", async () => {

@@ -4,9 +4,17 @@ import type { ChatTemplate } from "@minfer/tokenizer";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Batcher } from "./batcher.js";
 import { registerChatRoutes } from "./chat-routes.js";
+import { ApiError } from "./errors.js";
+import {
+  answerRaw,
+  clientErrorAnswer,
+  guardConnections,
+  guardJsonBodies,
+  httpOptions,
+} from "./http-guards.js";
 import { registerInfoRoutes } from "./info-routes.js";
+import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
-import { ApiError } from "./request.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
 export const SERVER_DEFAULTS = Object.freeze({
@@ -46,10 +54,12 @@ export interface ServerOptions {
   readonly modelId?: string;
   /** Called after each generation (also aborted ones) with its finish reason. */
   readonly onGeneration?: (info: {
-    finishReason: FinishReason | "timeout";
+    finishReason: FinishReason | "timeout" | "shutdown";
     completionTokens: number;
     promptTokens: number;
   }) => void;
+  /** Bounds on what one client or request may use (docs/LIMITS.md); unset ones take {@link SERVER_LIMITS}. */
+  readonly limits?: Partial<ServerLimits>;
   /** Fastify's logger option (false by default). */
   readonly logger?: boolean | Record<string, unknown>;
 }
@@ -106,12 +116,42 @@ export function createServer(options: ServerOptions): MinferServer {
     throw new RangeError(`timeoutSeconds must be a positive number, got ${String(timeout)}`);
   const metrics = options.metrics ? new ServerMetrics() : undefined;
   const metricsObserver = metrics?.observer();
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: 8 * 1024 * 1024 });
+  const limits = resolveLimits(options.limits);
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: limits.bodyBytes,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: httpOptions(limits),
+    // While draining, the onRequest hook answers new requests itself (an OpenAI error, not fastify's).
+    return503OnClosing: false,
+    clientErrorHandler(err: NodeJS.ErrnoException, socket) {
+      const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+      if (err.code === "ECONNRESET" || err.code === "EPIPE" || socket.destroyed || inFlight) {
+        socket.destroy();
+        return;
+      }
+      answerRaw(socket, clientErrorAnswer(err, limits));
+    },
+    frameworkErrors(error, _request, reply) {
+      const e = new ApiError(
+        400,
+        `the request's URL is not valid: ${error.message}`,
+        "invalid_request_error",
+        null,
+        "bad_url",
+      );
+      (reply as unknown as { code(n: number): { send(b: unknown): void } }).code(400).send(e.body());
+    },
+  });
+  guardConnections(app, limits);
+  guardJsonBodies(app, limits);
   let model: Model | undefined;
   let batcher: Batcher | undefined;
   let loadError: unknown;
   let modelId = options.modelId ?? "";
   let closed = false;
+  let draining = false;
   let appClosing: Promise<void> | undefined;
   const closeApp = () => {
     appClosing ??= app.close();
@@ -200,10 +240,28 @@ export function createServer(options: ServerOptions): MinferServer {
         metrics.request(route, reply.raw.statusCode, (performance.now() - t0) / 1000);
       });
     }
+    if (draining || closed)
+      throw new ApiError(
+        503,
+        "the server is shutting down and takes no new requests",
+        "unavailable_error",
+        null,
+        "shutting_down",
+        { connection: "close", "retry-after": "1" },
+      );
     if (request.url === "/health") return;
     // Everything but /health needs the key when one is set (llama-server does the same).
     if (options.apiKey !== undefined && request.headers.authorization !== `Bearer ${options.apiKey}`)
-      throw new ApiError(401, "invalid or missing API key", "invalid_request_error", null, "invalid_api_key");
+      throw new ApiError(
+        401,
+        "invalid or missing API key",
+        "invalid_request_error",
+        null,
+        "invalid_api_key",
+        {
+          "www-authenticate": 'Bearer realm="minfer"',
+        },
+      );
     if (!batcher)
       throw loadError
         ? new ApiError(
@@ -233,6 +291,7 @@ export function createServer(options: ServerOptions): MinferServer {
       return loadError;
     },
     template: () => options.chatTemplate ?? model?.chatTemplate,
+    limits,
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,
     metrics,
   };
@@ -267,8 +326,9 @@ export function createServer(options: ServerOptions): MinferServer {
       return app.listen({ port, host });
     },
     async drain(seconds = SERVER_DEFAULTS.drainSeconds) {
-      // Stop listening (fastify answers 503 on kept-alive connections meanwhile) and let the
+      // Stop listening (new requests on kept-alive connections get a 503 meanwhile) and let the
       // batcher finish what it holds, within the bound.
+      draining = true;
       const closing = closeApp();
       await ready.catch(() => undefined);
       let finished = true;
@@ -297,4 +357,5 @@ export type ServerState = {
   template(): ChatTemplate | undefined;
   readonly timeoutMs: number | undefined;
   readonly metrics: ServerMetrics | undefined;
+  readonly limits: ServerLimits;
 };

@@ -1,9 +1,12 @@
 import type { Model } from "@minfer/engine";
 import type { FastifyInstance } from "fastify";
-import { ApiError, type ParsedMessage, parseChat } from "./request.js";
+import { ApiError, invalidField } from "./errors.js";
+import type { ServerLimits } from "./limits.js";
+import { tokenizePrompt } from "./prompt.js";
+import { quote } from "./quote.js";
+import { type ParsedMessage, parseChat } from "./request.js";
 
-const bad = (param: string, message: string) =>
-  new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, "invalid_value");
+const bad = invalidField;
 
 type Body = Record<string, unknown>;
 
@@ -18,7 +21,7 @@ function object(raw: unknown, known: readonly string[]): Body {
 function optBool(body: Body, key: string, dflt: boolean): boolean {
   const v = body[key];
   if (v === undefined) return dflt;
-  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${JSON.stringify(v)}`);
+  if (typeof v !== "boolean") throw bad(key, `must be a boolean, got ${quote(v)}`);
   return v;
 }
 
@@ -31,15 +34,22 @@ export function registerTextRoutes(
   app: FastifyInstance,
   getModel: () => Model,
   renderChat: (messages: ParsedMessage[]) => { text: string },
+  limits: ServerLimits,
 ): void {
   app.post("/tokenize", async (request) => {
     const { tokenizer } = getModel();
     const body = object(request.body, ["content", "add_special", "parse_special", "with_pieces"]);
     if (typeof body.content !== "string") throw bad("content", "must be a string");
-    const ids = tokenizer.encode(body.content, {
-      addSpecial: optBool(body, "add_special", false),
-      parseSpecial: optBool(body, "parse_special", true),
-    });
+    const ids = await tokenizePrompt(
+      tokenizer,
+      body.content,
+      {
+        param: "content",
+        addSpecial: optBool(body, "add_special", false),
+        parseSpecial: optBool(body, "parse_special", true),
+      },
+      limits,
+    );
     if (!optBool(body, "with_pieces", false)) return { tokens: ids };
     const decoder = new TextDecoder("utf-8", { fatal: false });
     return { tokens: ids.map((id) => ({ id, piece: decoder.decode(tokenizer.tokenBytes(id)) })) };
@@ -53,7 +63,7 @@ export function registerTextRoutes(
     if (!Array.isArray(tokens)) throw bad("tokens", "must be an array of token ids");
     tokens.forEach((t, i) => {
       if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
-        throw bad(`tokens[${i}]`, `must be a token id in [0, ${nVocab}), got ${JSON.stringify(t)}`);
+        throw bad(`tokens[${i}]`, `must be a token id in [0, ${nVocab}), got ${quote(t)}`);
     });
     return { content: tokenizer.decode(tokens as number[]) };
   });

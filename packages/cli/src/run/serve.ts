@@ -34,6 +34,12 @@ export const serveOptions: OptionSpec[] = [
     metavar: "S",
     help: "per-request limit in seconds, arrival to last token; past it, 504 (default: none)",
   },
+  {
+    flags: ["--drain-timeout"],
+    kind: "number",
+    metavar: "S",
+    help: `on SIGINT/SIGTERM, seconds running requests may take to finish; then each is answered 503 / an error event (default: ${SERVER_DEFAULTS.drainSeconds})`,
+  },
   { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
   {
     flags: ["--api-key"],
@@ -94,6 +100,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   check(queueSize >= 0, "--queue", "0 or a positive integer", queueSize);
   const timeout = options.timeout as number | undefined;
   if (timeout !== undefined) check(timeout > 0, "--timeout", "a positive number of seconds", timeout);
+  const drainSeconds = (options.drainTimeout as number | undefined) ?? SERVER_DEFAULTS.drainSeconds;
+  check(drainSeconds >= 0, "--drain-timeout", "0 or a positive number of seconds", drainSeconds);
   const apiKey = options.apiKey as string | undefined;
   if (apiKey !== undefined && apiKey === "") throw new CliError("BAD_VALUE", "--api-key must not be empty");
   const settings = runSettings(options);
@@ -188,10 +196,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const s = await stopped;
   process.stderr.write(
-    `serve: ${s}: no new requests; letting running ones finish (${SERVER_DEFAULTS.drainSeconds} s at most)\n`,
+    `serve: ${s}: no new requests; letting running ones finish (${drainSeconds} s at most)\n`,
   );
-  const finished = await server.drain(SERVER_DEFAULTS.drainSeconds);
-  if (!finished) process.stderr.write("serve: requests still running were aborted\n");
+  const finished = await server.drain(drainSeconds);
+  if (!finished)
+    process.stderr.write("serve: requests still running were stopped and told the server is shutting down\n");
   loaded?.close();
   return 0;
 }

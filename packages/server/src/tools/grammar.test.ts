@@ -1,6 +1,6 @@
 import { Grammar } from "@minfer/sampler";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../request.js";
+import { ApiError } from "../errors.js";
 import type { ToolFormat } from "./formats.js";
 import { toolCallGrammar } from "./grammar.js";
 import type { ToolChoice, ToolDef, ToolsRequest } from "./parse.js";

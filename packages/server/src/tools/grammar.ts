@@ -1,7 +1,7 @@
 /** A GBNF grammar that forces the model's output to be tool call(s) in its format, arguments valid under each tool's schema. */
 
 import { jsonSchemaToGbnf, SchemaError } from "@minfer/sampler";
-import { ApiError } from "../request.js";
+import { ApiError } from "../errors.js";
 import type { ToolFormat } from "./formats.js";
 import type { ToolDef, ToolsRequest } from "./parse.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../request.js";
+import { ApiError } from "../errors.js";
 import { parseMessageToolFields, parseTools } from "./parse.js";
 
 const fn = (name: string, extra: Record<string, unknown> = {}) => ({

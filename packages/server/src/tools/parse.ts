@@ -1,6 +1,7 @@
 /** Checking the tool fields of an OpenAI chat request: `tools`, `tool_choice`, `parallel_tool_calls`, and a message's `tool_calls` / `tool_call_id`. */
 
-import { ApiError } from "../request.js";
+import { invalidField } from "../errors.js";
+import { quote } from "../quote.js";
 
 /** One function the model may call. */
 export interface ToolDef {
@@ -33,8 +34,7 @@ export interface TemplateToolCall {
 
 type Obj = Record<string, unknown>;
 
-const bad = (param: string, message: string, code = "invalid_value") =>
-  new ApiError(400, `${param}: ${message}`, "invalid_request_error", param, code);
+const bad = invalidField;
 
 const missing = (param: string, what: string) =>
   bad(param, `is required (${what})`, "missing_required_parameter");
@@ -55,18 +55,14 @@ function parseToolDef(raw: unknown, i: number): ToolDef {
   if (!isObject(raw)) throw bad(path, 'must be an object {"type": "function", "function": {...}}');
   checkKeys(raw, ["type", "function"], path);
   if (raw.type === undefined) throw missing(`${path}.type`, '"function"');
-  if (raw.type !== "function")
-    throw bad(`${path}.type`, `must be "function", got ${JSON.stringify(raw.type)}`);
+  if (raw.type !== "function") throw bad(`${path}.type`, `must be "function", got ${quote(raw.type)}`);
   const fn = raw.function;
   if (fn === undefined) throw missing(`${path}.function`, "an object with name, description, parameters");
   if (!isObject(fn)) throw bad(`${path}.function`, "must be an object with name, description, parameters");
   checkKeys(fn, ["name", "description", "parameters", "strict"], `${path}.function`);
   if (fn.name === undefined) throw missing(`${path}.function.name`, "the function's name");
   if (typeof fn.name !== "string" || !NAME.test(fn.name))
-    throw bad(
-      `${path}.function.name`,
-      `must be 1 to 64 of a-z, A-Z, 0-9, _ and -, got ${JSON.stringify(fn.name)}`,
-    );
+    throw bad(`${path}.function.name`, `must be 1 to 64 of a-z, A-Z, 0-9, _ and -, got ${quote(fn.name)}`);
   const def: ToolDef = { name: fn.name, parameters: { type: "object", properties: {} } };
   if (fn.description !== undefined && fn.description !== null) {
     if (typeof fn.description !== "string") throw bad(`${path}.function.description`, "must be a string");
@@ -78,7 +74,7 @@ function parseToolDef(raw: unknown, i: number): ToolDef {
     if (p.type !== undefined && p.type !== "object")
       throw bad(
         `${path}.function.parameters.type`,
-        `must be "object" (arguments are an object), got ${JSON.stringify(p.type)}`,
+        `must be "object" (arguments are an object), got ${quote(p.type)}`,
       );
     def.parameters = p;
   }
@@ -93,7 +89,7 @@ function parseChoice(raw: unknown, tools: readonly ToolDef[]): ToolChoice {
   if (raw === undefined || raw === null) return "auto";
   if (raw === "none" || raw === "auto" || raw === "required") return raw;
   if (typeof raw === "string")
-    throw bad("tool_choice", `must be "none", "auto", "required" or an object, got ${JSON.stringify(raw)}`);
+    throw bad("tool_choice", `must be "none", "auto", "required" or an object, got ${quote(raw)}`);
   if (!isObject(raw))
     throw bad(
       "tool_choice",
@@ -101,8 +97,7 @@ function parseChoice(raw: unknown, tools: readonly ToolDef[]): ToolChoice {
     );
   checkKeys(raw, ["type", "function"], "tool_choice");
   if (raw.type === undefined) throw missing("tool_choice.type", '"function"');
-  if (raw.type !== "function")
-    throw bad("tool_choice.type", `must be "function", got ${JSON.stringify(raw.type)}`);
+  if (raw.type !== "function") throw bad("tool_choice.type", `must be "function", got ${quote(raw.type)}`);
   if (raw.function === undefined) throw missing("tool_choice.function", '{"name": …}');
   if (!isObject(raw.function)) throw bad("tool_choice.function", 'must be an object {"name": …}');
   checkKeys(raw.function, ["name"], "tool_choice.function");
@@ -112,7 +107,7 @@ function parseChoice(raw: unknown, tools: readonly ToolDef[]): ToolChoice {
   if (!tools.some((t) => t.name === name))
     throw bad(
       "tool_choice.function.name",
-      `names no tool: ${JSON.stringify(name)}; tools: ${tools.map((t) => t.name).join(", ")}`,
+      `names no tool: ${quote(name)}; tools: ${tools.map((t) => t.name).join(", ")}`,
     );
   return { name };
 }
@@ -137,10 +132,7 @@ export function parseTools(body: Record<string, unknown>): ToolsRequest | undefi
   tools.forEach((t, i) => {
     const first = seen.get(t.name);
     if (first !== undefined)
-      throw bad(
-        `tools[${i}].function.name`,
-        `${JSON.stringify(t.name)} is already the name of tools[${first}]`,
-      );
+      throw bad(`tools[${i}].function.name`, `${quote(t.name)} is already the name of tools[${first}]`);
     seen.set(t.name, i);
   });
   const parallel = body.parallel_tool_calls ?? true;
@@ -163,10 +155,7 @@ export function parseMessageToolFields(
   const path = `messages[${i}]`;
   if (msg.tool_calls !== undefined && msg.tool_calls !== null) {
     if (msg.role !== "assistant")
-      throw bad(
-        `${path}.tool_calls`,
-        `is only allowed on assistant messages, not ${JSON.stringify(msg.role)}`,
-      );
+      throw bad(`${path}.tool_calls`, `is only allowed on assistant messages, not ${quote(msg.role)}`);
     if (!Array.isArray(msg.tool_calls)) throw bad(`${path}.tool_calls`, "must be an array of tool calls");
     const calls = msg.tool_calls.map((c, j) => parseCall(c, `${path}.tool_calls[${j}]`));
     if (calls.length > 0) out.tool_calls = calls;
@@ -177,7 +166,7 @@ export function parseMessageToolFields(
     if (typeof msg.tool_call_id !== "string") throw bad(`${path}.tool_call_id`, "must be a string");
     out.tool_call_id = msg.tool_call_id;
   } else if (msg.tool_call_id !== undefined && msg.tool_call_id !== null) {
-    throw bad(`${path}.tool_call_id`, `is only allowed on tool messages, not ${JSON.stringify(msg.role)}`);
+    throw bad(`${path}.tool_call_id`, `is only allowed on tool messages, not ${quote(msg.role)}`);
   }
   return out;
 }
@@ -188,7 +177,7 @@ function parseCall(raw: unknown, path: string): TemplateToolCall {
   if (raw.id === undefined) throw missing(`${path}.id`, "the call's id");
   if (typeof raw.id !== "string") throw bad(`${path}.id`, "must be a string");
   if (raw.type !== undefined && raw.type !== "function")
-    throw bad(`${path}.type`, `must be "function", got ${JSON.stringify(raw.type)}`);
+    throw bad(`${path}.type`, `must be "function", got ${quote(raw.type)}`);
   const fn = raw.function;
   if (fn === undefined) throw missing(`${path}.function`, "an object with name and arguments");
   if (!isObject(fn)) throw bad(`${path}.function`, "must be an object with name and arguments");
