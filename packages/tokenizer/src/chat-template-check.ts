@@ -237,6 +237,8 @@ export function parseChecked(source: string, name: string): Program {
   try {
     program = parseTokens(watched);
   } catch (error) {
+    // The parser recurses per nesting level: a hostile template runs it out of stack.
+    if (error instanceof RangeError) throw refuse(name, undefined, tooDeep("more than the parser can take"));
     const message = messageOf(error);
     if (furthest >= tokens.length) throw refuse(name, lastLine, `syntax error: unexpected end of template`);
     const opened = tokens.slice(0, furthest + 1).filter((t) => OPENERS.has(t.type)).length;
@@ -244,8 +246,36 @@ export function parseChecked(source: string, name: string): Program {
     const tag = /^Unknown statement type: (\w+)/.exec(message);
     throw refuse(name, line, tag ? `unsupported tag "{% ${tag[1]} %}"` : `syntax error: ${message}`);
   }
+  const depth = astDepth(program, MAX_TEMPLATE_DEPTH);
+  if (depth > MAX_TEMPLATE_DEPTH) throw refuse(name, undefined, tooDeep(`over ${MAX_TEMPLATE_DEPTH}`));
   checkConstructs(program, source, code, name);
   return program;
+}
+
+/**
+ * The deepest nesting of expressions and blocks a template may have: the checks and the renderer
+ * walk the tree recursively, and real templates stay far below it (the fixtures' deepest: ~20).
+ */
+export const MAX_TEMPLATE_DEPTH = 200;
+
+const tooDeep = (levels: string): string =>
+  `the template nests ${levels} levels deep (expressions and blocks); at most ${MAX_TEMPLATE_DEPTH}`;
+
+/** The depth of the tree under `root` (arrays and maps do not count), without recursion; stops past `limit`. */
+export function astDepth(root: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [x, depth] = stack.pop()!;
+    if (Array.isArray(x)) for (const item of x) stack.push([item, depth]);
+    else if (x instanceof Map) for (const [k, v] of x) stack.push([k, depth], [v, depth]);
+    else if (isNode(x)) {
+      deepest = Math.max(deepest, depth + 1);
+      if (deepest > limit) return deepest;
+      for (const [key, value] of Object.entries(x)) if (key !== "operator") stack.push([value, depth + 1]);
+    }
+  }
+  return deepest;
 }
 
 function isNode(x: unknown): x is AstNode {
