@@ -11,8 +11,8 @@
  * --timeout-ms. Classes: ok (exit 0), refused (non-zero exit, "minfer: error [CODE]" on stderr),
  * abort (a signal, exit 134, or V8's fatal messages), hang (killed at the timeout), uncoded
  * (non-zero exit without a code). Prints a summary; exits 1 on any abort, hang or uncoded run, or a
- * peak RSS over --max-rss-mib. Failing files are kept (their paths are printed); --examples prints
- * one refusal message per code.
+ * peak RSS over --max-rss-mib. Failing files are kept (their paths are printed) and run once more
+ * alone, to tell a file's fault from the machine's; --examples prints one refusal message per code.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -162,6 +162,9 @@ async function main() {
   };
   await Promise.all(Array.from({ length: o.jobs }, worker));
   const wall = (performance.now() - started) / 1000;
+  // Each failure runs once more, alone: one that does not recur points at the machine (a package
+  // rebuilt under the run, memory pressure), not at the file. It still fails the run.
+  for (const f of failures) f.again = classify(await runOne(f.file, o.timeoutMs)).cls;
 
   const mib = (kib) => `${(kib / 1024).toFixed(0)} MiB`;
   console.log(
@@ -184,6 +187,7 @@ async function main() {
     console.log(
       `FAIL ${f.cls}${f.overRss ? ` (peak RSS ${mib(f.r.rssKiB)})` : ""}: ${f.name} --seed ${o.seed} --replay ${f.subject}:${f.iteration}` +
         ` status=${f.r.status} signal=${f.r.signal} ${f.r.ms.toFixed(0)} ms\n  ops: ${f.ops.join("; ")}\n  file: ${f.file}` +
+        `\n  run again alone: ${f.again}` +
         `\n  stderr: ${f.r.stderr.trim().split("\n").slice(-6).join("\n          ")}`,
     );
   }
