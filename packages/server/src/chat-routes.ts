@@ -1,7 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
+import { WorkerStopped } from "./render.js";
 import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
+import { checkSchemaSize } from "./sampling.js";
 import type { ServerState } from "./server.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
@@ -19,11 +21,11 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     limits: s.limits,
   });
 
-  function renderChat(
+  async function renderChat(
     messages: ParsedMessage[],
     kwargs: Record<string, unknown> = {},
     tools?: unknown[],
-  ): { text: string; addSpecial: boolean } {
+  ): Promise<{ text: string; addSpecial: boolean }> {
     const template = s.template();
     if (!template)
       throw new ApiError(
@@ -38,7 +40,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     const bos = tokenText(tokenizer.vocab.special.bos);
     let text: string;
     try {
-      text = template.render({
+      text = await s.renderer.render(template, {
         messages,
         ...(tools ? { tools } : {}),
         addGenerationPrompt: true,
@@ -47,6 +49,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
         kwargs,
       });
     } catch (e) {
+      if (e instanceof WorkerStopped) throw e;
       throw new ApiError(
         400,
         `the chat template refused the messages: ${(e as Error).message}`,
@@ -60,10 +63,10 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
   registerTextRoutes(app, () => s.model, renderChat, s.limits);
 
   /** The chat job: tools rendered by the template, calls parsed from its format, forced by grammar. */
-  function chatJob(p: ParsedChat): CompletionJob {
+  async function chatJob(p: ParsedChat): Promise<CompletionJob> {
     const t = p.tools;
     if (!t || t.choice === "none")
-      return { kind: "chat", prompt: renderChat(p.messages, p.templateKwargs), p };
+      return { kind: "chat", prompt: await renderChat(p.messages, p.templateKwargs), p };
     const template = s.template();
     const format = template ? toolFormatOf(template.source) : undefined;
     if (template && !format)
@@ -75,7 +78,8 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
         "tools",
         "tools_unsupported",
       );
-    const prompt = renderChat(p.messages, p.templateKwargs, t.templateTools);
+    const prompt = await renderChat(p.messages, p.templateKwargs, t.templateTools);
+    if (t.choice !== "auto") checkSchemaSize(t.tools, "tools", s.limits);
     const gbnf = toolCallGrammar(t, format!);
     return {
       kind: "chat",
@@ -88,7 +92,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
 
   app.post("/v1/chat/completions", async (request, reply) => {
     const p = parseChat(request.body, s.model.hparams.nVocab);
-    return runCompletion(deps(), request, reply, chatJob(p));
+    return runCompletion(deps(), request, reply, await chatJob(p));
   });
   app.post("/v1/completions", async (request, reply) => {
     const p = parseCompletion(request.body, s.model.hparams.nVocab);

@@ -150,7 +150,7 @@ export async function runCompletion(
       param,
       "context_length_exceeded",
     );
-  const constraint = compileGrammar(model, requestGrammar(p, job.toolGrammar));
+  const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
   const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i));
 
   const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;

@@ -1,8 +1,11 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Model } from "@minfer/engine";
+import { ChatTemplate } from "@minfer/tokenizer";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SERVER_LIMITS } from "./limits.js";
 import { isOpenAiError, rawRequest } from "./raw-http.js";
-import { cpuRuntime, type Running, STORIES, start, until } from "./test-helpers.js";
+import { cpuRuntime, FIXTURES, type Running, STORIES, start, until } from "./test-helpers.js";
 
 // Regression tests of issue 30: what a misbehaving client could do to the server, each answered
 // with an OpenAI error object and the server still serving.
@@ -10,6 +13,7 @@ import { cpuRuntime, type Running, STORIES, start, until } from "./test-helpers.
 let runtime: Awaited<ReturnType<typeof cpuRuntime>>;
 let stories: Model;
 let r: Running;
+let template: ChatTemplate;
 
 /** Bounds short enough for a test to wait them out. */
 const LIMITS = {
@@ -23,7 +27,15 @@ beforeAll(async () => {
   runtime = await cpuRuntime();
   const { Model } = await import("@minfer/engine");
   stories = await Model.load(STORIES, { runtime });
-  r = await start({ model: stories, parallel: 2, contextOptions: { nCtx: 512 }, limits: LIMITS });
+  const qwen3 = readFileSync(join(FIXTURES, "templates/Qwen-Qwen3-0.6B.jinja"), "utf8");
+  template = ChatTemplate.parse(qwen3, "qwen3");
+  r = await start({
+    model: stories,
+    parallel: 2,
+    contextOptions: { nCtx: 512 },
+    limits: LIMITS,
+    chatTemplate: template,
+  });
   await r.server.ready;
 });
 afterAll(async () => {
@@ -105,8 +117,7 @@ describe("request bodies", () => {
         const tok = await r.post(path, JSON.stringify(body));
         expect(tok.status, path).toBe(400);
         const e = (await tok.json()) as { error: { code: string } };
-        // stories260K has no chat template: chat is refused before any prompt exists.
-        expect(e.error.code).toBe(path === "/v1/chat/completions" ? "no_chat_template" : "prompt_too_large");
+        expect(e.error.code).toBe("prompt_too_large");
       }
       expect(encode).not.toHaveBeenCalled();
       expect(encodeAsync).not.toHaveBeenCalled();
@@ -136,6 +147,76 @@ describe("request bodies", () => {
     } finally {
       encodeAsync.mockRestore();
     }
+  });
+
+  it("a long token list is decoded a slice at a time, as the tokenizer decodes it", async () => {
+    const tokens = Array.from({ length: 300_000 }, (_, i) => (i * 7919) % stories.hparams.nVocab);
+    const order: string[] = [];
+    const decode = vi.spyOn(stories.tokenizer, "decode");
+    try {
+      const detok = r.post("/detokenize", { tokens }).then(async (x) => {
+        order.push("detokenize");
+        return (await x.json()) as { content: string };
+      });
+      await new Promise((res) => setTimeout(res, 30));
+      await fetch(`${r.url}/health`).then(() => order.push("health"));
+      const out = await detok;
+      expect(decode).not.toHaveBeenCalled();
+      decode.mockRestore();
+      expect(out.content).toBe(stories.tokenizer.decode(tokens));
+      expect(order).toEqual(["health", "detokenize"]);
+    } finally {
+      decode.mockRestore();
+    }
+  });
+});
+
+describe("chat templates and grammars", () => {
+  it("a long conversation is rendered off the event loop, as the template renders it", async () => {
+    const messages = Array.from({ length: 6000 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `m${i}`,
+    }));
+    const order: string[] = [];
+    const rendering = r.post("/apply-template", { messages }).then(async (x) => {
+      order.push("apply-template");
+      return (await x.json()) as { prompt: string };
+    });
+    await new Promise((res) => setTimeout(res, 30));
+    await fetch(`${r.url}/health`).then(() => order.push("health"));
+    const out = await rendering;
+    expect(out.prompt).toBe(
+      template.render({ messages, addGenerationPrompt: true, bosToken: "", eosToken: "</s>", kwargs: {} }),
+    );
+    expect(order).toEqual(["health", "apply-template"]);
+  });
+
+  it("a grammar or JSON Schema past the grammar bound is refused before it is compiled", async () => {
+    const big = `root ::= ${Array.from({ length: 6000 }, (_, i) => `"w${i}"`).join(" | ")}`;
+    const g = await r.post("/v1/completions", { prompt: "x", grammar: big });
+    expect(g.status).toBe(400);
+    expect(
+      ((await g.json()) as { error: { code: string; param: string; message: string } }).error,
+    ).toMatchObject({
+      code: "grammar_too_large",
+      param: "grammar",
+      message: expect.stringMatching(/the grammar is \d+ bytes/),
+    });
+    const properties = Object.fromEntries(
+      Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: "integer" }]),
+    );
+    const js = await r.post("/v1/completions", {
+      prompt: "x",
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "s", schema: { type: "object", properties } },
+      },
+    });
+    expect(js.status).toBe(400);
+    const je = ((await js.json()) as { error: { code: string; message: string } }).error;
+    expect(je.code).toBe("grammar_too_large");
+    // Refused on the schema's own size, before it was converted.
+    expect(je.message).toMatch(/the JSON Schema is \d+ bytes/);
   });
 });
 
@@ -200,6 +281,8 @@ describe("the HTTP layer", () => {
       ["FOO / HTTP/1.1\r\nhost: x\r\n\r\n", 400],
       [`GET /health HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(SERVER_LIMITS.headerBytes)}\r\n\r\n`, 431],
       ["CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n", 405],
+      ["GET /health HTTP/1.1\r\nconnection: close\r\n\r\n", 400],
+      [post("/v1/completions", `{"prompt":"${"z".repeat(9 * 1024 * 1024)}"}`, "connection: close\r\n"), 413],
       [post("/v1/completions", `{"prompt":`, "connection: close\r\n"), 400],
       [post("/v1/completions", "[1,2]", "connection: close\r\n"), 400],
       [

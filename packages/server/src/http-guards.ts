@@ -3,11 +3,14 @@ import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
-import { nestsDeeperThan } from "./quote.js";
+import { jsonTextNestsDeeperThan } from "./quote.js";
 
 // What the HTTP layer refuses before a route runs: malformed or slow requests, too many
 // connections from one client, CONNECT. Each is answered with an OpenAI error object, as a route's
 // errors are, and the connection is closed.
+
+/** Bodies larger than this are parsed, checked and handled in separate turns of the event loop. */
+const SPLIT_BYTES = 256 * 1024;
 
 /** Writes `error` as a whole HTTP/1.1 response on a raw socket and closes it. */
 export function answerRaw(socket: Socket, error: ApiError): void {
@@ -75,10 +78,12 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, limits: ServerLimi
 }
 
 /** Node's http.createServer options that bound header and body read times and header size. */
-export function httpOptions(limits: ServerLimits): Record<string, number> {
+export function httpOptions(limits: ServerLimits): Record<string, number | boolean> {
   return {
     headersTimeout: limits.headersTimeoutMs,
     maxHeaderSize: limits.headerBytes,
+    // A missing Host is refused by the onRequest hook, with an OpenAI error instead of Node's bare 400.
+    requireHostHeader: false,
     // How often Node looks for requests past their read bounds: a fraction of the shortest bound,
     // so a slow client is cut close to it (Node's default looks every 30 s).
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
@@ -137,20 +142,27 @@ export function guardJsonBodies(app: FastifyInstance, limits: ServerLimits): voi
   const parse = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    parse(request, body as string, (err: Error | null, value?: unknown) => {
-      if (err) return done(err, undefined);
-      if (nestsDeeperThan(value, limits.jsonDepth))
-        return done(
-          new ApiError(
-            400,
-            `the JSON body nests arrays and objects deeper than ${limits.jsonDepth} levels`,
-            "invalid_request_error",
-            null,
-            "nesting_too_deep",
-          ),
-          undefined,
-        );
-      done(null, value);
-    });
+    const text = body as string;
+    // After parsing a large body, other requests get a turn before it is checked and handled: the
+    // parse of a few megabytes holds the event loop tens of milliseconds on its own.
+    const next = text.length > SPLIT_BYTES ? (f: () => void) => setImmediate(f) : (f: () => void) => f();
+    // Refused on its text, before parsing: a bracket count outside strings.
+    if (jsonTextNestsDeeperThan(text, limits.jsonDepth))
+      return done(
+        new ApiError(
+          400,
+          `the JSON body nests arrays and objects deeper than ${limits.jsonDepth} levels`,
+          "invalid_request_error",
+          null,
+          "nesting_too_deep",
+        ),
+        undefined,
+      );
+    next(() =>
+      parse(request, text, (err: Error | null, value?: unknown) => {
+        if (err) return done(err, undefined);
+        next(() => done(null, value));
+      }),
+    );
   });
 }

@@ -12,6 +12,13 @@ export interface ServerLimits {
    * content), checked before tokenizing; beyond it, 400 `prompt_too_large`.
    */
   readonly promptBytes: number;
+  /**
+   * Largest grammar in bytes: a request's GBNF `grammar`, or the one made from a JSON Schema
+   * (`response_format`, forced tool calls), whose JSON is held to the same bound before it is
+   * converted; beyond it, 400 `grammar_too_large`. Compiling takes a few microseconds per byte on the
+   * event loop.
+   */
+  readonly grammarBytes: number;
   /** Largest header section in bytes; beyond it, 431. */
   readonly headerBytes: number;
   /** Time to receive a request's headers, ms; past it, 408 and the connection is closed. */
@@ -29,6 +36,7 @@ export const SERVER_LIMITS: ServerLimits = Object.freeze({
   bodyBytes: 8 * 1024 * 1024,
   jsonDepth: 64,
   promptBytes: 4 * 1024 * 1024,
+  grammarBytes: 32 * 1024,
   headerBytes: 16 * 1024,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,

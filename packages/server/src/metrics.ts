@@ -1,3 +1,4 @@
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Batcher, BatcherObserver, JobResult } from "./batcher.js";
 
@@ -8,6 +9,7 @@ import type { Batcher, BatcherObserver, JobResult } from "./batcher.js";
  */
 export class ServerMetrics {
   readonly registry = new Registry();
+  #delay: IntervalHistogram | undefined;
   readonly #requests: Counter<"endpoint" | "status">;
   readonly #rejected: Counter;
   readonly #promptTokens: Counter;
@@ -98,11 +100,37 @@ export class ServerMetrics {
       b.context.kv.used(),
     );
     gauge("minfer_kv_cells_total", "KV cache cells", (b) => b.context.nCtx);
+    // How long the event loop was held at once: what every request (and /health) waited on top of
+    // its own work. Sampled every 10 ms once the model is loaded (see attach).
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    this.#delay = delay;
+    new Gauge({
+      name: "minfer_event_loop_delay_max_seconds",
+      help: "Longest delay of the event loop since the model was loaded",
+      registers,
+      collect() {
+        this.set(delay.max / 1e9);
+      },
+    });
+    new Gauge({
+      name: "minfer_event_loop_delay_p99_seconds",
+      help: "99th percentile of the event loop's delay since the model was loaded",
+      registers,
+      collect() {
+        this.set(delay.percentile(99) / 1e9);
+      },
+    });
+  }
+
+  /** Stops sampling the event loop. */
+  close(): void {
+    this.#delay?.disable();
   }
 
   /** Reads the gauges from this batcher from now on. */
   attach(batcher: Batcher): void {
     this.#batcher = batcher;
+    this.#delay?.enable();
   }
 
   /** The observer to give the batcher. */

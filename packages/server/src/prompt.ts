@@ -72,3 +72,19 @@ export async function tokenizePrompt(
     ? tokenizer.encodeAsync(text, options)
     : tokenizer.encode(text, options);
 }
+
+/** Tokens decoded between two yields of {@link detokenize}. */
+const DECODE_SLICE = 32 * 1024;
+
+/** `tokenizer.decode(ids)`, a slice at a time, yielding to other requests between slices. */
+export async function detokenize(tokenizer: Tokenizer, ids: readonly number[]): Promise<string> {
+  if (ids.length <= DECODE_SLICE) return tokenizer.decode(ids);
+  const d = tokenizer.streamDecoder();
+  const parts: string[] = [];
+  for (let i = 0; i < ids.length; i += DECODE_SLICE) {
+    if (i > 0) await new Promise<void>((r) => setImmediate(r));
+    parts.push(d.pushMany(ids, i, Math.min(ids.length, i + DECODE_SLICE)));
+  }
+  parts.push(d.flush());
+  return parts.join("");
+}

@@ -67,18 +67,22 @@ function write(v: unknown, level: number, out: { text: string; full: boolean }, 
 }
 
 /**
- * Whether `v` nests arrays and objects deeper than `limit` levels (a scalar is level 0), walked
- * without recursion so any depth is measured safely.
+ * Whether the JSON text `text` nests arrays and objects deeper than `limit` levels, read off the
+ * text (brackets outside strings) without parsing it: one pass, no allocation.
  */
-export function nestsDeeperThan(v: unknown, limit: number): boolean {
-  const stack: { value: unknown; depth: number }[] = [{ value: v, depth: 0 }];
-  while (stack.length > 0) {
-    const { value, depth } = stack.pop()!;
-    if (typeof value !== "object" || value === null) continue;
-    if (depth + 1 > limit) return true;
-    const children = Array.isArray(value) ? value : Object.values(value);
-    for (const c of children)
-      if (typeof c === "object" && c !== null) stack.push({ value: c, depth: depth + 1 });
+export function jsonTextNestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
   return false;
 }

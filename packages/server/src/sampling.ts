@@ -1,6 +1,7 @@
 import type { Model } from "@minfer/engine";
 import { Grammar, jsonSchemaToGbnf, LLAMA_CPP_SAMPLING, Sampler, type SamplerOptions } from "@minfer/sampler";
 import { ApiError } from "./errors.js";
+import type { ServerLimits } from "./limits.js";
 import type { ParsedCommon } from "./request.js";
 
 /** A grammar the request asks for, with the field that asked (named in errors). */
@@ -13,11 +14,16 @@ export interface GrammarRequest {
  * The one grammar a request's output must follow: from `response_format`, llama.cpp's `grammar`
  * or a forced tool call (`extra`). Two at once is a 400: they cannot both hold.
  */
-export function requestGrammar(p: ParsedCommon, extra?: GrammarRequest): GrammarRequest | undefined {
+export function requestGrammar(
+  p: ParsedCommon,
+  limits: ServerLimits,
+  extra?: GrammarRequest,
+): GrammarRequest | undefined {
   const found: GrammarRequest[] = [];
   const rf = p.responseFormat;
   if (rf.type !== "text") {
     const param = rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format";
+    if (rf.type === "json_schema") checkSchemaSize(rf.schema, param, limits);
     try {
       found.push({
         gbnf: jsonSchemaToGbnf(rf.type === "json_schema" ? rf.schema : { type: "object" }),
@@ -47,14 +53,40 @@ export function requestGrammar(p: ParsedCommon, extra?: GrammarRequest): Grammar
 }
 
 /**
+ * Refuses a JSON Schema whose JSON is larger than the grammar bound before converting it (the
+ * grammar made from it is larger still).
+ */
+export function checkSchemaSize(schema: unknown, param: string, limits: ServerLimits): void {
+  const bytes = Buffer.byteLength(JSON.stringify(schema) ?? "");
+  if (bytes > limits.grammarBytes)
+    throw new ApiError(
+      400,
+      `${param}: the JSON Schema is ${bytes} bytes; the server enforces schemas of at most ${limits.grammarBytes}`,
+      "invalid_request_error",
+      param,
+      "grammar_too_large",
+    );
+}
+
+/**
  * Compiles the request's grammar once (parse errors are a 400 naming the field); the result makes
  * a fresh constraint per choice.
  */
 export function compileGrammar(
   model: Model,
   g: GrammarRequest | undefined,
+  limits: ServerLimits,
 ): (() => SamplerOptions["constraint"]) | undefined {
   if (!g) return undefined;
+  const bytes = Buffer.byteLength(g.gbnf);
+  if (bytes > limits.grammarBytes)
+    throw new ApiError(
+      400,
+      `${g.param}: the grammar is ${bytes} bytes; the server compiles at most ${limits.grammarBytes}`,
+      "invalid_request_error",
+      g.param,
+      "grammar_too_large",
+    );
   let grammar: Grammar;
   try {
     grammar = Grammar.parse(g.gbnf);

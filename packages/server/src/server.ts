@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import { basename } from "node:path";
 import type { Context, ContextOptions, FinishReason, Model } from "@minfer/engine";
 import type { ChatTemplate } from "@minfer/tokenizer";
@@ -15,6 +16,7 @@ import {
 import { registerInfoRoutes } from "./info-routes.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
+import { TemplateRenderer } from "./render.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
 export const SERVER_DEFAULTS = Object.freeze({
@@ -99,6 +101,30 @@ async function settle(closing: Promise<void>, app: FastifyInstance): Promise<voi
   await closing;
 }
 
+/** Reads and drops the rest of a request body: at most `maxBytes` more, for at most 2 s. */
+function discardBody(req: IncomingMessage, maxBytes: number): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.off("end", done);
+      req.off("close", done);
+      resolve();
+    };
+    const onData = (d: Buffer) => {
+      seen += d.length;
+      if (seen > maxBytes) done();
+    };
+    const timer = setTimeout(done, 2000);
+    req.on("data", onData);
+    req.once("end", done);
+    req.once("close", done);
+    req.resume();
+  });
+}
+
 function positive(v: number | undefined, dflt: number, what: string, min = 1): number {
   const x = v ?? dflt;
   if (!Number.isInteger(x) || x < min)
@@ -117,6 +143,7 @@ export function createServer(options: ServerOptions): MinferServer {
   const metrics = options.metrics ? new ServerMetrics() : undefined;
   const metricsObserver = metrics?.observer();
   const limits = resolveLimits(options.limits);
+  const renderer = new TemplateRenderer();
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: limits.bodyBytes,
@@ -198,7 +225,11 @@ export function createServer(options: ServerOptions): MinferServer {
     });
   ready.catch(() => undefined); // observed by whoever awaits server.ready
 
-  app.setErrorHandler((error: unknown, request, reply) => {
+  app.setErrorHandler(async (error: unknown, request, reply) => {
+    // Refused before its body was read (too large, a bad content type, no key): read and drop what
+    // the client is still sending first, so the answer is not lost to the reset of a connection
+    // closed with unread data.
+    await discardBody(request.raw, 4 * limits.bodyBytes);
     if (error instanceof ApiError) return reply.code(error.status).headers(error.headers).send(error.body());
     const e = error as { statusCode?: number; message?: string; code?: string };
     if (typeof e.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500)
@@ -249,6 +280,14 @@ export function createServer(options: ServerOptions): MinferServer {
         "shutting_down",
         { connection: "close", "retry-after": "1" },
       );
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined)
+      throw new ApiError(
+        400,
+        "an HTTP/1.1 request needs a Host header",
+        "invalid_request_error",
+        null,
+        "bad_http",
+      );
     if (request.url === "/health") return;
     // Everything but /health needs the key when one is set (llama-server does the same).
     if (options.apiKey !== undefined && request.headers.authorization !== `Bearer ${options.apiKey}`)
@@ -292,6 +331,7 @@ export function createServer(options: ServerOptions): MinferServer {
     },
     template: () => options.chatTemplate ?? model?.chatTemplate,
     limits,
+    renderer,
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,
     metrics,
   };
@@ -304,6 +344,8 @@ export function createServer(options: ServerOptions): MinferServer {
     const closing = closeApp();
     await ready.catch(() => undefined);
     if (batcher) await batcher.close();
+    await renderer.close();
+    metrics?.close();
     // Nothing runs any more: connections kept alive by clients would hold close() until their
     // keep-alive timeout.
     await settle(closing, app);
@@ -358,4 +400,5 @@ export type ServerState = {
   readonly timeoutMs: number | undefined;
   readonly metrics: ServerMetrics | undefined;
   readonly limits: ServerLimits;
+  readonly renderer: TemplateRenderer;
 };

@@ -2,7 +2,7 @@ import type { Model } from "@minfer/engine";
 import type { FastifyInstance } from "fastify";
 import { ApiError, invalidField } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
-import { tokenizePrompt } from "./prompt.js";
+import { detokenize, tokenizePrompt } from "./prompt.js";
 import { quote } from "./quote.js";
 import { type ParsedMessage, parseChat } from "./request.js";
 
@@ -33,7 +33,7 @@ function optBool(body: Body, key: string, dflt: boolean): boolean {
 export function registerTextRoutes(
   app: FastifyInstance,
   getModel: () => Model,
-  renderChat: (messages: ParsedMessage[]) => { text: string },
+  renderChat: (messages: ParsedMessage[]) => Promise<{ text: string }>,
   limits: ServerLimits,
 ): void {
   app.post("/tokenize", async (request) => {
@@ -61,16 +61,17 @@ export function registerTextRoutes(
     const body = object(request.body, ["tokens"]);
     const tokens = body.tokens;
     if (!Array.isArray(tokens)) throw bad("tokens", "must be an array of token ids");
-    tokens.forEach((t, i) => {
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i];
       if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
         throw bad(`tokens[${i}]`, `must be a token id in [0, ${nVocab}), got ${quote(t)}`);
-    });
-    return { content: tokenizer.decode(tokens as number[]) };
+    }
+    return { content: await detokenize(tokenizer, tokens as number[]) };
   });
 
   app.post("/apply-template", async (request) => {
     const body = object(request.body, ["messages"]);
     const { messages } = parseChat({ messages: body.messages }, getModel().hparams.nVocab);
-    return { prompt: renderChat(messages).text };
+    return { prompt: (await renderChat(messages)).text };
   });
 }

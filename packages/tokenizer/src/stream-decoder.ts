@@ -28,6 +28,32 @@ export class StreamDecoder {
     return this.#decoder.decode(bytes, { stream: true });
   }
 
+  /**
+   * Adds tokens `ids[from..to)` at once: the same text as pushing them one by one, decoded in one
+   * call (one string instead of one per token).
+   */
+  pushMany(ids: readonly number[], from = 0, to = ids.length): string {
+    const pieces: Uint8Array[] = [];
+    let total = 0;
+    for (let i = from; i < to; i++) {
+      let bytes = this.#bytesOf(ids[i]!);
+      if (bytes.length === 0) continue;
+      if (this.#dropLeadingSpace) {
+        this.#dropLeadingSpace = false;
+        if (bytes[0] === 0x20) bytes = bytes.subarray(1);
+      }
+      pieces.push(bytes);
+      total += bytes.length;
+    }
+    const all = new Uint8Array(total);
+    let at = 0;
+    for (const p of pieces) {
+      all.set(p, at);
+      at += p.length;
+    }
+    return this.#decoder.decode(all, { stream: true });
+  }
+
   /** Ends the stream and returns what was held back. */
   flush(): string {
     return this.#decoder.decode();

@@ -101,6 +101,21 @@ describe("streaming decode", () => {
     expect(parts.filter((p) => p === "").length).toBeGreaterThanOrEqual(3);
   });
 
+  it("pushMany gives the text of pushing one by one, however the tokens are sliced", () => {
+    for (const name of ["llama-spm", "qwen2"] as const) {
+      const tok = tokenizer(name);
+      const ids = tok.encode(" a😀b  ünïcode 東京 \n x😀", { addSpecial: false });
+      const one = tok.streamDecoder();
+      const expected = ids.map((id) => one.push(id)).join("") + one.flush();
+      for (let cut = 0; cut <= ids.length; cut++) {
+        const d = tok.streamDecoder();
+        const got = d.pushMany(ids, 0, cut) + d.pushMany(ids, cut) + d.flush();
+        expect(got, `${name} cut at ${cut}`).toBe(expected);
+      }
+      expect(tok.decode(ids)).toBe(expected);
+    }
+  });
+
   it("flushes an unfinished character as U+FFFD at the end", () => {
     const tok = tokenizer("llama-spm");
     const byte = tok.vocab.ids.get("<0xF0>")!;

@@ -33,7 +33,7 @@ interface FragmentEncoder {
 }
 
 /** Most UTF-16 units encoded between two yields of {@link Tokenizer.encodeAsync}. */
-const ASYNC_CHUNK = 1 << 15;
+const ASYNC_CHUNK = 1 << 13;
 
 /**
  * A tokenizer built from a GGUF's `tokenizer.ggml.*` metadata: byte-level BPE (`gpt2`),
@@ -178,9 +178,7 @@ export class Tokenizer {
   /** The text of `ids`; bytes that are not valid UTF-8 become U+FFFD. */
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     const d = this.streamDecoder(options);
-    let s = "";
-    for (const id of ids) s += d.push(id);
-    return s + d.flush();
+    return d.pushMany(ids) + d.flush();
   }
 
   /** A decoder for tokens arriving one at a time that never emits half of a UTF-8 character. */

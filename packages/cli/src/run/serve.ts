@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { ContextOptions } from "@minfer/engine";
-import { createServer, SERVER_DEFAULTS } from "@minfer/server";
+import { createServer, SERVER_DEFAULTS, SERVER_LIMITS } from "@minfer/server";
 import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
@@ -39,6 +39,12 @@ export const serveOptions: OptionSpec[] = [
     kind: "number",
     metavar: "S",
     help: `on SIGINT/SIGTERM, seconds running requests may take to finish; then each is answered 503 / an error event (default: ${SERVER_DEFAULTS.drainSeconds})`,
+  },
+  {
+    flags: ["--read-timeout"],
+    kind: "number",
+    metavar: "S",
+    help: `seconds a client has to send a whole request, headers and body; past it, 408 and the connection closes (default: ${SERVER_LIMITS.requestTimeoutMs / 1000})`,
   },
   { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
   {
@@ -102,6 +108,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (timeout !== undefined) check(timeout > 0, "--timeout", "a positive number of seconds", timeout);
   const drainSeconds = (options.drainTimeout as number | undefined) ?? SERVER_DEFAULTS.drainSeconds;
   check(drainSeconds >= 0, "--drain-timeout", "0 or a positive number of seconds", drainSeconds);
+  const readTimeout = options.readTimeout as number | undefined;
+  if (readTimeout !== undefined)
+    check(
+      readTimeout >= 0.01 && readTimeout <= 3600,
+      "--read-timeout",
+      "seconds in [0.01, 3600]",
+      readTimeout,
+    );
+  const readMs = readTimeout !== undefined ? Math.round(readTimeout * 1000) : undefined;
   const apiKey = options.apiKey as string | undefined;
   if (apiKey !== undefined && apiKey === "") throw new CliError("BAD_VALUE", "--api-key must not be empty");
   const settings = runSettings(options);
@@ -137,6 +152,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     logger: verbose,
+    ...(readMs !== undefined
+      ? {
+          limits: {
+            requestTimeoutMs: readMs,
+            headersTimeoutMs: Math.min(SERVER_LIMITS.headersTimeoutMs, readMs),
+          },
+        }
+      : {}),
   });
   let address: string;
   try {

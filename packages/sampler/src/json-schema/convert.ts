@@ -219,7 +219,7 @@ class Converter {
     return alt(...alts);
   }
 
-  private rule(hint: string, body: string): string {
+  rule(hint: string, body: string): string {
     return this.state.rules.rule(hint, body);
   }
 

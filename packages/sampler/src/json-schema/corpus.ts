@@ -354,6 +354,28 @@ export const CORPUS: readonly CorpusEntry[] = [
     invalid: ['{"r":1}', '{"p":null}'],
   },
   {
+    // More members than are written inline: what follows each member is a chain of rules.
+    name: "many properties, optional and required mixed",
+    schema: {
+      type: "object",
+      properties: Object.fromEntries(
+        Array.from({ length: 12 }, (_, i) => [
+          `p${i}`,
+          i % 3 === 0 ? { type: "integer" } : { type: "boolean" },
+        ]),
+      ),
+      required: ["p4", "p9"],
+      additionalProperties: false,
+    },
+    valid: [
+      '{"p4":true,"p9":5}',
+      '{"p0":1,"p4":true,"p9":2}',
+      '{"p1":true,"p2":false,"p3":7,"p4":true,"p5":false,"p6":0,"p7":true,"p8":true,"p9":3,"p10":true,"p11":false}',
+      '{"p4":false,"p5":true,"p9":1,"p11":true}',
+    ],
+    invalid: ["{}", '{"p4":true}', '{"p4":true,"p9":1,"p12":1}', '{"p4":1,"p9":1}', '{"p4":true,,"p9":1}'],
+  },
+  {
     name: "required names not declared in properties",
     schema: {
       type: "object",

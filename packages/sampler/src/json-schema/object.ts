@@ -16,6 +16,8 @@ import { jsonLiteral, type Separators } from "./primitives.js";
 export interface ObjectContext {
   /** A GBNF expression for `schema` at `path`, named from `hint` where a rule is made. */
   visit(schema: unknown, path: string, hint: string): string;
+  /** A rule named from `hint` with this body (an existing rule with the same body is reused); its name. */
+  rule(hint: string, body: string): string;
   readonly sep: Separators;
 }
 
@@ -74,21 +76,37 @@ export function objectExpr(
     const value = ctx.visit(additional, child(path, "additionalProperties"), `${hint}-additional`);
     extra = seq('"\\""', keyNotIn(names), '"\\""', ctx.sep.colon, value);
   }
-  return seq('"{"', membersExpr(members, extra, ctx.sep.comma), '"}"');
+  return seq('"{"', membersExpr(ctx, hint, members, extra, ctx.sep.comma), '"}"');
 }
+
+/** Members up to which the text of what may follow a member is written out in each alternative. */
+const INLINE_MEMBERS = 8;
 
 /**
  * The members between the braces: after the first member present, each later one is `, member`
  * (optional ones optional); before it, the first present member is any optional one up to and including the
- * first required one.
+ * first required one. For more than a few members, what may follow member i is a rule referring to the
+ * one for member i + 1, so the grammar grows linearly with the members, not quadratically.
  */
-function membersExpr(members: Member[], extra: string | undefined, comma: string): string {
+function membersExpr(
+  ctx: ObjectContext,
+  hint: string,
+  members: Member[],
+  extra: string | undefined,
+  comma: string,
+): string {
+  const part = (m: Member) => (m.required ? seq(comma, m.text) : repeat(seq(comma, m.text), 0, 1));
+  const tail = extra !== undefined ? repeat(seq(comma, extra), 0, Infinity) : "";
+  const flat = (from: number): string => seq(...members.slice(from).map(part), tail);
+  const chained: string[] = [];
   const rest = (from: number): string => {
-    const parts = members
-      .slice(from)
-      .map((m) => (m.required ? seq(comma, m.text) : repeat(seq(comma, m.text), 0, 1)));
-    if (extra !== undefined) parts.push(repeat(seq(comma, extra), 0, Infinity));
-    return seq(...parts);
+    if (members.length <= INLINE_MEMBERS) return flat(from);
+    if (from >= members.length) return tail;
+    for (let i = members.length - 1; i >= from && chained[i] === undefined; i--) {
+      const next = i + 1 < members.length ? chained[i + 1]! : tail;
+      chained[i] = ctx.rule(`${hint}-rest`, seq(part(members[i]!), next));
+    }
+    return chained[from]!;
   };
   const alts: string[] = [];
   let nullable = true;
