@@ -1,6 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { type ServeProcess, startServe } from "./serve-fuzz/harness.js";
 import { bin, fixtures, minfer } from "./test-helpers.js";
 
 // `minfer serve` as a process: the startup report, SIGTERM draining in-flight requests before
@@ -15,22 +16,9 @@ afterEach(() => {
 });
 
 /** Starts `minfer serve` on a free port; resolves with its address once the report says ready. */
-function serve(
-  ...args: string[]
-): Promise<{ url: string; stderr: () => string; exit: Promise<number | null> }> {
-  const proc = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child = proc;
-  let err = "";
-  const exit = new Promise<number | null>((res) => proc.on("exit", (code) => res(code)));
-  return new Promise((res, rej) => {
-    proc.stderr!.on("data", (d: Buffer) => {
-      err += d.toString();
-      const m = /serve: ready on (http:\/\/\S+)/.exec(err);
-      if (m) res({ url: m[1]!, stderr: () => err, exit });
-    });
-    exit.then((code) => rej(new Error(`serve exited ${code}: ${err}`)));
+function serve(...args: string[]): Promise<ServeProcess> {
+  return startServe(bin, args, (proc) => {
+    child = proc;
   });
 }
 

@@ -14,11 +14,16 @@ export interface ServeProcess {
   readonly exit: Promise<number | null>;
 }
 
-/** Starts `node bin serve --port 0 …args`; resolves once it reports ready. */
-export function startServe(bin: string, args: readonly string[]): Promise<ServeProcess> {
+/** Starts `node bin serve --port 0 …args` (`spawned` sees the process at once); resolves once it reports ready. */
+export function startServe(
+  bin: string,
+  args: readonly string[],
+  spawned?: (proc: ChildProcess) => void,
+): Promise<ServeProcess> {
   const proc = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
+  spawned?.(proc);
   let err = "";
   const exit = new Promise<number | null>((res) => proc.on("exit", (code) => res(code)));
   return new Promise((resolve, reject) => {
