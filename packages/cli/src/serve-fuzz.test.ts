@@ -8,7 +8,8 @@
  *
  * Latency: under `turbo run test` other packages' tests share the machine's cores, so the bounds
  * held here catch a stall of the kind issue 30 found (seconds), not tens of milliseconds.
- * MINFER_FUZZ_STRICT=1, on an otherwise idle machine, holds 99% of /health answers to 100 ms.
+ * MINFER_FUZZ_STRICT=1, on an otherwise idle machine, holds every /health answer to 100 ms while
+ * one hostile request runs at a time, and 99% of them under four at once.
  */
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,9 +33,13 @@ const MUTATED = Math.round(5000 * SCALE);
 const HOSTILE = Math.round(2000 * SCALE);
 /** Requests in flight at once: within what 2 slots and the queue take, so no answer is a 503. */
 const CONCURRENCY = 4;
-/** The /health bound for 99% of answers (strict runs) and for every answer (any run), ms. */
-const P99_MS = process.env.MINFER_FUZZ_STRICT === "1" ? 100 : Number.POSITIVE_INFINITY;
-const MAX_MS = 1000;
+const STRICT = process.env.MINFER_FUZZ_STRICT === "1";
+/** The /health bound for 99% of answers (strict runs only), ms. */
+const P99_MS = STRICT ? 100 : Number.POSITIVE_INFINITY;
+/** The bound for every answer while one hostile request runs at a time, ms. */
+const ALONE_MAX_MS = STRICT ? 100 : 1000;
+/** The bound for every answer under four at once, ms. */
+const MAX_MS = 2000;
 /** The read bound the server is started with (--read-timeout). */
 const READ_TIMEOUT_S = 2;
 
@@ -167,7 +172,7 @@ describe("minfer serve under hostile input", () => {
     // holds the loop 50–140 ms); docs/LIMITS.md has the figures. Before the fixes, one 7 MB prompt
     // held it 3–4 s and one tool schema 27 s.
     expect(h.p99).toBeLessThan(P99_MS);
-    expect(h.max).toBeLessThan(MAX_MS);
+    expect(h.max).toBeLessThan(ALONE_MAX_MS);
   }, 300_000);
 
   it("/health answered throughout; SIGTERM then exits 0", async () => {
@@ -191,8 +196,8 @@ describe("minfer serve under hostile input", () => {
     // Under four hostile requests at once. The slowest answers are where several multi-megabyte
     // bodies were parsed at once; docs/LIMITS.md has the figures.
     expect(h.p99).toBeLessThan(P99_MS);
-    expect(h.max).toBeLessThan(2 * MAX_MS);
-    expect(loopMax).toBeLessThan(2 * MAX_MS);
+    expect(h.max).toBeLessThan(MAX_MS);
+    expect(loopMax).toBeLessThan(MAX_MS);
     serve.proc.kill("SIGTERM");
     expect(await serve.exit).toBe(0);
   });
