@@ -1,6 +1,5 @@
 import { open } from "node:fs/promises";
-import type { BackendBuffer, DeviceRuntime, ExecuteOptions, ExecuteResult } from "@minfer/ir";
-import type { CudaDevice } from "./device.js";
+import type { BackendBuffer, Device, DeviceRuntime, ExecuteOptions, ExecuteResult } from "@minfer/ir";
 import { CudaBackendError, fromNative } from "./errors.js";
 import type {
   NativeAddon,
@@ -57,14 +56,14 @@ const CHUNK = 64 << 20;
  * the same bytes and buffers is captured into a CUDA graph and replayed from then on.
  */
 export class CudaRuntime implements DeviceRuntime {
-  readonly device: CudaDevice;
+  readonly device: Device;
   readonly #addon: NativeAddon;
   readonly #index: number;
   readonly #executor: NativeExecutor;
   #disposed = false;
 
   constructor(
-    device: CudaDevice,
+    device: Device,
     addon: NativeAddon,
     index: number,
     useGraphs: boolean,

@@ -24,6 +24,7 @@ import {
   type TimingReport,
 } from "@minfer/scheduler";
 import { type Batch, type NormalizedBatch, normalizeBatch } from "./batch.js";
+import { contextSize } from "./context-size.js";
 import { EngineError } from "./errors.js";
 import { KvHistory } from "./kv-history.js";
 import { Logits } from "./logits.js";
@@ -32,7 +33,7 @@ import { readSequenceData, type SequenceRows, writeSequenceData } from "./sequen
 
 /** Options of {@link Context}. */
 export interface ContextOptions {
-  /** KV cells (the context window, shared by all sequences). Default: min(4096, the model's training context). */
+  /** KV cells (the context window, shared by all sequences). Default: min(4096, the model's training context); 0: the training context. */
   readonly nCtx?: number;
   /** Most tokens one graph runs; a longer batch is cut into micro-batches. Default: min(512, nCtx). */
   readonly nUbatch?: number;
@@ -147,7 +148,7 @@ export class Context {
         throw new EngineError("INVALID_ARGUMENT", `${what} must be a positive integer, got ${String(v)}`);
       return v;
     };
-    this.nCtx = positive(options.nCtx ?? Math.min(4096, hp.nCtxTrain), "nCtx");
+    this.nCtx = positive(contextSize(options.nCtx, hp.nCtxTrain), "nCtx");
     this.nUbatch = Math.min(positive(options.nUbatch ?? 512, "nUbatch"), this.nCtx);
     this.nSeqMax = positive(options.nSeqMax ?? 1, "nSeqMax");
     try {

@@ -4,7 +4,7 @@ import { ApiError } from "./errors.js";
 import { WorkerStopped } from "./render.js";
 import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
 import { checkSchemaSize } from "./sampling.js";
-import type { ServerState } from "./server.js";
+import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
 

@@ -1,7 +1,7 @@
 import { LLAMA_CPP_SAMPLING } from "@minfer/sampler";
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "./errors.js";
-import type { ServerState } from "./server.js";
+import type { ServerState } from "./state.js";
 
 /**
  * `GET /health` (503 while loading, never behind the key), `/v1/models`, `/props`, `/slots` and

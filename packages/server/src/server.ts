@@ -1,6 +1,12 @@
 import type { IncomingMessage } from "node:http";
 import { basename } from "node:path";
-import type { Context, ContextOptions, FinishReason, Model } from "@minfer/engine";
+import {
+  type Context,
+  type ContextOptions,
+  contextSize,
+  type FinishReason,
+  type Model,
+} from "@minfer/engine";
 import type { ChatTemplate } from "@minfer/tokenizer";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Batcher } from "./batcher.js";
@@ -191,7 +197,7 @@ export function createServer(options: ServerOptions): MinferServer {
       model = m;
       if (!options.modelId) modelId = basename(m.path).replace(/\.gguf$/i, "");
       const co = options.contextOptions ?? {};
-      const nCtx = co.nCtx === 0 ? m.hparams.nCtxTrain : (co.nCtx ?? Math.min(4096, m.hparams.nCtxTrain));
+      const nCtx = contextSize(co.nCtx, m.hparams.nCtxTrain);
       const ctxPerSlot = Math.floor(nCtx / parallel);
       if (ctxPerSlot < 2)
         throw new RangeError(`a context of ${nCtx} tokens cannot be shared by ${parallel} slots`);
@@ -389,16 +395,3 @@ export function createServer(options: ServerOptions): MinferServer {
     close,
   };
 }
-
-export type ServerState = {
-  readonly model: Model;
-  readonly batcher: Batcher;
-  readonly modelId: string;
-  readonly loaded: boolean;
-  readonly loadError: unknown;
-  template(): ChatTemplate | undefined;
-  readonly timeoutMs: number | undefined;
-  readonly metrics: ServerMetrics | undefined;
-  readonly limits: ServerLimits;
-  readonly renderer: TemplateRenderer;
-};

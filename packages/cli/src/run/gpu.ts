@@ -1,3 +1,4 @@
+import { contextSize } from "@minfer/engine";
 import type { GgufFile } from "@minfer/gguf";
 import type { Device, DeviceRuntime } from "@minfer/ir";
 import { architecture } from "@minfer/models";
@@ -86,12 +87,7 @@ export async function chooseGpu(file: GgufFile, settings: RunSettings, verbose: 
     );
   }
   const hp = architecture(file.metadata.architecture).loadHparams(file.metadata);
-  const nCtx =
-    settings.nCtx === undefined
-      ? Math.min(4096, hp.nCtxTrain)
-      : settings.nCtx === 0
-        ? hp.nCtxTrain
-        : settings.nCtx;
+  const nCtx = contextSize(settings.nCtx, hp.nCtxTrain);
   let layers: number;
   let how: string;
   if (asked === "all") {

@@ -112,9 +112,8 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
 /** A context with the settings (-c 0 = the model's training context); `extra` overrides. */
 export function newContext(model: Model, settings: RunSettings, extra: ContextOptions = {}): Context {
   const ctx = new Context(model, {
-    ...(settings.nCtx !== undefined
-      ? { nCtx: settings.nCtx === 0 ? model.hparams.nCtxTrain : settings.nCtx }
-      : {}),
+    // 0 (the model's training context) and the default are resolved by the Context.
+    ...(settings.nCtx !== undefined ? { nCtx: settings.nCtx } : {}),
     ...(settings.nUbatch !== undefined ? { nUbatch: settings.nUbatch } : {}),
     ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
     ...extra,

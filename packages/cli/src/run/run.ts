@@ -97,10 +97,16 @@ export async function runCommand(argv: string[]): Promise<number> {
     const timer = verbose ? new StepTimer(ctx) : undefined;
     timer?.start();
     let index = 0;
+    let last = "";
     for await (const piece of g) {
-      if (!options.ids && piece.text) process.stdout.write(piece.text);
+      if (!options.ids && piece.text) {
+        process.stdout.write(piece.text);
+        last = piece.text;
+      }
       if (piece.token !== undefined) timer?.token(index++, piece.token);
     }
+    // The text ends its line, so what follows (the timings, a shell prompt) starts on its own.
+    if (last !== "" && !last.endsWith("\n")) process.stdout.write("\n");
     if (options.ids) process.stdout.write(`${JSON.stringify(g.tokens)}\n`);
     if (timer) stderr.write(`${timer.summary()}\n`);
     if (g.finishReason === "context")

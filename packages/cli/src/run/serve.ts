@@ -206,7 +206,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.stderr.write(
       [
         `serve: model ${server.modelId} (${path})`,
-        `serve: device cpu, ${rt.threads} threads (${rt.simd}); every layer and op runs on it`,
+        loaded!.gpu
+          ? `serve: ${loaded!.model.placement.describe()}; cpu ${rt.threads} threads (${rt.simd}) for the rest`
+          : `serve: device cpu, ${rt.threads} threads (${rt.simd}); every layer and op runs on it`,
         `serve: ${b.parallel} slot${b.parallel > 1 ? "s" : ""} × ${b.ctxPerSlot} tokens of context each ` +
           `(KV cache ${ctx.nCtx} cells, ${ctx.kvDtype}); up to ${b.batchSize} tokens per decode step; ` +
           `queue ${b.queueSize}; timeout ${timeout !== undefined ? `${timeout} s` : "none"}`,

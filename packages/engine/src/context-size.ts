@@ -1,0 +1,12 @@
+/** The context size when none is asked for: this many tokens, or the model's training context if smaller. */
+export const DEFAULT_N_CTX = 4096;
+
+/**
+ * The KV cells a context gets for a requested size, as llama.cpp reads `-c`: undefined is the
+ * default (min({@link DEFAULT_N_CTX}, the training context)), 0 is the training context, any other
+ * value is taken as it is (checked by the caller).
+ */
+export function contextSize(requested: number | undefined, nCtxTrain: number): number {
+  if (requested === undefined) return Math.min(DEFAULT_N_CTX, nCtxTrain);
+  return requested === 0 ? nCtxTrain : requested;
+}

@@ -1,0 +1,20 @@
+import type { Model } from "@minfer/engine";
+import type { ChatTemplate } from "@minfer/tokenizer";
+import type { Batcher } from "./batcher.js";
+import type { ServerLimits } from "./limits.js";
+import type { ServerMetrics } from "./metrics.js";
+import type { TemplateRenderer } from "./render.js";
+
+/** What the routes read of a server: its model and batcher once loaded, and its settings. */
+export type ServerState = {
+  readonly model: Model;
+  readonly batcher: Batcher;
+  readonly modelId: string;
+  readonly loaded: boolean;
+  readonly loadError: unknown;
+  template(): ChatTemplate | undefined;
+  readonly timeoutMs: number | undefined;
+  readonly metrics: ServerMetrics | undefined;
+  readonly limits: ServerLimits;
+  readonly renderer: TemplateRenderer;
+};
