@@ -36,7 +36,13 @@ describe("-ngl", () => {
     expect(s.blocks.length).toBe(5);
     const total = file.tensors.reduce((a, t) => a + t.byteSize, 0);
     expect(s.blocks.reduce((a, b) => a + b, 0) + s.head + s.embd).toBe(total);
-    expect(s.kvPerLayer).toBeGreaterThan(0);
+    // K and V rows of nHeadKv × headDim elements per cell, at the KV cache's own element size.
+    const { architecture } = await import("@minfer/models");
+    const h = architecture(file.metadata.architecture).loadHparams(file.metadata);
+    const row = h.nHeadKv * h.headDimK + h.nHeadKv * h.headDimV;
+    expect(s.kvPerLayer).toBe(64 * row * 2);
+    expect(layerBytes(file, 64, "f32").kvPerLayer).toBe(64 * row * 4);
+    expect(layerBytes(file, 64, "q8_0").kvPerLayer).toBe((64 * row * 34) / 32);
   });
 
   it.skipIf(!existsSync(STORIES))(

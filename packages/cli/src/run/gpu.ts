@@ -1,4 +1,4 @@
-import { contextSize } from "@minfer/engine";
+import { type ContextOptions, contextSize, kvBytesPerLayer } from "@minfer/engine";
 import type { GgufFile } from "@minfer/gguf";
 import type { Device, DeviceRuntime } from "@minfer/ir";
 import { architecture } from "@minfer/models";
@@ -25,6 +25,7 @@ async function cudaDevice(): Promise<{ device: Device | undefined; diagnostics: 
 export function layerBytes(
   file: GgufFile,
   nCtx: number,
+  kvDtype?: ContextOptions["kvDtype"],
 ): { blocks: number[]; head: number; embd: number; kvPerLayer: number } {
   const hp = architecture(file.metadata.architecture).loadHparams(file.metadata);
   const blocks = new Array<number>(hp.nLayer).fill(0);
@@ -36,7 +37,7 @@ export function layerBytes(
     else if (t.name.startsWith("token_embd")) embd += t.byteSize;
     else head += t.byteSize;
   }
-  const kvPerLayer = nCtx * hp.nHeadKv * (hp.headDimK + hp.headDimV) * 2;
+  const kvPerLayer = kvBytesPerLayer(hp, nCtx, kvDtype);
   return { blocks, head, embd, kvPerLayer };
 }
 
@@ -97,7 +98,7 @@ export async function chooseGpu(file: GgufFile, settings: RunSettings, verbose: 
     const nUbatch = settings.nUbatch ?? 512;
     const activations = nUbatch * (hp.nVocab + 8 * hp.nEmbd + 3 * hp.nFf) * 4;
     const { free } = device.memory();
-    layers = fitLayers(layerBytes(file, nCtx), free, GIB + activations);
+    layers = fitLayers(layerBytes(file, nCtx, settings.kvDtype), free, GIB + activations);
     how = `-ngl auto: ${(free / GIB).toFixed(1)} GiB free`;
   } else {
     layers = Math.min(asked, hp.nLayer);
