@@ -162,7 +162,6 @@ describe("request bodies", () => {
       await fetch(`${r.url}/health`).then(() => order.push("health"));
       const out = await detok;
       expect(decode).not.toHaveBeenCalled();
-      decode.mockRestore();
       expect(out.content).toBe(stories.tokenizer.decode(tokens));
       expect(order).toEqual(["health", "detokenize"]);
     } finally {

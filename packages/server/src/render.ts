@@ -19,8 +19,12 @@ const INLINE_JSON_BYTES = 16 * 1024;
 function tokenizerEntry(): string {
   const require = createRequire(import.meta.url);
   const pkgPath = require.resolve("@minfer/tokenizer/package.json");
-  const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as { exports?: { ".": { import: string } } };
-  const entry = pkg.exports?.["."].import ?? "./dist/index.js";
+  const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as { exports?: { "."?: { import?: string } } };
+  const entry = pkg.exports?.["."]?.import;
+  if (typeof entry !== "string")
+    throw new WorkerStopped(
+      `${pkgPath} names no ESM entry (exports["."].import): the template worker cannot load the tokenizer`,
+    );
   return pathToFileURL(join(dirname(pkgPath), entry)).href;
 }
 
