@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Packs what the GPU run needs (scripts/device/cuda-run.sh): the CUDA smoke run, the standalone
-// op-conformance run, the fidelity run and the `minfer` CLI, every workspace dependency inlined,
-// with the CUDA and CPU addons, in the layout the backends' loaders expect (dist/, build/ and
-// build/Release/ under one root), and the fixtures the runs read (fixtures/):
+// op-conformance run, the fidelity run and the `minfer` CLI, every workspace dependency inlined
+// but the backends, which go to node_modules/ with their addons (where the registry finds them),
+// and the fixtures the runs read (fixtures/):
 //   turbo run build && node scripts/device/bundle-cuda.mjs [OUT_DIR]     (default: .device/cuda)
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -19,7 +19,7 @@ if (!existsSync(addon)) {
   process.exit(1);
 }
 rmSync(out, { recursive: true, force: true });
-await bundleForNode(
+const backends = await bundleForNode(
   {
     "cuda-smoke": join(root, "scripts/device/cuda-smoke.ts"),
     conformance: join(root, "scripts/device/conformance.ts"),
@@ -31,16 +31,8 @@ await bundleForNode(
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
   },
   join(out, "dist"),
-  ["@minfer/backend-metal"],
 );
-mkdirSync(join(out, "build", "Release"), { recursive: true });
-copyFileSync(addon, join(out, "build", "minfer_cuda.node"));
-const cpuAddon = join(root, "packages/backend-cpu/build/Release/minfer_cpu.node");
-if (existsSync(cpuAddon)) copyFileSync(cpuAddon, join(out, "build", "Release", "minfer_cpu.node"));
-else
-  console.error(
-    `bundle-cuda: ${cpuAddon} is missing: conformance.js --with-cpu will report the CPU unusable`,
-  );
+console.error(`bundle-cuda: backends: ${backends.join("; ")}`);
 // The CLI reads its version from ../package.json.
 const cliPackage = JSON.parse(readFileSync(join(root, "packages/cli/package.json"), "utf8"));
 writeFileSync(

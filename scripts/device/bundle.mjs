@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Packs the built `minfer` CLI for a machine without npm (the GPU machine, see
 // ../shared/device/README.md): the CLI and its quantize worker bundled with every workspace
-// dependency inlined, the CPU backend's native addon beside them, in the layout the backend's
-// loader expects (dist/ and build/Release/ under one package root).
+// dependency inlined, and each built backend in node_modules/ with its native addon, where the
+// registry finds it.
 //
 //   turbo run build && node scripts/device/bundle.mjs [OUT_DIR]      (default: .device/minfer)
 //   node OUT_DIR/dist/bin.js run -m model.gguf -p "Once upon a time"  (on the other machine)
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleForNode } from "./bundle-node.mjs";
@@ -19,22 +19,18 @@ if (!existsSync(addon)) {
   process.exit(1);
 }
 rmSync(out, { recursive: true, force: true });
-await bundleForNode(
+const backends = await bundleForNode(
   {
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
   },
   join(out, "dist"),
-  // Optional backends the registry tries by name: absent there, reported as absent.
-  ["@minfer/backend-cuda", "@minfer/backend-metal"],
 );
-mkdirSync(join(out, "build", "Release"), { recursive: true });
-copyFileSync(addon, join(out, "build", "Release", "minfer_cpu.node"));
 writeFileSync(
   join(out, "package.json"),
   `${JSON.stringify({ name: "minfer", version: (await import(join(root, "packages/cli/package.json"), { with: { type: "json" } })).default.version, type: "module", private: true }, null, 2)}\n`,
 );
 const mib = (p) => (statSync(p).size / 1048576).toFixed(1);
 console.error(
-  `bundle: ${out} (dist/bin.js ${mib(join(out, "dist", "bin.js"))} MiB, addon ${mib(join(out, "build", "Release", "minfer_cpu.node"))} MiB)`,
+  `bundle: ${out} (dist/bin.js ${mib(join(out, "dist", "bin.js"))} MiB; backends: ${backends.join("; ")})`,
 );

@@ -40,6 +40,18 @@ export class CpuDevice implements Device {
     return { free: freemem(), total: totalmem() };
   }
 
+  /** The SIMD level detected and those usable, and the cores (empty when the addon is missing). */
+  properties(): Readonly<Record<string, string | number>> {
+    if (!this.#addon) return {};
+    const f = this.#addon.features();
+    return {
+      simd: f.detected,
+      usableLevels: f.usableLevels.join(","),
+      physicalCores: f.physicalCores,
+      logicalCpus: f.logicalCpus,
+    };
+  }
+
   /**
    * Whether a kernel is registered for the op and accepts these dtypes, shapes and parameters:
    * a one-node program is encoded and validated natively (the same checks execute runs).

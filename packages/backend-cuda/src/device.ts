@@ -30,6 +30,12 @@ export class CudaDevice implements Device {
     this.name = `cuda:${info.index}`;
   }
 
+  /** The GPU's model, compute capability, SM count and PCI bus. */
+  properties(): Readonly<Record<string, string | number>> {
+    const i = this.info;
+    return { model: i.name, computeCapability: i.computeCapability, sms: i.smCount, pciBus: i.pciBus };
+  }
+
   memory(): DeviceMemory {
     try {
       return this.#addon.memInfo(this.info.index);

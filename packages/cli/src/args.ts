@@ -25,7 +25,7 @@ function convert(spec: OptionSpec, flag: string, raw: string): string | number {
   const n = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(n) || (spec.kind === "integer" && !Number.isInteger(n))) {
     throw new CliError(
-      "BAD_VALUE",
+      "INVALID_ARGUMENT",
       `${flag} expects ${spec.kind === "integer" ? "an integer" : "a number"}, got "${raw}"`,
     );
   }
@@ -66,7 +66,7 @@ export function parseArgs(
     }
     const key = optionKey(spec);
     if (spec.kind === "boolean") {
-      if (eq > 0) throw new CliError("BAD_VALUE", `${flag} takes no value`);
+      if (eq > 0) throw new CliError("INVALID_ARGUMENT", `${flag} takes no value`);
       options[key] = true;
       continue;
     }

@@ -47,7 +47,7 @@ describe("minfer gguf inspect", () => {
     expect(r.stderr).toContain("at byte 0");
     const missing = await minfer("gguf", "inspect", join(tmp, "nope.gguf"));
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain("[IO]");
+    expect(missing.stderr).toContain("[IO_ERROR]");
   });
 });
 

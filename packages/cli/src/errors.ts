@@ -3,7 +3,7 @@ export type CliErrorCode =
   | "UNKNOWN_COMMAND"
   | "UNKNOWN_OPTION"
   | "MISSING_VALUE"
-  | "BAD_VALUE"
+  | "INVALID_ARGUMENT"
   | "MISSING_ARGUMENT"
   | "EXTRA_ARGUMENT";
 

@@ -7,6 +7,7 @@ import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
 import { benchCommand, benchOptions } from "./run/bench.js";
 import { chatCommand, chatOptions } from "./run/chat.js";
+import { devicesCommand, devicesOptions } from "./run/devices.js";
 import { runCommand, runOptions } from "./run/run.js";
 import { serveCommand, serveOptions } from "./run/serve.js";
 import { templateCommand, templateOptions } from "./text/template.js";
@@ -81,6 +82,13 @@ const COMMANDS: Record<string, Command> = {
     options: serveOptions,
     run: serveCommand,
   },
+  devices: {
+    usage: "minfer devices [--json] [--verbose]",
+    summary:
+      "list the backends found, their devices (memory, compute capability or SIMD level) and why any is unusable",
+    options: devicesOptions,
+    run: devicesCommand,
+  },
   convert: {
     usage: "minfer convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|…] [--name NAME]",
     summary: "convert a Hugging Face Llama / Qwen2 / Qwen3 checkpoint (safetensors) to GGUF",
@@ -140,6 +148,8 @@ const KNOWN_ERRORS = new Set([
   "KvCacheError",
   "SchedulerError",
   "CpuBackendError",
+  "CudaBackendError",
+  "ServerError",
   "IrError",
 ]);
 

@@ -22,6 +22,8 @@ export { Generation, generate, greedy } from "./generate.js";
 export { Logits } from "./logits.js";
 export type { ModelLoadOptions } from "./model.js";
 export { Model } from "./model.js";
+export type { LayerSizes, OffloadPlan, OffloadPlanOptions } from "./offload-plan.js";
+export { DEVICE_OVERHEAD_BYTES, fitLayers, layerSizes, planOffload } from "./offload-plan.js";
 export type { Offload } from "./placement.js";
 export { Placement } from "./placement.js";
 export { StopMatcher } from "./stop-matcher.js";

@@ -67,6 +67,11 @@ export interface Device {
   readonly backend: string;
   readonly caps: DeviceCaps;
   memory(): DeviceMemory;
+  /**
+   * What the device is, for listings such as `minfer devices`: the model, the compute capability
+   * or SIMD level, … (keys in camelCase). Absent: nothing beyond the name and memory.
+   */
+  properties?(): Readonly<Record<string, string | number>>;
   /** Whether this device can run the op with these types and layouts. Decided by capability, never by trying. */
   supportsOp(query: OpQuery): boolean;
   /**

@@ -2,12 +2,12 @@ import { BACKEND_API_VERSION, type BackendEntry, type Device } from "@minfer/ir"
 import { SchedulerError } from "./errors.js";
 import { REFERENCE_BACKEND, referenceBackend } from "./reference-device.js";
 
-/** The one list of backend packages the registry looks for, in no particular order (score decides). */
-export const KNOWN_BACKEND_PACKAGES: readonly string[] = [
-  "@minfer/backend-cpu",
-  "@minfer/backend-cuda",
-  "@minfer/backend-metal",
-];
+/**
+ * The one list of backend packages the registry looks for, in no particular order (score
+ * decides). Adding a backend means adding its package here and nothing else. (@minfer/backend-metal
+ * joins when it has kernels and is published.)
+ */
+export const KNOWN_BACKEND_PACKAGES: readonly string[] = ["@minfer/backend-cpu", "@minfer/backend-cuda"];
 
 /** What became of one package the registry tried. */
 export type DiagnosticStatus = "loaded" | "not-installed" | "failed" | "wrong-api-version" | "unusable";
@@ -146,7 +146,7 @@ export class Registry {
         package: pkg,
         status: "not-installed",
         backend: expectedName(pkg),
-        reason: `not installed (install it: pnpm add ${pkg})`,
+        reason: `not installed (install it: npm i ${pkg})`,
         details: [],
       };
     }
@@ -253,7 +253,7 @@ export class Registry {
     let text: string;
     if (diag) {
       const why: Record<DiagnosticStatus, string> = {
-        "not-installed": `${diag.package} is not installed; install it (pnpm add ${diag.package})`,
+        "not-installed": `${diag.package} is not installed; install it (npm i ${diag.package})`,
         failed: `${diag.package} ${diag.reason}`,
         "wrong-api-version": `${diag.package} was refused: ${diag.reason.replace(/^wrong API version: /, "")}`,
         unusable: `${diag.package} loaded but reports ${diag.reason}`,

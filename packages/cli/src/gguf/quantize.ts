@@ -36,7 +36,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, quantizeOptions);
   const [input, output, typeName] = expectPositionals(positionals, ["IN", "OUT", "TYPE"]);
   const threads = (options.threads as number | undefined) ?? availableParallelism();
-  if (threads < 1) throw new CliError("BAD_VALUE", `--threads must be at least 1, got ${threads}`);
+  if (threads < 1) throw new CliError("INVALID_ARGUMENT", `--threads must be at least 1, got ${threads}`);
   const target = quantTargetByName(typeName!); // a ggml type, or a recipe such as q4_k_m
   const file = await readGguf(input!);
   const plan = planQuantization(file.tensors, target, Boolean(options.allowRequantize));

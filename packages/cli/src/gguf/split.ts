@@ -17,10 +17,11 @@ export const splitOptions: OptionSpec[] = [
 /** Parses llama.cpp's size spelling: a number with an optional K, M or G suffix (powers of 1024). */
 export function parseSize(raw: string): number {
   const m = /^(\d+(?:\.\d+)?)([KMG]?)B?$/i.exec(raw.trim());
-  if (!m) throw new CliError("BAD_VALUE", `--split-max-size expects a size like 500M or 2G, got "${raw}"`);
+  if (!m)
+    throw new CliError("INVALID_ARGUMENT", `--split-max-size expects a size like 500M or 2G, got "${raw}"`);
   const mult = { "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3 }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
   const n = Math.floor(Number(m[1]) * mult);
-  if (n < 1) throw new CliError("BAD_VALUE", `--split-max-size must be positive, got "${raw}"`);
+  if (n < 1) throw new CliError("INVALID_ARGUMENT", `--split-max-size must be positive, got "${raw}"`);
   return n;
 }
 

@@ -46,7 +46,7 @@ export async function synthCommand(argv: string[]): Promise<number> {
   if (options.preset === undefined) throw new CliError("MISSING_ARGUMENT", "--preset NAME is required");
   if (options.output === undefined) throw new CliError("MISSING_ARGUMENT", "-o OUT is required");
   const threads = (options.threads as number | undefined) ?? availableParallelism();
-  if (threads < 1) throw new CliError("BAD_VALUE", `--threads must be at least 1, got ${threads}`);
+  if (threads < 1) throw new CliError("INVALID_ARGUMENT", `--threads must be at least 1, got ${threads}`);
   const vocab = options.vocab !== undefined ? (await readGguf(options.vocab as string)).metadata : undefined;
   // Each chunk re-derives its place in its tensor's random stream, so workers make the same bytes
   // as one thread would; a few chunks per worker are kept in flight ahead of the writer.

@@ -48,7 +48,7 @@ async function chatTemplate(model: Model, file: string | undefined): Promise<Cha
   if (file !== undefined) return ChatTemplate.parse(await readFile(file, "utf8"), file);
   if (model.chatTemplate) return model.chatTemplate;
   throw new CliError(
-    "BAD_VALUE",
+    "INVALID_ARGUMENT",
     `${model.path} has no chat template (tokenizer.chat_template); give one with --chat-template-file F`,
   );
 }

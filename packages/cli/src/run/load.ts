@@ -1,17 +1,23 @@
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
-import { type CpuRuntime, backend as cpuBackend } from "@minfer/backend-cpu";
 import { Context, type ContextOptions, Model } from "@minfer/engine";
 import { readGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
+import { backends, hostDevice } from "./backends.js";
 import { chooseGpu } from "./gpu.js";
 import type { RunSettings } from "./options.js";
 
+/** The CPU runtime's own fields the CLI reports (threads and SIMD level). */
+export interface HostRuntime extends DeviceRuntime {
+  readonly threads: number;
+  readonly simd: string;
+}
+
 /** A started CPU runtime (and GPU runtime, with layers offloaded) and a model loaded on them; `close()` releases all. */
 export interface Loaded {
-  readonly runtime: CpuRuntime;
+  readonly runtime: HostRuntime;
   readonly gpu: DeviceRuntime | undefined;
   readonly model: Model;
   close(): void;
@@ -49,23 +55,31 @@ export function humanCount(n: number): string {
 }
 
 /**
- * Starts the CPU backend and loads the model at `path`; progress goes to stderr, and with
- * `verbose` the backend's diagnostics and the model's hyperparameters too.
+ * Finds the backends (the registry), starts the CPU and the offload device -ngl / --device ask
+ * for, and loads the model at `path`; progress goes to stderr, and with `verbose` what the
+ * registry found and the model's hyperparameters too.
  */
 export async function loadModel(path: string, settings: RunSettings, verbose: boolean): Promise<Loaded> {
   try {
     await access(path, constants.R_OK);
   } catch (e) {
-    throw new CliError("BAD_VALUE", `-m: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? e})`);
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `-m: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? e})`,
+    );
   }
-  if (verbose) for (const line of cpuBackend.diagnostics()) process.stderr.write(`${line}\n`);
-  const device = cpuBackend.devices()[0];
-  if (!device) throw new Error("the CPU backend has no device");
+  const registry = await backends();
+  if (verbose)
+    for (const d of registry.diagnostics().values()) {
+      process.stderr.write(`${d.package}: ${d.reason}\n`);
+      for (const line of d.details) process.stderr.write(`${line}\n`);
+    }
+  const device = hostDevice(registry);
   const file = await readGguf(path);
-  const gpu = await chooseGpu(file, settings, verbose);
+  const gpu = await chooseGpu(file, settings, registry, device);
   const runtime = (await device.init(
     settings.threads !== undefined ? { threads: settings.threads } : {},
-  )) as CpuRuntime;
+  )) as HostRuntime;
   let model: Model;
   const bar = new ProgressBar("loading", 1);
   try {

@@ -38,7 +38,13 @@ export const contextOptions: OptionSpec[] = [
     flags: ["-ngl", "--gpu-layers"],
     kind: "string",
     metavar: "N|auto|all",
-    help: "layers on the GPU, the rest on the CPU: a count, all, or auto (fit by free memory; the default when a CUDA GPU is usable; 0 = CPU only)",
+    help: "layers on the GPU, the rest on the CPU: a count, all, or auto (fit by free memory; the default when a GPU is usable; 0 = CPU only)",
+  },
+  {
+    flags: ["-dev", "--device"],
+    kind: "string",
+    metavar: "NAME",
+    help: "where offloaded layers go: a device from `minfer devices` (cuda:0, …) or cpu for none (default: the best GPU found)",
   },
 ];
 
@@ -64,9 +70,9 @@ type KvDtype = NonNullable<ContextOptions["kvDtype"]>;
 
 const KV_TYPES: readonly KvDtype[] = ["f16", "f32", "q8_0"];
 
-/** Throws BAD_VALUE naming `flag` unless `ok`. */
+/** Throws INVALID_ARGUMENT naming `flag` unless `ok`. */
 export function check(ok: boolean, flag: string, what: string, value: unknown): void {
-  if (!ok) throw new CliError("BAD_VALUE", `${flag} must be ${what}, got ${String(value)}`);
+  if (!ok) throw new CliError("INVALID_ARGUMENT", `${flag} must be ${what}, got ${String(value)}`);
 }
 
 /**
@@ -101,6 +107,10 @@ export interface RunSettings {
   readonly kvDtype?: KvDtype;
   /** -ngl: a layer count, "all" or "auto" (undefined: auto when a GPU is usable, else the CPU only). */
   readonly gpuLayers?: number | "all" | "auto";
+  /** --device: the offload device's name, or "cpu" for none (undefined: the best GPU found). */
+  readonly device?: string;
+  /** Sequences decoded together (serve's -np): sizes the worst-case graph of an offload plan. */
+  readonly nSeqMax?: number;
 }
 
 /** Parses -ngl: a non-negative integer, "all" or "auto". */
@@ -113,13 +123,21 @@ export function parseGpuLayers(value: string | undefined): number | "all" | "aut
 }
 
 export function runSettings(options: ParsedOptions): RunSettings {
-  const { threads, ctxSize, batchSize, kvType, gpuLayers } = options as {
+  const { threads, ctxSize, batchSize, kvType, gpuLayers, device } = options as {
     threads?: number;
     ctxSize?: number;
     batchSize?: number;
     kvType?: string;
     gpuLayers?: string;
+    device?: string;
   };
+  if (device !== undefined)
+    check(
+      /^[a-z][a-z0-9_-]*(:\d+)?$/.test(device),
+      "--device",
+      "a device name such as cpu or cuda:0",
+      device,
+    );
   if (threads !== undefined) check(threads >= 1 && threads <= 1024, "-t", "an integer in [1, 1024]", threads);
   if (ctxSize !== undefined) check(ctxSize >= 0, "-c", "0 or a positive integer", ctxSize);
   if (batchSize !== undefined) check(batchSize >= 1, "-b", "a positive integer", batchSize);
@@ -131,6 +149,7 @@ export function runSettings(options: ParsedOptions): RunSettings {
     nUbatch: batchSize,
     kvDtype: kvType as KvDtype | undefined,
     gpuLayers: parseGpuLayers(gpuLayers),
+    device,
   };
 }
 

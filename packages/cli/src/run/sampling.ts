@@ -124,12 +124,15 @@ export function parseLogitBias(spec: string, nVocab: number): [number, number] {
   const m = /^(\d+)([+-])(inf|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$/i.exec(spec.trim());
   if (!m)
     throw new CliError(
-      "BAD_VALUE",
+      "INVALID_ARGUMENT",
       `--logit-bias expects ID+BIAS or ID-BIAS (e.g. 15043+1, 15043-inf), got "${spec}"`,
     );
   const id = Number(m[1]);
   if (id >= nVocab)
-    throw new CliError("BAD_VALUE", `--logit-bias: token ${id} is outside the vocabulary of ${nVocab}`);
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `--logit-bias: token ${id} is outside the vocabulary of ${nVocab}`,
+    );
   const size = m[3]!.toLowerCase() === "inf" ? Number.POSITIVE_INFINITY : Number(m[3]);
   return [id, m[2] === "-" ? -size : size];
 }
@@ -138,7 +141,7 @@ export function parseLogitBias(spec: string, nVocab: number): [number, number] {
 async function grammarText(options: ParsedOptions): Promise<string | undefined> {
   const given = ["grammar", "grammarFile", "jsonSchema"].filter((k) => options[k] !== undefined);
   if (given.length > 1)
-    throw new CliError("BAD_VALUE", "give at most one of --grammar, --grammar-file and --json-schema");
+    throw new CliError("INVALID_ARGUMENT", "give at most one of --grammar, --grammar-file and --json-schema");
   if (options.grammar !== undefined) return options.grammar as string;
   if (options.grammarFile !== undefined) return readText(options.grammarFile as string, "--grammar-file");
   if (options.jsonSchema === undefined) return undefined;
@@ -148,7 +151,7 @@ async function grammarText(options: ParsedOptions): Promise<string | undefined> 
   try {
     schema = JSON.parse(text);
   } catch (e) {
-    throw new CliError("BAD_VALUE", `--json-schema is not valid JSON: ${(e as Error).message}`);
+    throw new CliError("INVALID_ARGUMENT", `--json-schema is not valid JSON: ${(e as Error).message}`);
   }
   return jsonSchemaToGbnf(schema);
 }
@@ -158,7 +161,7 @@ async function readText(path: string, flag: string): Promise<string> {
     return await readFile(path, "utf8");
   } catch (e) {
     throw new CliError(
-      "BAD_VALUE",
+      "INVALID_ARGUMENT",
       `${flag}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? e})`,
     );
   }
@@ -183,7 +186,7 @@ export async function makeSampler(
   const constraint = gbnf === undefined ? undefined : Grammar.parse(gbnf).constraint(model.tokenizer);
   const mirostat = o.mirostat as number | undefined;
   if (mirostat !== undefined && mirostat !== 0 && mirostat !== 1 && mirostat !== 2)
-    throw new CliError("BAD_VALUE", `--mirostat must be 0, 1 or 2, got ${mirostat}`);
+    throw new CliError("INVALID_ARGUMENT", `--mirostat must be 0, 1 or 2, got ${mirostat}`);
   try {
     return new Sampler({
       ...basic,
@@ -210,7 +213,7 @@ export async function makeSampler(
   } catch (e) {
     const arg = (e as { argument?: string }).argument;
     if (e instanceof SamplerError && arg !== undefined && FLAG_OF[arg])
-      throw new CliError("BAD_VALUE", `${FLAG_OF[arg]}: ${e.message}`);
+      throw new CliError("INVALID_ARGUMENT", `${FLAG_OF[arg]}: ${e.message}`);
     throw e;
   }
 }

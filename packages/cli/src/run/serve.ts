@@ -81,7 +81,7 @@ async function readTemplate(file: string): Promise<ChatTemplate> {
     source = await readFile(file, "utf8");
   } catch (e) {
     throw new CliError(
-      "BAD_VALUE",
+      "INVALID_ARGUMENT",
       `--chat-template-file: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? e})`,
     );
   }
@@ -118,7 +118,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     );
   const readMs = readTimeout !== undefined ? Math.round(readTimeout * 1000) : undefined;
   const apiKey = options.apiKey as string | undefined;
-  if (apiKey !== undefined && apiKey === "") throw new CliError("BAD_VALUE", "--api-key must not be empty");
+  if (apiKey !== undefined && apiKey === "")
+    throw new CliError("INVALID_ARGUMENT", "--api-key must not be empty");
   const settings = runSettings(options);
   const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
@@ -126,14 +127,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const verbose = Boolean(options.verbose);
 
   let loaded: Loaded | undefined;
-  const loading = loadModel(path, settings, verbose).then((l) => {
-    loaded = l;
-    return l.model;
-  });
+  // The offload plan sizes its worst-case graph as the server's context runs: -np sequences, -b tokens.
+  const loading = loadModel(path, { ...settings, nUbatch: batchSize, nSeqMax: parallel }, verbose).then(
+    (l) => {
+      loaded = l;
+      return l.model;
+    },
+  );
   const modelReady = loading.then((m) => {
     const nCtx = settings.nCtx === 0 ? m.hparams.nCtxTrain : settings.nCtx;
     if (nCtx !== undefined && Math.floor(nCtx / parallel) < 2)
-      throw new CliError("BAD_VALUE", `-c ${nCtx} cannot be shared by ${parallel} slots (-np)`);
+      throw new CliError("INVALID_ARGUMENT", `-c ${nCtx} cannot be shared by ${parallel} slots (-np)`);
     return m;
   });
   const contextOptions: ContextOptions = {
@@ -170,7 +174,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     loaded?.close();
     const err = e as NodeJS.ErrnoException;
     if (err.code === "EADDRINUSE" || err.code === "EACCES" || err.code === "EADDRNOTAVAIL")
-      throw new CliError("BAD_VALUE", `cannot listen on ${host}:${port} (${err.code})`);
+      throw new CliError("INVALID_ARGUMENT", `cannot listen on ${host}:${port} (${err.code})`);
     throw e;
   }
   process.stderr.write(`serve: listening on ${address} (OpenAI base URL ${address}/v1); loading ${path}\n`);

@@ -39,7 +39,7 @@ async function readJson(path: string, what: string): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new CliError("BAD_VALUE", `${what} ${path} is not valid JSON: ${(e as Error).message}`);
+    throw new CliError("INVALID_ARGUMENT", `${what} ${path} is not valid JSON: ${(e as Error).message}`);
   }
 }
 
@@ -51,19 +51,19 @@ export async function templateCommand(argv: string[]): Promise<number> {
     throw new CliError("MISSING_ARGUMENT", "--messages MESSAGES.json is required");
   const messages = await readJson(options.messages as string, "--messages");
   if (!Array.isArray(messages))
-    throw new CliError("BAD_VALUE", "--messages must hold a JSON array of messages");
+    throw new CliError("INVALID_ARGUMENT", "--messages must hold a JSON array of messages");
   const tools = options.tools !== undefined ? await readJson(options.tools as string, "--tools") : undefined;
   if (tools !== undefined && !Array.isArray(tools))
-    throw new CliError("BAD_VALUE", "--tools must hold a JSON array");
+    throw new CliError("INVALID_ARGUMENT", "--tools must hold a JSON array");
   let kwargs: Record<string, unknown> | undefined;
   if (options.kwargs !== undefined) {
     try {
       kwargs = JSON.parse(options.kwargs as string);
     } catch (e) {
-      throw new CliError("BAD_VALUE", `--kwargs is not valid JSON: ${(e as Error).message}`);
+      throw new CliError("INVALID_ARGUMENT", `--kwargs is not valid JSON: ${(e as Error).message}`);
     }
     if (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs)) {
-      throw new CliError("BAD_VALUE", "--kwargs must be a JSON object");
+      throw new CliError("INVALID_ARGUMENT", "--kwargs must be a JSON object");
     }
   }
   const { tokenizer, metadata } = await loadTokenizer(options.model as string);
@@ -79,7 +79,7 @@ export async function templateCommand(argv: string[]): Promise<number> {
     if (found === undefined) {
       const have = [...templates.keys()];
       throw new CliError(
-        "BAD_VALUE",
+        "INVALID_ARGUMENT",
         have.length === 0
           ? `${options.model} has no chat template (tokenizer.chat_template); give one with --chat-template-file`
           : `${options.model} has no chat template named "${name}"; it has: ${have.join(", ")}`,
