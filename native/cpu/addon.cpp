@@ -96,7 +96,7 @@ class BufferObject : public Napi::ObjectWrap<BufferObject> {
     return o;
   }
 
-  // The buffer behind a JavaScript value, or a BAD_ARGUMENT error.
+  // The buffer behind a JavaScript value, or a INVALID_ARGUMENT error.
   static std::shared_ptr<Buffer> From(Napi::Env env, const Napi::Value& v, const std::string& what) {
     Napi::FunctionReference& ctor = env.GetInstanceData<AddonData>()->buffer_ctor;
     if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(ctor.Value())) {

@@ -31,7 +31,7 @@ const char* simd_level_name(SimdLevel level);
 // Whether kernels may run at `level` on this machine (scalar always; x86 levels up to detected).
 bool simd_level_usable(SimdLevel level);
 
-// The level to run at: `forced` ("" = the detected one) or an error (BAD_ARGUMENT for an unknown
+// The level to run at: `forced` ("" = the detected one) or an error (INVALID_ARGUMENT for an unknown
 // name, SIMD_UNAVAILABLE naming both levels for one this machine lacks).
 Status choose_simd_level(const std::string& forced, SimdLevel* out);
 

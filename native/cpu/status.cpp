@@ -10,7 +10,7 @@ const char* code_name(Code code) {
     case Code::UnsupportedShape: return "UNSUPPORTED_SHAPE";
     case Code::OutOfRange: return "OUT_OF_RANGE";
     case Code::NoKernel: return "NO_KERNEL";
-    case Code::BadArgument: return "BAD_ARGUMENT";
+    case Code::BadArgument: return "INVALID_ARGUMENT";
     case Code::Disposed: return "DISPOSED";
     case Code::Busy: return "BUSY";
     case Code::ReadOnly: return "READ_ONLY";

@@ -1,12 +1,13 @@
 # The CPU backend's addon. Sources come from scripts/list-sources.mjs (gyp has no glob), so a new
-# kernel file in native/cpu/ is built without editing this file. Per-ISA files (*_avx2.cpp,
+# kernel file in native/cpu/ is built without editing this file; it finds them in the package's
+# native/cpu (an installed package ships them) or the repository's ../../native/cpu. Per-ISA files (*_avx2.cpp,
 # *_avx512.cpp, *_neon.cpp) are compiled in static libraries with their own flags and linked
 # into the addon; everything else is baseline. Never -march=native.
 # The Release configuration is the shipped build; Debug is the sanitizer build
 # (MINFER_SANITIZE=address, see README.md).
 {
   "target_defaults": {
-    "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "../../native/cpu"],
+    "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "<!(node scripts/list-sources.mjs include)"],
     "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
     "cflags!": ["-fno-exceptions"],
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-std=gnu++1y", "-std=gnu++20"],

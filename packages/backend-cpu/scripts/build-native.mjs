@@ -1,78 +1,72 @@
 #!/usr/bin/env node
 // Builds the addon (build/Release/minfer_cpu.node, or build/Debug/minfer_cpu.node with
-// MINFER_SANITIZE=address) with node-gyp, downloading nothing: the Node.js headers come from
-// the installation running this script (--nodedir), node-gyp from this package's devDependency
-// or npm's bundled copy. Run by the package's `install` and `build` scripts.
+// MINFER_SANITIZE=address) with node-gyp from the sources in the package's native/ (an installed
+// package ships them) or the repository's native/ (a checkout), downloading nothing: the
+// Node.js headers come from the installation running this script (--nodedir), node-gyp from this
+// package's devDependency, else the one npm or pnpm puts on PATH for install scripts, else npm's
+// bundled copy. Run by the package's `build` script and, when no prebuilt binary loads, by
+// install.mjs.
 //
 // When the build cannot run here (no headers, no compiler, no Python, a compile error) it writes
-// the reason to build/NATIVE_UNAVAILABLE.txt, prints it and exits 0, so installing the workspace
-// still succeeds; the backend then loads with score() === 0 and that reason. Pass --strict (or
-// set MINFER_NATIVE_STRICT=1) to exit 1 instead.
+// the reason and the fix to build/NATIVE_UNAVAILABLE.txt as one line, prints it and exits 0, so
+// installing still succeeds; the backend then loads with score() === 0 and that reason. Pass
+// --strict (or set MINFER_NATIVE_STRICT=1) to exit 1 instead. --prebuilt-status=TEXT adds why no
+// prebuilt binary was used (install.mjs passes it). --arch=arm64 cross-compiles (with CXX, CC,
+// LINK and AR naming the cross toolchain; scripts/release/prebuild.mjs does it): the result is
+// not loaded here.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { nativeRoot, packageRoot as pkg } from "./native-sources.mjs";
+import { unavailableFile as noteFile, recordUnavailable } from "./unavailable.mjs";
 
-const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
+const option = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const buildDir = join(pkg, "build");
-const unavailableFile = join(buildDir, "NATIVE_UNAVAILABLE.txt");
+const unavailableFile = noteFile(pkg);
 const strict = process.argv.includes("--strict") || process.env.MINFER_NATIVE_STRICT === "1";
 const sanitize = process.env.MINFER_SANITIZE ?? "";
+const prebuiltStatus = option("prebuilt-status");
+const arch = option("arch") ?? process.arch;
 const log = (line) => console.log(`[backend-cpu] ${line}`);
 
 function unavailable(reason) {
-  mkdirSync(buildDir, { recursive: true });
-  const text = `The CPU backend's native addon was not built: ${reason}\n`;
-  writeFileSync(unavailableFile, text);
-  log(text.trim());
-  log(`(recorded in ${unavailableFile}; the package still loads and reports score() === 0)`);
+  recordUnavailable(pkg, reason, prebuiltStatus);
   process.exit(strict ? 1 : 0);
 }
 
-/** The directory whose include/node holds node_api.h, for --nodedir. */
+/** The directory whose include/node holds node_api.h, for --nodedir; undefined when none. */
 function findNodeDir() {
   const hasHeaders = (dir) => dir && existsSync(join(dir, "include", "node", "node_api.h"));
   const fromExec = dirname(dirname(process.execPath)); // /usr/bin/node -> /usr
   if (hasHeaders(fromExec)) return fromExec;
   const fromNpm = process.env.npm_config_nodedir;
   if (hasHeaders(fromNpm)) return fromNpm;
-  unavailable(
-    `no Node.js headers: neither ${join(fromExec, "include/node/node_api.h")} (from process.execPath)` +
-      (fromNpm ? ` nor ${join(fromNpm, "include/node/node_api.h")} (npm_config_nodedir)` : "") +
-      " exists. Install the headers of this Node.js (e.g. the distribution's nodejs-dev / libnode-dev," +
-      " or the official tarball's include/) or set npm_config_nodedir to a directory with include/node.",
+  missing.push(
+    `no Node.js headers (${join(fromExec, "include/node/node_api.h")} is absent${fromNpm ? `, and so is ${join(fromNpm, "include/node/node_api.h")}` : ""}:` +
+      " install this Node.js's headers, e.g. libnode-dev, or set npm_config_nodedir)",
   );
 }
 
-/** node-gyp's entry script: this package's devDependency, else npm's bundled copy. */
+/**
+ * How to run node-gyp: this package's (dev)dependency, else the `node-gyp` that npm and pnpm put
+ * on PATH for install scripts, else npm's copy beside this Node.js; undefined when none.
+ */
 function findNodeGyp() {
   try {
-    return createRequire(join(pkg, "package.json")).resolve("node-gyp/bin/node-gyp.js");
+    return [process.execPath, createRequire(join(pkg, "package.json")).resolve("node-gyp/bin/node-gyp.js")];
   } catch {
-    // not installed as a dependency: try npm's own
+    // not a dependency here: look further
   }
-  const candidates = [
-    join(
-      dirname(dirname(process.execPath)),
-      "lib",
-      "node_modules",
-      "npm",
-      "node_modules",
-      "node-gyp",
-      "bin",
-      "node-gyp.js",
-    ),
-  ];
-  const npmExec = process.env.npm_execpath;
-  if (npmExec)
-    candidates.push(join(dirname(npmExec), "..", "node_modules", "node-gyp", "bin", "node-gyp.js"));
-  const found = candidates.find((c) => existsSync(c));
-  if (found) return found;
-  unavailable(
-    `node-gyp not found (devDependency not installed; none bundled with npm at ${candidates.join(", ")})`,
-  );
+  if (spawnSync("sh", ["-c", "command -v node-gyp"], { stdio: "ignore" }).status === 0) return ["node-gyp"];
+  const npms = [join(dirname(dirname(process.execPath)), "lib", "node_modules", "npm")];
+  if (process.env.npm_execpath) npms.push(join(dirname(process.env.npm_execpath), ".."));
+  const bundled = npms
+    .map((npm) => join(npm, "node_modules", "node-gyp", "bin", "node-gyp.js"))
+    .find(existsSync);
+  if (bundled) return [process.execPath, bundled];
+  missing.push("no node-gyp (not a dependency here, not on PATH, not bundled with npm)");
 }
 
 function hasCommand(cmd, args) {
@@ -80,9 +74,9 @@ function hasCommand(cmd, args) {
   return r.status === 0;
 }
 
-function runGyp(gyp, args) {
+function runGyp([cmd, ...pre], args) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [gyp, ...args], { cwd: pkg, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, [...pre, ...args], { cwd: pkg, stdio: ["ignore", "pipe", "pipe"] });
     let tail = "";
     const keep = (chunk, stream) => {
       stream.write(chunk);
@@ -99,22 +93,33 @@ if (sanitize !== "" && sanitize !== "address") {
   console.error(`[backend-cpu] MINFER_SANITIZE=${sanitize} is not supported; use MINFER_SANITIZE=address`);
   process.exit(1);
 }
-const nodedir = findNodeDir();
-const gyp = findNodeGyp();
+// Every missing prerequisite is named in one message.
+const missing = [];
+const sources = nativeRoot();
+if (!sources.dir)
+  missing.push(`no sources (neither ${join(pkg, "native", "cpu")} nor the repository's native/cpu)`);
 const cxx = process.env.CXX ?? "c++";
 if (!hasCommand(cxx, ["--version"]))
-  unavailable(`no C++ compiler (\`${cxx} --version\` failed); install g++ or clang++, or set CXX`);
+  missing.push(`no C++ compiler (\`${cxx} --version\` failed; or set CXX)`);
 const python = process.env.PYTHON ?? "python3";
 if (!hasCommand(python, ["--version"]))
-  unavailable(`no Python 3 for node-gyp (\`${python} --version\` failed)`);
+  missing.push(`no Python 3 for node-gyp (\`${python} --version\` failed)`);
+if (process.platform !== "win32" && !hasCommand("make", ["--version"])) missing.push("no make");
+const nodedir = findNodeDir();
+const gyp = findNodeGyp();
+if (missing.length > 0) unavailable(missing.join(", "));
 
 const config = sanitize === "address" ? "Debug" : "Release";
 const mode = config === "Debug" ? ["--debug"] : ["--release"];
+const cross = arch !== process.arch;
+if (prebuiltStatus) log(`no prebuilt binary (${prebuiltStatus}): building from the shipped sources`);
 log(
-  `node-gyp ${gyp}; headers from --nodedir=${nodedir}; ${config}${sanitize ? " (address + undefined sanitizers)" : ""}`,
+  `node-gyp ${gyp.join(" ")}; sources ${sources.dir}; headers from --nodedir=${nodedir}; ${config}` +
+    `${sanitize ? " (address + undefined sanitizers)" : ""}${cross ? `; cross-compiling for ${arch} with ${cxx}` : ""}`,
 );
 
-const configure = await runGyp(gyp, ["configure", `--nodedir=${nodedir}`, ...mode]);
+const started = Date.now();
+const configure = await runGyp(gyp, ["configure", `--nodedir=${nodedir}`, `--arch=${arch}`, ...mode]);
 if (configure.status !== 0)
   unavailable(`node-gyp configure failed (exit ${configure.status}):\n${configure.tail}`);
 const jobs = String(Math.max(1, cpus().length));
@@ -138,11 +143,11 @@ if (process.platform === "linux" && hasCommand("nm", ["--version"])) {
 }
 
 // Load it once in a child process: catches undefined symbols before the tests do.
-if (config === "Release") {
+if (config === "Release" && !cross) {
   const check = spawnSync(process.execPath, ["-e", `require(${JSON.stringify(addon)})`], {
     encoding: "utf8",
   });
   if (check.status !== 0) unavailable(`${addon} was built but does not load:\n${check.stderr}`);
 }
 rmSync(unavailableFile, { force: true });
-log(`built ${addon}`);
+log(`built ${addon} (${Math.round((Date.now() - started) / 1000)} s)`);

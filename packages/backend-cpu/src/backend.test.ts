@@ -76,8 +76,8 @@ describe("SIMD levels", () => {
   }
 
   it("refuses an unknown level name and a bad thread count", async () => {
-    await expect(device.init({ simd: "sse9" })).rejects.toMatchObject({ code: "BAD_ARGUMENT" });
-    await expect(device.init({ threads: 0 })).rejects.toMatchObject({ code: "BAD_ARGUMENT" });
-    await expect(device.init({ threads: 1.5 })).rejects.toMatchObject({ code: "BAD_ARGUMENT" });
+    await expect(device.init({ simd: "sse9" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(device.init({ threads: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(device.init({ threads: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 });

@@ -6,7 +6,7 @@ export type CpuBackendErrorCode =
   | "UNSUPPORTED_SHAPE"
   | "OUT_OF_RANGE"
   | "NO_KERNEL"
-  | "BAD_ARGUMENT"
+  | "INVALID_ARGUMENT"
   | "DISPOSED"
   | "BUSY"
   | "READ_ONLY"
@@ -23,7 +23,7 @@ const CODES = new Set<string>([
   "UNSUPPORTED_SHAPE",
   "OUT_OF_RANGE",
   "NO_KERNEL",
-  "BAD_ARGUMENT",
+  "INVALID_ARGUMENT",
   "DISPOSED",
   "BUSY",
   "READ_ONLY",

@@ -34,7 +34,7 @@ function diagnostics(): string[] {
   if (!native.ok) return [`cpu: unusable: ${native.reason}`];
   const f = native.addon.features();
   const lines = [
-    `cpu: native addon ${native.path}`,
+    `cpu: native addon ${native.path} (${native.origin === "prebuilt" ? `prebuilt, ${native.from}` : native.origin})`,
     `cpu: SIMD ${f.detected} (usable: ${f.usableLevels.join(", ")}); features: ${f.features.join(" ")}`,
     `cpu: ${f.physicalCores} physical cores, ${f.logicalCpus} logical CPUs (default threads: ${f.physicalCores})`,
     `cpu: kernels: ${native.addon.registeredOps().join(", ") || "none"}`,

@@ -1,11 +1,12 @@
 /**
- * The whole native binding (build/Release/minfer_cpu.node), typed in one place. Handles are
- * branded so a plain object never passes for a native one.
+ * The whole native binding (minfer_cpu.node: built from source in build/, or prebuilt in this
+ * platform's package), typed in one place. Handles are branded so a plain object never passes
+ * for a native one.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type BinaryChoice, type BinaryOrigin, selectBinary } from "./binary.js";
 import { readEnv } from "./config.js";
 
 declare const brand: unique symbol;
@@ -73,35 +74,44 @@ export interface NativeAddon {
 }
 
 export type NativeLoad =
-  | { readonly ok: true; readonly addon: NativeAddon; readonly path: string }
+  | {
+      readonly ok: true;
+      readonly addon: NativeAddon;
+      readonly path: string;
+      readonly origin: BinaryOrigin;
+      /** The platform package of a prebuilt binary. */
+      readonly from?: string;
+    }
   | { readonly ok: false; readonly reason: string };
 
 /** The package root: src/ and dist/ both sit one level below it. */
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
+/** Loads the chosen binary with `load` (require); a failure is a reason, never thrown. */
+export function loadBinary(choice: BinaryChoice, load: (path: string) => unknown): NativeLoad {
+  if (!choice.ok) return choice;
+  const { path, origin, from } = choice;
+  try {
+    return { ok: true, addon: load(path) as NativeAddon, path, origin, ...(from ? { from } : {}) };
+  } catch (e) {
+    const fix =
+      origin === "prebuilt"
+        ? `reinstall ${from}, or build from source with \`npm run build:native\` in ${packageRoot}`
+        : "rebuild it with `npm run build:native` in the package";
+    return {
+      ok: false,
+      reason: `native addon ${path} (${origin}) failed to load: ${(e as Error).message}; ${fix}`,
+    };
+  }
+}
+
 let loaded: NativeLoad | undefined;
 
-/** Loads the addon once; a failure is recorded with its reason, never thrown. */
+/** Selects and loads the addon once (binary.ts says in which order); a failure is recorded, never thrown. */
 export function loadNative(): NativeLoad {
-  if (loaded) return loaded;
-  const config = readEnv().sanitize ? "Debug" : "Release";
-  const path = join(packageRoot, "build", config, "minfer_cpu.node");
-  const why = join(packageRoot, "build", "NATIVE_UNAVAILABLE.txt");
-  if (!existsSync(path)) {
-    const recorded = existsSync(why) ? ` ${readFileSync(why, "utf8").trim()}` : "";
-    loaded = {
-      ok: false,
-      reason:
-        `native addon ${path} not found.${recorded} ` +
-        "Build it with `pnpm --filter @minfer/backend-cpu build:native` (needs a C++ compiler and Python 3).",
-    };
-    return loaded;
-  }
-  try {
-    const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    loaded = { ok: true, addon, path };
-  } catch (e) {
-    loaded = { ok: false, reason: `native addon ${path} failed to load: ${(e as Error).message}` };
-  }
+  loaded ??= loadBinary(
+    selectBinary({ packageRoot, sanitize: readEnv().sanitize }),
+    createRequire(import.meta.url),
+  );
   return loaded;
 }

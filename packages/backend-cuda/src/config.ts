@@ -35,7 +35,7 @@ function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[])
   const v = env[name] ?? "";
   if (v !== "" && !values.includes(v))
     throw new CudaBackendError(
-      "BAD_ARGUMENT",
+      "INVALID_ARGUMENT",
       `${name} must be ${values.map((x) => JSON.stringify(x)).join(" or ")}, not ${JSON.stringify(v)}`,
     );
   return v;

@@ -15,7 +15,7 @@ export type CudaBackendErrorCode =
   | "OUT_OF_MEMORY"
   /** A buffer or executor is in use by an execute in flight. */
   | "BUSY"
-  | "BAD_ARGUMENT"
+  | "INVALID_ARGUMENT"
   | "OUT_OF_RANGE"
   | "WRONG_DEVICE"
   | "DISPOSED"
@@ -46,13 +46,13 @@ const NATIVE_CODES = new Set<string>([
   "WRONG_DEVICE",
 ]);
 
-/** Maps an error thrown by the addon to a coded one (RangeError → OUT_OF_RANGE, TypeError → BAD_ARGUMENT). */
+/** Maps an error thrown by the addon to a coded one (RangeError → OUT_OF_RANGE, TypeError → INVALID_ARGUMENT). */
 export function fromNative(e: unknown, what: string): CudaBackendError {
   const message = `${what}: ${(e as Error)?.message ?? String(e)}`;
   const code = (e as { code?: unknown })?.code;
   if (typeof code === "string" && NATIVE_CODES.has(code))
     return new CudaBackendError(code as CudaBackendErrorCode, message, { cause: e });
   if (e instanceof RangeError) return new CudaBackendError("OUT_OF_RANGE", message, { cause: e });
-  if (e instanceof TypeError) return new CudaBackendError("BAD_ARGUMENT", message, { cause: e });
+  if (e instanceof TypeError) return new CudaBackendError("INVALID_ARGUMENT", message, { cause: e });
   return new CudaBackendError("CUDA_ERROR", message, { cause: e });
 }

@@ -6,6 +6,7 @@
  * @module @minfer/backend-cuda
  */
 import { BACKEND_API_VERSION, type BackendEntry } from "@minfer/ir";
+import { computeCapabilityProblem } from "./compute-capability.js";
 import { CudaDevice } from "./device.js";
 import { loadNative, type NativeProbe } from "./native.js";
 
@@ -18,15 +19,20 @@ export { CudaBuffer, CudaRuntime } from "./runtime.js";
 
 const native = loadNative();
 const probe: NativeProbe | undefined = native.ok ? native.addon.probe() : undefined;
-const devices: readonly CudaDevice[] =
-  native.ok && probe ? probe.devices.map((d) => new CudaDevice(native.addon, d)) : [];
+const found = probe?.devices ?? [];
+/** GPUs too old for the kernels, each with the reason (diagnostics). */
+const refused = found.flatMap((d) => computeCapabilityProblem(d) ?? []);
+const devices: readonly CudaDevice[] = native.ok
+  ? found.filter((d) => !computeCapabilityProblem(d)).map((d) => new CudaDevice(native.addon, d))
+  : [];
 
 const gib = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
 const version = (v: number) => `${Math.floor(v / 1000)}.${(v % 1000) / 10}`;
 
 function diagnostics(): string[] {
   if (!native.ok) return [`cuda: unusable: ${native.reason}`];
-  const lines = [`cuda: native addon ${native.path}`];
+  const origin = native.origin === "prebuilt" ? `prebuilt, ${native.from}` : native.origin;
+  const lines = [`cuda: native addon ${native.path} (${origin})`];
   const p = probe!;
   lines.push(
     `cuda: runtime ${version(p.runtimeVersion)}, driver ${p.driverVersion ? version(p.driverVersion) : "none"}`,
@@ -39,7 +45,8 @@ function diagnostics(): string[] {
         `${gib(i.freeBytes)} free of ${gib(i.totalBytes)}, PCI ${i.pciBus}`,
     );
   }
-  if (!p.error && devices.length === 0) lines.push("cuda: unusable: no CUDA device");
+  for (const reason of refused) lines.push(`cuda: unusable: ${reason}`);
+  if (!p.error && found.length === 0) lines.push("cuda: unusable: no CUDA device");
   const ops = native.addon.registeredOps();
   lines.push(`cuda: kernels: ${ops.join(", ") || "none"}`);
   return lines;

@@ -1,8 +1,11 @@
-/** The native binding (build/minfer_cuda.node), typed in one place, and how it was loaded. */
-import { existsSync, readFileSync } from "node:fs";
+/**
+ * The native binding (minfer_cuda.node: built from source in build/, or prebuilt in this
+ * platform's package), typed in one place, and how it was loaded.
+ */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type BinaryChoice, type BinaryOrigin, selectBinary } from "./binary.js";
 
 declare const brand: unique symbol;
 
@@ -102,23 +105,38 @@ export interface NativeAddon {
 }
 
 export type NativeLoad =
-  | { readonly ok: true; readonly addon: NativeAddon; readonly path: string }
+  | {
+      readonly ok: true;
+      readonly addon: NativeAddon;
+      readonly path: string;
+      readonly origin: BinaryOrigin;
+      /** The platform package of a prebuilt binary. */
+      readonly from?: string;
+    }
   | { readonly ok: false; readonly reason: string };
 
-/** Loads the addon; a missing or broken build is a reason, not an exception. */
-export function loadNative(): NativeLoad {
-  const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-  const path = join(root, "build", "minfer_cuda.node");
-  if (!existsSync(path)) {
-    const note = join(root, "build", "NATIVE_UNAVAILABLE.txt");
-    const reason = existsSync(note)
-      ? readFileSync(note, "utf8").trim()
-      : `the native addon ${path} is not built (run the package's build script)`;
-    return { ok: false, reason };
-  }
+/** The package root: src/ and dist/ both sit one level below it. */
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Loads the chosen binary with `load` (require); a failure is a reason, never thrown. */
+export function loadBinary(choice: BinaryChoice, load: (path: string) => unknown): NativeLoad {
+  if (!choice.ok) return choice;
+  const { path, origin, from } = choice;
   try {
-    return { ok: true, addon: createRequire(import.meta.url)(path) as NativeAddon, path };
+    return { ok: true, addon: load(path) as NativeAddon, path, origin, ...(from ? { from } : {}) };
   } catch (e) {
-    return { ok: false, reason: `the native addon ${path} does not load: ${(e as Error).message}` };
+    const fix =
+      origin === "prebuilt"
+        ? `reinstall ${from}, or build from source with \`npm run build:native\` in ${packageRoot}`
+        : "rebuild it with `npm run build:native` in the package";
+    return {
+      ok: false,
+      reason: `the native addon ${path} (${origin}) does not load: ${(e as Error).message}; ${fix}`,
+    };
   }
+}
+
+/** Selects (binary.ts says in which order) and loads the addon; a missing or broken one is a reason, not an exception. */
+export function loadNative(): NativeLoad {
+  return loadBinary(selectBinary({ packageRoot }), createRequire(import.meta.url));
 }

@@ -103,7 +103,7 @@ export class CudaRuntime implements DeviceRuntime {
     this.#live();
     if (!Number.isSafeInteger(bytes) || bytes < 0)
       throw new CudaBackendError(
-        "BAD_ARGUMENT",
+        "INVALID_ARGUMENT",
         `allocate: bytes must be a non-negative integer, got ${bytes}`,
       );
     let native: NativeBuffer;
