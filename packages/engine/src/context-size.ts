@@ -4,6 +4,9 @@ import type { Hparams } from "@minfer/models";
 /** The context size when none is asked for: this many tokens, or the model's training context if smaller. */
 export const DEFAULT_N_CTX = 4096;
 
+/** The micro-batch when none is asked for: the most tokens one decode graph runs. */
+export const DEFAULT_N_UBATCH = 512;
+
 /**
  * The KV cells a context gets for a requested size, as llama.cpp reads `-c`: undefined is the
  * default (min({@link DEFAULT_N_CTX}, the training context)), 0 is the training context, any other

@@ -24,7 +24,7 @@ import {
   type TimingReport,
 } from "@minfer/scheduler";
 import { type Batch, type NormalizedBatch, normalizeBatch } from "./batch.js";
-import { contextSize } from "./context-size.js";
+import { contextSize, DEFAULT_N_UBATCH } from "./context-size.js";
 import { EngineError } from "./errors.js";
 import { KvHistory } from "./kv-history.js";
 import { Logits } from "./logits.js";
@@ -149,7 +149,7 @@ export class Context {
       return v;
     };
     this.nCtx = positive(contextSize(options.nCtx, hp.nCtxTrain), "nCtx");
-    this.nUbatch = Math.min(positive(options.nUbatch ?? 512, "nUbatch"), this.nCtx);
+    this.nUbatch = Math.min(positive(options.nUbatch ?? DEFAULT_N_UBATCH, "nUbatch"), this.nCtx);
     this.nSeqMax = positive(options.nSeqMax ?? 1, "nSeqMax");
     try {
       this.kvDtype = parseKvDtype(options.kvDtype ?? "f16");

@@ -8,7 +8,7 @@ export { argmax } from "@minfer/sampler";
 export type { Batch } from "./batch.js";
 export type { ContextOptions, DecodeTiming, GraphParams } from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
-export { contextSize, DEFAULT_N_CTX, kvBytesPerLayer } from "./context-size.js";
+export { contextSize, DEFAULT_N_CTX, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
 export type { EngineErrorCode } from "./errors.js";
 export { EngineError } from "./errors.js";
 export type {

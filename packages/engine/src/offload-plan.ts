@@ -3,7 +3,7 @@ import { type Device, fuse } from "@minfer/ir";
 import { type KvDtype, kvDtypeId, parseKvDtype } from "@minfer/kvcache";
 import { architecture, type Hparams } from "@minfer/models";
 import { Allocator, assign } from "@minfer/scheduler";
-import { contextSize, kvBytesPerLayer } from "./context-size.js";
+import { contextSize, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
 import { EngineError } from "./errors.js";
 
 const GIB = 2 ** 30;
@@ -61,7 +61,7 @@ export interface OffloadPlanOptions {
   readonly host: Device;
   /** Requested context size, as {@link ContextOptions.nCtx} (undefined: the default; 0: the training context). */
   readonly nCtx?: number;
-  /** Micro-batch size of the worst-case graph. Default: 512 (the Context's default). */
+  /** Micro-batch size of the worst-case graph. Default: {@link DEFAULT_N_UBATCH} (the Context's). */
   readonly nUbatch?: number;
   /** Sequences decoded together (outputs of the worst-case graph). Default: 1. */
   readonly nSeqMax?: number;
@@ -109,7 +109,7 @@ export function planOffload(file: GgufFile, options: OffloadPlanOptions): Offloa
   } catch (e) {
     throw new EngineError("INVALID_ARGUMENT", `kvDtype: ${(e as Error).message}`, { cause: e });
   }
-  const nUbatch = Math.min(options.nUbatch ?? 512, nCtx);
+  const nUbatch = Math.min(options.nUbatch ?? DEFAULT_N_UBATCH, nCtx);
   const built = arch.buildGraph(hp, {
     nTokens: nUbatch,
     nKv: nCtx,

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { ContextOptions } from "@minfer/engine";
+import { type ContextOptions, DEFAULT_N_CTX, DEFAULT_N_UBATCH } from "@minfer/engine";
 import { LLAMA_CPP_SAMPLING, type SamplerOptions } from "@minfer/sampler";
 import type { OptionSpec, ParsedOptions } from "../args.js";
 import { CliError } from "../errors.js";
@@ -25,13 +25,13 @@ export const contextOptions: OptionSpec[] = [
     flags: ["-c", "--ctx-size"],
     kind: "integer",
     metavar: "N",
-    help: "context size in tokens (default: min(4096, the model's); 0 = the model's)",
+    help: `context size in tokens (default: min(${DEFAULT_N_CTX}, the model's); 0 = the model's)`,
   },
   {
     flags: ["-b", "--batch-size"],
     kind: "integer",
     metavar: "N",
-    help: "most tokens one graph runs; longer prompts run in pieces (default: 512)",
+    help: `most tokens one graph runs; longer prompts run in pieces (default: ${DEFAULT_N_UBATCH})`,
   },
   { flags: ["--kv-type"], kind: "string", metavar: "TYPE", help: "K/V cache type: f16 (default), f32, q8_0" },
   {
