@@ -58,7 +58,10 @@ describe("selectBinary", () => {
 
   it("reports what the install recorded when nothing was built and no prebuilt is installed", () => {
     const recorded = "[backend-cpu] native addon not built: no C++ compiler; no prebuilt: x. Fix: y.";
-    expect(selectBinary(lookup({ [note]: `${recorded}\n` }, absent))).toEqual({ ok: false, reason: recorded });
+    expect(selectBinary(lookup({ [note]: `${recorded}\n` }, absent))).toEqual({
+      ok: false,
+      reason: recorded,
+    });
     // A note from a checkout's build (no prebuilt status in it) gets the prebuilt status added.
     const bare = "[backend-cpu] native addon not built: no make. Fix: y.";
     const r = selectBinary(lookup({ [note]: bare }, absent));
@@ -79,7 +82,10 @@ describe("selectBinary", () => {
 describe("loadBinary", () => {
   it("loads the chosen binary and keeps where it came from", () => {
     const addon = { features: () => ({}) };
-    const r = loadBinary({ ok: true, path: prebuiltPath, origin: "prebuilt", from: "@minfer/x" }, () => addon);
+    const r = loadBinary(
+      { ok: true, path: prebuiltPath, origin: "prebuilt", from: "@minfer/x" },
+      () => addon,
+    );
     expect(r).toEqual({ ok: true, addon, path: prebuiltPath, origin: "prebuilt", from: "@minfer/x" });
   });
 

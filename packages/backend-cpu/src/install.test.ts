@@ -25,7 +25,10 @@ describe("decide", () => {
   });
 
   it("builds from source when the prebuilt binary does not load, saying why", () => {
-    const d = decide({ name, path: "/p/minfer_cpu.node" }, () => ({ ok: false, error: "GLIBC_2.33 not found" }));
+    const d = decide({ name, path: "/p/minfer_cpu.node" }, () => ({
+      ok: false,
+      error: "GLIBC_2.33 not found",
+    }));
     expect(d).toEqual({ action: "build", status: `${name} does not load here: GLIBC_2.33 not found` });
   });
 
@@ -65,7 +68,10 @@ describe("main", () => {
     writeFileSync(garbage, "not an ELF file");
     const build = vi.fn(() => 0);
     main({ pkg: join(tmp, "broken"), prebuilt: { name, path: garbage }, build });
-    expect(build).toHaveBeenCalledWith(join(tmp, "broken"), expect.stringContaining(`${name} does not load here`));
+    expect(build).toHaveBeenCalledWith(
+      join(tmp, "broken"),
+      expect.stringContaining(`${name} does not load here`),
+    );
   });
 });
 
@@ -80,7 +86,12 @@ describe("install without a prebuilt and without a compiler", () => {
   writeFileSync(join(pkg, "package.json"), "{}");
   const r = spawnSync(process.execPath, [join(pkg, "scripts", "install.mjs")], {
     encoding: "utf8",
-    env: { ...process.env, CXX: "/nonexistent/c++", PYTHON: "/nonexistent/python3", MINFER_NATIVE_STRICT: "" },
+    env: {
+      ...process.env,
+      CXX: "/nonexistent/c++",
+      PYTHON: "/nonexistent/python3",
+      MINFER_NATIVE_STRICT: "",
+    },
   });
   const note = join(pkg, "build", "NATIVE_UNAVAILABLE.txt");
 

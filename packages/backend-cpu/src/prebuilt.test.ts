@@ -39,7 +39,9 @@ describe("platform packages", () => {
 
   it("lists every prebuilt platform as an optional dependency whose os/cpu/libc fit its name", () => {
     const pkg = JSON.parse(readFileSync(join(pkgRoot, "package.json"), "utf8"));
-    expect(Object.keys(pkg.optionalDependencies).sort()).toEqual(PREBUILT_PLATFORMS.map(prebuiltPackage).sort());
+    expect(Object.keys(pkg.optionalDependencies).sort()).toEqual(
+      PREBUILT_PLATFORMS.map(prebuiltPackage).sort(),
+    );
     for (const key of PREBUILT_PLATFORMS) {
       const dir = join(pkgRoot, "..", `backend-cpu-${key}`);
       const p = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
