@@ -1,12 +1,18 @@
-/** Every way a GGUF operation can fail. Stable: code that handles errors may switch on these. */
+/**
+ * Every way a GGUF operation can fail. Stable: code that handles errors may switch on these.
+ * The file's own faults have codes of their own; a caller's bad argument is `INVALID_ARGUMENT`;
+ * an operating-system failure is `IO_ERROR` (docs/ERRORS.md holds the shared vocabulary).
+ */
 export type GgufErrorCode =
+  // The file's bytes.
   | "TRUNCATED"
   | "BAD_MAGIC"
   | "UNSUPPORTED_VERSION"
   | "COUNT_TOO_LARGE"
   | "INVALID_UTF8"
   | "UNKNOWN_VALUE_TYPE"
-  | "BAD_VALUE"
+  /** A metadata value its type does not allow (a bool stored as 2). */
+  | "MALFORMED_VALUE"
   | "NESTING_TOO_DEEP"
   | "DUPLICATE_KEY"
   | "BAD_ALIGNMENT"
@@ -17,12 +23,19 @@ export type GgufErrorCode =
   | "MISALIGNED_TENSOR"
   | "OVERLAPPING_TENSORS"
   | "TENSOR_OUT_OF_BOUNDS"
+  | "BAD_SPLIT"
+  // Typed metadata access.
   | "MISSING_KEY"
   | "WRONG_KEY_TYPE"
-  | "BAD_SPLIT"
-  | "UNSUPPORTED_TYPE"
+  // The caller and the host.
+  /** A ggml type this operation has no kernel for (quantize, dequantize, synth); the message lists the supported ones. */
+  | "UNSUPPORTED_DTYPE"
+  /** A bad argument or option (the message names it and its value). */
   | "INVALID_ARGUMENT"
-  | "IO";
+  /** The operating system refused a read, write or open (the message names the path; `cause` is the system error). */
+  | "IO_ERROR"
+  /** This host cannot run the operation (a big-endian host reading a typed array). */
+  | "UNSUPPORTED_HOST";
 
 /** Structured details carried by a {@link GgufError}. */
 export interface GgufErrorDetails {

@@ -322,19 +322,19 @@ for (const t of [13, 0xffffffff]) {
   });
 }
 
-// BAD_VALUE
+// MALFORMED_VALUE
 for (const v of [2, 0xff]) {
   add({
     name: `bool byte ${v}`,
     bytes: B().header(0, 1).key("k", T.BOOL).u8(v).finish(),
-    code: "BAD_VALUE",
+    code: "MALFORMED_VALUE",
     offset: 37,
   });
 }
 add({
   name: "bool array item 2",
   bytes: B().header(0, 1).key("k", T.ARRAY).u32(T.BOOL).u64(3).raw([1, 0, 2]).finish(),
-  code: "BAD_VALUE",
+  code: "MALFORMED_VALUE",
   offset: 51,
 });
 
@@ -610,7 +610,7 @@ describe("malformed headers through parseGguf", () => {
       "COUNT_TOO_LARGE",
       "INVALID_UTF8",
       "UNKNOWN_VALUE_TYPE",
-      "BAD_VALUE",
+      "MALFORMED_VALUE",
       "NESTING_TOO_DEEP",
       "DUPLICATE_KEY",
       "BAD_ALIGNMENT",
@@ -783,7 +783,7 @@ describe("malformed files read from a path", () => {
       for (const e of [thrownBy(() => readGgufSync(path)), await rejectionOf(() => readGguf(path))]) {
         if (!(e instanceof GgufError))
           throw new Error(`expected a GgufError, got ${String(e)}`, { cause: e });
-        expect(e.code).toBe("IO");
+        expect(e.code).toBe("IO_ERROR");
         expect(e.path).toBe(path);
       }
     }
@@ -856,7 +856,7 @@ describe("bugs found while writing these tests", () => {
   // BUG (reported): readScalar() in parse.ts takes `const v = c.view` before `c.need()`, which may
   // read on and replace the cursor's buffer and view. A scalar other than uint8/uint32/bool/string
   // that is the first thing read past the bytes read so far (the first 1 MiB from a path) is read
-  // from the stale, shorter DataView: RangeError, which read.ts then wraps as an "IO" GgufError.
+  // from the stale, shorter DataView: RangeError, which read.ts then wraps as an "IO_ERROR" GgufError.
   // Input: key "a" = a string of 2^20 - 58 bytes, then key "b" whose value starts at byte 2^20.
   const scalarTypes: [string, GgufKV["type"], GgufKV["value"]][] = [
     ["int8", T.INT8, -7],

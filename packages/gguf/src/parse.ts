@@ -199,7 +199,8 @@ function readScalar(c: Cursor, type: GgufValueTypeId, what: Label): GgufScalar {
       return v.getFloat32(at, true);
     case GgufValueType.BOOL: {
       const b = v.getUint8(at);
-      if (b > 1) c.fail("BAD_VALUE", `${label(what)} is a bool stored as ${b}; only 0 and 1 are valid`, at);
+      if (b > 1)
+        c.fail("MALFORMED_VALUE", `${label(what)} is a bool stored as ${b}; only 0 and 1 are valid`, at);
       c.pos += 1;
       return b === 1;
     }
@@ -263,7 +264,7 @@ function readArray(c: Cursor, what: string, depth: number): GgufArray {
     // A real copy (Buffer#slice would return a view of the whole file).
     const copy = Uint8Array.prototype.slice.call(c.bytes, c.pos, c.pos + bytes);
     c.pos += bytes;
-    if (!LITTLE_ENDIAN_HOST) c.fail("IO", "big-endian hosts are not supported");
+    if (!LITTLE_ENDIAN_HOST) c.fail("UNSUPPORTED_HOST", "big-endian hosts are not supported");
     return { itemType, items: new ctor(copy.buffer) };
   }
   if (itemType === GgufValueType.STRING) {

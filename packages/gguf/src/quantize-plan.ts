@@ -132,7 +132,7 @@ export function planQuantization(
   const goal = "base" in target ? target : quantTargetOf(target);
   if (!QUANTIZE_TYPES.includes(goal.base.name)) {
     throw new GgufError(
-      "UNSUPPORTED_TYPE",
+      "UNSUPPORTED_DTYPE",
       `cannot quantize to ${goal.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
     );
   }
@@ -141,14 +141,14 @@ export function planQuantization(
     const from = ggmlTypeInfo(t.type);
     if (!DEQUANTIZE_TYPES.includes(from.name)) {
       throw new GgufError(
-        "UNSUPPORTED_TYPE",
+        "UNSUPPORTED_DTYPE",
         `tensor "${t.name}" is ${from.name}, which cannot be read back to f32`,
       );
     }
     const { to, note } = chosen[i]!;
     if (from.quantized && from.id !== to.id && !allowRequantize) {
       throw new GgufError(
-        "UNSUPPORTED_TYPE",
+        "UNSUPPORTED_DTYPE",
         `tensor "${t.name}" is already quantized (${from.name}); requantizing loses quality — allow it explicitly (--allow-requantize)`,
         { key: t.name },
       );

@@ -7,14 +7,14 @@ import { firstPartInfo, splitInfo, splitPartPaths } from "./split-names.js";
 /** How much of a file is read first; more is read as the header needs it. */
 const FIRST_READ = 1 << 20;
 
-/** Errors from the operating system (ENOENT, EISDIR, …) become `IO`; anything else is a defect and propagates. */
+/** Errors from the operating system (ENOENT, EISDIR, …) become `IO_ERROR`; anything else is a defect and propagates. */
 function isSystemError(e: unknown): e is NodeJS.ErrnoException {
   return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === "string" && "syscall" in e;
 }
 
 function ioError(path: string, e: unknown): GgufError {
   const err = e as NodeJS.ErrnoException;
-  return new GgufError("IO", `cannot read ${path}: ${err.code ?? ""} ${err.message}`.trim(), {
+  return new GgufError("IO_ERROR", `cannot read ${path}: ${err.code ?? ""} ${err.message}`.trim(), {
     path,
     cause: e,
   });

@@ -65,6 +65,6 @@ describe("split and merge", () => {
     await expect(readGguf(join(tmp, "x-00001-of-00002.gguf"))).rejects.toMatchObject({ code: "BAD_SPLIT" });
 
     await rm(paths[2]!);
-    await expect(readGguf(paths[0]!)).rejects.toMatchObject({ code: "IO" });
+    await expect(readGguf(paths[0]!)).rejects.toMatchObject({ code: "IO_ERROR" });
   });
 });

@@ -45,7 +45,7 @@ export async function* tensorDataChunks(
   try {
     fh = await open(path, "r");
   } catch (e) {
-    throw new GgufError("IO", `cannot open ${path}: ${(e as Error).message}`, { path, cause: e });
+    throw new GgufError("IO_ERROR", `cannot open ${path}: ${(e as Error).message}`, { path, cause: e });
   }
   try {
     let done = 0;
@@ -100,7 +100,7 @@ export async function readTensorRange(
   }
   const { path, start: base } = location(file, t);
   const fh = await open(path, "r").catch((e: Error) => {
-    throw new GgufError("IO", `cannot open ${path}: ${e.message}`, { path, cause: e });
+    throw new GgufError("IO_ERROR", `cannot open ${path}: ${e.message}`, { path, cause: e });
   });
   try {
     const buf = new Uint8Array(length);

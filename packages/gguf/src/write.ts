@@ -72,7 +72,7 @@ export async function writeGguf(
   try {
     fh = await open(tmp, "w");
   } catch (e) {
-    throw new GgufError("IO", `cannot create ${tmp}: ${(e as Error).message}`, { path: tmp, cause: e });
+    throw new GgufError("IO_ERROR", `cannot create ${tmp}: ${(e as Error).message}`, { path: tmp, cause: e });
   }
   try {
     await writeAll(fh, layout.header);
@@ -99,7 +99,7 @@ export async function writeGguf(
     await fh.close().catch(() => {});
     await rm(tmp, { force: true });
     if (e instanceof GgufError) throw e;
-    throw new GgufError("IO", `cannot write ${path}: ${(e as Error).message}`, { path, cause: e });
+    throw new GgufError("IO_ERROR", `cannot write ${path}: ${(e as Error).message}`, { path, cause: e });
   }
   return layout;
 }

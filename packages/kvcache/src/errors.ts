@@ -3,8 +3,8 @@
  * these. An expected outcome (no free cells for a micro-batch) is a return value, never an error.
  */
 export type KvCacheErrorCode =
-  /** A constructor or method option is out of range (`argument` names it). */
-  | "BAD_OPTION"
+  /** A constructor or method option or argument is out of range or of the wrong kind (`argument` names it). */
+  | "INVALID_ARGUMENT"
   /** A sequence id is not an integer in [0, nSeqMax). */
   | "BAD_SEQ_ID"
   /** A position is not an integer in [0, 2^31). */
@@ -42,7 +42,7 @@ export type KvCacheErrorCode =
   /** State bytes do not start with the magic. */
   | "STATE_BAD_MAGIC"
   /** State bytes of a version this reader does not know. */
-  | "STATE_BAD_VERSION"
+  | "STATE_UNSUPPORTED_VERSION"
   /** State bytes whose checksum does not match (corrupted). */
   | "STATE_CHECKSUM"
   /** State bytes that are well formed but inconsistent (cells out of order or range, bad positions). */
@@ -79,11 +79,11 @@ export class KvCacheError extends Error {
   }
 }
 
-/** Throws BAD_OPTION unless `v` is an integer in [min, max]. */
+/** Throws INVALID_ARGUMENT unless `v` is an integer in [min, max]. */
 export function checkInt(v: unknown, argument: string, min: number, max: number): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
     throw new KvCacheError(
-      "BAD_OPTION",
+      "INVALID_ARGUMENT",
       `${argument} must be an integer in [${min}, ${max}], got ${String(v)}`,
       {
         argument,

@@ -51,17 +51,19 @@ export class KvCache {
 
   constructor(opts: KvCacheOptions) {
     if (opts === null || typeof opts !== "object") {
-      throw new KvCacheError("BAD_OPTION", "KvCache takes { nCtx, nSeqMax?, dtype? }", { argument: "opts" });
+      throw new KvCacheError("INVALID_ARGUMENT", "KvCache takes { nCtx, nSeqMax?, dtype? }", {
+        argument: "opts",
+      });
     }
     this.cells = new KvCells(opts.nCtx, opts.nSeqMax ?? 1);
     this.nCtx = this.cells.nCtx;
     this.nSeqMax = this.cells.nSeqMax;
     this.dtype = parseKvDtype(opts.dtype ?? DEFAULT_KV_DTYPE);
     if (opts.seqRegions !== undefined && typeof opts.seqRegions !== "boolean")
-      throw new KvCacheError("BAD_OPTION", "seqRegions must be a boolean", { argument: "seqRegions" });
+      throw new KvCacheError("INVALID_ARGUMENT", "seqRegions must be a boolean", { argument: "seqRegions" });
     if (opts.seqRegions && this.nCtx % this.nSeqMax !== 0)
       throw new KvCacheError(
-        "BAD_OPTION",
+        "INVALID_ARGUMENT",
         `seqRegions needs nCtx (${this.nCtx}) to be a multiple of nSeqMax (${this.nSeqMax})`,
         { argument: "nCtx" },
       );
@@ -122,7 +124,7 @@ export class KvCache {
     validateBatch(this.cells, batch, true, this.#lastPos);
     const n = batch.length;
     if (out !== undefined && (!(out instanceof Int32Array) || out.length !== n)) {
-      throw new KvCacheError("BAD_OPTION", `out must be an Int32Array of exactly ${n} elements`, {
+      throw new KvCacheError("INVALID_ARGUMENT", `out must be an Int32Array of exactly ${n} elements`, {
         argument: "out",
       });
     }
@@ -329,7 +331,7 @@ export class KvCache {
   defragPlan(maxMoves?: number): KvMove[] {
     if (this.region > 0)
       throw new KvCacheError(
-        "BAD_OPTION",
+        "INVALID_ARGUMENT",
         "defrag compacts cells to the front, which would move them out of their sequence's region (seqRegions)",
         { argument: "seqRegions" },
       );

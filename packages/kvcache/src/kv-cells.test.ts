@@ -47,10 +47,10 @@ describe("KvCells", () => {
       expect(() => c.occupy(bad, 0)).toThrow(expect.objectContaining({ code: "BAD_CELL" }));
     }
     expect(() => new KvCells(0, 1)).toThrow(
-      expect.objectContaining({ code: "BAD_OPTION", argument: "nCtx" }),
+      expect.objectContaining({ code: "INVALID_ARGUMENT", argument: "nCtx" }),
     );
     expect(() => new KvCells(4, 0)).toThrow(
-      expect.objectContaining({ code: "BAD_OPTION", argument: "nSeqMax" }),
+      expect.objectContaining({ code: "INVALID_ARGUMENT", argument: "nSeqMax" }),
     );
   });
 

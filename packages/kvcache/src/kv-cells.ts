@@ -169,7 +169,7 @@ export class KvCells {
    */
   consumeShift(out?: Int32Array): Int32Array {
     if (out !== undefined && out.length < this.nCtx) {
-      throw new KvCacheError("BAD_OPTION", `out holds ${out.length} deltas, nCtx is ${this.nCtx}`, {
+      throw new KvCacheError("INVALID_ARGUMENT", `out holds ${out.length} deltas, nCtx is ${this.nCtx}`, {
         argument: "out",
       });
     }

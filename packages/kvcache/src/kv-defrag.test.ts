@@ -101,7 +101,7 @@ describe("defragmentation", () => {
     expect(rounds).toBe(3);
     expect(kv.window()).toBe(24);
     expect(() => kv.defragPlan(-1)).toThrow(
-      expect.objectContaining({ code: "BAD_OPTION", argument: "maxMoves" }),
+      expect.objectContaining({ code: "INVALID_ARGUMENT", argument: "maxMoves" }),
     );
   });
 

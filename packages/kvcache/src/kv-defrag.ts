@@ -17,9 +17,13 @@ export interface KvMove {
  */
 export function defragPlan(cells: KvCells, maxMoves = Number.POSITIVE_INFINITY): KvMove[] {
   if (!(maxMoves === Number.POSITIVE_INFINITY || (Number.isInteger(maxMoves) && maxMoves >= 0))) {
-    throw new KvCacheError("BAD_OPTION", `maxMoves must be a non-negative integer, got ${String(maxMoves)}`, {
-      argument: "maxMoves",
-    });
+    throw new KvCacheError(
+      "INVALID_ARGUMENT",
+      `maxMoves must be a non-negative integer, got ${String(maxMoves)}`,
+      {
+        argument: "maxMoves",
+      },
+    );
   }
   const pos = cells.positions;
   const used = cells.used();

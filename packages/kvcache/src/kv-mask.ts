@@ -70,15 +70,23 @@ function checkCommitted(cells: KvCells, batch: KvBatch, batchCells: ArrayLike<nu
 function visOptions(cells: KvCells, o: VisibilityOptions): Vis {
   const nKv = o?.nKv;
   if (typeof nKv !== "number" || !Number.isInteger(nKv) || nKv < 1 || nKv > cells.nCtx) {
-    throw new KvCacheError("BAD_OPTION", `nKv must be an integer in [1, ${cells.nCtx}], got ${String(nKv)}`, {
-      argument: "nKv",
-    });
+    throw new KvCacheError(
+      "INVALID_ARGUMENT",
+      `nKv must be an integer in [1, ${cells.nCtx}], got ${String(nKv)}`,
+      {
+        argument: "nKv",
+      },
+    );
   }
   const sw = o.slidingWindow ?? 0;
   if (!Number.isInteger(sw) || sw < 0) {
-    throw new KvCacheError("BAD_OPTION", `slidingWindow must be a positive integer, got ${String(sw)}`, {
-      argument: "slidingWindow",
-    });
+    throw new KvCacheError(
+      "INVALID_ARGUMENT",
+      `slidingWindow must be a positive integer, got ${String(sw)}`,
+      {
+        argument: "slidingWindow",
+      },
+    );
   }
   return { nKv, causal: o.causal ?? true, w: sw };
 }
@@ -148,9 +156,13 @@ export function attentionMask(
   const size = v.nKv * nQ;
   const f16 = opts.dtype === "f16";
   if (opts.dtype !== undefined && opts.dtype !== "f16" && opts.dtype !== "f32") {
-    throw new KvCacheError("BAD_OPTION", `mask dtype must be "f32" or "f16", got ${String(opts.dtype)}`, {
-      argument: "dtype",
-    });
+    throw new KvCacheError(
+      "INVALID_ARGUMENT",
+      `mask dtype must be "f32" or "f16", got ${String(opts.dtype)}`,
+      {
+        argument: "dtype",
+      },
+    );
   }
   let out = opts.out;
   if (out !== undefined) {
@@ -160,7 +172,7 @@ export function attentionMask(
       out.length < size
     ) {
       throw new KvCacheError(
-        "BAD_OPTION",
+        "INVALID_ARGUMENT",
         `out must be a ${f16 ? "Uint16Array" : "Float32Array"} of ≥ ${size} elements`,
         { argument: "out" },
       );
@@ -197,7 +209,7 @@ export function attentionSpans(
   let out = opts.out;
   if (out !== undefined) {
     if (!(out instanceof Int32Array) || out.length < 2 * nQ) {
-      throw new KvCacheError("BAD_OPTION", `out must be an Int32Array of ≥ ${2 * nQ} elements`, {
+      throw new KvCacheError("INVALID_ARGUMENT", `out must be an Int32Array of ≥ ${2 * nQ} elements`, {
         argument: "out",
       });
     }

@@ -91,7 +91,7 @@ export function readSequenceState(bytes: Uint8Array): KvSequenceState {
   const version = dv.getUint32(4, true);
   if (version !== STATE_VERSION) {
     throw new KvCacheError(
-      "STATE_BAD_VERSION",
+      "STATE_UNSUPPORTED_VERSION",
       `state version ${version}; this reader knows ${STATE_VERSION}`,
       {
         offset: 4,

@@ -1,6 +1,7 @@
 import { Context, type ContextOptions, type Model } from "@minfer/engine";
 import type { TokenLogprob } from "@minfer/sampler";
 import { Job, type JobFinish, type JobResult, type JobSpec } from "./job.js";
+import { ServerError } from "./server-error.js";
 
 export type { JobFinish, JobResult, JobSpec, TokenEvent } from "./job.js";
 
@@ -9,16 +10,6 @@ export interface BatcherObserver {
   onStep?(info: { tokens: number; promptTokens: number; generating: number; ms: number }): void;
   onJobEnd?(result: JobResult): void;
   onJobError?(error: unknown): void;
-}
-
-/** Errors of {@link Batcher.submit}. */
-export class BatcherError extends Error {
-  constructor(
-    readonly code: "QUEUE_FULL" | "PROMPT_TOO_LONG" | "CLOSED",
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export interface BatcherOptions {
@@ -80,7 +71,8 @@ export class Batcher {
 
   constructor(model: Model, options: BatcherOptions) {
     const int = (v: number, what: string) => {
-      if (!Number.isInteger(v) || v < 1) throw new RangeError(`${what} must be a positive integer, got ${v}`);
+      if (!Number.isInteger(v) || v < 1)
+        throw new ServerError("INVALID_ARGUMENT", `${what} must be a positive integer, got ${v}`);
       return v;
     };
     this.parallel = int(options.parallel, "parallel");
@@ -88,7 +80,10 @@ export class Batcher {
     this.batchSize = int(options.batchSize, "batchSize");
     this.queueSize = options.queueSize;
     if (!Number.isInteger(this.queueSize) || this.queueSize < 0)
-      throw new RangeError(`queueSize must be a non-negative integer, got ${this.queueSize}`);
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `queueSize must be a non-negative integer, got ${this.queueSize}`,
+      );
     this.#model = model;
     this.#observer = options.observer ?? {};
     this.context = new Context(model, {
@@ -152,20 +147,21 @@ export class Batcher {
 
   /**
    * Queues a job; resolves when it ends (also aborted or timed out), rejects when it fails.
-   * Throws (synchronously) PROMPT_TOO_LONG, QUEUE_FULL or CLOSED.
+   * Throws (synchronously) a {@link ServerError}: PROMPT_TOO_LONG, QUEUE_FULL, CLOSED, or
+   * INVALID_ARGUMENT for an empty prompt.
    */
   submit(spec: JobSpec): Promise<JobResult> {
-    if (this.#closed) throw new BatcherError("CLOSED", "the server is shutting down");
-    if (spec.ids.length === 0) throw new RangeError("the prompt has no tokens");
+    if (this.#closed) throw new ServerError("CLOSED", "the server is shutting down");
+    if (spec.ids.length === 0) throw new ServerError("INVALID_ARGUMENT", "the prompt has no tokens");
     if (spec.ids.length >= this.ctxPerSlot)
-      throw new BatcherError(
+      throw new ServerError(
         "PROMPT_TOO_LONG",
         `the prompt has ${spec.ids.length} tokens; a slot's context holds ${this.ctxPerSlot} ` +
           "(prompt and generated tokens together)",
       );
     const free = this.#slots.filter((s) => !s.job).length;
     if (this.#queue.length >= free + this.queueSize)
-      throw new BatcherError(
+      throw new ServerError(
         "QUEUE_FULL",
         `all ${this.parallel} slots are busy and ${this.#queue.length} requests wait (the queue holds ${this.queueSize})`,
       );

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
-import { WorkerStopped } from "./render.js";
 import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
 import { checkSchemaSize } from "./sampling.js";
+import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
@@ -49,7 +49,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
         kwargs,
       });
     } catch (e) {
-      if (e instanceof WorkerStopped) throw e;
+      if (e instanceof ServerError) throw e;
       throw new ApiError(
         400,
         `the chat template refused the messages: ${(e as Error).message}`,

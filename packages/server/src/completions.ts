@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Model } from "@minfer/engine";
 import { SamplerError } from "@minfer/sampler";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { type Batcher, BatcherError, type JobFinish, type JobResult, type TokenEvent } from "./batcher.js";
+import type { Batcher, JobFinish, JobResult, TokenEvent } from "./batcher.js";
 import { ApiError } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
 import {
@@ -14,6 +14,7 @@ import {
 import { tokenizePrompt } from "./prompt.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
+import { ServerError } from "./server-error.js";
 
 /** A tool call as a choice returns it (OpenAI's message.tool_calls entry, flattened). */
 export interface ToolCall {
@@ -91,7 +92,7 @@ interface Choice {
 /** Maps a batcher/engine failure to the error the client gets. */
 function toApiError(e: unknown, retryAfterS: number): ApiError {
   if (e instanceof ApiError) return e;
-  if (e instanceof BatcherError) {
+  if (e instanceof ServerError) {
     if (e.code === "PROMPT_TOO_LONG")
       return new ApiError(400, e.message, "invalid_request_error", "messages", "context_length_exceeded");
     if (e.code === "QUEUE_FULL")
@@ -105,7 +106,7 @@ function toApiError(e: unknown, retryAfterS: number): ApiError {
           "retry-after": String(retryAfterS),
         },
       );
-    return new ApiError(503, e.message, "unavailable_error", null, "shutting_down");
+    if (e.code === "CLOSED") return new ApiError(503, e.message, "unavailable_error", null, "shutting_down");
   }
   if (e instanceof SamplerError)
     return new ApiError(
@@ -252,7 +253,7 @@ export async function runCompletion(
   let results: JobResult[];
   try {
     if (batcher.capacity() < p.n)
-      throw new BatcherError(
+      throw new ServerError(
         "QUEUE_FULL",
         `all ${batcher.parallel} slots are busy and ${batcher.waiting} requests wait (the queue holds ${batcher.queueSize})` +
           (p.n > 1 ? `; n = ${p.n} choices need ${p.n} places, ${batcher.capacity()} are left` : ""),

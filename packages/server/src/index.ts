@@ -4,9 +4,11 @@
  */
 
 export type { BatcherOptions, JobFinish, JobResult, JobSpec, SlotInfo, TokenEvent } from "./batcher.js";
-export { Batcher, BatcherError } from "./batcher.js";
+export { Batcher } from "./batcher.js";
 export { ApiError } from "./errors.js";
 export type { ServerLimits } from "./limits.js";
 export { SERVER_LIMITS } from "./limits.js";
 export type { MinferServer, ServerOptions } from "./server.js";
 export { createServer, SERVER_DEFAULTS } from "./server.js";
+export type { ServerErrorCode } from "./server-error.js";
+export { ServerError } from "./server-error.js";

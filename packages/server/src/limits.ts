@@ -1,3 +1,5 @@
+import { ServerError } from "./server-error.js";
+
 /**
  * What one client or request may use: every bound the server enforces on its input, in one
  * place, with its default. docs/LIMITS.md lists them with the answer a client gets past each.
@@ -50,18 +52,26 @@ export const QUOTE_CHARS = 80;
 /** Prompts of more UTF-16 units than this are tokenized a slice at a time, yielding to other requests. */
 export const ASYNC_TOKENIZE_CHARS = 16 * 1024;
 
-/** Checks and completes the limits a caller gives (a RangeError names the bad one). */
+/** Checks and completes the limits a caller gives (a ServerError INVALID_ARGUMENT names the bad one). */
 export function resolveLimits(given: Partial<ServerLimits> = {}): ServerLimits {
   const out: Record<string, number> = { ...SERVER_LIMITS };
   for (const [key, value] of Object.entries(given)) {
-    if (!(key in SERVER_LIMITS)) throw new RangeError(`limits.${key} is not a server limit`);
+    if (!(key in SERVER_LIMITS))
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `limits.${key} is not a server limit; limits: ${Object.keys(SERVER_LIMITS).join(", ")}`,
+      );
     if (value === undefined) continue;
     if (!Number.isInteger(value) || value < 1)
-      throw new RangeError(`limits.${key} must be a positive integer, got ${String(value)}`);
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `limits.${key} must be a positive integer, got ${String(value)}`,
+      );
     out[key] = value;
   }
   if (out.headersTimeoutMs! > out.requestTimeoutMs!)
-    throw new RangeError(
+    throw new ServerError(
+      "INVALID_ARGUMENT",
       `limits.headersTimeoutMs (${out.headersTimeoutMs}) must not exceed limits.requestTimeoutMs (${out.requestTimeoutMs})`,
     );
   return Object.freeze(out as unknown as ServerLimits);

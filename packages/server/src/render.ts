@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ChatTemplate, ChatTemplateRenderOptions } from "@minfer/tokenizer";
+import { ServerError } from "./server-error.js";
 
 // Chat templates rendered without holding the event loop. The template interpreter takes tens
 // of microseconds per message: a conversation of a thousand messages would stall every other
@@ -22,7 +23,8 @@ function tokenizerEntry(): string {
   const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as { exports?: { "."?: { import?: string } } };
   const entry = pkg.exports?.["."]?.import;
   if (typeof entry !== "string")
-    throw new WorkerStopped(
+    throw new ServerError(
+      "WORKER_STOPPED",
       `${pkgPath} names no ESM entry (exports["."].import): the template worker cannot load the tokenizer`,
     );
   return pathToFileURL(join(dirname(pkgPath), entry)).href;
@@ -58,9 +60,6 @@ export class RenderError extends Error {
     super(message);
   }
 }
-
-/** The worker itself failed (not the template): a server error. */
-export class WorkerStopped extends Error {}
 
 const jsonSize = (v: unknown) => (v === undefined ? 0 : (JSON.stringify(v)?.length ?? 0));
 
@@ -98,14 +97,15 @@ export class TemplateRenderer {
         else p.resolve(m.text!);
       },
     );
-    const fail = (e: Error) => {
+    // The worker itself failed (not the template): a server error, WORKER_STOPPED.
+    const fail = (why: string, cause?: unknown) => {
       this.#worker = undefined;
       for (const p of this.#pending.values())
-        p.reject(new WorkerStopped(`the template worker stopped: ${e.message}`));
+        p.reject(new ServerError("WORKER_STOPPED", `the template worker stopped: ${why}`, { cause }));
       this.#pending.clear();
     };
-    worker.on("error", fail);
-    worker.on("exit", (code) => fail(new Error(`exit code ${code}`)));
+    worker.on("error", (e) => fail(e.message, e));
+    worker.on("exit", (code) => fail(`exit code ${code}`));
     this.#worker = worker;
     return worker;
   }

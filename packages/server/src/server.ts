@@ -23,6 +23,7 @@ import { registerInfoRoutes } from "./info-routes.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
 import { TemplateRenderer } from "./render.js";
+import { ServerError } from "./server-error.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
 export const SERVER_DEFAULTS = Object.freeze({
@@ -76,9 +77,9 @@ export interface MinferServer {
   readonly app: FastifyInstance;
   /** Resolves when the model is loaded and requests are served; rejects when loading failed. */
   readonly ready: Promise<void>;
-  /** The batcher (after `ready`). */
+  /** The batcher (after `ready`; before, reading it throws a ServerError NOT_READY). */
   readonly batcher: Batcher;
-  /** The batcher's context (after `ready`). */
+  /** The batcher's context (after `ready`; before, reading it throws a ServerError NOT_READY). */
   readonly context: Context;
   readonly modelId: string;
   /** Starts listening; resolves to the address, e.g. http://127.0.0.1:8080. */
@@ -131,21 +132,30 @@ function discardBody(req: IncomingMessage, maxBytes: number): Promise<void> {
   });
 }
 
+const notReady = () => new ServerError("NOT_READY", "the model is not loaded yet (await server.ready)");
+
 function positive(v: number | undefined, dflt: number, what: string, min = 1): number {
   const x = v ?? dflt;
   if (!Number.isInteger(x) || x < min)
-    throw new RangeError(`${what} must be an integer >= ${min}, got ${String(v)}`);
+    throw new ServerError("INVALID_ARGUMENT", `${what} must be an integer >= ${min}, got ${String(v)}`);
   return x;
 }
 
-/** An OpenAI-compatible server over one model: continuous batching over `parallel` slots. */
+/**
+ * An OpenAI-compatible server over one model: continuous batching over `parallel` slots. Throws a
+ * {@link ServerError} INVALID_ARGUMENT naming a bad option; `ready` rejects with one when the
+ * context cannot be shared by the slots.
+ */
 export function createServer(options: ServerOptions): MinferServer {
   const parallel = positive(options.parallel, SERVER_DEFAULTS.parallel, "parallel");
   const batchSize = positive(options.batchSize, SERVER_DEFAULTS.batchSize, "batchSize");
   const queueSize = positive(options.queueSize, SERVER_DEFAULTS.queueSize, "queueSize", 0);
   const timeout = options.timeoutSeconds;
   if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && Number.isFinite(timeout)))
-    throw new RangeError(`timeoutSeconds must be a positive number, got ${String(timeout)}`);
+    throw new ServerError(
+      "INVALID_ARGUMENT",
+      `timeoutSeconds must be a positive number, got ${String(timeout)}`,
+    );
   const metrics = options.metrics ? new ServerMetrics() : undefined;
   const metricsObserver = metrics?.observer();
   const limits = resolveLimits(options.limits);
@@ -200,7 +210,10 @@ export function createServer(options: ServerOptions): MinferServer {
       const nCtx = contextSize(co.nCtx, m.hparams.nCtxTrain);
       const ctxPerSlot = Math.floor(nCtx / parallel);
       if (ctxPerSlot < 2)
-        throw new RangeError(`a context of ${nCtx} tokens cannot be shared by ${parallel} slots`);
+        throw new ServerError(
+          "INVALID_ARGUMENT",
+          `a context of ${nCtx} tokens cannot be shared by ${parallel} slots (parallel); give a larger nCtx or fewer slots`,
+        );
       const { nCtx: _n, nSeqMax: _s, ...rest } = co;
       batcher = new Batcher(m, {
         parallel,
@@ -360,11 +373,11 @@ export function createServer(options: ServerOptions): MinferServer {
     app,
     ready,
     get batcher() {
-      if (!batcher) throw new Error("the model is not loaded yet (await server.ready)");
+      if (!batcher) throw notReady();
       return batcher;
     },
     get context() {
-      if (!batcher) throw new Error("the model is not loaded yet (await server.ready)");
+      if (!batcher) throw notReady();
       return batcher.context;
     },
     get modelId() {

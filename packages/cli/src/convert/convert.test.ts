@@ -264,7 +264,7 @@ describe.skipIf(!existsSync(bin))("minfer convert (the built CLI): output and re
         c.model_type = "gemma";
       },
     });
-    await refused(dir, "UNKNOWN_ARCHITECTURE", /GemmaForCausalLM is not supported/);
+    await refused(dir, "UNKNOWN_ARCH", /GemmaForCausalLM is not supported/);
   });
 
   it("an unknown pre-tokenizer regex, with the pattern", async () => {

@@ -81,7 +81,7 @@ export async function convertCheckpoint(
   const target = ggmlTypeByName(options.type ?? "f16");
   if (!QUANTIZE_TYPES.includes(target.name))
     throw new CliError(
-      "BAD_VALUE",
+      "INVALID_ARGUMENT",
       `--type ${options.type}: cannot write ${target.name}; supported: ${QUANTIZE_TYPES.map((t) => t.toLowerCase()).join(", ")}`,
     );
   const config = readHfConfig(dir);

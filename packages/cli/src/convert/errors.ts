@@ -2,7 +2,7 @@
 export type ConvertErrorCode =
   | "MISSING_FILE"
   | "BAD_FILE"
-  | "UNKNOWN_ARCHITECTURE"
+  | "UNKNOWN_ARCH"
   | "MISSING_CONFIG_KEY"
   | "BAD_CONFIG_KEY"
   | "UNSUPPORTED_DTYPE"

@@ -76,7 +76,7 @@ export function readHfConfig(dir: string): HfConfig {
   if (!arch) {
     const named = archs.length ? archs.join(", ") : (modelType ?? "(none given)");
     throw new ConvertError(
-      "UNKNOWN_ARCHITECTURE",
+      "UNKNOWN_ARCH",
       `${path}: architecture ${named} is not supported; supported: ${Object.keys(ARCHITECTURES).join(", ")}`,
     );
   }

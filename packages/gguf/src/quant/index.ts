@@ -83,7 +83,7 @@ function kernelFor<K>(
   const kernel = kernels.get(type);
   if (!kernel) {
     throw new GgufError(
-      "UNSUPPORTED_TYPE",
+      "UNSUPPORTED_DTYPE",
       `cannot ${verb} ggml type ${describeType(type)}; supported: ${names.join(", ")}`,
     );
   }
@@ -92,7 +92,7 @@ function kernelFor<K>(
 
 /**
  * Decodes `nElements` values of ggml type `type` from `data` (any byte offset; only the first
- * nElements / blockSize blocks are read). Throws `UNSUPPORTED_TYPE` for a type without a
+ * nElements / blockSize blocks are read). Throws `UNSUPPORTED_DTYPE` for a type without a
  * dequantizer and `INVALID_ARGUMENT` when `nElements` is not a whole number of blocks or `data`
  * is too short.
  */
@@ -118,7 +118,7 @@ export function dequantize(type: number, data: Uint8Array, nElements: number): F
 }
 
 /**
- * Encodes `values` as ggml type `type`, returning the packed blocks. Throws `UNSUPPORTED_TYPE`
+ * Encodes `values` as ggml type `type`, returning the packed blocks. Throws `UNSUPPORTED_DTYPE`
  * for a type without a quantizer and `INVALID_ARGUMENT` when `values.length` is not a multiple of
  * the type's block size.
  */

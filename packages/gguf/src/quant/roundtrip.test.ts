@@ -156,10 +156,10 @@ describe("errors", () => {
   };
 
   it("refuses types without a kernel, listing the supported ones", () => {
-    expect(code(() => dequantize(GgmlType.IQ2_XXS, new Uint8Array(66), 256))).toBe("UNSUPPORTED_TYPE");
-    expect(code(() => dequantize(999, new Uint8Array(4), 1))).toBe("UNSUPPORTED_TYPE");
-    expect(code(() => quantize(GgmlType.Q2_K, new Float32Array(256)))).toBe("UNSUPPORTED_TYPE");
-    expect(code(() => quantize(4, new Float32Array(32)))).toBe("UNSUPPORTED_TYPE"); // removed id
+    expect(code(() => dequantize(GgmlType.IQ2_XXS, new Uint8Array(66), 256))).toBe("UNSUPPORTED_DTYPE");
+    expect(code(() => dequantize(999, new Uint8Array(4), 1))).toBe("UNSUPPORTED_DTYPE");
+    expect(code(() => quantize(GgmlType.Q2_K, new Float32Array(256)))).toBe("UNSUPPORTED_DTYPE");
+    expect(code(() => quantize(4, new Float32Array(32)))).toBe("UNSUPPORTED_DTYPE"); // removed id
     expect(() => quantize(GgmlType.Q3_K, new Float32Array(256))).toThrow(/Q3_K.*Q4_0, Q4_1/);
     expect(() => dequantize(GgmlType.Q8_K, new Uint8Array(292), 256)).toThrow(/Q8_K.*Q6_K/);
   });

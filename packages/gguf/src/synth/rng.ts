@@ -1,3 +1,5 @@
+import { GgufError } from "../errors.js";
+
 /**
  * A small seeded generator (xoshiro128**) with normal samples by Box–Muller, so synthesized
  * weights are the same for a seed on every platform.
@@ -24,7 +26,11 @@ export class SeededRandom {
    * Costs about log2(index) small GF(2) matrix-vector products, not `index` draws.
    */
   static atNormal(seed: number, index: number): SeededRandom {
-    if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`bad sample index ${index}`);
+    if (!Number.isSafeInteger(index) || index < 0)
+      throw new GgufError(
+        "INVALID_ARGUMENT",
+        `sample index must be a non-negative safe integer, got ${index}`,
+      );
     const r = new SeededRandom(seed);
     // Box–Muller draws two uniforms per pair of samples; an odd index starts inside a pair.
     r.skip(index - (index % 2));
@@ -34,7 +40,8 @@ export class SeededRandom {
 
   /** Advances the state as `n` calls of {@link next} would (the pending normal sample is dropped). */
   skip(n: number): void {
-    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`bad skip count ${n}`);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new GgufError("INVALID_ARGUMENT", `skip count must be a non-negative safe integer, got ${n}`);
     this.#spare = undefined;
     const tmp = new Uint32Array(4);
     for (let k = 0; n > 0; k++, n = Math.floor(n / 2)) {

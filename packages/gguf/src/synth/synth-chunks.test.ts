@@ -36,6 +36,22 @@ describe("SeededRandom.atNormal", () => {
     });
     expect(got).toEqual(want);
   });
+
+  it("refuses a negative or fractional index or skip count as INVALID_ARGUMENT", () => {
+    expect(() => SeededRandom.atNormal(1, -1)).toThrow(
+      expect.objectContaining({
+        name: "GgufError",
+        code: "INVALID_ARGUMENT",
+        message: expect.stringMatching(/-1/),
+      }),
+    );
+    expect(() => new SeededRandom(1).skip(1.5)).toThrow(
+      expect.objectContaining({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringMatching(/skip count .* 1\.5/),
+      }),
+    );
+  });
 });
 
 describe("synthesizeModel with runChunk", () => {

@@ -170,7 +170,7 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
   const target = quantTargetByName(options.type ?? "f16");
   if (!QUANTIZE_TYPES.includes(target.base.name)) {
     throw new GgufError(
-      "UNSUPPORTED_TYPE",
+      "UNSUPPORTED_DTYPE",
       `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
     );
   }

@@ -2,6 +2,7 @@
 
 import { jsonSchemaToGbnf, SchemaError } from "@minfer/sampler";
 import { ApiError } from "../errors.js";
+import { ServerError } from "../server-error.js";
 import type { ToolFormat } from "./formats.js";
 import type { ToolDef, ToolsRequest } from "./parse.js";
 
@@ -62,7 +63,9 @@ export function toolCallGrammar(req: ToolsRequest, format: ToolFormat): string |
   const chosen = req.tools
     .map((tool, i) => ({ tool, i }))
     .filter(({ tool }) => choice === "required" || tool.name === choice.name);
-  if (chosen.length === 0) throw new Error(`toolCallGrammar: tool_choice names no tool`);
+  if (chosen.length === 0)
+    // parseTools refuses a tool_choice naming no tool (a 400), so this cannot happen.
+    throw new ServerError("INTERNAL", `toolCallGrammar: tool_choice names no tool of ${req.tools.length}`);
   const argsKey = format === "llama3" ? "parameters" : "arguments";
   // Each schema alone first, so that a refusal names its tool.
   for (const { tool, i } of chosen) {

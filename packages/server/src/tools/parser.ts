@@ -1,6 +1,7 @@
 /** Tool calls parsed from generated text as it streams, in the model's own format. */
 
 import { randomInt } from "node:crypto";
+import { ServerError } from "../server-error.js";
 import type { ToolFormat } from "./formats.js";
 import type { ToolDef } from "./parse.js";
 
@@ -146,13 +147,13 @@ export class ToolCallParser {
   }
 
   push(text: string): { content: string; deltas: ToolCallDelta[] } {
-    if (this.#ended) throw new Error("ToolCallParser.push after end()");
+    if (this.#ended) throw new ServerError("INTERNAL", "ToolCallParser.push after end()");
     this.#buf += text;
     return this.#step(false);
   }
 
   end(): { content: string; deltas: ToolCallDelta[] } {
-    if (this.#ended) throw new Error("ToolCallParser.end called twice");
+    if (this.#ended) throw new ServerError("INTERNAL", "ToolCallParser.end called twice");
     const out = this.#step(true);
     this.#ended = true;
     return out;
