@@ -2,11 +2,13 @@
 export type IrErrorCode =
   | "SHAPE_MISMATCH"
   | "BAD_DTYPE"
-  | "BAD_PARAM"
+  /** An op's parameter is out of its domain (rope mode, concat dim, top-k k, …). */
+  | "INVALID_ARGUMENT"
   | "BAD_VIEW"
   | "BAD_GRAPH"
   | "BAD_PROGRAM"
-  | "UNSUPPORTED";
+  /** An op the IR has no shape rule for. */
+  | "UNSUPPORTED_OP";
 
 /** The error class of `@minfer/ir`: names the node, the op and the shapes when it is about one. */
 export class IrError extends Error {

@@ -63,7 +63,7 @@ export function inferOutputs(
   }
   if (params.length !== s.params.length) {
     throw new IrError(
-      "BAD_PARAM",
+      "INVALID_ARGUMENT",
       `${name.toLowerCase()} takes ${s.params.length} parameters, got ${params.length}`,
       node,
     );
@@ -76,7 +76,7 @@ export function inferOutputs(
         : !Number.isFinite(v) && !Number.isNaN(v)
     ) {
       throw new IrError(
-        "BAD_PARAM",
+        "INVALID_ARGUMENT",
         `${name.toLowerCase()} parameter ${p} = ${v} is not a valid ${kind}`,
         node,
       );
@@ -137,10 +137,10 @@ export function inferOutputs(
       needDtype(name, node, b, [DType.I32], "positions", inputs);
       const [mode, nDims] = params as [number, number];
       if (mode !== 0 && mode !== 2)
-        throw new IrError("BAD_PARAM", `rope mode ${mode} is neither 0 (normal) nor 2 (neox)`, node);
+        throw new IrError("INVALID_ARGUMENT", `rope mode ${mode} is neither 0 (normal) nor 2 (neox)`, node);
       if (nDims <= 0 || nDims % 2 !== 0 || nDims > a.ne[0]) {
         throw new IrError(
-          "BAD_PARAM",
+          "INVALID_ARGUMENT",
           `rope nDims ${nDims} must be even and at most the head size ${a.ne[0]}`,
           node,
         );
@@ -208,7 +208,7 @@ export function inferOutputs(
     }
     case Op.CONCAT: {
       const dim = params[0]!;
-      if (dim < 0 || dim > 3) throw new IrError("BAD_PARAM", `concat dim ${dim} is not 0–3`, node);
+      if (dim < 0 || dim > 3) throw new IrError("INVALID_ARGUMENT", `concat dim ${dim} is not 0–3`, node);
       if (a.dtype !== b.dtype) fail(name, node, "operands must have the same dtype", inputs);
       const ne = [...a.ne] as [number, number, number, number];
       for (let i = 0; i < 4; i++)
@@ -222,7 +222,7 @@ export function inferOutputs(
     case Op.TOP_K: {
       needDtype(name, node, a, F32, "a", inputs);
       const k = params[0]!;
-      if (k < 1 || k > a.ne[0]) throw new IrError("BAD_PARAM", `top_k k = ${k} must be 1–${a.ne[0]}`, node);
+      if (k < 1 || k > a.ne[0]) throw new IrError("INVALID_ARGUMENT", `top_k k = ${k} must be 1–${a.ne[0]}`, node);
       return [{ dtype: DType.I32, ne: [k, a.ne[1], a.ne[2], a.ne[3]] }];
     }
     case Op.MUL_MAT_ID: {
@@ -263,6 +263,6 @@ export function inferOutputs(
       });
     }
     default:
-      throw new IrError("UNSUPPORTED", `no shape rule for op ${name}`, node);
+      throw new IrError("UNSUPPORTED_OP", `no shape rule for op ${name}`, node);
   }
 }

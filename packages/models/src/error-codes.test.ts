@@ -23,6 +23,9 @@ const RETIRED: readonly { spelling: string; pattern: RegExp; use: string }[] = [
   { spelling: '"IO"', pattern: /(["'`])IO\1/, use: "IO_ERROR" },
   { spelling: "UNSUPPORTED_TYPE", pattern: /\bUNSUPPORTED_TYPE\b/, use: "UNSUPPORTED_DTYPE" },
   { spelling: "STATE_BAD_VERSION", pattern: /\bSTATE_BAD_VERSION\b/, use: "STATE_UNSUPPORTED_VERSION" },
+  { spelling: "BAD_PARAM", pattern: /\bBAD_PARAM\b/, use: "INVALID_ARGUMENT" },
+  { spelling: "BAD_INPUT", pattern: /\bBAD_INPUT\b/, use: "INVALID_ARGUMENT" },
+  { spelling: '"UNSUPPORTED"', pattern: /(["'`])UNSUPPORTED\1/, use: "UNSUPPORTED_OP" },
 ];
 
 const SKIP_DIRS = new Set(["node_modules", "dist", "build", ".turbo"]);

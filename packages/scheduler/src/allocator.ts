@@ -127,7 +127,7 @@ export class Allocator {
     this.device = device;
     this.alignment = options.alignment ?? 64;
     if (!(this.alignment > 0 && (this.alignment & (this.alignment - 1)) === 0))
-      throw new SchedulerError("BAD_INPUT", `alignment ${this.alignment} is not a power of two`);
+      throw new SchedulerError("INVALID_ARGUMENT", `alignment ${this.alignment} is not a power of two`);
   }
 
   /** Plans a graph's arena on this device (pure: no reservation check, no device call). */

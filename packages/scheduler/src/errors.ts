@@ -10,8 +10,10 @@ export type SchedulerErrorCode =
   | "ARENA_TOO_SMALL"
   /** A weight or state tensor has no buffer bound to it. */
   | "UNBOUND_TENSOR"
-  /** Run inputs are missing, extra or of the wrong size. */
-  | "BAD_INPUT"
+  /** A caller's bad argument: run inputs missing, extra or of the wrong size, an alignment, a size. */
+  | "INVALID_ARGUMENT"
+  /** A file could not be read as asked (the reference device's mapFile). */
+  | "IO_ERROR"
   /** A program could not be executed (reference device) or is inconsistent with its buffers. */
   | "BAD_PROGRAM"
   /** An index (row, cell, position, expert) is out of range at run time. */

@@ -74,13 +74,13 @@ export class Executor {
       if (!data) {
         const names = [...plan.inputs.keys()].map((x) => x.name).join(", ");
         throw new SchedulerError(
-          "BAD_INPUT",
+          "INVALID_ARGUMENT",
           `input "${t.name}" was not given (the graph's inputs: ${names})`,
         );
       }
       if (data.byteLength !== locations[0]!.bytes)
         throw new SchedulerError(
-          "BAD_INPUT",
+          "INVALID_ARGUMENT",
           `input "${t.name}" needs ${locations[0]!.bytes} bytes, ${data.byteLength} were given`,
           { tensor: t.name, expected: locations[0]!.bytes, got: data.byteLength },
         );
@@ -89,7 +89,7 @@ export class Executor {
     }
     for (const t of inputs.keys())
       if (!plan.inputs.has(t) && !plan.assignment.graph.tensors.includes(t))
-        throw new SchedulerError("BAD_INPUT", `input "${t.name}" is not a tensor of this graph`);
+        throw new SchedulerError("INVALID_ARGUMENT", `input "${t.name}" is not a tensor of this graph`);
 
     const rows: TimingRow[] = [];
     for (const step of plan.steps) {
@@ -128,7 +128,7 @@ export class Executor {
     for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc));
     const get = (t: Tensor) => {
       const b = outputs.get(t);
-      if (!b) throw new SchedulerError("BAD_INPUT", `"${t.name}" is not an output of this graph`);
+      if (!b) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);
       return b;
     };
     return {

@@ -107,7 +107,7 @@ class ReferenceRuntime implements DeviceRuntime {
   allocate(bytes: number, label: string): BackendBuffer {
     this.#check();
     if (!Number.isSafeInteger(bytes) || bytes < 0)
-      throw new SchedulerError("BAD_INPUT", `cannot allocate ${bytes} bytes for "${label}"`);
+      throw new SchedulerError("INVALID_ARGUMENT", `cannot allocate ${bytes} bytes for "${label}"`);
     const b = new ReferenceBuffer(this.device.name, label, new Uint8Array(bytes));
     this.#buffers.add(b);
     return b;
@@ -120,7 +120,7 @@ class ReferenceRuntime implements DeviceRuntime {
       const bytes = new Uint8Array(length);
       const { bytesRead } = await fh.read(bytes, 0, length, offset);
       if (bytesRead !== length)
-        throw new SchedulerError("BAD_INPUT", `${path} holds ${bytesRead} of ${length} bytes from ${offset}`);
+        throw new SchedulerError("IO_ERROR", `${path} holds ${bytesRead} of ${length} bytes from ${offset}`);
       const b = new ReferenceBuffer(this.device.name, label, bytes);
       this.#buffers.add(b);
       return b;
@@ -135,7 +135,7 @@ class ReferenceRuntime implements DeviceRuntime {
     const src = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     if (offset < 0 || offset + src.length > b.length)
       throw new SchedulerError(
-        "BAD_INPUT",
+        "OUT_OF_RANGE",
         `write of ${src.length} bytes at ${offset} overruns "${buffer.label}" (${b.length} bytes)`,
       );
     b.set(src, offset);
@@ -146,7 +146,7 @@ class ReferenceRuntime implements DeviceRuntime {
     const b = this.#own(buffer).bytes;
     if (offset < 0 || offset + length > b.length)
       throw new SchedulerError(
-        "BAD_INPUT",
+        "OUT_OF_RANGE",
         `read of ${length} bytes at ${offset} overruns "${buffer.label}" (${b.length} bytes)`,
       );
     return b.slice(offset, offset + length);
