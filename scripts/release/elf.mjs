@@ -33,3 +33,25 @@ export function elfProblem(path, arch) {
   if (h.machine !== want) return `${path} is built for ELF machine ${h.machine}, not ${arch} (${want})`;
   return undefined;
 }
+
+/** The [offset, size] of a named section of a 64-bit little-endian ELF image, or undefined. */
+export function elfSection(image, name) {
+  const shoff = Number(image.readBigUInt64LE(0x28));
+  const entsize = image.readUInt16LE(0x3a);
+  const count = image.readUInt16LE(0x3c);
+  const header = (i) => {
+    const o = shoff + i * entsize;
+    return {
+      name: image.readUInt32LE(o),
+      offset: Number(image.readBigUInt64LE(o + 0x18)),
+      size: Number(image.readBigUInt64LE(o + 0x20)),
+    };
+  };
+  const names = header(image.readUInt16LE(0x3e));
+  for (let i = 0; i < count; i++) {
+    const h = header(i);
+    const start = names.offset + h.name;
+    if (image.toString("latin1", start, image.indexOf(0, start)) === name) return [h.offset, h.size];
+  }
+  return undefined;
+}

@@ -10,7 +10,8 @@
 //   cuda-x64   nvcc for sm_80, sm_86, sm_89, sm_90 and compute_90 PTX, the CUDA runtime linked
 //              statically (packages/backend-cuda/build/release-x64; sm_75 does not compile)
 //
-// Each binary is checked (an ELF shared object for its CPU; loaded in a child process where it
+// Each binary is checked (an ELF shared object for its CPU; the CUDA one holds SASS for every
+// real architecture and the PTX in each translation unit; loaded in a child process where it
 // can run here) before it is copied to packages/<platform package>/. Exits 1 naming each target
 // that could not be built and why.
 import { spawnSync } from "node:child_process";
@@ -21,6 +22,7 @@ import { copySources } from "../../packages/backend-cpu/scripts/native-sources.m
 import { loadsInChild as cpuLoads } from "../../packages/backend-cpu/scripts/prebuilt.mjs";
 import { loadsInChild as cudaLoads, RELEASE_ARCHS } from "../../packages/backend-cuda/scripts/prebuilt.mjs";
 import { elfProblem } from "./elf.mjs";
+import { fatbinContents, fatbinProblem } from "./fatbin.mjs";
 import { TARGETS } from "./targets.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -79,16 +81,6 @@ function buildCpuArm64() {
   return out;
 }
 
-/** The SASS and PTX architectures inside a CUDA binary (cuobjdump), or undefined without cuobjdump. */
-function cudaArchs(path) {
-  const list = (flag) => spawnSync("cuobjdump", [flag, path], { encoding: "utf8" });
-  const elf = list("--list-elf");
-  if (elf.error || elf.status !== 0) return undefined;
-  const ptx = list("--list-ptx");
-  const found = (text, re) => [...new Set([...text.matchAll(re)].map((m) => m[1]))].sort();
-  return { sass: found(elf.stdout, /\.(sm_\d+)\./g), ptx: found(ptx.stdout ?? "", /\.(sm_\d+)\./g) };
-}
-
 function buildCudaX64() {
   if (process.platform !== "linux" || process.arch !== "x64")
     throw new Error(`cuda-x64 is built on linux x64 (this is ${process.platform} ${process.arch})`);
@@ -100,14 +92,13 @@ function buildCudaX64() {
     ["--strict", `--archs=${RELEASE_ARCHS}`, `--work=${join(work, "cmake")}`, `--out=${out}`],
     releaseEnv(),
   );
-  const archs = cudaArchs(out);
-  if (!archs) log("cuobjdump not found: the architectures inside the binary were not listed");
-  else {
-    log(`SASS ${archs.sass.join(", ")}; PTX ${archs.ptx.join(", ") || "none"}`);
-    const want = RELEASE_ARCHS.split(";").filter((a) => a.endsWith("-real"));
-    const lost = want.map((a) => `sm_${a.split("-")[0]}`).filter((sm) => !archs.sass.includes(sm));
-    if (lost.length > 0) throw new Error(`${out} lacks SASS for ${lost.join(", ")}`);
-  }
+  const problem = fatbinProblem(out, RELEASE_ARCHS);
+  if (problem) throw new Error(problem);
+  const c = fatbinContents(out);
+  log(
+    `fat binary: ${c.units} translation units, each with SASS ${Object.keys(c.sass).join(", ")} and PTX` +
+      ` ${Object.keys(c.ptx).join(", ")}; ${(c.size / 2 ** 20).toFixed(1)} MiB of device code`,
+  );
   return out;
 }
 
