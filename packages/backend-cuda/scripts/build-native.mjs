@@ -62,9 +62,17 @@ const nvcc = findNvcc();
 if (!nvcc) missing.push("no CUDA toolkit (nvcc is not on PATH, nor /usr/local/cuda/bin/nvcc, nor $CUDACXX)");
 else if (!found(nvcc)) missing.push(`no CUDA toolkit (\`${nvcc} --version\` failed)`);
 if (!found("cmake")) missing.push("no cmake on PATH");
-const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
-if (!existsSync(join(nodeInclude, "node_api.h")))
-  missing.push(`no Node.js headers at ${nodeInclude} (install this Node.js's headers, e.g. libnode-dev)`);
+// Node's headers beside the Node.js running this (/usr/bin/node -> /usr/include/node), else in
+// npm_config_nodedir (as the CPU backend's node-gyp build takes them).
+const includeDirs = [dirname(dirname(process.execPath)), process.env.npm_config_nodedir]
+  .filter(Boolean)
+  .map((d) => join(d, "include", "node"));
+const nodeInclude = includeDirs.find((d) => existsSync(join(d, "node_api.h")));
+if (!nodeInclude)
+  missing.push(
+    `no Node.js headers (no node_api.h in ${includeDirs.join(" or ")}: install this Node.js's headers,` +
+      " e.g. libnode-dev, or set npm_config_nodedir)",
+  );
 let napiInclude;
 try {
   napiInclude = dirname(createRequire(join(pkg, "package.json")).resolve("node-addon-api/napi.h"));
