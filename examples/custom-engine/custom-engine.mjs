@@ -3,8 +3,11 @@
 // GGUF, build the tokenizer, check the model's tensors, map the weights onto the CPU device, keep
 // a KV cache, build one decode graph per shape, run it, take the argmax, repeat.
 //
-//   node custom-engine.mjs [MODEL.gguf] [PROMPT]      (default: stories260K from ../shared/fixtures)
-//   node custom-engine.mjs --check                    (also compares with llama.cpp's greedy output)
+//   node custom-engine.mjs [MODEL.gguf] [PROMPT]   (default: stories260K from MINFER_FIXTURES, else
+//                                                  ../shared/fixtures beside the repository)
+//   node custom-engine.mjs [MODEL.gguf] --check[=GOLDEN.json]
+//       also compares with llama.cpp's greedy output for "Once upon a time" (default: the golden
+//       in packages/models/test; pass its path when the example is copied out of the repository)
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,8 +21,12 @@ import { Tokenizer } from "@minfer/tokenizer";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../shared/fixtures");
-const args = process.argv.slice(2).filter((a) => a !== "--check");
-const check = process.argv.includes("--check");
+const args = process.argv.slice(2).filter((a) => !a.startsWith("--check"));
+const checkArg = process.argv.find((a) => a === "--check" || a.startsWith("--check="));
+const check = checkArg !== undefined;
+const goldenPath = checkArg?.startsWith("--check=")
+  ? resolve(checkArg.slice("--check=".length))
+  : resolve(here, "../../packages/models/test/stories260K.llamacpp.golden.json");
 const path = args[0] ?? resolve(fixtures, "models/stories260K.gguf");
 const prompt = args[1] ?? "Once upon a time";
 const nCtx = 256;
@@ -111,9 +118,7 @@ runtime.dispose();
 
 if (check) {
   // The same continuation as llama.cpp's (the golden the engine's test uses, made by node-llama-cpp).
-  const golden = JSON.parse(
-    readFileSync(resolve(here, "../../packages/models/test/stories260K.llamacpp.golden.json"), "utf8"),
-  );
+  const golden = JSON.parse(readFileSync(goldenPath, "utf8"));
   const want = golden.ids.slice(0, out.length);
   if (prompt !== golden.prompt || JSON.stringify(out) !== JSON.stringify(want) || out.length < steps) {
     console.error(
