@@ -15,6 +15,21 @@ export function cleanEnv(extra = {}) {
   return { ...env, ...extra };
 }
 
+/** Process groups of the commands still running, ended by `endRunning` (on exit or a signal). */
+const running = new Set();
+
+/** Ends every command this module started that is still running (its whole process group). */
+export function endRunning() {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  running.clear();
+}
+
 /** Failure of a check, with the output that explains it. */
 export class CheckError extends Error {
   constructor(message, detail = "") {
@@ -49,6 +64,7 @@ export function exec(cmd, args, { cwd, env, timeoutS = 600, logFile, input } = {
     let stderr = "";
     let output = "";
     let timedOut = false;
+    if (child.pid !== undefined) running.add(child.pid);
     const keep = (which) => (chunk) => {
       const s = chunk.toString();
       if (which === "out") stdout += s;
@@ -69,6 +85,7 @@ export function exec(cmd, args, { cwd, env, timeoutS = 600, logFile, input } = {
     }, timeoutS * 1000);
     const done = (code, signal, error) => {
       clearTimeout(timer);
+      running.delete(child.pid);
       const seconds = (Date.now() - started) / 1000;
       if (error) stderr += String(error);
       if (timedOut) stderr += `\n(killed after ${timeoutS} s)`;

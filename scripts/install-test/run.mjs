@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { CheckError } from "./exec.mjs";
+import { CheckError, endRunning } from "./exec.mjs";
 import { isPlatformPackage, matchesHost, packAndPublish, prebuild, workspacePackages } from "./publish.mjs";
 import { startRegistry } from "./registry.mjs";
 import { SCENARIOS } from "./scenarios.mjs";
@@ -69,6 +69,7 @@ let cleaned = false;
 function cleanup() {
   if (cleaned) return;
   cleaned = true;
+  endRunning();
   registry?.stop();
   if (opts.keep) say(`kept ${tmp}`);
   else rmSync(tmp, { recursive: true, force: true });
@@ -76,6 +77,7 @@ function cleanup() {
 process.on("exit", cleanup);
 for (const signal of ["SIGINT", "SIGTERM"])
   process.on(signal, () => {
+    console.log(`install-test: stopped by ${signal}; 0 passed, 1 failed`);
     cleanup();
     process.exit(1);
   });
