@@ -119,6 +119,7 @@ const packages = workspacePackages(root);
 const started = Date.now();
 
 const ready = await step("registry: verdaccio on 127.0.0.1", async () => {
+  // The scenarios read this model; a missing fixture fails the test rather than skip a scenario.
   if (!existsSync(stories)) throw new CheckError(`fixture missing: ${stories} (set MINFER_FIXTURES)`);
   const uplink = execFileSync("npm", ["config", "get", "registry"], { encoding: "utf8" }).trim();
   registry = await startRegistry({ root, dir: join(tmp, "registry"), uplink, env: process.env });
