@@ -222,7 +222,8 @@ export function inferOutputs(
     case Op.TOP_K: {
       needDtype(name, node, a, F32, "a", inputs);
       const k = params[0]!;
-      if (k < 1 || k > a.ne[0]) throw new IrError("INVALID_ARGUMENT", `top_k k = ${k} must be 1–${a.ne[0]}`, node);
+      if (k < 1 || k > a.ne[0])
+        throw new IrError("INVALID_ARGUMENT", `top_k k = ${k} must be 1–${a.ne[0]}`, node);
       return [{ dtype: DType.I32, ne: [k, a.ne[1], a.ne[2], a.ne[3]] }];
     }
     case Op.MUL_MAT_ID: {

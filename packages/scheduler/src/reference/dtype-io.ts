@@ -115,7 +115,10 @@ export function writeTensor(bytes: Uint8Array, t: Layout, src: Dense | Float64Ar
 export function encodeValues(dtype: DType, ne: Shape, values: ArrayLike<number>): Uint8Array {
   const n = ne[0] * ne[1] * ne[2] * ne[3];
   if (values.length !== n)
-    throw new SchedulerError("INVALID_ARGUMENT", `${values.length} values given for a tensor of ${n} elements`);
+    throw new SchedulerError(
+      "INVALID_ARGUMENT",
+      `${values.length} values given for a tensor of ${n} elements`,
+    );
   const rb = rowBytes(dtype, ne[0]);
   const nb: Shape = [blockOf(dtype).typeSize, rb, rb * ne[1], rb * ne[1] * ne[2]];
   const bytes = new Uint8Array(rb * ne[1] * ne[2] * ne[3]);
