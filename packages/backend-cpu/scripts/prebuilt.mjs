@@ -3,8 +3,7 @@
 // never downloaded. Used by install.mjs and, through src/binary.ts, by the loader.
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, parse } from "node:path";
 
 /** The addon's file name, at the root of a platform package. */
 export const BINARY = "minfer_cpu.node";
@@ -40,6 +39,20 @@ export function platformKey(platform = process.platform, arch = process.arch, li
 export const prebuiltPackage = (key) => `@minfer/backend-cpu-${key}`;
 
 /**
+ * The folder of package `name` as a package manager installs a dependency of the package at
+ * pkgRoot: the nearest node_modules/<name> in pkgRoot or a folder above it (npm's flat tree,
+ * pnpm's sibling links). NODE_PATH and global folders are not looked at: a binary is taken only
+ * from this package's own install.
+ */
+export function installedBeside(pkgRoot, name) {
+  for (let dir = pkgRoot; ; dir = dirname(dir)) {
+    const candidate = join(dir, "node_modules", name);
+    if (existsSync(join(candidate, "package.json"))) return candidate;
+    if (dir === parse(dir).root || dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
  * This platform's prebuilt binary as seen from the package at pkgRoot: { name, path } when the
  * platform package is installed and holds the binary, else { missing } saying why not.
  */
@@ -47,12 +60,9 @@ export function findPrebuilt(pkgRoot, key = platformKey()) {
   if (!PREBUILT_PLATFORMS.includes(key))
     return { missing: `no prebuilt package for ${key} (prebuilt: ${PREBUILT_PLATFORMS.join(", ")})` };
   const name = prebuiltPackage(key);
-  let dir;
-  try {
-    dir = dirname(createRequire(join(pkgRoot, "package.json")).resolve(`${name}/package.json`));
-  } catch {
+  const dir = installedBeside(pkgRoot, name);
+  if (dir === undefined)
     return { name, missing: `${name} is not installed (were optional dependencies omitted?)` };
-  }
   const path = join(dir, BINARY);
   if (!existsSync(path)) return { name, missing: `${name} (${dir}) holds no ${BINARY}` };
   return { name, path };
