@@ -64,13 +64,13 @@ describe.skipIf(!haveStories)("decode batches (stories260K)", () => {
           for (let s = 0; s < 4; s++) got[s]!.push(next[s]!);
           out = await ctx.decode({ tokens: next, seq: [0, 1, 2, 3], logits: "all" });
           rows = [0, 1, 2, 3].map((i) => out.get(i));
-          if (step === 0) builds = ctx.graphs.stats().builds;
+          if (step === 0) builds = ctx.stats().graphs.builds;
         }
         for (let s = 0; s < 4; s++) expect(got[s]).toEqual(single[s]!.tokens);
         // A region per sequence keeps each one's cells one run: every step attends by spans over the
         // whole cache, so one graph serves them all (a unified cache needs a mask per window size).
-        if (!kvUnified) expect(ctx.graphs.stats().builds).toBe(builds);
-        else expect(ctx.graphs.stats().builds).toBeGreaterThan(builds);
+        if (!kvUnified) expect(ctx.stats().graphs.builds).toBe(builds);
+        else expect(ctx.stats().graphs.builds).toBeGreaterThan(builds);
       } finally {
         ctx.dispose();
       }
@@ -85,13 +85,13 @@ describe.skipIf(!haveStories)("decode batches (stories260K)", () => {
       // Prompts first (their shapes are not prepared), then prepare, then steps of 4, 3, 2, 1 tokens.
       for (let s = 0; s < 4; s++) await ctx.decode({ tokens: ids(prompts[s]!), seq: s, logits: "none" });
       await ctx.prepareDecode([1, 2, 3, 4]);
-      const builds = ctx.graphs.stats().builds;
+      const builds = ctx.stats().graphs.builds;
       for (let k = 4; k >= 1; k--) {
         const seq = Array.from({ length: k }, (_, s) => s);
         const out = await ctx.decode({ tokens: seq.map(() => 1), seq, logits: "all" });
         expect(out.count).toBe(k);
       }
-      expect(ctx.graphs.stats().builds).toBe(builds);
+      expect(ctx.stats().graphs.builds).toBe(builds);
     } finally {
       ctx.dispose();
     }
@@ -156,7 +156,7 @@ describe.skipIf(!haveStories)("decode batches (stories260K)", () => {
       ] as const;
       for (const [batch, message] of bad) {
         await expect(ctx.decode(batch as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message });
-        expect(ctx.kv.used()).toBe(0);
+        expect(ctx.stats().used).toBe(0);
       }
       await expect(ctx.decode(undefined as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     } finally {

@@ -64,7 +64,7 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
         }
       }
       expect(ids).toEqual(golden!.ids);
-      expect(ctx.graphs.stats().builds).toBeLessThanOrEqual(1 + Math.ceil(256 / 32));
+      expect(ctx.stats().graphs.builds).toBeLessThanOrEqual(1 + Math.ceil(256 / 32));
     } finally {
       ctx.dispose();
     }
@@ -98,7 +98,7 @@ describe.skipIf(!have)("stories260K on the CPU backend", () => {
         code: "NO_KV_ROOM",
       });
       await expect(ctx.eval([])).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-      expect(ctx.kv.used()).toBe(golden!.promptIds.length);
+      expect(ctx.stats().used).toBe(golden!.promptIds.length);
     } finally {
       ctx.dispose();
     }

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { readGguf } from "@minfer/gguf";
 import { Op } from "@minfer/ir";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Context, KV_BUCKET } from "./context.js";
+import { Context } from "./context.js";
 import { greedy } from "./generate.js";
 import type { Model } from "./model.js";
 import { FIXTURES, haveStories, loadStories, loadSynthetic } from "./test-helpers.js";
@@ -23,10 +23,7 @@ describe.skipIf(!haveStories)("fused decode graphs", () => {
     const plain = new Context(model, { nCtx: 64, fuse: false });
     const fused = new Context(model, { nCtx: 64 });
     try {
-      const ops = (c: Context) =>
-        c.graphs
-          .get({ kind: "decode", nTokens: 1, nKv: KV_BUCKET, nOutputs: 1 })
-          .graph.nodes.map((n) => n.op);
+      const ops = (c: Context) => c.assignment().graph.nodes.map((n) => n.op);
       const [a, b] = [ops(plain), ops(fused)];
       expect(b.length).toBeLessThan(a.length);
       expect(b).toContain(32); // RMS_NORM_MUL
@@ -71,8 +68,7 @@ describe.skipIf(!existsSync(QWEN2_VOCAB))(
       const plain = new Context(model, { nCtx: 64, fuse: false });
       const fused = new Context(model, { nCtx: 64 });
       try {
-        const graph = (c: Context) =>
-          c.graphs.get({ kind: "decode", nTokens: 1, nKv: KV_BUCKET, nOutputs: 1 }).graph;
+        const graph = (c: Context) => c.assignment().graph;
         const layers = model.hparams.nLayer;
         // Unfused: three bias ADDs per layer read the q/k/v products.
         const biasAdds = (c: Context) =>

@@ -94,7 +94,7 @@ describe.skipIf(!haveStories)("generate (stories260K)", () => {
       const g = generate(small, prompt, { maxTokens: 100 });
       await g.complete();
       expect(g.finishReason).toBe("context");
-      expect(small.kv.used()).toBe(16);
+      expect(small.stats().used).toBe(16);
       expect(g.tokens).toEqual(reference.slice(0, 16 - g.timings!.promptTokens + 1));
       // A prompt longer than the context is refused with a code.
       await expect(
@@ -102,7 +102,7 @@ describe.skipIf(!haveStories)("generate (stories260K)", () => {
       ).rejects.toMatchObject({
         code: "NO_KV_ROOM",
       });
-      expect(small.kv.used()).toBe(0);
+      expect(small.stats().used).toBe(0);
       const again = generate(small, prompt, { maxTokens: 3 });
       await again.complete();
       expect(again.tokens).toEqual(reference.slice(0, 3));

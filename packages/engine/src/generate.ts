@@ -159,7 +159,7 @@ export function generate(
       while (keep < have.length && keep < ids.length && have[keep] === ids[keep]) keep++;
       if (keep === ids.length) keep--;
     }
-    context.seqRm(seq, keep, -1);
+    keep = context.truncate(seq, keep);
     let logits = await context.eval(ids.slice(keep), seq);
     const promptMs = performance.now() - t0;
     const t1 = performance.now();
@@ -193,7 +193,7 @@ export function generate(
         sampler.accept?.(id);
         g.tokens.push(id);
         if (g.tokens.length >= max) reason = "length";
-        else if (context.kv.used() >= context.nCtx) reason = "context";
+        else if (context.stats().used >= context.nCtx) reason = "context";
         else if (options.signal?.aborted) reason = "abort";
         else {
           next = context.eval([id], seq);

@@ -6,7 +6,7 @@
 /** The index of the largest logit, the lowest on ties (re-exported from `@minfer/sampler`). */
 export { argmax } from "@minfer/sampler";
 export type { Batch } from "./batch.js";
-export type { ContextOptions, DecodeTiming, GraphParams } from "./context.js";
+export type { ContextOptions, ContextStats, DecodeTiming, GraphParams, KvCacheStats } from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
 export { contextSize, DEFAULT_N_CTX, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
 export type { EngineErrorCode } from "./errors.js";

@@ -14,7 +14,7 @@ import { STORIES } from "./test-helpers.js";
 
 describe("fitLayers", () => {
   it("fits the embeddings, then blocks with their K/V, then the output head with the last block", () => {
-    const sizes = { blocks: [100, 100, 100], head: 50, embd: 10, kvPerLayer: 5 };
+    const sizes = { blocks: [100, 100, 100], head: 50, embd: 10, kvPerLayer: 5, kvBlocks: [5, 5, 5] };
     // reserve 20 + embd 10 = 30; each block 105; the last one also brings the head (155).
     expect(fitLayers(sizes, 134, 20)).toBe(0);
     expect(fitLayers(sizes, 135, 20)).toBe(1);

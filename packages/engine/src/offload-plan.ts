@@ -5,6 +5,7 @@ import { architecture, type Hparams } from "@minfer/models";
 import { Allocator, assign } from "@minfer/scheduler";
 import { contextSize, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
 import { EngineError } from "./errors.js";
+import { swaCells } from "./kv-store.js";
 
 const GIB = 2 ** 30;
 
@@ -14,16 +15,28 @@ const GIB = 2 ** 30;
  */
 export const DEVICE_OVERHEAD_BYTES = GIB;
 
-/** Bytes of each block's weights, of the output head, of the embeddings, and of one block's K/V. */
+/** Bytes of each block's weights, of the output head, of the embeddings, and of each block's K/V. */
 export interface LayerSizes {
   readonly blocks: readonly number[];
   readonly head: number;
   readonly embd: number;
+  /** The largest block's K/V. */
   readonly kvPerLayer: number;
+  /** Each block's K/V (a sliding-window layer's cache is smaller). */
+  readonly kvBlocks: readonly number[];
 }
 
-/** The bytes a file's weights and a context's K/V take per block (GGUF names `blk.<il>.…`). */
-export function layerSizes(file: GgufFile, hp: Hparams, nCtx: number, kvDtype?: KvDtype): LayerSizes {
+/**
+ * The bytes a file's weights and a context's K/V take per block (GGUF names `blk.<il>.…`): each
+ * block's K/V at `cells(il)` cells (default: nCtx for every block).
+ */
+export function layerSizes(
+  file: GgufFile,
+  hp: Hparams,
+  nCtx: number,
+  kvDtype?: KvDtype,
+  cells: (il: number) => number = () => nCtx,
+): LayerSizes {
   const blocks = new Array<number>(hp.nLayer).fill(0);
   let head = 0;
   let embd = 0;
@@ -33,7 +46,8 @@ export function layerSizes(file: GgufFile, hp: Hparams, nCtx: number, kvDtype?: 
     else if (t.name.startsWith("token_embd")) embd += t.byteSize;
     else head += t.byteSize;
   }
-  return { blocks, head, embd, kvPerLayer: kvBytesPerLayer(hp, nCtx, kvDtype) };
+  const kvBlocks = blocks.map((_, il) => kvBytesPerLayer(hp, cells(il), kvDtype));
+  return { blocks, head, embd, kvPerLayer: Math.max(0, ...kvBlocks), kvBlocks };
 }
 
 /**
@@ -45,7 +59,8 @@ export function fitLayers(sizes: LayerSizes, free: number, reserve: number): num
   let used = reserve + sizes.embd;
   let n = 0;
   for (const b of sizes.blocks) {
-    const extra = b + sizes.kvPerLayer + (n + 1 === sizes.blocks.length ? sizes.head : 0);
+    const kv = sizes.kvBlocks[n] ?? sizes.kvPerLayer;
+    const extra = b + kv + (n + 1 === sizes.blocks.length ? sizes.head : 0);
     if (used + extra > free) break;
     used += extra;
     n++;
@@ -110,12 +125,17 @@ export function planOffload(file: GgufFile, options: OffloadPlanOptions): Offloa
     throw new EngineError("INVALID_ARGUMENT", `kvDtype: ${(e as Error).message}`, { cause: e });
   }
   const nUbatch = Math.min(options.nUbatch ?? DEFAULT_N_UBATCH, nCtx);
+  const nSeqMax = options.nSeqMax ?? 1;
+  const window = arch.slidingWindow(hp);
+  const nSwa = window > 0 ? swaCells({ window, nCtx, nUbatch, nSeqMax, regions: false }) : 0;
+  const groups = arch.kvLayers(hp).map((l) => l.group);
   const built = arch.buildGraph(hp, {
     nTokens: nUbatch,
     nKv: nCtx,
-    nOutputs: Math.min(nUbatch, options.nSeqMax ?? 1),
+    nOutputs: Math.min(nUbatch, nSeqMax),
     spans: false,
     nCtx,
+    ...(nSwa > 0 ? { swa: { nCtx: nSwa, nKv: nSwa } } : {}),
     kvDtype: kvDtypeId(kvDtype),
     tensors,
   });
@@ -131,7 +151,7 @@ export function planOffload(file: GgufFile, options: OffloadPlanOptions): Offloa
   const arenaBytes = new Allocator(device).plan(assignment).size;
   const overhead = options.overhead ?? DEVICE_OVERHEAD_BYTES;
   const free = options.free ?? options.device.memory().free;
-  const sizes = layerSizes(file, hp, nCtx, kvDtype);
+  const sizes = layerSizes(file, hp, nCtx, kvDtype, (il) => (groups[il] === "swa" ? nSwa : nCtx));
   const layers = fitLayers(sizes, free, overhead + arenaBytes);
   const gib = (n: number) => (n / GIB).toFixed(2);
   return {

@@ -24,14 +24,14 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
     }
   }
 
-  it("seqCp shares a prefix: both sequences continue as if each had decoded it", async () => {
+  it("seqShare shares a prefix: both sequences continue as if each had decoded it", async () => {
     const prompt = ids("Once upon a time there was a");
     const [a, b] = [words(" dog"), words(" big")];
     const ctx = new Context(model, { nCtx: 128, nSeqMax: 2 });
     try {
       await ctx.eval(prompt, 0);
-      ctx.seqCp(0, 1);
-      const used = ctx.kv.used();
+      ctx.seqShare(0, 1);
+      const used = ctx.stats().used;
       expect(used).toBe(prompt.length); // shared, not copied
       const la = await ctx.eval(a, 0);
       const lb = await ctx.eval(b, 1);
@@ -44,7 +44,7 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
   });
 
   it.each([true, false])(
-    "seqCopy copies a prefix's rows: dst continues as if it had decoded it, after src is gone (kvUnified %s)",
+    "seqClone copies a prefix's rows: dst continues as if it had decoded it, after src is gone (kvUnified %s)",
     async (kvUnified) => {
       const prompt = ids("Once upon a time there was a little girl");
       const keep = prompt.length - 2;
@@ -52,23 +52,21 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
       const ctx = new Context(model, { nCtx: 128, nSeqMax: 2, kvUnified });
       try {
         await ctx.eval(prompt, 0);
-        await ctx.seqCopy(0, 1, keep);
-        expect(ctx.kv.used()).toBe(prompt.length + keep); // copied, not shared
+        await ctx.seqClone(0, 1, keep);
+        expect(ctx.stats().used).toBe(prompt.length + keep); // copied, not shared
         expect(ctx.history(1)).toEqual(prompt.slice(0, keep));
         ctx.seqRm(0, 0, -1);
         await ctx.eval(words(" dog and a cat"), 0); // src's new tokens may reuse its cells
         const l = await ctx.eval([...prompt.slice(keep), ...next], 1);
         expect(maxAbsDiff(l, await fresh([...prompt, ...next]))).toBeLessThan(2e-4);
         if (!kvUnified) {
-          const region = ctx.kv.region;
-          const pos = ctx.kv.cells.positions;
-          for (let c = 0; c < ctx.nCtx; c++)
-            if (pos[c]! >= 0 && ctx.kv.cells.has(c, 1)) expect(Math.floor(c / region)).toBe(1);
+          const region = ctx.nCtx / ctx.nSeqMax;
+          for (const c of ctx.seqCells(1)) expect(Math.floor(c / region)).toBe(1);
         }
-        await expect(ctx.seqCopy(0, 1, 2)).rejects.toThrow(/not empty/);
+        await expect(ctx.seqClone(0, 1, 2)).rejects.toThrow(/not empty/);
         ctx.seqRm(1, 0, -1);
-        await expect(ctx.seqCopy(0, 1, 99)).rejects.toThrow(/no cell at position/);
-        expect(ctx.kv.seqCount(1)).toBe(0);
+        await expect(ctx.seqClone(0, 1, 99)).rejects.toThrow(/no cell at position/);
+        expect(ctx.seqCount(1)).toBe(0);
       } finally {
         ctx.dispose();
       }
@@ -128,10 +126,10 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
         await c.eval(p1, 1);
         c.seqRm(0);
       }
-      expect(ctx.kv.window()).toBe(p0.length + p1.length);
+      expect(ctx.stats().caches[0]!.extent).toBe(p0.length + p1.length);
       const moved = await ctx.defrag();
       expect(moved).toBe(p1.length);
-      expect(ctx.kv.window()).toBe(p1.length);
+      expect(ctx.stats().caches[0]!.extent).toBe(p1.length);
       const next = words(" sky");
       expect(maxAbsDiff(await ctx.eval(next, 1), await ref.eval(next, 1))).toBeLessThan(1e-5);
       expect(await ctx.defrag()).toBe(0);
@@ -170,7 +168,7 @@ describe.skipIf(!haveStories)("sequence operations on the cache (stories260K)", 
       const f32 = new Context(model, { nCtx: 64, kvDtype: "f32" });
       try {
         await expect(f32.restoreSequence(state, 0)).rejects.toMatchObject({ message: /KV dtype/ });
-        expect(f32.kv.used()).toBe(0);
+        expect(f32.stats().used).toBe(0);
       } finally {
         f32.dispose();
       }

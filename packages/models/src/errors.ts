@@ -5,7 +5,8 @@ export type ModelErrorCode =
   | "BAD_KEY"
   | "MISSING_TENSOR"
   | "BAD_SHAPE"
-  | "BAD_DTYPE";
+  | "BAD_DTYPE"
+  | "INVALID_ARGUMENT";
 
 /** Structured fields of a {@link ModelError}; each is set where it applies. */
 export interface ModelErrorDetails {

@@ -20,8 +20,8 @@ describe.each([llama, qwen2, qwen3])("$ARCH buildGraph", (mod) => {
     expect(inputs.positions.dtype).toBe(DType.I32);
     expect(inputs.cells.ne).toEqual([5, 1, 1, 1]);
     expect(inputs.mask).toMatchObject({ dtype: DType.F32, ne: [8, 5, 1, 1] });
-    expect(inputs.outIds).toMatchObject({ dtype: DType.I32, ne: [2, 1, 1, 1] });
-    expect(inputs.ropeFreqs).toBeUndefined();
+    expect(inputs.out_ids).toMatchObject({ dtype: DType.I32, ne: [2, 1, 1, 1] });
+    expect(inputs.rope_freqs).toBeUndefined();
     // Every weight the graph reads is one loadTensors checked.
     for (const t of graph.tensors.filter((x) => x.kind === "weight"))
       expect(tensors.byName.has(t.name)).toBe(true);

@@ -1,37 +1,50 @@
 /**
- * Model architectures (llama, qwen2, qwen3): hyperparameters, tensors and graph builders.
+ * Model architectures — one file each (llama, qwen2, qwen3, gemma, gemma2, gemma3): hyperparameters, tensors, the graph
+ * builder and the KV layout, over shared builders (norms, attention, feed-forward, RoPE).
  * @module @minfer/models
  */
 
 export type {
-  ArchFeatures,
-  AttentionLayer,
+  ArchModule,
   BuildOptions,
   BuiltGraph,
-  GraphInputs,
   GraphShape,
-} from "./builders.js";
-export {
-  buildAttention,
-  buildDecoder,
-  buildFfn,
-  buildNorm,
-  decoderTensorSpecs,
-  ROPE_FREQS,
-  ropeFactors,
-} from "./builders.js";
+  KvCacheShape,
+  KvGroup,
+  KvLayer,
+  LayerRope,
+} from "./arch.js";
+export type { AttentionOptions, AttentionWeights, HeadShape } from "./attention.js";
+export { buildAttention } from "./attention.js";
 export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
 export { ModelError } from "./errors.js";
+export type { FfnActivation, FfnWeights } from "./ffn.js";
+export { buildFfn } from "./ffn.js";
+export * as gemma from "./gemma.js";
+export * as gemma2 from "./gemma2.js";
+export * as gemma3 from "./gemma3.js";
+export type { DecoderInputs, KvInputs } from "./graph-inputs.js";
+export { declareInputs, kvInputNames, STEP_INPUTS } from "./graph-inputs.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
 export { HPARAM_LIMITS, readHparams } from "./hparams.js";
 export type { KvGraph, KvLayout } from "./kv-graphs.js";
 export { buildKvMove, buildKvShift, shiftRopeParams } from "./kv-graphs.js";
 export * as llama from "./llama.js";
+export { ModelGraph } from "./model-graph.js";
+export { layerNorm, rmsNorm } from "./norm.js";
 export * as qwen2 from "./qwen2.js";
 export * as qwen3 from "./qwen3.js";
-export type { ArchModule } from "./registry.js";
 export { architecture, SUPPORTED_ARCHS } from "./registry.js";
 export type { Llama3Scaling } from "./rope.js";
-export { llama3FreqFactors, llama3RopeFreqs, ropeParams, usesRopeFreqs } from "./rope.js";
+export {
+  llama3FreqFactors,
+  llama3RopeFreqs,
+  ROPE_FREQS,
+  ropeParams,
+  uniformRope,
+  usesRopeFreqs,
+} from "./rope.js";
+export type { SynthKey, SynthShape } from "./synth.js";
+export { MODEL_SYNTH_PRESETS, synthLayout, synthShape } from "./synth.js";
 export type { ModelTensor, ModelTensors, TensorInfo, TensorSpec } from "./tensors.js";
-export { blocksInFile, checkBlockCount, checkTensor, checkTensors } from "./tensors.js";
+export { blocksInFile, checkBlockCount, checkModelTensors, checkTensor, checkTensors } from "./tensors.js";

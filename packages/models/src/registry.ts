@@ -1,29 +1,39 @@
-import type { GgufMetadata } from "@minfer/gguf";
-import type { ArchFeatures, BuildOptions, BuiltGraph } from "./builders.js";
+import type { ArchModule } from "./arch.js";
 import { ModelError } from "./errors.js";
+import * as gemma from "./gemma.js";
+import * as gemma2 from "./gemma2.js";
+import * as gemma3 from "./gemma3.js";
 import type { Hparams } from "./hparams.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
-import type { ModelTensors, TensorInfo } from "./tensors.js";
 
-/** The entry points every architecture module exports. */
-export interface ArchModule {
-  readonly ARCH: string;
-  /** The decoder's features (the KV-shift graph needs its RoPE layout). */
-  readonly FEATURES: ArchFeatures;
-  loadHparams(meta: GgufMetadata): Hparams;
-  loadTensors(hp: Hparams, infos: Iterable<TensorInfo>): ModelTensors;
-  buildGraph(hp: Hparams, options: BuildOptions): BuiltGraph;
+/** Every architecture module, one file each. */
+/**
+ * A module checked against {@link ArchModule} with its own hyperparameters. Its functions take the
+ * hparams its own loadHparams made, and a caller passes them back to the same module, so it is
+ * kept as the base type.
+ */
+function entry<H extends Hparams>(m: ArchModule<H>): ArchModule<Hparams> {
+  return m as unknown as ArchModule<Hparams>;
 }
 
-const MODULES: ReadonlyMap<string, ArchModule> = new Map([llama, qwen2, qwen3].map((m) => [m.ARCH, m]));
+const ALL: readonly ArchModule<Hparams>[] = [
+  entry(llama),
+  entry(qwen2),
+  entry(qwen3),
+  entry(gemma),
+  entry(gemma2),
+  entry(gemma3),
+];
+
+const MODULES: ReadonlyMap<string, ArchModule<Hparams>> = new Map(ALL.map((m) => [m.ARCH, m]));
 
 /** The architecture names this package supports (`general.architecture` values). */
 export const SUPPORTED_ARCHS: readonly string[] = [...MODULES.keys()];
 
 /** The module of an architecture; an unknown one is UNKNOWN_ARCH listing the supported ones. */
-export function architecture(name: string): ArchModule {
+export function architecture(name: string): ArchModule<Hparams> {
   const m = MODULES.get(name);
   if (!m)
     throw new ModelError(

@@ -1,5 +1,26 @@
 import type { RopeParams } from "@minfer/ir";
+import type { LayerRope } from "./arch.js";
 import type { Hparams } from "./hparams.js";
+import type { ModelTensors } from "./tensors.js";
+
+/** The tensor llama.cpp's converter stores llama3 RoPE frequency factors in. */
+export const ROPE_FREQS = "rope_freqs.weight";
+
+/**
+ * A model's RoPE with one setting for every layer: the file's `rope_freqs.weight` when it has one
+ * (llama.cpp uses it whatever the scaling keys say), else the llama3 factors computed from the
+ * scaling keys (the constant input `rope_freqs`), else no factors.
+ */
+export function uniformRope(
+  hp: Hparams,
+  mode: RopeParams["mode"],
+  tensors: ModelTensors | undefined,
+): LayerRope {
+  const params = ropeParams(hp, mode);
+  if (tensors?.byName.has(ROPE_FREQS)) return { params, factors: { weight: ROPE_FREQS } };
+  if (usesRopeFreqs(hp)) return { params, factors: { constant: "rope_freqs", data: llama3RopeFreqs(hp) } };
+  return { params };
+}
 
 /**
  * The ROPE op's parameters for a model: `mode` is the architecture's pair layout ("normal" for

@@ -56,7 +56,7 @@ async function prefillLastLogits(entry: BackendEntry, ids: readonly number[]): P
         [inputs.positions, Int32Array.from(batch, (t) => t.pos)],
         [inputs.cells, slot.cells],
         [inputs.mask, mask],
-        [inputs.outIds, Int32Array.of(n - 1)],
+        [inputs.out_ids, Int32Array.of(n - 1)],
       ]),
     );
     const out = result.float32(logits);

@@ -1,7 +1,7 @@
 import { GgufValueType } from "@minfer/gguf";
 import { DType } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
-import { decoderTensorSpecs } from "./builders.js";
+
 import { ModelError } from "./errors.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
@@ -130,12 +130,12 @@ describe("block_count against the tensor table", () => {
   });
 });
 
-describe("decoderTensorSpecs", () => {
+describe("tensorSpecs", () => {
   it("yields specs lazily: a consumer that stops early does no work per unread block", () => {
     const hp = { ...llama.loadHparams(tinyModel("llama").meta), nLayer: 200_000 };
     const t0 = performance.now();
     const first: string[] = [];
-    for (const s of decoderTensorSpecs(hp, llama.FEATURES)) {
+    for (const s of llama.tensorSpecs(hp)) {
       first.push(s.name);
       if (first.length === 6) break;
     }
@@ -147,7 +147,7 @@ describe("decoderTensorSpecs", () => {
     const { meta, infos } = tinyModel("llama");
     const hp = { ...llama.loadHparams(meta), nLayer: 200_000 };
     const t0 = performance.now();
-    const e = caught(() => checkTensors(infos, decoderTensorSpecs(hp, llama.FEATURES)));
+    const e = caught(() => checkTensors(infos, llama.tensorSpecs(hp)));
     expect(performance.now() - t0).toBeLessThan(100);
     expect(e.details.tensor).toBe("blk.2.attn_norm.weight");
   });

@@ -128,3 +128,19 @@ export function checkBlockCount(
       { key },
     );
 }
+
+/**
+ * The usual `loadTensors` of a decoder: `<arch>.block_count` checked against the table (by each
+ * block's first tensor, `firstTensor`), then every spec.
+ */
+export function checkModelTensors(
+  arch: string,
+  nLayer: number,
+  infos: Iterable<TensorInfo>,
+  specs: Iterable<TensorSpec>,
+  firstTensor: (il: number) => string = (il) => `blk.${il}.attn_norm.weight`,
+): ModelTensors {
+  const table = [...infos];
+  checkBlockCount(`${arch}.block_count`, nLayer, table, firstTensor);
+  return checkTensors(table, specs);
+}

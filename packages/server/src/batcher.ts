@@ -132,7 +132,7 @@ export class Batcher {
   slots(): SlotInfo[] {
     return this.#slots.map((s) => {
       const j = s.job;
-      const nPast = this.context.kv.seqCount(s.id);
+      const nPast = this.context.seqCount(s.id);
       return {
         id: s.id,
         state: !j ? "idle" : j.nPast < j.spec.ids.length ? "prefill" : "generating",
@@ -204,7 +204,7 @@ export class Batcher {
       this.#expire();
       for (const c of [...this.#assign(), ...this.#followers()]) {
         try {
-          await this.context.seqCopy(c.source, c.slot.id, c.n);
+          await this.context.seqClone(c.source, c.slot.id, c.n);
         } catch (e) {
           if (c.slot.job) this.#fail(c.slot.job, c.slot, e);
         }
@@ -254,7 +254,8 @@ export class Batcher {
         let k = 0;
         const n = Math.min(h.length, ids.length - 1);
         while (k < n && h[k] === ids[k]) k++;
-        return k;
+        // A sliding-window cache that reused cells may not go on from there.
+        return this.context.canContinue(seq, k) ? k : 0;
       };
       let slot = free[0]!;
       let best = -1;

@@ -49,6 +49,14 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
       queue_size: b.queueSize,
       timeout_s: s.timeoutMs !== undefined ? s.timeoutMs / 1000 : null,
       kv_dtype: b.context.kvDtype,
+      // The KV caches: the full-attention layers' and, for sliding-window layers, their smaller one.
+      kv_caches: b.context.stats().caches.map((c) => ({
+        kind: c.group,
+        layers: c.layers,
+        cells: c.cells,
+        window: c.window,
+        bytes: c.bytes,
+      })),
       // Where the model runs: which device holds which layers (and every device in use).
       devices: {
         placement: s.model.placement.describe(),

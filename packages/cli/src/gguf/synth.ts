@@ -1,5 +1,15 @@
 import { availableParallelism } from "node:os";
-import { readGguf, SYNTH_ARCHS, SYNTH_PRESETS, synthesizeModel, writeGguf } from "@minfer/gguf";
+import {
+  readGguf,
+  SYNTH_ARCHS,
+  SYNTH_PRESETS,
+  type SynthArch,
+  synthesizeLayout,
+  synthesizeModel,
+  synthVocabSize,
+  writeGguf,
+} from "@minfer/gguf";
+import { MODEL_SYNTH_PRESETS, SUPPORTED_ARCHS, synthLayout, synthShape } from "@minfer/models";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
@@ -10,13 +20,13 @@ export const synthOptions: OptionSpec[] = [
     flags: ["--arch"],
     kind: "string",
     metavar: "ARCH",
-    help: `architecture: ${SYNTH_ARCHS.join(", ")} (implied by most presets)`,
+    help: `architecture: ${SUPPORTED_ARCHS.join(", ")} (implied by most presets)`,
   },
   {
     flags: ["--preset"],
     kind: "string",
     metavar: "NAME",
-    help: `shapes: ${Object.keys(SYNTH_PRESETS).join(", ")}`,
+    help: `shapes: ${[...Object.keys(SYNTH_PRESETS), ...Object.keys(MODEL_SYNTH_PRESETS)].join(", ")}`,
   },
   {
     flags: ["--vocab"],
@@ -52,14 +62,23 @@ export async function synthCommand(argv: string[]): Promise<number> {
   // as one thread would; a few chunks per worker are kept in flight ahead of the writer.
   const pool = threads > 1 ? new ConvertPool(threads) : undefined;
   try {
-    const model = synthesizeModel({
-      preset: options.preset as string,
-      arch: options.arch as string | undefined,
+    const preset = options.preset as string;
+    const arch = options.arch as string | undefined;
+    const common = {
       type: options.type as string | undefined,
       seed: options.seed as number | undefined,
       vocab,
-      ...(pool ? { runChunk: (c) => pool.synth(c), lookahead: threads * 2 } : {}),
-    });
+      ...(pool
+        ? { runChunk: (c: import("@minfer/gguf").SynthChunk) => pool.synth(c), lookahead: threads * 2 }
+        : {}),
+    };
+    // @minfer/gguf writes llama, qwen2 and qwen3 itself; every other architecture's layout (keys
+    // and tensors) comes from its module in @minfer/models.
+    const builtIn =
+      (arch === undefined || SYNTH_ARCHS.includes(arch as SynthArch)) && preset in SYNTH_PRESETS;
+    const model = builtIn
+      ? synthesizeModel({ preset, arch, ...common })
+      : synthesizeOther(preset, arch, common);
     for (const n of model.notes) process.stderr.write(`note: ${n}\n`);
     const bar = new ProgressBar("synth", 1);
     const layout = await writeGguf(options.output as string, model.metadata, model.tensors, {
@@ -73,4 +92,25 @@ export async function synthCommand(argv: string[]): Promise<number> {
     await pool?.close();
   }
   return 0;
+}
+
+/** A synthetic model of an architecture `@minfer/gguf` does not know, from its module's layout. */
+function synthesizeOther(
+  preset: string,
+  arch: string | undefined,
+  options: import("@minfer/gguf").SynthLayoutOptions,
+): import("@minfer/gguf").SynthModel {
+  const shape = synthShape(preset);
+  const chosen = arch ?? shape.arch;
+  if (!chosen)
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `preset "${preset}" fits any architecture; choose one with --arch (${SUPPORTED_ARCHS.join(", ")})`,
+    );
+  if (shape.arch && shape.arch !== chosen)
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `preset "${preset}" is a ${shape.arch} model; use --arch ${shape.arch} or another preset`,
+    );
+  return synthesizeLayout(synthLayout(chosen, shape, synthVocabSize(options.vocab), preset), options);
 }

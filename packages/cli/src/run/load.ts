@@ -138,7 +138,14 @@ export function newContext(model: Model, settings: RunSettings, extra: ContextOp
 
 /** One line of the context's shape, for --verbose. */
 export function describeContext(ctx: Context): string {
-  return `context: ${ctx.nCtx} tokens, micro-batch ${ctx.nUbatch}, KV ${ctx.kvDtype}`;
+  const mib = (n: number) => (n / 2 ** 20).toFixed(1);
+  const caches = ctx
+    .stats()
+    .caches.map(
+      (c) =>
+        `${c.group === "swa" ? `sliding-window (${c.window} positions)` : "full-attention"} ${c.layers} layers × ${c.cells} cells ${mib(c.bytes)} MiB`,
+    );
+  return `context: ${ctx.nCtx} tokens, micro-batch ${ctx.nUbatch}, KV ${ctx.kvDtype}: ${caches.join("; ")}`;
 }
 
 /**
@@ -147,8 +154,7 @@ export function describeContext(ctx: Context): string {
  */
 export function describeAssignment(ctx: Context, verbose: boolean): string[] {
   // The graph a one-sequence decode step uses (spans over the whole cache), prepared once here.
-  const step = ctx.graphs.get({ kind: "decode", nTokens: 1, nKv: ctx.nCtx, nOutputs: 1, spans: true });
-  const a = step.assignment;
+  const a = ctx.assignment();
   const lines: string[] = [];
   if (verbose)
     lines.push(

@@ -160,13 +160,49 @@ function scheduler(all: SynthChunk[], run: (c: SynthChunk) => Promise<Uint8Array
   };
 }
 
+/** A model's own layout for {@link synthesizeLayout}: its `<arch>.*` keys and tensors. */
+export interface SynthLayout {
+  /** `general.architecture`. */
+  readonly arch: string;
+  /** Its hyperparameter keys (`<arch>.*`); `general.*` and the tokenizer's are added. */
+  readonly metadata: readonly GgufKV[];
+  /** Its tensors in file order: norm weights are drawn around 1, everything else around 0. */
+  readonly tensors: readonly {
+    readonly name: string;
+    readonly dims: readonly number[];
+    readonly norm?: boolean;
+  }[];
+  /** Named in `general.name`. */
+  readonly label: string;
+}
+
+/** The options of {@link synthesizeModel} a layout is written with (its shapes come from the layout). */
+export type SynthLayoutOptions = Omit<SynthOptions, "preset" | "arch">;
+
+/** The tokenizer keys of `vocab` (or 259 byte tokens) and their size. */
+function vocabularyOf(vocab: GgufMetadata | undefined): { keys: GgufKV[]; nVocab: number } {
+  const keys = vocab
+    ? [...vocab.entries()].filter((kv) => kv.key.startsWith("tokenizer."))
+    : byteVocabulary();
+  const tokens = keys.find((kv) => kv.key === "tokenizer.ggml.tokens");
+  const nVocab = tokens && typeof tokens.value === "object" ? tokens.value.items.length : 0;
+  if (nVocab === 0)
+    throw new GgufError("MISSING_KEY", "the vocabulary has no tokenizer.ggml.tokens", {
+      key: "tokenizer.ggml.tokens",
+    });
+  return { keys, nVocab };
+}
+
+/** The vocabulary size {@link synthesizeLayout} will see for `vocab` (what a layout's shapes need). */
+export function synthVocabSize(vocab: GgufMetadata | undefined): number {
+  return vocabularyOf(vocab).nVocab;
+}
+
 /**
- * Describes a model of random weights (normal, std 0.02; norm weights near 1) at a preset's
- * shapes, with the tokenizer of a vocabulary GGUF. Data is generated lazily while it is written,
- * so presets of billions of parameters stream straight to disk.
+ * Describes a model of random weights (normal, std 0.02; norm weights near 1) with a layout
+ * given by the caller (an architecture `@minfer/models` knows and this package does not).
  */
-export function synthesizeModel(options: SynthOptions): SynthModel {
-  const { preset, arch } = resolvePreset(options.preset, options.arch);
+export function synthesizeLayout(layout: SynthLayout, options: SynthLayoutOptions = {}): SynthModel {
   const target = quantTargetByName(options.type ?? "f16");
   if (!QUANTIZE_TYPES.includes(target.base.name)) {
     throw new GgufError(
@@ -174,40 +210,33 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
       `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
     );
   }
-  const vocab = options.vocab
-    ? [...options.vocab.entries()].filter((kv) => kv.key.startsWith("tokenizer."))
-    : byteVocabulary();
-  const tokens = vocab.find((kv) => kv.key === "tokenizer.ggml.tokens");
-  const nVocab = tokens && typeof tokens.value === "object" ? tokens.value.items.length : 0;
-  if (nVocab === 0)
-    throw new GgufError("MISSING_KEY", "the vocabulary has no tokenizer.ggml.tokens", {
-      key: "tokenizer.ggml.tokens",
-    });
-  const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
+  const { keys } = vocabularyOf(options.vocab);
   const fileType = target.fileType;
   const metadata: GgufKV[] = [
-    str("general.architecture", arch),
-    str("general.name", `minfer synth ${options.preset} (random weights)`),
+    str("general.architecture", layout.arch),
+    str("general.name", `minfer synth ${layout.label} (random weights)`),
     ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
     ...(target.base.quantized ? [u32("general.quantization_version", 2)] : []),
-    u32(`${arch}.context_length`, preset.contextLength),
-    u32(`${arch}.embedding_length`, preset.nEmbd),
-    u32(`${arch}.block_count`, preset.nLayer),
-    u32(`${arch}.feed_forward_length`, preset.nFf),
-    u32(`${arch}.attention.head_count`, preset.nHead),
-    u32(`${arch}.attention.head_count_kv`, preset.nHeadKv),
-    u32(`${arch}.attention.key_length`, hd),
-    u32(`${arch}.attention.value_length`, hd),
-    u32(`${arch}.rope.dimension_count`, hd),
-    f32(`${arch}.rope.freq_base`, preset.ropeFreqBase),
-    f32(`${arch}.attention.layer_norm_rms_epsilon`, preset.rmsEps),
-    u32(`${arch}.vocab_size`, nVocab),
-    ...vocab,
+    ...layout.metadata,
+    ...keys,
   ];
+  const specs: WeightSpec[] = layout.tensors.map((t) => ({
+    name: t.name,
+    dims: [...t.dims],
+    mean: t.norm ? 1 : 0,
+  }));
+  return synthesize(metadata, specs, target, options);
+}
+
+function synthesize(
+  metadata: GgufKV[],
+  specs: WeightSpec[],
+  target: ReturnType<typeof quantTargetByName>,
+  options: SynthLayoutOptions,
+): SynthModel {
   const seed = options.seed ?? 1;
   const chunkElements = options.chunkElements ?? 1 << 20;
   const notes: string[] = [];
-  const specs = weights(arch, preset, nVocab);
   const types = chooseTypes(specs, target);
   const chunks = specs.map((spec, i) => {
     const { to, note } = types[i]!;
@@ -232,4 +261,43 @@ export function synthesizeModel(options: SynthOptions): SynthModel {
     return { name: spec.name, type, dims: spec.dims, data };
   });
   return { metadata, tensors, notes };
+}
+
+/**
+ * Describes a model of random weights (normal, std 0.02; norm weights near 1) at a preset's
+ * shapes, with the tokenizer of a vocabulary GGUF. Data is generated lazily while it is written,
+ * so presets of billions of parameters stream straight to disk.
+ */
+export function synthesizeModel(options: SynthOptions): SynthModel {
+  const { preset, arch } = resolvePreset(options.preset, options.arch);
+  const target = quantTargetByName(options.type ?? "f16");
+  if (!QUANTIZE_TYPES.includes(target.base.name)) {
+    throw new GgufError(
+      "UNSUPPORTED_DTYPE",
+      `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
+    );
+  }
+  const { keys: vocab, nVocab } = vocabularyOf(options.vocab);
+  const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
+  const fileType = target.fileType;
+  const metadata: GgufKV[] = [
+    str("general.architecture", arch),
+    str("general.name", `minfer synth ${options.preset} (random weights)`),
+    ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
+    ...(target.base.quantized ? [u32("general.quantization_version", 2)] : []),
+    u32(`${arch}.context_length`, preset.contextLength),
+    u32(`${arch}.embedding_length`, preset.nEmbd),
+    u32(`${arch}.block_count`, preset.nLayer),
+    u32(`${arch}.feed_forward_length`, preset.nFf),
+    u32(`${arch}.attention.head_count`, preset.nHead),
+    u32(`${arch}.attention.head_count_kv`, preset.nHeadKv),
+    u32(`${arch}.attention.key_length`, hd),
+    u32(`${arch}.attention.value_length`, hd),
+    u32(`${arch}.rope.dimension_count`, hd),
+    f32(`${arch}.rope.freq_base`, preset.ropeFreqBase),
+    f32(`${arch}.attention.layer_norm_rms_epsilon`, preset.rmsEps),
+    u32(`${arch}.vocab_size`, nVocab),
+    ...vocab,
+  ];
+  return synthesize(metadata, weights(arch, preset, nVocab), target, options);
 }

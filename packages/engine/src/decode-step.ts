@@ -1,0 +1,136 @@
+import type { KvToken } from "@minfer/kvcache";
+import { type KvGroup, kvInputNames, STEP_INPUTS } from "@minfer/models";
+import type { TimingReport } from "@minfer/scheduler";
+import type { NormalizedBatch } from "./batch.js";
+import { EngineError } from "./errors.js";
+import { type GraphParams, runStep, type Step } from "./graph-params.js";
+import { KV_BUCKET, type KvGroupCache, type KvStore } from "./kv-store.js";
+
+/** What one micro-batch gives back. */
+export interface UbatchResult {
+  /** Indices (in the micro-batch) of the tokens whose logits are in `logits`. */
+  readonly outIds: Int32Array;
+  readonly logits: Float32Array;
+  readonly computeMs: number;
+  readonly report?: TimingReport;
+}
+
+/** The graphs' KV window of a cache: every used cell, rounded up to a multiple of KV_BUCKET. */
+export function kvWindow(g: KvGroupCache): number {
+  const nCtx = g.cache.nCtx;
+  return Math.min(nCtx, Math.max(KV_BUCKET, Math.ceil(g.cache.window() / KV_BUCKET) * KV_BUCKET));
+}
+
+/**
+ * Runs micro-batches: finds cells in every KV cache, writes each cache's visibility (spans when
+ * every query's cells are one run, else a mask over its used window), looks the graph up by those
+ * parameters and fills its inputs by name. Keeps the mask and span buffers between calls.
+ */
+export class UbatchRunner {
+  readonly #masks = new Map<KvGroup, Float32Array>();
+  readonly #spans = new Map<KvGroup, Int32Array>();
+
+  constructor(
+    readonly store: KvStore,
+    readonly get: (p: GraphParams) => Step,
+  ) {}
+
+  async run(b: NormalizedBatch, i0: number, i1: number, done: KvToken[]): Promise<UbatchResult> {
+    const n = i1 - i0;
+    const store = this.store;
+    const batch = Array.from({ length: n }, (_, k) => ({ pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! }));
+    const empty = batch.map((t) => t.seqIds.map((s) => store.primary.seqCount(s) === 0));
+    const slot = store.allocate(batch);
+    if (!slot.ok)
+      throw new EngineError(
+        "NO_KV_ROOM",
+        `decode: no KV room for ${n} more tokens (${slot.free} free cells)`,
+      );
+    done.push(...batch);
+    let outCount = 0;
+    for (let k = i0; k < i1; k++) outCount += b.wantLogits[k]!;
+    // A graph always computes at least one row of logits; without a request it is dropped.
+    const outIds = new Int32Array(Math.max(1, outCount));
+    if (outCount === 0) outIds[0] = n - 1;
+    else for (let k = i0, j = 0; k < i1; k++) if (b.wantLogits[k]) outIds[j++] = k - i0;
+
+    const values: Record<string, ArrayBufferView> = {
+      [STEP_INPUTS.tokens]: b.tokens.subarray(i0, i1),
+      [STEP_INPUTS.positions]: b.pos.subarray(i0, i1),
+      [STEP_INPUTS.outIds]: outIds,
+    };
+    const window: Partial<Record<KvGroup, { nKv: number; spans: boolean }>> = {};
+    store.groups.forEach((g, gi) => {
+      const cells = slot.cells[gi]!;
+      const names = kvInputNames(g.group);
+      values[names.cells] = cells;
+      window[g.group] = this.#visibility(g, batch, cells, values, names);
+    });
+    const params: GraphParams = {
+      kind: "decode",
+      nTokens: n,
+      nKv: window.full?.nKv ?? 0,
+      nOutputs: outIds.length,
+      spans: window.full?.spans ?? window.swa?.spans ?? false,
+      ...(window.swa ? { nKvSwa: window.swa.nKv, spansSwa: window.swa.spans } : {}),
+    };
+    const s = this.get(params);
+    const c0 = performance.now();
+    const result = await runStep(s, values);
+    const computeMs = performance.now() - c0;
+    for (let k = 0; k < n; k++) {
+      const t = batch[k]!;
+      for (let j = 0; j < t.seqIds.length; j++)
+        store.history.record(t.seqIds[j]!, t.pos, b.tokens[i0 + k]!, empty[k]![j]!);
+    }
+    const bytes = result.outputs.get(s.built.logits!)!;
+    const logits =
+      bytes.byteOffset % 4 === 0
+        ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+        : new Float32Array(bytes.slice().buffer);
+    return {
+      outIds: outCount === 0 ? new Int32Array(0) : outIds,
+      logits,
+      computeMs,
+      ...(result.timing ? { report: result.timing } : {}),
+    };
+  }
+
+  /**
+   * One cache's visibility: spans (2 integers per query) when each query's cells are one run, as
+   * in a single sequence filled in order — attention then visits only those cells, so the graph can
+   * span the whole cache and one graph serves every step. Else a mask of nKv floats per query over
+   * the used cells rounded up to a bucket (graphs are shared within a bucket).
+   */
+  #visibility(
+    g: KvGroupCache,
+    batch: KvToken[],
+    cells: Int32Array,
+    values: Record<string, ArrayBufferView>,
+    names: { mask: string; spans: string },
+  ): { nKv: number; spans: boolean } {
+    const n = batch.length;
+    const sliding = g.window > 0 ? { slidingWindow: g.window } : {};
+    let spanBuf = this.#spans.get(g.group);
+    if (!spanBuf || spanBuf.length < 2 * n) {
+      spanBuf = new Int32Array(2 * n);
+      this.#spans.set(g.group, spanBuf);
+    }
+    const nCtx = g.cache.nCtx;
+    const spans = g.cache.spans(batch, cells, { nKv: nCtx, out: spanBuf, ...sliding });
+    if (spans) {
+      values[names.spans] = spans.subarray(0, 2 * n);
+      return { nKv: nCtx, spans: true };
+    }
+    const nKv = kvWindow(g);
+    let mask = this.#masks.get(g.group);
+    if (!mask || mask.length < nKv * n) {
+      mask = new Float32Array(nKv * n);
+      this.#masks.set(g.group, mask);
+    }
+    values[names.mask] = g.cache
+      .mask(batch, cells, { nKv, dtype: "f32", out: mask, ...sliding })
+      .subarray(0, nKv * n);
+    return { nKv, spans: false };
+  }
+}

@@ -1,0 +1,11 @@
+import type { KvGroup, KvLayer } from "./arch.js";
+import type { Hparams } from "./hparams.js";
+
+/** Every layer's K/V rows (nHeadKv·headDim), in the cache `group(il)` says (default: all full). */
+export function kvLayersOf(hp: Hparams, group: (il: number) => KvGroup = () => "full"): KvLayer[] {
+  return Array.from({ length: hp.nLayer }, (_, il) => ({
+    kRow: hp.nHeadKv * hp.headDimK,
+    vRow: hp.nHeadKv * hp.headDimV,
+    group: group(il),
+  }));
+}

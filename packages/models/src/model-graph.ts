@@ -1,0 +1,75 @@
+import { DType, GraphBuilder, type Tensor } from "@minfer/ir";
+import type { BuiltGraph, LayerRope } from "./arch.js";
+import { ModelError } from "./errors.js";
+import type { ModelTensors } from "./tensors.js";
+
+/**
+ * A graph under construction for one model: the builder, the file's weights by name (each
+ * created once, with the dtype `loadTensors` found, F32 by default) and the constant inputs
+ * whose values the model computes (RoPE factors from keys).
+ */
+export class ModelGraph {
+  readonly b = new GraphBuilder();
+  readonly #weights = new Map<string, Tensor>();
+  readonly #constants = new Map<string, { tensor: Tensor; data: Float32Array }>();
+
+  constructor(readonly tensors: ModelTensors | undefined) {}
+
+  /** The weight `name` of shape `ne`. */
+  weight(name: string, ne: readonly number[]): Tensor {
+    let t = this.#weights.get(name);
+    if (!t) {
+      const dtype = this.tensors?.byName.get(name)?.dtype ?? DType.F32;
+      t = this.b.weight(name, dtype, ne);
+      this.#weights.set(name, t);
+    }
+    return t;
+  }
+
+  /** Whether the file has the (optional) tensor `name`; without checked tensors, false. */
+  has(name: string): boolean {
+    return this.tensors?.byName.has(name) ?? false;
+  }
+
+  /** An F32 input named `name` whose value is `data` at every step (declared once per graph). */
+  constant(name: string, data: Float32Array): Tensor {
+    const c = this.#constants.get(name);
+    if (c) return c.tensor;
+    const tensor = this.b.input(name, DType.F32, [data.length]);
+    this.#constants.set(name, { tensor, data });
+    return tensor;
+  }
+
+  /** The frequency-factor tensor of a layer's RoPE, or undefined when it has none. */
+  ropeFactors(rope: LayerRope): Tensor | undefined {
+    const f = rope.factors;
+    if (!f) return undefined;
+    if ("weight" in f) return this.weight(f.weight, [rope.params.nDims / 2]);
+    return this.constant(f.constant, f.data);
+  }
+
+  /** Consecutive rows [first, first + rows) of a weight as a view (a fused QKV or gate-up split). */
+  rows(w: Tensor, first: number, rows: number, name: string): Tensor {
+    if (first + rows > w.ne[1])
+      throw new ModelError("BAD_SHAPE", `${w.name}: rows ${first}…${first + rows} exceed its ${w.ne[1]}`, {
+        tensor: w.name,
+      });
+    return this.b.view(w, [w.ne[0], rows], [w.nb[0], w.nb[1]], first * w.nb[1], name);
+  }
+
+  /** The constant inputs declared so far, by name. */
+  constants(): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    for (const [name, c] of this.#constants) out.set(name, c.data);
+    return out;
+  }
+
+  /** Marks `logits` the output and builds: every input is listed by name. */
+  finish(logits: Tensor): BuiltGraph {
+    this.b.output(logits);
+    const graph = this.b.build();
+    const inputs: Record<string, Tensor> = {};
+    for (const t of graph.tensors) if (t.kind === "input") inputs[t.name] = t;
+    return { graph, inputs, constants: this.constants(), logits };
+  }
+}
