@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { backend as cpuBackend } from "@minfer/backend-cpu";
-import { synthesizeModel, writeGguf } from "@minfer/gguf";
+import { type SynthModel, synthesizeLayout, synthesizeModel, synthVocabSize, writeGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
+import { type SynthShape, synthLayout } from "@minfer/models";
 import { Model } from "./model.js";
 
 export const FIXTURES =
@@ -38,12 +39,22 @@ export function loadStories(): Promise<Loaded> {
  * Writes a synthetic model (`minfer gguf synth`'s generator) to a temporary file and loads it on a
  * 2-thread CPU runtime; call the returned dispose in afterAll (it also removes the file).
  */
-export async function loadSynthetic(options: Parameters<typeof synthesizeModel>[0]): Promise<Loaded> {
+export function loadSynthetic(options: Parameters<typeof synthesizeModel>[0]): Promise<Loaded> {
+  return loadModelOf(synthesizeModel(options));
+}
+
+/** As {@link loadSynthetic}, for any architecture of @minfer/models at `shape` (byte vocabulary). */
+export function loadArch(arch: string, shape: SynthShape, seed = 1): Promise<Loaded> {
+  return loadModelOf(
+    synthesizeLayout(synthLayout(arch, shape, synthVocabSize(undefined)), { type: "f32", seed }),
+  );
+}
+
+async function loadModelOf(m: SynthModel): Promise<Loaded> {
   const dir = mkdtempSync(join(tmpdir(), "minfer-synth-"));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   try {
     const path = join(dir, "model.gguf");
-    const m = synthesizeModel(options);
     await writeGguf(path, m.metadata, m.tensors);
     return await loadOnCpu(path, remove);
   } catch (e) {
