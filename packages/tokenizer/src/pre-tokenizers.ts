@@ -52,6 +52,8 @@ const RULES: Record<string, { patterns: string[]; ignoreMerges?: boolean }> = {
   olmo: { patterns: [GPT2] },
   "llama-bpe": { patterns: [LLAMA3], ignoreMerges: true },
   dbrx: { patterns: [LLAMA3] },
+  // GLM-4 (GLM-4-0414, GLM-4.5): cl100k's regex, merges not skipped (llama.cpp's CHATGLM4).
+  glm4: { patterns: [LLAMA3] },
   smaug: { patterns: [LLAMA3] },
   qwen2: { patterns: [QWEN2] },
   stablelm2: { patterns: [QWEN2] },
