@@ -234,6 +234,7 @@ export class Context {
           ? { swa: { nCtx: swaCells, nKv: p.nKvSwa ?? swaCells, spans: p.spansSwa ?? p.spans ?? false } }
           : {}),
         kvDtype: this.#kvType,
+        contextSize: this.nCtx,
         tensors,
       };
       built = arch.buildGraph(hp, options);

@@ -137,6 +137,7 @@ export function planOffload(file: GgufFile, options: OffloadPlanOptions): Offloa
     nCtx,
     ...(nSwa > 0 ? { swa: { nCtx: nSwa, nKv: nSwa } } : {}),
     kvDtype: kvDtypeId(kvDtype),
+    contextSize: nCtx,
     tensors,
   });
   const graph = fuse(built.graph);

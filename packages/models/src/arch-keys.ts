@@ -61,6 +61,14 @@ export class ArchKeys {
     return v;
   }
 
+  /** A required positive number. */
+  positive(suffix: string): number {
+    return this.#positive(
+      suffix,
+      this.#read(suffix, (k) => this.meta.number(k)),
+    );
+  }
+
   /** A positive integer, or undefined when absent. */
   optCount(suffix: string): number | undefined {
     const v = this.#read(suffix, (k) => this.meta.optInteger(k));

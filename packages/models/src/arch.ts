@@ -40,6 +40,8 @@ export interface BuildOptions extends GraphShape {
    * of a mask; usable when every query's visible cells are one run. Default: false (a mask).
    */
   readonly spans?: boolean;
+  /** The context the model runs with, in tokens (Phi-3 picks its LongRoPE factors by it). Default: nCtx. */
+  readonly contextSize?: number;
   /** The checked tensors (dtypes, tying) from `loadTensors`. Default: every weight F32, untied. */
   readonly tensors?: ModelTensors;
 }
@@ -80,8 +82,8 @@ export interface ArchModule<H extends Hparams = Hparams> {
   loadHparams(meta: GgufMetadata): H;
   /** The tensors a file of these hyperparameters has (optional ones marked), in file order. */
   tensorSpecs(hp: H): Iterable<TensorSpec>;
-  /** Keys a synthetic file gets beyond the shared ones (see `synthLayout`). */
-  readonly SYNTH_KEYS?: readonly SynthKey[];
+  /** Keys a synthetic file gets beyond the shared ones, or a function of its head size (see `synthLayout`). */
+  readonly SYNTH_KEYS?: readonly SynthKey[] | ((headDim: number) => readonly SynthKey[]);
   /** Checks the file's tensors (presence, shape, dtype class) and `block_count` against them. */
   loadTensors(hp: H, infos: Iterable<TensorInfo>): ModelTensors;
   /** The graph of one micro-batch: logits F32 [nVocab, nOutputs]. */

@@ -5,6 +5,10 @@ export interface FfnWeights {
   readonly gate?: Tensor;
   readonly up: Tensor;
   readonly down: Tensor;
+  /** Biases added after each product, where the architecture has them. */
+  readonly gateBias?: Tensor;
+  readonly upBias?: Tensor;
+  readonly downBias?: Tensor;
 }
 
 /** The activation: SiLU (SwiGLU with a gate) or GELU with the tanh approximation (GeGLU with a gate). */
@@ -12,12 +16,16 @@ export type FfnActivation = "silu" | "gelu";
 
 /** A feed-forward block, F32 [nEmbd, nTokens] → same; intermediates `ffn_gate`, `ffn_up`, `ffn_act`, `ffn_out`. */
 export function buildFfn(b: GraphBuilder, x: Tensor, w: FfnWeights, act: FfnActivation, il: number): Tensor {
-  const u = b.name(b.mulMat(w.up, x), "ffn_up", il);
+  const product = (wt: Tensor, bias: Tensor | undefined, name: string, input: Tensor) => {
+    const y = b.name(b.mulMat(wt, input), name, il);
+    return bias ? b.name(b.add(y, bias), `${name}_b`, il) : y;
+  };
+  const u = product(w.up, w.upBias, "ffn_up", x);
   let h: Tensor;
   if (w.gate) {
-    const g = b.name(b.mulMat(w.gate, x), "ffn_gate", il);
+    const g = product(w.gate, w.gateBias, "ffn_gate", x);
     h = act === "silu" ? b.swiglu(g, u) : b.geglu(g, u);
   } else h = act === "silu" ? b.silu(u) : b.gelu(u);
   b.name(h, w.gate ? (act === "silu" ? "ffn_swiglu" : "ffn_geglu") : "ffn_act", il);
-  return b.name(b.mulMat(w.down, h), "ffn_out", il);
+  return product(w.down, w.downBias, "ffn_out", h);
 }

@@ -64,7 +64,7 @@ describe("gemma family graphs", () => {
   });
 
   it("gemma3: one global layer in six with the file's RoPE base, the rest local with base 10000", () => {
-    const { hp } = tiny("gemma3", 12);
+    const hp = tiny("gemma3", 12).hp as gemma3.Gemma3Hparams;
     expect(gemma3.kvLayers(hp).filter((l) => l.group === "full").length).toBe(2);
     expect([5, 11].every((il) => !gemma3.isSliding(il))).toBe(true);
     expect(gemma3.kRope(hp, 0).params.freqBase).toBe(10000);

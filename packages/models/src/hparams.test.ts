@@ -133,7 +133,18 @@ describe("loadHparams", () => {
 
 describe("registry", () => {
   it("finds each architecture and refuses an unknown one, listing the supported ones", () => {
-    expect(SUPPORTED_ARCHS).toEqual(["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3"]);
+    expect(SUPPORTED_ARCHS).toEqual([
+      "llama",
+      "qwen2",
+      "qwen3",
+      "gemma",
+      "gemma2",
+      "gemma3",
+      "phi3",
+      "glm4",
+      "granite",
+      "olmo2",
+    ]);
     expect(architecture("qwen3")).toBe(qwen3);
     const e = caught(() => architecture("gpt2"));
     expect(e.code).toBe("UNKNOWN_ARCH");

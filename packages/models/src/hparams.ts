@@ -3,8 +3,11 @@ import { ModelError } from "./errors.js";
 
 /** RoPE context scaling, from `<arch>.rope.scaling.*`. */
 export interface RopeScaling {
-  /** `none` (default), `linear` (positions / factor), `yarn`, or `llama3` (per-frequency factors). */
-  readonly type: "none" | "linear" | "yarn" | "llama3";
+  /**
+   * `none` (default), `linear` (positions / factor), `yarn`, `llama3` (per-frequency factors from
+   * the keys) or `longrope` (Phi-3's per-frequency factors from the file's tensors).
+   */
+  readonly type: "none" | "linear" | "yarn" | "llama3" | "longrope";
   /** `rope.scaling.factor`. Default: 1. */
   readonly factor: number;
   /** `rope.scaling.original_context_length`. Default: the training context length. */
@@ -13,7 +16,7 @@ export interface RopeScaling {
   readonly lowFreqFactor: number;
   /** llama3: `rope.scaling.high_freq_factor`. Default: 4. */
   readonly highFreqFactor: number;
-  /** YaRN: `rope.scaling.attn_factor`. Default: 1. */
+  /** YaRN and LongRoPE: `rope.scaling.attn_factor` (LongRoPE: the magnitude of cos and sin). Default: 1. */
   readonly attnFactor: number;
 }
 
@@ -88,7 +91,7 @@ function atMost(key: string, n: number, limit: number): number {
   return n;
 }
 
-const SCALING_TYPES = ["none", "linear", "yarn", "llama3"] as const;
+const SCALING_TYPES = ["none", "linear", "yarn", "llama3", "longrope"] as const;
 
 /**
  * Reads `<arch>.*` hyperparameters; a missing required key is MISSING_KEY naming it, an

@@ -1,5 +1,5 @@
 /**
- * Model architectures — one file each (llama, qwen2, qwen3, gemma, gemma2, gemma3): hyperparameters, tensors, the graph
+ * Model architectures — one file each (llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, glm4, granite, olmo2): hyperparameters, tensors, the graph
  * builder and the KV layout, over shared builders (norms, attention, feed-forward, RoPE).
  * @module @minfer/models
  */
@@ -23,6 +23,8 @@ export { buildFfn } from "./ffn.js";
 export * as gemma from "./gemma.js";
 export * as gemma2 from "./gemma2.js";
 export * as gemma3 from "./gemma3.js";
+export * as glm4 from "./glm4.js";
+export * as granite from "./granite.js";
 export type { DecoderInputs, KvInputs } from "./graph-inputs.js";
 export { declareInputs, kvInputNames, STEP_INPUTS } from "./graph-inputs.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
@@ -32,6 +34,8 @@ export { buildKvMove, buildKvShift, shiftRopeParams } from "./kv-graphs.js";
 export * as llama from "./llama.js";
 export { ModelGraph } from "./model-graph.js";
 export { layerNorm, rmsNorm } from "./norm.js";
+export * as olmo2 from "./olmo2.js";
+export * as phi3 from "./phi3.js";
 export * as qwen2 from "./qwen2.js";
 export * as qwen3 from "./qwen3.js";
 export { architecture, SUPPORTED_ARCHS } from "./registry.js";

@@ -61,3 +61,56 @@ export function tokenEmbeddings(g: ModelGraph, hp: Hparams): Tensor {
 export function outputWeight(g: ModelGraph, hp: Hparams): Tensor {
   return g.tensors?.tiedOutput ? tokenEmbeddings(g, hp) : g.weight("output.weight", [hp.nEmbd, hp.nVocab]);
 }
+
+/**
+ * Block `il`'s Q, K and V projections from the fused `attn_qkv.weight` [nEmbd, nQ + nK + nV] as
+ * row views (and `attn_qkv.bias` split the same way when the file has it), or the separate ones.
+ */
+export function qkvWeights(
+  g: ModelGraph,
+  hp: Hparams,
+  il: number,
+): Pick<AttentionWeights, "wq" | "wk" | "wv" | "bq" | "bk" | "bv"> {
+  const p = `blk.${il}.`;
+  const { nQ, nK, nV } = projectionSizes(hp);
+  if (!g.has(`${p}attn_qkv.weight`)) {
+    const opt = (name: string, n: number) =>
+      g.has(`${p}${name}`) ? g.weight(`${p}${name}`, [n]) : undefined;
+    const [bq, bk, bv] = [opt("attn_q.bias", nQ), opt("attn_k.bias", nK), opt("attn_v.bias", nV)];
+    return {
+      wq: g.weight(`${p}attn_q.weight`, [hp.nEmbd, nQ]),
+      wk: g.weight(`${p}attn_k.weight`, [hp.nEmbd, nK]),
+      wv: g.weight(`${p}attn_v.weight`, [hp.nEmbd, nV]),
+      ...(bq ? { bq } : {}),
+      ...(bk ? { bk } : {}),
+      ...(bv ? { bv } : {}),
+    };
+  }
+  const w = g.weight(`${p}attn_qkv.weight`, [hp.nEmbd, nQ + nK + nV]);
+  const out = {
+    wq: g.rows(w, 0, nQ, `${p}attn_q.view`),
+    wk: g.rows(w, nQ, nK, `${p}attn_k.view`),
+    wv: g.rows(w, nQ + nK, nV, `${p}attn_v.view`),
+  };
+  if (!g.has(`${p}attn_qkv.bias`)) return out;
+  const bias = g.weight(`${p}attn_qkv.bias`, [nQ + nK + nV]);
+  const part = (first: number, n: number, name: string) =>
+    g.b.view(bias, [n], [bias.nb[0]], first * bias.nb[0], name);
+  return {
+    ...out,
+    bq: part(0, nQ, `${p}attn_q_bias.view`),
+    bk: part(nQ, nK, `${p}attn_k_bias.view`),
+    bv: part(nQ + nK, nV, `${p}attn_v_bias.view`),
+  };
+}
+
+/** Block `il`'s feed-forward with gate and up fused in `ffn_up.weight` [nEmbd, 2·nFf] (gate first), as row views. */
+export function fusedGateUpWeights(g: ModelGraph, hp: Hparams, il: number): FfnWeights {
+  const p = `blk.${il}.`;
+  const w = g.weight(`${p}ffn_up.weight`, [hp.nEmbd, 2 * hp.nFf]);
+  return {
+    gate: g.rows(w, 0, hp.nFf, `${p}ffn_gate.view`),
+    up: g.rows(w, hp.nFf, hp.nFf, `${p}ffn_up.view`),
+    down: g.weight(`${p}ffn_down.weight`, [hp.nFf, hp.nEmbd]),
+  };
+}

@@ -3,12 +3,15 @@ import { ModelError } from "./errors.js";
 import * as gemma from "./gemma.js";
 import * as gemma2 from "./gemma2.js";
 import * as gemma3 from "./gemma3.js";
+import * as glm4 from "./glm4.js";
+import * as granite from "./granite.js";
 import type { Hparams } from "./hparams.js";
 import * as llama from "./llama.js";
+import * as olmo2 from "./olmo2.js";
+import * as phi3 from "./phi3.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
 
-/** Every architecture module, one file each. */
 /**
  * A module checked against {@link ArchModule} with its own hyperparameters. Its functions take the
  * hparams its own loadHparams made, and a caller passes them back to the same module, so it is
@@ -25,6 +28,10 @@ const ALL: readonly ArchModule<Hparams>[] = [
   entry(gemma),
   entry(gemma2),
   entry(gemma3),
+  entry(phi3),
+  entry(glm4),
+  entry(granite),
+  entry(olmo2),
 ];
 
 const MODULES: ReadonlyMap<string, ArchModule<Hparams>> = new Map(ALL.map((m) => [m.ARCH, m]));

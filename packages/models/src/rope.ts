@@ -25,8 +25,9 @@ export function uniformRope(
 /**
  * The ROPE op's parameters for a model: `mode` is the architecture's pair layout ("normal" for
  * llama as converted by llama.cpp, "neox" for qwen2/qwen3); linear and YaRN scaling become
- * `freqScale = 1 / factor` (YaRN also mixes by the ramp: extFactor 1); llama3 scaling is carried
- * by the frequency factors of {@link llama3RopeFreqs} instead, so freqScale stays 1.
+ * `freqScale = 1 / factor` (YaRN also mixes by the ramp: extFactor 1); llama3 and LongRoPE scaling
+ * are carried by frequency factors instead (llama3's from {@link llama3RopeFreqs}, LongRoPE's from the
+ * file), so freqScale stays 1; LongRoPE (and YaRN) scale cos and sin by `attn_factor`.
  */
 export function ropeParams(hp: Hparams, mode: RopeParams["mode"]): RopeParams {
   const s = hp.ropeScaling;
@@ -38,7 +39,7 @@ export function ropeParams(hp: Hparams, mode: RopeParams["mode"]): RopeParams {
     freqScale: scaled ? 1 / s.factor : 1,
     nCtxOrig: s.originalContextLength,
     extFactor: s.type === "yarn" ? 1 : 0,
-    attnFactor: s.type === "yarn" ? s.attnFactor : 1,
+    attnFactor: s.type === "yarn" || s.type === "longrope" ? s.attnFactor : 1,
     betaFast: 32,
     betaSlow: 1,
   };

@@ -79,7 +79,8 @@ export function synthLayout(arch: string, shape: SynthShape, nVocab: number, lab
     ["vocab_size", "u32", nVocab],
   ] as const)
     add(k);
-  for (const k of mod.SYNTH_KEYS ?? []) add(k);
+  const own = typeof mod.SYNTH_KEYS === "function" ? mod.SYNTH_KEYS(hd) : (mod.SYNTH_KEYS ?? []);
+  for (const k of own) add(k);
   for (const k of shape.keys ?? []) add(k);
   const metadata: GgufKV[] = [...keys.values()].map(([suffix, type, value]) => ({
     key: `${arch}.${suffix}`,

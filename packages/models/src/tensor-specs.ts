@@ -40,3 +40,29 @@ export function* ffnSpecs(hp: Hparams, il: number): Generator<TensorSpec> {
   yield matrix(`${p}ffn_up.weight`, hp.nEmbd, hp.nFf);
   yield matrix(`${p}ffn_down.weight`, hp.nFf, hp.nEmbd);
 }
+
+/**
+ * Block `il`'s Q, K, V: the fused `attn_qkv.weight` when the file has it (`fused`), else separate
+ * ones; biases (fused or separate) optional.
+ */
+export function* qkvSpecs(hp: Hparams, il: number, fused: boolean): Generator<TensorSpec> {
+  const p = `blk.${il}.`;
+  const { nQ, nK, nV } = projectionSizes(hp);
+  if (fused) {
+    yield matrix(`${p}attn_qkv.weight`, hp.nEmbd, nQ + nK + nV);
+    yield { ...vector(`${p}attn_qkv.bias`, nQ + nK + nV), optional: true };
+    return;
+  }
+  yield matrix(`${p}attn_q.weight`, hp.nEmbd, nQ);
+  yield matrix(`${p}attn_k.weight`, hp.nEmbd, nK);
+  yield matrix(`${p}attn_v.weight`, hp.nEmbd, nV);
+  yield { ...vector(`${p}attn_q.bias`, nQ), optional: true };
+  yield { ...vector(`${p}attn_k.bias`, nK), optional: true };
+  yield { ...vector(`${p}attn_v.bias`, nV), optional: true };
+}
+
+/** Whether a file keeps block 0's Q, K and V in one `attn_qkv.weight`. */
+export function hasFusedQkv(infos: Iterable<{ readonly name: string }>): boolean {
+  for (const t of infos) if (t.name === "blk.0.attn_qkv.weight") return true;
+  return false;
+}
