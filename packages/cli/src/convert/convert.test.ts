@@ -260,11 +260,11 @@ describe.skipIf(!existsSync(bin))("minfer convert (the built CLI): output and re
       vocabPath: VOCAB["llama-bpe"],
       shape: { ...TINY, nLayer: 1 },
       editConfig: (c) => {
-        c.architectures = ["GemmaForCausalLM"];
-        c.model_type = "gemma";
+        c.architectures = ["FalconForCausalLM"];
+        c.model_type = "falcon";
       },
     });
-    await refused(dir, "UNKNOWN_ARCH", /GemmaForCausalLM is not supported/);
+    await refused(dir, "UNKNOWN_ARCH", /FalconForCausalLM is not supported/);
   });
 
   it("an unknown pre-tokenizer regex, with the pattern", async () => {

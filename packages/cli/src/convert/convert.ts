@@ -1,5 +1,6 @@
-// `minfer convert HF_DIR -o OUT.gguf [--type TYPE]`: a Hugging Face Llama / Qwen2 / Qwen3
-// checkpoint (config.json, safetensors, tokenizer.json) → one GGUF file, streamed tensor by tensor.
+// `minfer convert HF_DIR -o OUT.gguf [--type TYPE]`: a Hugging Face checkpoint (config.json,
+// safetensors, tokenizer files) of an architecture in archs/ → one GGUF file, streamed tensor by
+// tensor.
 import { existsSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import {
@@ -17,7 +18,7 @@ import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
 import { ConvertError } from "./errors.js";
-import { archMetadata, llama3RopeFactors, readHfConfig } from "./hf-config.js";
+import { readHfConfig } from "./hf-config.js";
 import { readHfTokenizer } from "./hf-tokenizer.js";
 import { readCheckpointTensors, TensorReader } from "./safetensors.js";
 import { type PlannedTensor, permuteRows, planTensors } from "./tensor-map.js";
@@ -55,6 +56,8 @@ export interface ConvertSummary {
   types: Map<string, number>;
   /** Matrices written in another type than asked, each with why (rows not whole blocks). */
   fallbacks: string[];
+  /** What the conversion left out or chose (skipped vision tensors, keys llama.cpp ignores, …). */
+  notes: string[];
 }
 
 /** Options of {@link convertCheckpoint}. */
@@ -84,24 +87,26 @@ export async function convertCheckpoint(
       "INVALID_ARGUMENT",
       `--type ${options.type}: cannot write ${target.name}; supported: ${QUANTIZE_TYPES.map((t) => t.toLowerCase()).join(", ")}`,
     );
-  const config = readHfConfig(dir);
-  const tok = readHfTokenizer(dir, config);
+  const { spec, source, reader: config } = readHfConfig(dir);
+  const arch = spec.plan(config, source);
+  const tok = readHfTokenizer(dir, config.file, arch.vocabSize, arch.tokenizer);
   const tensors = await readCheckpointTensors(dir);
-  const plan = planTensors(config, tok.nVocab, tensors);
-  if (config.ropeScaling?.type === "llama3") {
-    const values = llama3RopeFactors(config);
-    plan.push({ name: "rope_freqs.weight", dims: [values.length], values });
-  }
+  const { plan, notes } = planTensors(source, arch.tensors(tok.nVocab), tensors, {
+    tied: arch.tied,
+    rename: arch.rename,
+  });
+  for (const t of arch.extraTensors?.() ?? [])
+    plan.push({ name: t.name, dims: [t.values.length], values: t.values });
   const choices = plan.map((t) => chooseType(t.dims, target));
   const types = choices.map((c) => c.to);
   const fallbacks = choices.flatMap((c, i) => (c.note ? [`${plan[i]!.name}: ${c.note}`] : []));
 
   const fileType = fileTypeOf(target.id);
   const metadata: GgufKV[] = [
-    str("general.architecture", config.arch),
+    str("general.architecture", spec.arch),
     { key: "general.type", type: GgufValueType.STRING, value: "model" },
     str("general.name", options.name ?? basename(resolve(dir))),
-    ...archMetadata(config, tok.nVocab),
+    ...arch.metadata(tok.nVocab),
     ...(fileType !== undefined ? [u32("general.file_type", fileType)] : []),
     ...(target.quantized ? [u32("general.quantization_version", 2)] : []),
     ...tok.metadata,
@@ -128,12 +133,13 @@ export async function convertCheckpoint(
     const byType = new Map<string, number>();
     for (const t of types) byType.set(t.name, (byType.get(t.name) ?? 0) + 1);
     return {
-      arch: config.arch,
+      arch: spec.arch,
       pre: tok.pre,
       tensors: plan.length,
       fileSize: layout.fileSize,
       types: byType,
       fallbacks,
+      notes: [...arch.notes, ...notes, ...tok.notes],
     };
   } finally {
     await reader.close();
@@ -154,13 +160,14 @@ async function* chunks(
   }
   const src = t.src!;
   const rowLen = t.dims[0]!;
-  const nRows = src.shape.length > 1 ? src.shape[0]! : 1;
+  const nRows = t.rows ?? (src.shape.length > 1 ? src.shape[0]! : 1);
   const unit = t.permute?.headDim ?? 1;
   const perChunk = Math.max(unit, Math.floor(CHUNK_ELEMENTS / rowLen / unit) * unit);
   for (let r = 0; r < nRows; r += perChunk) {
     const r1 = Math.min(nRows, r + perChunk);
     let rows = await reader.rows(src, r, r1);
     if (t.permute) rows = permuteRows(rows, rowLen, t.permute.headDim);
+    if (t.addOne) for (let i = 0; i < rows.length; i++) rows[i] += 1;
     progress(rows.length);
     yield quantize(type.id, rows);
   }
@@ -185,6 +192,7 @@ export async function convertCommand(argv: string[]): Promise<number> {
       },
     });
     const types = [...s.types.entries()].map(([n, k]) => `${n}×${k}`).join(" ");
+    for (const n of s.notes) process.stderr.write(`minfer: note: ${n}\n`);
     // Not silent: say which matrices could not take the asked type (as `gguf quantize` does).
     if (s.fallbacks.length > 0) {
       process.stderr.write(`minfer: ${s.fallbacks.length} matrices kept in another type:\n`);

@@ -5,6 +5,7 @@ export type ConvertErrorCode =
   | "UNKNOWN_ARCH"
   | "MISSING_CONFIG_KEY"
   | "BAD_CONFIG_KEY"
+  | "UNSUPPORTED_CONFIG"
   | "UNSUPPORTED_DTYPE"
   | "UNKNOWN_TENSOR"
   | "MISSING_TENSOR"

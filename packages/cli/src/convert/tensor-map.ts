@@ -1,7 +1,7 @@
-// Hugging Face tensor names → GGUF's, with the shape each must have and the Q/K row permutation
-// that Llama needs.
+// Checkpoint tensors → the GGUF tensors an architecture declares (archs/*.ts), with the shape each
+// must have and the value transforms (Llama's Q/K row permutation, Gemma's w + 1).
+import type { Rename, Slot } from "./archs/types.js";
 import { ConvertError } from "./errors.js";
-import type { HfConfig } from "./hf-config.js";
 import type { SafeTensor } from "./safetensors.js";
 
 /** One GGUF tensor to write and where its values come from. */
@@ -12,8 +12,12 @@ export interface PlannedTensor {
   readonly dims: readonly number[];
   /** The checkpoint tensor (absent for values computed by the converter). */
   readonly src?: SafeTensor;
-  /** Values computed by the converter (llama3 `rope_freqs.weight`). */
+  /** Values computed by the converter (llama3 `rope_freqs.weight`, LongRoPE factors). */
   readonly values?: Float32Array;
+  /** Store w + 1 (Gemma's RMSNorm). */
+  readonly addOne?: boolean;
+  /** Write only the first `rows` rows of the source. */
+  readonly rows?: number;
   /**
    * Llama Q/K: rows are permuted within each of `heads` heads of `headDim` rows (see
    * {@link permuteRows}).
@@ -42,91 +46,71 @@ export function permuteRows(rows: Float32Array, rowLen: number, headDim: number)
   return out;
 }
 
-interface Slot {
-  gguf: string;
-  shape: number[];
-  permute?: { heads: number; headDim: number };
-}
-
-/** The tensors a checkpoint of this config has, by Hugging Face name. */
-function expected(c: HfConfig, nVocab: number): Map<string, Slot> {
-  const m = new Map<string, Slot>();
-  const nQ = c.nHead * c.headDim;
-  const nKv = c.nHeadKv * c.headDim;
-  const llama = c.arch === "llama";
-  m.set("model.embed_tokens.weight", { gguf: "token_embd.weight", shape: [nVocab, c.nEmbd] });
-  m.set("model.norm.weight", { gguf: "output_norm.weight", shape: [c.nEmbd] });
-  m.set("lm_head.weight", { gguf: "output.weight", shape: [nVocab, c.nEmbd] });
-  for (let i = 0; i < c.nLayer; i++) {
-    const hf = `model.layers.${i}.`;
-    const g = `blk.${i}.`;
-    const add = (name: string, gguf: string, shape: number[], permute?: Slot["permute"]) =>
-      m.set(hf + name, { gguf: g + gguf, shape, ...(permute ? { permute } : {}) });
-    add("input_layernorm.weight", "attn_norm.weight", [c.nEmbd]);
-    add(
-      "self_attn.q_proj.weight",
-      "attn_q.weight",
-      [nQ, c.nEmbd],
-      llama ? { heads: c.nHead, headDim: c.headDim } : undefined,
-    );
-    add(
-      "self_attn.k_proj.weight",
-      "attn_k.weight",
-      [nKv, c.nEmbd],
-      llama ? { heads: c.nHeadKv, headDim: c.headDim } : undefined,
-    );
-    add("self_attn.v_proj.weight", "attn_v.weight", [nKv, c.nEmbd]);
-    add("self_attn.o_proj.weight", "attn_output.weight", [c.nEmbd, nQ]);
-    if (c.arch === "qwen2") {
-      add("self_attn.q_proj.bias", "attn_q.bias", [nQ]);
-      add("self_attn.k_proj.bias", "attn_k.bias", [nKv]);
-      add("self_attn.v_proj.bias", "attn_v.bias", [nKv]);
-    }
-    if (c.arch === "qwen3") {
-      add("self_attn.q_norm.weight", "attn_q_norm.weight", [c.headDim]);
-      add("self_attn.k_norm.weight", "attn_k_norm.weight", [c.headDim]);
-    }
-    add("post_attention_layernorm.weight", "ffn_norm.weight", [c.nEmbd]);
-    add("mlp.gate_proj.weight", "ffn_gate.weight", [c.nFf, c.nEmbd]);
-    add("mlp.up_proj.weight", "ffn_up.weight", [c.nFf, c.nEmbd]);
-    add("mlp.down_proj.weight", "ffn_down.weight", [c.nEmbd, c.nFf]);
-  }
-  return m;
-}
-
 /** Checkpoint tensors that carry nothing GGUF needs (recomputed RoPE tables). */
 const IGNORED = /(^|\.)rotary_emb\.inv_freq$/;
 
+export interface TensorPlan {
+  plan: PlannedTensor[];
+  /** Tensors skipped or trimmed, for the summary. */
+  notes: string[];
+}
+
 /**
- * Maps every checkpoint tensor to its GGUF tensor, checking names and shapes. An unknown tensor,
- * a missing one or one of the wrong shape is refused by name. With tied embeddings (or no
- * lm_head.weight) there is no output.weight: the output projection reuses token_embd.weight.
+ * Maps every checkpoint tensor (renamed by `rename`, which may skip it with a reason) to its GGUF
+ * tensor, checking names and shapes. An unknown tensor, a missing one or one of the wrong shape is
+ * refused by name. With tied embeddings (or no lm_head.weight) there is no output.weight: the
+ * output projection reuses token_embd.weight.
  */
-export function planTensors(c: HfConfig, nVocab: number, tensors: Map<string, SafeTensor>): PlannedTensor[] {
-  const want = expected(c, nVocab);
-  for (const name of tensors.keys()) {
-    if (!want.has(name) && !IGNORED.test(name))
+export function planTensors(
+  source: string,
+  want: Map<string, Slot>,
+  tensors: Map<string, SafeTensor>,
+  opts: { tied: boolean; rename?: (name: string) => Rename },
+): TensorPlan {
+  const found = new Map<string, SafeTensor>();
+  const skipped = new Map<string, number>();
+  for (const [name, t] of tensors) {
+    if (IGNORED.test(name)) continue;
+    const to = opts.rename ? opts.rename(name) : name;
+    if (typeof to !== "string") {
+      skipped.set(to.skip, (skipped.get(to.skip) ?? 0) + 1);
+      continue;
+    }
+    if (!want.has(to))
       throw new ConvertError(
         "UNKNOWN_TENSOR",
-        `tensor "${name}" (in ${tensors.get(name)!.file}) is not one a ${c.source} checkpoint of this config has`,
+        `tensor "${name}" (in ${t.file}) is not one a ${source} checkpoint of this config has`,
       );
+    if (found.has(to))
+      throw new ConvertError("BAD_FILE", `tensors "${found.get(to)!.name}" and "${name}" are both ${to}`);
+    found.set(to, t);
   }
+  const notes = [...skipped].map(([why, n]) => `skipped ${n} tensor${n === 1 ? "" : "s"}: ${why}`);
   const plan: PlannedTensor[] = [];
   for (const [hf, slot] of want) {
-    const src = tensors.get(hf);
-    if (hf === "lm_head.weight" && (c.tied || !src)) continue;
+    const src = found.get(hf);
+    if (slot.lmHead && (opts.tied || !src)) continue;
     if (!src) throw new ConvertError("MISSING_TENSOR", `tensor "${hf}" is missing from the checkpoint`);
-    if (src.shape.length !== slot.shape.length || src.shape.some((d, i) => d !== slot.shape[i]))
+    const s = src.shape;
+    const fits = slot.trimRows
+      ? s.length === 2 && s[0]! >= slot.shape[0]! && s[1] === slot.shape[1]
+      : s.length === slot.shape.length && s.every((d, i) => d === slot.shape[i]);
+    if (!fits)
       throw new ConvertError(
         "BAD_SHAPE",
-        `tensor "${hf}" (in ${src.file}) has shape [${src.shape.join(", ")}]; config.json implies [${slot.shape.join(", ")}]`,
+        `tensor "${src.name}" (in ${src.file}) has shape [${s.join(", ")}]; config.json implies [${slot.shape.join(", ")}]`,
       );
+    const rows = slot.trimRows && s[0]! > slot.shape[0]! ? slot.shape[0] : undefined;
+    if (rows !== undefined)
+      notes.push(`${slot.gguf}: kept the first ${rows} of ${s[0]} rows (the vocabulary)`);
     plan.push({
       name: slot.gguf,
       dims: [...slot.shape].reverse(),
       src,
       ...(slot.permute ? { permute: slot.permute } : {}),
+      ...(slot.addOne ? { addOne: true } : {}),
+      ...(rows !== undefined ? { rows } : {}),
     });
   }
-  return plan;
+  return { plan, notes };
 }

@@ -15,7 +15,7 @@ export interface HfTensor {
 }
 
 /** Rounds `v` to `dtype` and back, so the test knows the exact stored values. */
-function roundTo(v: Float32Array, dtype: Dtype): Float32Array {
+export function roundTo(v: Float32Array, dtype: Dtype): Float32Array {
   if (dtype === "F32") return v;
   const b = encodeValues(v, dtype);
   const h = new Uint16Array(b.buffer);
