@@ -80,10 +80,15 @@ describe("loadHparams", () => {
     const { kvs } = tinyModel("llama");
     const key = "llama.rope.scaling.type";
     const e = caught(() =>
-      llama.loadHparams(withoutKey(kvs, key, { key, type: GgufValueType.STRING, value: "longrope" })),
+      llama.loadHparams(withoutKey(kvs, key, { key, type: GgufValueType.STRING, value: "dynamic" })),
     );
     expect(e.code).toBe("BAD_KEY");
     expect(e.details.key).toBe(key);
+    // LongRoPE only where the architecture reads its factor tensors (phi3), not for llama.
+    const l = caught(() =>
+      llama.loadHparams(withoutKey(kvs, key, { key, type: GgufValueType.STRING, value: "longrope" })),
+    );
+    expect(l.message).toMatch(/"longrope" is not supported for llama/);
   });
 
   it("reads llama3 scaling and computes its frequency factors", () => {

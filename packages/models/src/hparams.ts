@@ -54,6 +54,8 @@ export interface Hparams {
 export interface ArchDefaults {
   readonly rmsEps: number;
   readonly ropeFreqBase: number;
+  /** RoPE scaling types the architecture runs. Default: none, linear, yarn, llama3 (LongRoPE only where its factors are read). */
+  readonly scalings?: readonly RopeScaling["type"][];
 }
 
 /** Re-throws @minfer/gguf's key errors as ModelErrors naming the key. */
@@ -91,7 +93,7 @@ function atMost(key: string, n: number, limit: number): number {
   return n;
 }
 
-const SCALING_TYPES = ["none", "linear", "yarn", "llama3", "longrope"] as const;
+const SCALING_TYPES: readonly RopeScaling["type"][] = ["none", "linear", "yarn", "llama3"];
 
 /**
  * Reads `<arch>.*` hyperparameters; a missing required key is MISSING_KEY naming it, an
@@ -153,10 +155,11 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
 
   const typeKey = k("rope.scaling.type");
   const type = guard(typeKey, () => meta.optString(typeKey)) ?? "none";
-  if (!(SCALING_TYPES as readonly string[]).includes(type))
+  const scalings = defaults.scalings ?? SCALING_TYPES;
+  if (!(scalings as readonly string[]).includes(type))
     throw new ModelError(
       "BAD_KEY",
-      `${typeKey} "${type}" is not supported; supported: ${SCALING_TYPES.join(", ")}`,
+      `${typeKey} "${type}" is not supported for ${arch}; supported: ${scalings.join(", ")}`,
       { key: typeKey },
     );
   const ropeScaling: RopeScaling = {

@@ -23,8 +23,12 @@ import { checkModelTensors, type ModelTensors, type TensorInfo, type TensorSpec 
  */
 export const ARCH = "phi3";
 
-/** Defaults of keys a phi3 file may omit: RMSNorm eps 1e-5, RoPE base 10000. */
-export const DEFAULTS: ArchDefaults = { rmsEps: 1e-5, ropeFreqBase: 10000 };
+/** Defaults of keys a phi3 file may omit: RMSNorm eps 1e-5, RoPE base 10000; LongRoPE among its scalings. */
+export const DEFAULTS: ArchDefaults = {
+  rmsEps: 1e-5,
+  ropeFreqBase: 10000,
+  scalings: ["none", "linear", "yarn", "longrope"],
+};
 
 /** Phi-3's own hyperparameters. */
 export interface Phi3Hparams extends Hparams {
