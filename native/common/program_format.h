@@ -101,6 +101,8 @@ enum class Op : int32_t {
   ARGSORT = 17,  // out (I32) = indices that sort each row
   TOP_K = 18,  // out (I32 [k, rows]) = indices of the k largest of each row, largest first
   MUL_MAT_ID = 19,  // out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)
+  TANH = 20,  // out = tanh(a)
+  GEGLU = 21,  // out = gelu(gate) * up (gelu's tanh approximation)
   RMS_NORM_MUL = 32,  // out = rms_norm(a, eps) * w (fused)
   MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) [+ c_i] for weights w_1..w_n sharing x, optional F32 addends c_1..c_n broadcast as ADD's b (fused)
   MUL_MAT_ADD = 34,  // out = mul_mat(a, b) + c, c F32 broadcast over the product as ADD's b (fused)
@@ -261,6 +263,20 @@ constexpr int kMaxInputs = 3;
 constexpr int kMinOutputs = 1;
 constexpr int kMaxOutputs = 1;
 }  // namespace MUL_MAT_ID
+namespace TANH {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace TANH
+namespace GEGLU {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 2;
+constexpr int kMaxInputs = 2;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace GEGLU
 namespace RMS_NORM_MUL {
 constexpr int eps = 0;  // f32
 constexpr int kCount = 1;

@@ -1,5 +1,6 @@
 // Element-wise kernels: ADD, MUL (b broadcast over a by ggml's rule: b.ne[i] divides a.ne[i]),
-// SCALE (a*scale + bias), SILU, GELU (tanh approximation), SWIGLU (silu(gate) * up).
+// SCALE (a*scale + bias), SILU, GELU (tanh approximation), TANH, SWIGLU (silu(gate) * up),
+// GEGLU (gelu(gate) * up).
 // All F32. Rows are split across threads; a row whose operands are contiguous goes through the
 // row functions below (scalar here, AVX2/AVX-512 in elementwise_avx2.cpp / elementwise_avx512.cpp),
 // anything else through a strided element loop.
@@ -19,6 +20,8 @@ void scale_row(float* o, const float* a, float s, float bias, int64_t n);
 void silu_row(float* o, const float* a, int64_t n);
 void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+void tanh_row(float* o, const float* a, int64_t n);
+void geglu_row(float* o, const float* g, const float* u, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_scalar
@@ -30,6 +33,8 @@ void scale_row(float* o, const float* a, float s, float bias, int64_t n);
 void silu_row(float* o, const float* a, int64_t n);
 void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+void tanh_row(float* o, const float* a, int64_t n);
+void geglu_row(float* o, const float* g, const float* u, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_avx2
@@ -40,6 +45,8 @@ void scale_row(float* o, const float* a, float s, float bias, int64_t n);
 void silu_row(float* o, const float* a, int64_t n);
 void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
+void tanh_row(float* o, const float* a, int64_t n);
+void geglu_row(float* o, const float* g, const float* u, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_avx512
@@ -75,6 +82,12 @@ void gelu_row(float* o, const float* a, int64_t n) {
 }
 void swiglu_row(float* o, const float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = silu1(g[i]) * u[i];
+}
+void tanh_row(float* o, const float* a, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = std::tanh(a[i]);
+}
+void geglu_row(float* o, const float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = gelu1(g[i]) * u[i];
 }
 float max_row(const float* x, int64_t n) {
   float m = -INFINITY;
@@ -180,7 +193,7 @@ void run_binary(const NodeArgs& args, int, int ith, int nth) {
   }
 }
 
-// ---- unary: SCALE, SILU, GELU ----
+// ---- unary: SCALE, SILU, GELU, TANH ----
 
 const char* check_unary(const NodeArgs& args, const char* op) {
   if (const char* e = check_counts(op, args, 1)) return e;
@@ -192,8 +205,9 @@ const char* check_unary(const NodeArgs& args, const char* op) {
 const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
 const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
 const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
+const char* check_tanh(const NodeArgs& a) { return check_unary(a, "tanh"); }
 
-enum class Unary { Scale, Silu, Gelu };
+enum class Unary { Scale, Silu, Gelu, Tanh };
 
 template <Unary kOp>
 void run_unary(const NodeArgs& args, int, int ith, int nth) {
@@ -215,33 +229,38 @@ void run_unary(const NodeArgs& args, int, int ith, int nth) {
     if (contiguous) {
       if (kOp == Unary::Scale) EW_DISPATCH(args.simd, scale_row, orow, ar, s, bias, ne0);
       else if (kOp == Unary::Silu) EW_DISPATCH(args.simd, silu_row, orow, ar, ne0);
-      else EW_DISPATCH(args.simd, gelu_row, orow, ar, ne0);
+      else if (kOp == Unary::Gelu) EW_DISPATCH(args.simd, gelu_row, orow, ar, ne0);
+      else EW_DISPATCH(args.simd, tanh_row, orow, ar, ne0);
     } else {
       for (int64_t i = 0; i < ne0; i++) {
         const float x = *f32_at(a, i, i1, i2, i3);
         float y;
         if (kOp == Unary::Scale) ew_scalar::scale_row(&y, &x, s, bias, 1);
         else if (kOp == Unary::Silu) ew_scalar::silu_row(&y, &x, 1);
-        else ew_scalar::gelu_row(&y, &x, 1);
+        else if (kOp == Unary::Gelu) ew_scalar::gelu_row(&y, &x, 1);
+        else ew_scalar::tanh_row(&y, &x, 1);
         *f32_at(o, i, i1, i2, i3) = y;
       }
     }
   }
 }
 
-// ---- SWIGLU ----
+// ---- SWIGLU, GEGLU: act(gate) * up ----
 
-const char* check_swiglu(const NodeArgs& args) {
-  if (const char* e = check_counts("swiglu", args, 2)) return e;
-  if (const char* e = need_f32("swiglu", "gate", args.in[0])) return e;
-  if (const char* e = need_f32("swiglu", "up", args.in[1])) return e;
-  if (const char* e = need_f32("swiglu", "the output", args.out[0])) return e;
-  if (!same_shape(args.in[0], args.in[1])) return fail("swiglu: gate and up must have the same shape");
-  if (!same_shape(args.in[0], args.out[0])) return fail("swiglu: the output must have gate's shape");
+template <bool kGelu>
+const char* check_gated(const NodeArgs& args) {
+  const char* op = kGelu ? "geglu" : "swiglu";
+  if (const char* e = check_counts(op, args, 2)) return e;
+  if (const char* e = need_f32(op, "gate", args.in[0])) return e;
+  if (const char* e = need_f32(op, "up", args.in[1])) return e;
+  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.in[1])) return fail("%s: gate and up must have the same shape", op);
+  if (!same_shape(args.in[0], args.out[0])) return fail("%s: the output must have gate's shape", op);
   return nullptr;
 }
 
-void run_swiglu(const NodeArgs& args, int, int ith, int nth) {
+template <bool kGelu>
+void run_gated(const NodeArgs& args, int, int ith, int nth) {
   const Tensor *g = args.in[0], *u = args.in[1], *o = args.out[0];
   int64_t r0, r1;
   split_range(n_rows(g), ith, nth, &r0, &r1);
@@ -251,11 +270,17 @@ void run_swiglu(const NodeArgs& args, int, int ith, int nth) {
     int64_t i1, i2, i3;
     row_coords(g, r, &i1, &i2, &i3);
     if (contiguous) {
-      EW_DISPATCH(args.simd, swiglu_row, f32_at(o, 0, i1, i2, i3), f32_at(g, 0, i1, i2, i3),
-                  f32_at(u, 0, i1, i2, i3), ne0);
+      float* orow = f32_at(o, 0, i1, i2, i3);
+      const float *grow = f32_at(g, 0, i1, i2, i3), *urow = f32_at(u, 0, i1, i2, i3);
+      if (kGelu) EW_DISPATCH(args.simd, geglu_row, orow, grow, urow, ne0);
+      else EW_DISPATCH(args.simd, swiglu_row, orow, grow, urow, ne0);
     } else {
-      for (int64_t i = 0; i < ne0; i++)
-        ew_scalar::swiglu_row(f32_at(o, i, i1, i2, i3), f32_at(g, i, i1, i2, i3), f32_at(u, i, i1, i2, i3), 1);
+      for (int64_t i = 0; i < ne0; i++) {
+        float* y = f32_at(o, i, i1, i2, i3);
+        const float *x = f32_at(g, i, i1, i2, i3), *up = f32_at(u, i, i1, i2, i3);
+        if (kGelu) ew_scalar::geglu_row(y, x, up, 1);
+        else ew_scalar::swiglu_row(y, x, up, 1);
+      }
     }
   }
 }
@@ -265,7 +290,9 @@ const Registrar mul_kernel(Op::MUL, {check_mul, no_scratch, 1, run_binary<true>}
 const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, 1, run_unary<Unary::Scale>});
 const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, 1, run_unary<Unary::Silu>});
 const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, 1, run_unary<Unary::Gelu>});
-const Registrar swiglu_kernel(Op::SWIGLU, {check_swiglu, no_scratch, 1, run_swiglu});
+const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, 1, run_unary<Unary::Tanh>});
+const Registrar swiglu_kernel(Op::SWIGLU, {check_gated<false>, no_scratch, 1, run_gated<false>});
+const Registrar geglu_kernel(Op::GEGLU, {check_gated<true>, no_scratch, 1, run_gated<true>});
 
 }  // namespace
 }  // namespace minfer::cpu

@@ -47,6 +47,25 @@ static inline __m256 gelu_ps(__m256 x) {
   return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
+// tanh(x) as Cephes' tanhf: x + x^3 P(x^2) below |x| = 0.625, else 1 - 2 / (exp(2|x|) + 1) with
+// x's sign (exp overflowing to inf gives exactly ±1); NaN stays NaN.
+static inline __m256 tanh_ps(__m256 x) {
+  const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 e = exp_ps(_mm256_add_ps(ax, ax));
+  const __m256 big = _mm256_or_ps(
+      _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f)))),
+      sign);
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+}
+
 template <typename F>
 static inline void map1(float* o, const float* a, int64_t n, F f) {
   int64_t i = 0;
@@ -86,6 +105,10 @@ void silu_row(float* o, const float* a, int64_t n) { map1(o, a, n, silu_ps); }
 void gelu_row(float* o, const float* a, int64_t n) { map1(o, a, n, gelu_ps); }
 void swiglu_row(float* o, const float* g, const float* u, int64_t n) {
   map2(o, g, u, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(silu_ps(x), y); });
+}
+void tanh_row(float* o, const float* a, int64_t n) { map1(o, a, n, tanh_ps); }
+void geglu_row(float* o, const float* g, const float* u, int64_t n) {
+  map2(o, g, u, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(gelu_ps(x), y); });
 }
 
 float max_row(const float* x, int64_t n) {

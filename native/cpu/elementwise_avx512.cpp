@@ -42,6 +42,25 @@ static inline __m512 gelu_ps(__m512 x) {
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
+// tanh(x) as Cephes' tanhf: x + x^3 P(x^2) below |x| = 0.625, else 1 - 2 / (exp(2|x|) + 1) with
+// x's sign (exp overflowing to inf gives exactly ±1); NaN stays NaN.
+static inline __m512 tanh_ps(__m512 x) {
+  const __m512 ax = _mm512_abs_ps(x);
+  const __m512 e = exp_ps(_mm512_add_ps(ax, ax));
+  const __m512 mag =
+      _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+  const __m512 big = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(mag), _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big, small);
+}
+
 static inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
 
 template <typename F>
@@ -79,6 +98,10 @@ void silu_row(float* o, const float* a, int64_t n) { map1(o, a, n, silu_ps); }
 void gelu_row(float* o, const float* a, int64_t n) { map1(o, a, n, gelu_ps); }
 void swiglu_row(float* o, const float* g, const float* u, int64_t n) {
   map2(o, g, u, n, [](__m512 x, __m512 y) { return _mm512_mul_ps(silu_ps(x), y); });
+}
+void tanh_row(float* o, const float* a, int64_t n) { map1(o, a, n, tanh_ps); }
+void geglu_row(float* o, const float* g, const float* u, int64_t n) {
+  map2(o, g, u, n, [](__m512 x, __m512 y) { return _mm512_mul_ps(gelu_ps(x), y); });
 }
 
 float max_row(const float* x, int64_t n) {

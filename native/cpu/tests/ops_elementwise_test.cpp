@@ -1,4 +1,4 @@
-// ADD, MUL, SCALE, SILU, GELU, SWIGLU, RMS_NORM, NORM, RMS_NORM_MUL and SOFTMAX against float64
+// ADD, MUL, SCALE, SILU, GELU, TANH, SWIGLU, GEGLU, RMS_NORM, NORM, RMS_NORM_MUL and SOFTMAX against float64
 // references: odd sizes, one row, many rows, broadcasting, permuted and padded views, every SIMD
 // level this CPU has, 1 and 3 threads.
 #include "ops_test_util.h"
@@ -59,26 +59,29 @@ void test_binary_unary(std::mt19937& rng) {
                        [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) { return a.get(i0, i1, i2, i3) * 0.37 - 1.25; },
                        1e-6, 1e-6);
           }
-          for (Op op : {Op::SILU, Op::GELU}) {
+          for (Op op : {Op::SILU, Op::GELU, Op::TANH}) {
             TT o(DType::F32, {sh[0], sh[1], sh[2], sh[3]}, L.perm, L.pad);
             o.fill_nan();
-            EXPECT(!run_op(op, {&a}, {&o}, {}, simd, nth), "silu/gelu refused");
-            expect_all(fmt("%s %s %s", op == Op::SILU ? "silu" : "gelu", L.name, sname(simd)).c_str(), o,
+            const char* name = op == Op::SILU ? "silu" : op == Op::GELU ? "gelu" : "tanh";
+            EXPECT(!run_op(op, {&a}, {&o}, {}, simd, nth), "%s refused", name);
+            expect_all(fmt("%s %s %s", name, L.name, sname(simd)).c_str(), o,
                        [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
                          const double x = a.get(i0, i1, i2, i3);
-                         return op == Op::SILU ? silu(x) : gelu(x);
+                         return op == Op::SILU ? silu(x) : op == Op::GELU ? gelu(x) : std::tanh(x);
                        },
                        2e-7, 8e-7);
           }
-          {
+          for (Op op : {Op::SWIGLU, Op::GEGLU}) {
             TT up(DType::F32, {sh[0], sh[1], sh[2], sh[3]}, L.perm, L.pad);
             up.fill_random(rng);
             TT o(DType::F32, {sh[0], sh[1], sh[2], sh[3]}, L.perm, L.pad);
             o.fill_nan();
-            EXPECT(!run_op(Op::SWIGLU, {&a, &up}, {&o}, {}, simd, nth), "swiglu refused");
-            expect_all(fmt("swiglu %s %s", L.name, sname(simd)).c_str(), o,
+            const char* name = op == Op::SWIGLU ? "swiglu" : "geglu";
+            EXPECT(!run_op(op, {&a, &up}, {&o}, {}, simd, nth), "%s refused", name);
+            expect_all(fmt("%s %s %s", name, L.name, sname(simd)).c_str(), o,
                        [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-                         return silu(a.get(i0, i1, i2, i3)) * up.get(i0, i1, i2, i3);
+                         const double x = a.get(i0, i1, i2, i3);
+                         return (op == Op::SWIGLU ? silu(x) : gelu(x)) * up.get(i0, i1, i2, i3);
                        },
                        2e-7, 8e-7);
           }
@@ -91,15 +94,38 @@ void test_binary_unary(std::mt19937& rng) {
     const float xs[] = {-1000, -100, -88.5f, -87, -20, -1e-8f, 0, 1e-8f, 20, 87, 88.5f, 100, 1000, 3.4e38f, -3.4e38f,
                         0.5f, -0.5f};
     const int n = sizeof xs / sizeof xs[0];
-    TT a(DType::F32, {n}), o(DType::F32, {n}), g(DType::F32, {n});
-    for (int i = 0; i < n; i++) a.set(i, 0, 0, 0, xs[i]);
+    TT a(DType::F32, {n}), o(DType::F32, {n}), g(DType::F32, {n}), th(DType::F32, {n}), up(DType::F32, {n}),
+        gg(DType::F32, {n});
+    for (int i = 0; i < n; i++) {
+      a.set(i, 0, 0, 0, xs[i]);
+      up.set(i, 0, 0, 0, 0.75);
+    }
     EXPECT(!run_op(Op::SILU, {&a}, {&o}, {}, simd, 1), "silu");
     EXPECT(!run_op(Op::GELU, {&a}, {&g}, {}, simd, 1), "gelu");
+    EXPECT(!run_op(Op::TANH, {&a}, {&th}, {}, simd, 1), "tanh");
+    EXPECT(!run_op(Op::GEGLU, {&a, &up}, {&gg}, {}, simd, 1), "geglu");
     for (int i = 0; i < n; i++) {
       const double x = xs[i];
       const double ws = x < -700 ? -0.0 : silu(x), wg = x < -700 ? -0.0 : gelu(x);
       EXPECT(close(o.get(i), ws, 1e-30, 2e-6), "silu(%g) %s = %g, want %g", x, sname(simd), o.get(i), ws);
       EXPECT(close(g.get(i), wg, 1e-30, 2e-6), "gelu(%g) %s = %g, want %g", x, sname(simd), g.get(i), wg);
+      // tanh saturates to exactly ±1 and keeps tiny values (and their sign).
+      EXPECT(close(th.get(i), std::tanh(x), 1e-30, 2e-7), "tanh(%g) %s = %.9g, want %.9g", x, sname(simd), th.get(i),
+             std::tanh(x));
+      EXPECT(std::signbit(th.get(i)) == std::signbit(x), "tanh(%g) %s has the wrong sign", x, sname(simd));
+      // geglu is gelu's value times up, bit for bit as GELU then MUL compute it.
+      EXPECT(static_cast<float>(gg.get(i)) == static_cast<float>(g.get(i)) * 0.75f, "geglu(%g) %s = %.9g, gelu·0.75 = %.9g",
+             x, sname(simd), gg.get(i), static_cast<double>(static_cast<float>(g.get(i)) * 0.75f));
+    }
+    // NaN stays NaN.
+    {
+      TT nan_in(DType::F32, {20}), nan_out(DType::F32, {20});
+      nan_in.fill_random(rng);
+      nan_in.set(3, 0, 0, 0, NAN);
+      nan_in.set(17, 0, 0, 0, NAN);
+      EXPECT(!run_op(Op::TANH, {&nan_in}, {&nan_out}, {}, simd, 1), "tanh");
+      EXPECT(std::isnan(nan_out.get(3)) && std::isnan(nan_out.get(17)) && !std::isnan(nan_out.get(4)),
+             "tanh %s: NaN must stay NaN", sname(simd));
     }
   }
   // Refusals name what they lack.
@@ -112,6 +138,10 @@ void test_binary_unary(std::mt19937& rng) {
     EXPECT(e && std::strstr(e, "broadcast"), "mul with b [3] over [8] should be refused, got %s", e ? e : "null");
     e = run_op(Op::SILU, {&a}, {&o}, {});
     EXPECT(e && std::strstr(e, "silu: a must be F32, got F16"), "silu refusal: %s", e ? e : "null");
+    e = run_op(Op::TANH, {&a}, {&o}, {});
+    EXPECT(e && std::strstr(e, "tanh: a must be F32, got F16"), "tanh refusal: %s", e ? e : "null");
+    e = run_op(Op::GEGLU, {&a2, &b3}, {&o}, {});
+    EXPECT(e && std::strstr(e, "geglu: gate and up must have the same shape"), "geglu refusal: %s", e ? e : "null");
   }
 }
 

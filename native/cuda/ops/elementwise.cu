@@ -1,7 +1,8 @@
 // Element-wise kernels, F32 only (as native/cpu/elementwise.cpp): ADD, MUL (b broadcast over a by
 // ggml's rule: b.ne[i] divides a.ne[i]), SCALE (a*scale + bias), SILU, GELU (tanh approximation),
-// SWIGLU (silu(gate) * up). Any strides. The grid is 2-D: y walks rows (dims 1-3), x walks
-// elements of a row, both grid-stride, so a row's coordinates are worked out once per thread.
+// TANH, SWIGLU (silu(gate) * up), GEGLU (gelu(gate) * up). Any strides. The grid is 2-D: y walks
+// rows (dims 1-3), x walks elements of a row, both grid-stride, so a row's coordinates are worked
+// out once per thread.
 #include <cmath>
 
 #include "../cuda_util.cuh"
@@ -65,14 +66,18 @@ const char* check_unary(const NodeArgs& args, const char* op) {
 const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
 const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
 const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
+const char* check_tanh(const NodeArgs& a) { return check_unary(a, "tanh"); }
 
-const char* check_swiglu(const NodeArgs& args) {
-  if (const char* e = check_counts("swiglu", args, 2)) return e;
-  if (const char* e = need_f32("swiglu", "gate", args.in[0])) return e;
-  if (const char* e = need_f32("swiglu", "up", args.in[1])) return e;
-  if (const char* e = need_f32("swiglu", "the output", args.out[0])) return e;
-  if (!same_shape(args.in[0], args.in[1])) return check_fail("swiglu: gate and up must have the same shape");
-  if (!same_shape(args.in[0], args.out[0])) return check_fail("swiglu: the output must have gate's shape");
+// SWIGLU and GEGLU: act(gate) * up.
+template <bool kGelu>
+const char* check_gated(const NodeArgs& args) {
+  const char* op = kGelu ? "geglu" : "swiglu";
+  if (const char* e = check_counts(op, args, 2)) return e;
+  if (const char* e = need_f32(op, "gate", args.in[0])) return e;
+  if (const char* e = need_f32(op, "up", args.in[1])) return e;
+  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
+  if (!same_shape(args.in[0], args.in[1])) return check_fail("%s: gate and up must have the same shape", op);
+  if (!same_shape(args.in[0], args.out[0])) return check_fail("%s: the output must have gate's shape", op);
   return nullptr;
 }
 
@@ -83,6 +88,11 @@ __device__ inline float silu1(float x) { return x / (1.0f + expf(-x)); }
 __device__ inline float gelu1(float x) {
   const float y = 0.7978845608028654f * x * (1.0f + 0.044715f * x * x);
   return x / (1.0f + expf(-2.0f * y));
+}
+// The gate's activation of SWIGLU (silu) or GEGLU (gelu).
+template <bool kGelu>
+__device__ inline float gate_act(float x) {
+  return kGelu ? gelu1(x) : silu1(x);
 }
 
 __device__ inline const float* f32_at(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -116,7 +126,7 @@ __global__ void binary_kernel(Tensor a, Tensor b, Tensor o) {
   }
 }
 
-enum class Unary { Scale, Silu, Gelu };
+enum class Unary { Scale, Silu, Gelu, Tanh };
 
 template <Unary kOp>
 __global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
@@ -129,20 +139,22 @@ __global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
       float y;
       if (kOp == Unary::Scale) y = x * s + bias;
       else if (kOp == Unary::Silu) y = silu1(x);
-      else y = gelu1(x);
+      else if (kOp == Unary::Gelu) y = gelu1(x);
+      else y = tanhf(x);
       *f32_mut(o, i, i1, i2, i3) = y;
     }
   }
 }
 
-__global__ void swiglu_kernel(Tensor g, Tensor u, Tensor o) {
+template <bool kGelu>
+__global__ void gated_kernel(Tensor g, Tensor u, Tensor o) {
   pdl_begin();
   const int64_t ne0 = g.ne[0], rows = g.ne[1] * g.ne[2] * g.ne[3];
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     int64_t i1, i2, i3;
     row_coords(g, r, &i1, &i2, &i3);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ne0; i += (int64_t)gridDim.x * blockDim.x)
-      *f32_mut(o, i, i1, i2, i3) = silu1(*f32_at(g, i, i1, i2, i3)) * *f32_at(u, i, i1, i2, i3);
+      *f32_mut(o, i, i1, i2, i3) = gate_act<kGelu>(*f32_at(g, i, i1, i2, i3)) * *f32_at(u, i, i1, i2, i3);
   }
 }
 
@@ -177,10 +189,11 @@ cudaError_t launch_unary(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-cudaError_t launch_swiglu(const NodeArgs& args, const LaunchContext& ctx) {
+template <bool kGelu>
+cudaError_t launch_gated(const NodeArgs& args, const LaunchContext& ctx) {
   dim3 grid;
   if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
-  return launch_k(swiglu_kernel, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);
+  return launch_k(gated_kernel<kGelu>, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);
 }
 
 const Registrar add_kernel(Op::ADD, {check_add, no_scratch, launch_binary<false>});
@@ -188,14 +201,16 @@ const Registrar mul_kernel(Op::MUL, {check_mul, no_scratch, launch_binary<true>}
 const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, launch_unary<Unary::Scale>});
 const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, launch_unary<Unary::Silu>});
 const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, launch_unary<Unary::Gelu>});
-const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_swiglu, no_scratch, launch_swiglu});
+const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, launch_unary<Unary::Tanh>});
+const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_gated<false>, no_scratch, launch_gated<false>});
+const Registrar geglu_kernel_reg(Op::GEGLU, {check_gated<true>, no_scratch, launch_gated<true>});
 
-// SWIGLU of one contiguous row that also quantizes its output (fused with the mat-vec reading it,
-// fused.h): kQ 1 = Q8A (a warp's 32 elements are a block), 2 = Q8K (a thread block's 256), with the
-// arithmetic of matvec_q.cuh's quantizing kernels.
-template <int kQ>
-__global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor u, Tensor o, int64_t ne0, int8_t* qs,
-                                                                void* scales) {
+// SWIGLU or GEGLU of one contiguous row that also quantizes its output (fused with the mat-vec
+// reading it, fused.h): kQ 1 = Q8A (a warp's 32 elements are a block), 2 = Q8K (a thread block's
+// 256), with the arithmetic of matvec_q.cuh's quantizing kernels.
+template <bool kGelu, int kQ>
+__global__ void __launch_bounds__(kThreads) gated_quant_kernel(Tensor g, Tensor u, Tensor o, int64_t ne0, int8_t* qs,
+                                                               void* scales) {
   pdl_begin();
   static_assert(kThreads == 256, "a Q8K block is one thread block");
   __shared__ float wmax[kThreads / kWarp];
@@ -203,7 +218,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   float out = 0.0f;
   if (i < ne0) {
-    out = silu1(*reinterpret_cast<const float*>(g.data + i * 4)) * *reinterpret_cast<const float*>(u.data + i * 4);
+    out = gate_act<kGelu>(*reinterpret_cast<const float*>(g.data + i * 4)) * *reinterpret_cast<const float*>(u.data + i * 4);
     *reinterpret_cast<float*>(o.data + i * 4) = out;
   }
   // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
@@ -226,15 +241,15 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(Tensor g, Tensor
 
 }  // namespace
 
-bool swiglu_quant_supported(const NodeArgs& sw, QuantAct fmt) {
-  if (sw.op != Op::SWIGLU || fmt == QuantAct::None) return false;
+bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt) {
+  if ((sw.op != Op::SWIGLU && sw.op != Op::GEGLU) || fmt == QuantAct::None) return false;
   const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
   const int64_t block = fmt == QuantAct::Q8A ? 32 : 256;
   auto row = [](const Tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3] == 1 && t.nb[0] == 4; };
   return row(g) && row(u) && row(o) && g.ne[0] % block == 0 && g.ne[0] <= (int64_t{1} << 30);
 }
 
-cudaError_t swiglu_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
+cudaError_t gated_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
   const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
   const int64_t ne0 = g.ne[0];
   if (ne0 == 0) return cudaSuccess;
@@ -242,8 +257,12 @@ cudaError_t swiglu_launch_quantizing(const NodeArgs& sw, const LaunchContext& ct
   const dim3 grid(static_cast<unsigned>(ceil_div(ne0, kThreads)));
   auto* codes = reinterpret_cast<int8_t*>(act);
   void* scales = act + qs;
-  return fmt == QuantAct::Q8A ? launch_k(swiglu_quant_kernel<1>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales)
-                              : launch_k(swiglu_quant_kernel<2>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales);
+  const bool gelu = sw.op == Op::GEGLU;
+  if (fmt == QuantAct::Q8A)
+    return gelu ? launch_k(gated_quant_kernel<true, 1>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales)
+                : launch_k(gated_quant_kernel<false, 1>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales);
+  return gelu ? launch_k(gated_quant_kernel<true, 2>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales)
+              : launch_k(gated_quant_kernel<false, 2>, grid, dim3(kThreads), 0, ctx.stream, g, u, o, ne0, codes, scales);
 }
 
 }  // namespace minfer::cuda

@@ -8,7 +8,8 @@ size_t fused_match(const NodeArgs* nodes, size_t available) {
   switch (nodes[0].op) {
     case program::Op::ROPE: return rope_store_match(nodes, available);
     case program::Op::RMS_NORM_MUL:
-    case program::Op::SWIGLU: return producer_matvec_match(nodes, available);
+    case program::Op::SWIGLU:
+    case program::Op::GEGLU: return producer_matvec_match(nodes, available);
     default: return 0;
   }
 }
@@ -17,7 +18,8 @@ cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContex
   switch (nodes[0].op) {
     case program::Op::ROPE: return count == 4 ? rope_store_launch(nodes, ctx) : cudaErrorInvalidValue;
     case program::Op::RMS_NORM_MUL:
-    case program::Op::SWIGLU: return count == 2 ? producer_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
+    case program::Op::SWIGLU:
+    case program::Op::GEGLU: return count == 2 ? producer_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
     default: return cudaErrorInvalidValue;
   }
 }

@@ -14,7 +14,7 @@ namespace minfer::cuda {
 size_t rope_store_match(const NodeArgs* nodes, size_t available);
 cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx);
 
-// RMS_NORM_MUL or SWIGLU of one row, then the mat-vec(s) reading it (MUL_MAT, MUL_MAT_ADD,
+// RMS_NORM_MUL, SWIGLU or GEGLU of one row, then the mat-vec(s) reading it (MUL_MAT, MUL_MAT_ADD,
 // MUL_MAT_MULTI): the producer also quantizes its output into the matmul's activation region
 // (producer_matvec.cu).
 size_t producer_matvec_match(const NodeArgs* nodes, size_t available);
@@ -37,8 +37,9 @@ cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& 
 bool norm_quant_supported(const NodeArgs& norm, QuantAct fmt);
 cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
 
-// elementwise.cu: SWIGLU of a single contiguous row (a multiple of the format's block), likewise.
-bool swiglu_quant_supported(const NodeArgs& sw, QuantAct fmt);
-cudaError_t swiglu_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
+// elementwise.cu: SWIGLU or GEGLU of a single contiguous row (a multiple of the format's block),
+// likewise.
+bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt);
+cudaError_t gated_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
 
 }  // namespace minfer::cuda

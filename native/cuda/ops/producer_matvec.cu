@@ -1,5 +1,5 @@
 // A fused launch (fused.h): a decode row's producer, RMS_NORM_MUL (before the q/k/v projections,
-// gate/up, the output) or SWIGLU (before down), then the matmul that reads it. The matmul would
+// gate/up, the output) or SWIGLU / GEGLU (before down), then the matmul that reads it. The matmul would
 // first quantize its activation column into scratch (Q8A or Q8K, a kernel of its own); here the
 // producer's kernel writes that region as it writes its output, with the same arithmetic, and the
 // matmul's mat-vecs read it. MINFER_CUDA_FUSE=0 runs the two nodes separately; the results are
@@ -11,7 +11,7 @@ namespace minfer::cuda {
 namespace {
 
 bool producer_supported(const NodeArgs& p, QuantAct fmt) {
-  return p.op == program::Op::RMS_NORM_MUL ? norm_quant_supported(p, fmt) : swiglu_quant_supported(p, fmt);
+  return p.op == program::Op::RMS_NORM_MUL ? norm_quant_supported(p, fmt) : gated_quant_supported(p, fmt);
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& c
   if (fmt == QuantAct::None || !ctx.scratch) return cudaErrorInvalidValue;
   uint8_t* act = static_cast<uint8_t*>(ctx.scratch) + offset;
   const cudaError_t e = nodes[0].op == program::Op::RMS_NORM_MUL ? norm_launch_quantizing(nodes[0], ctx, fmt, act)
-                                                                 : swiglu_launch_quantizing(nodes[0], ctx, fmt, act);
+                                                                 : gated_launch_quantizing(nodes[0], ctx, fmt, act);
   if (e != cudaSuccess) return e;
   LaunchContext next = ctx;
   next.node = ctx.node + 1;

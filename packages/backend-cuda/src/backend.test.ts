@@ -279,8 +279,8 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     expect(layer({ tokens: 3, kOverQ: true })).toBe(0);
   });
 
-  // RMS_NORM_MUL (or SWIGLU) of a decode row, then a product of quantized weights reading it: the
-  // producer writes the product's quantized activations.
+  // RMS_NORM_MUL (or SWIGLU, GEGLU) of a decode row, then a product of quantized weights reading
+  // it: the producer writes the product's quantized activations.
   function producer(o: { op?: Op; cols?: number; wtype?: DType; readsOther?: boolean } = {}) {
     const cols = o.cols ?? 1;
     const wtype = o.wtype ?? DType.Q4_0;
@@ -300,7 +300,7 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
       nb: [wtype === DType.Q4_0 ? 18 : 4, wBytes / 16, wBytes, wBytes] as [number, number, number, number],
     };
     const sizes = [1024 * cols, 1024 * cols, 1024 * cols, wBytes, 64 * cols, 1024 * cols];
-    const norm = o.op !== Op.SWIGLU;
+    const norm = o.op !== Op.SWIGLU && o.op !== Op.GEGLU;
     const program = encodeProgram({
       bufferSizes: sizes,
       tensors: [
@@ -312,16 +312,19 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
         f32([256, cols], 5), // 5 another activation
       ],
       nodes: [
-        { op: norm ? Op.RMS_NORM_MUL : Op.SWIGLU, inputs: [0, 1], outputs: [2], params: norm ? [1e-6] : [] },
+        { op: norm ? Op.RMS_NORM_MUL : o.op!, inputs: [0, 1], outputs: [2], params: norm ? [1e-6] : [] },
         { op: Op.MUL_MAT, inputs: [3, o.readsOther ? 5 : 2], outputs: [4], params: [] },
       ],
     });
     return fusedRuns!(program, sizes);
   }
 
-  it("has a norm or SWIGLU quantize the activations of the quantized mat-vec reading it, only then", () => {
+  it("has a norm, SWIGLU or GEGLU quantize the activations of the quantized mat-vec reading it, only then", () => {
     expect(producer()).toBe(1);
     expect(producer({ op: Op.SWIGLU })).toBe(1);
+    expect(producer({ op: Op.GEGLU })).toBe(1);
+    expect(producer({ op: Op.GEGLU, wtype: DType.F32 })).toBe(0);
+    expect(producer({ op: Op.GEGLU, cols: 2 })).toBe(0);
     expect(producer({ cols: 2 })).toBe(0); // two rows: not a decode row
     expect(producer({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
     expect(producer({ readsOther: true })).toBe(0); // the product reads something else

@@ -65,6 +65,22 @@ describe("shape inference", () => {
     expect(irError(() => b.topK(a, 9)).message).toContain("must be 1–8");
   });
 
+  it("tanh keeps a's shape; geglu takes gate and up of one shape, as swiglu", () => {
+    const b = new GraphBuilder();
+    const a = b.input("a", DType.F32, [33, 7]);
+    expect(b.tanh(a).ne).toEqual([33, 7, 1, 1]);
+    expect(b.tanh(a).node!.op).toBe(Op.TANH);
+    const g = b.geglu(a, b.input("up", DType.F32, [33, 7]));
+    expect([g.node!.op, g.ne]).toEqual([Op.GEGLU, [33, 7, 1, 1]]);
+    expect(irError(() => b.geglu(a, b.input("u2", DType.F32, [33, 6]), "ffn_geglu-0")).message).toMatch(
+      /^ffn_geglu-0: geglu gate and up must have the same shape/,
+    );
+    expect(irError(() => b.tanh(b.input("h", DType.F16, [8]))).message).toMatch(
+      /tanh a must be F32, got F16/,
+    );
+    expect([Op.TANH, Op.GEGLU]).toEqual([20, 21]);
+  });
+
   it("attention takes a mask or spans and grouped KV heads", () => {
     const b = new GraphBuilder();
     const q = b.input("q", DType.F32, [64, 8, 5]);

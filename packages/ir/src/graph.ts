@@ -314,6 +314,21 @@ export class GraphBuilder {
     return this.#op(Op.SWIGLU, [gate, up], [], name)[0]!;
   }
 
+  /**
+   * Gated GELU: gelu(gate) · up, element by element, with {@link GraphBuilder.gelu}'s tanh
+   * approximation; `gate` and `up` are F32 of one shape (as {@link GraphBuilder.swiglu}).
+   */
+  geglu(gate: Tensor, up: Tensor, name?: string): Tensor {
+    return this.#op(Op.GEGLU, [gate, up], [], name)[0]!;
+  }
+
+  /**
+   * tanh(a), element by element (F32). Logit soft-capping is `scale(tanh(scale(a, 1 / c)), c)`.
+   */
+  tanh(a: Tensor, name?: string): Tensor {
+    return this.#op(Op.TANH, [a], [], name)[0]!;
+  }
+
   /** Copies `a` into `dst` (any float dtype, same element count), converting; returns the written view of dst. */
   cpy(a: Tensor, dst: Tensor, name?: string): Tensor {
     if (numel(a) !== numel(dst)) {

@@ -117,6 +117,7 @@ export function inferOutputs(
     case Op.SCALE:
     case Op.SILU:
     case Op.GELU:
+    case Op.TANH:
     case Op.RMS_NORM:
     case Op.NORM:
       needDtype(name, node, a, F32, "a", inputs);
@@ -128,6 +129,7 @@ export function inferOutputs(
         fail(name, node, "the weight must match a's rows", inputs);
       return [{ dtype: DType.F32, ne: a.ne }];
     case Op.SWIGLU:
+    case Op.GEGLU:
       needDtype(name, node, a, F32, "gate", inputs);
       needDtype(name, node, b, F32, "up", inputs);
       if (!same(a.ne, b.ne)) fail(name, node, "gate and up must have the same shape", inputs);

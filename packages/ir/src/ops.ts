@@ -22,6 +22,8 @@ export const Op = {
   ARGSORT: 17,
   TOP_K: 18,
   MUL_MAT_ID: 19,
+  TANH: 20,
+  GEGLU: 21,
   // Produced by the fusion pass.
   RMS_NORM_MUL: 32,
   MUL_MAT_MULTI: 33,
@@ -129,6 +131,8 @@ export const OP_SPECS: readonly OpSpec[] = [
     [],
     "out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)",
   ),
+  spec("TANH", [1, 1], [], "out = tanh(a)"),
+  spec("GEGLU", [2, 2], [], "out = gelu(gate) * up (gelu's tanh approximation)"),
   spec("RMS_NORM_MUL", [2, 2], [["eps", "f32"]], "out = rms_norm(a, eps) * w (fused)"),
   spec(
     "MUL_MAT_MULTI",

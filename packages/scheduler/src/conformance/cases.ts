@@ -218,13 +218,14 @@ for (const op of ["ADD", "MUL"] as const) {
   });
 }
 
-// ---- unary ops: SCALE, SILU, GELU, RMS_NORM, NORM ----
+// ---- unary ops: SCALE, SILU, GELU, TANH, RMS_NORM, NORM ----
 // [4100, 2]: a GPU's few-row norms cut a row into slices of 256 (a partial last one).
 const unaryShapes = [[33, 7], [257], [5, 3, 2, 2], [4100, 2]] as const;
 const unary: [OpName, (b: GraphBuilder, a: Tensor) => Tensor][] = [
   ["SCALE", (b, a) => b.scale(a, 0.37, 0.25)],
   ["SILU", (b, a) => b.silu(a)],
   ["GELU", (b, a) => b.gelu(a)],
+  ["TANH", (b, a) => b.tanh(a)],
   ["RMS_NORM", (b, a) => b.rmsNorm(a, 1e-6)],
   ["NORM", (b, a) => b.norm(a, 1e-5)],
 ];
@@ -251,7 +252,30 @@ for (const [op, f] of unary) {
   });
 }
 
-// ---- RMS_NORM_MUL (fused), SWIGLU ----
+// TANH over the range logit soft-capping sees (saturated far out, tiny near 0), and gemma2's final
+// soft-cap as the models build it: c · tanh(logits / c).
+const spread = (lo: number, hi: number) => (rng: Rng, t: Tensor) =>
+  Array.from({ length: t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3] }, (_, i) =>
+    i % 7 === 0 ? rng.uniform(-1e-3, 1e-3) : rng.uniform(lo, hi),
+  );
+add({
+  name: "TANH F32 wide range [-30, 30] [1031, 3]",
+  op: "TANH",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.tanh(b.input("a", F32, [1031, 3]))),
+  data: { a: spread(-30, 30) },
+  tolerance: tol(F32),
+});
+add({
+  name: "TANH F32 logit softcap c=30 [3001, 2]",
+  op: "TANH",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.scale(b.tanh(b.scale(b.input("logits", F32, [3001, 2]), 1 / 30)), 30)),
+  data: { logits: spread(-80, 80) },
+  tolerance: tol(F32),
+});
+
+// ---- RMS_NORM_MUL (fused), SWIGLU, GEGLU ----
 for (const [an, wn] of [
   [[33, 7], [33]],
   [
@@ -280,6 +304,50 @@ for (const ne of [[33, 7], [257], [16, 3, 2]] as const) {
     tolerance: tol(F32),
   });
 }
+// GEGLU: SWIGLU's shapes, a decode row, large magnitudes (gelu's tails), and gate/up as row
+// views of one input (rows padded apart).
+for (const ne of [[33, 7], [257], [16, 3, 2], [2048], [4100, 2]] as const) {
+  add({
+    name: `GEGLU F32 ${shape(ne)}`,
+    op: "GEGLU",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.geglu(b.input("gate", F32, ne), b.input("up", F32, ne))),
+    data: { gate: spread(-12, 12) },
+    tolerance: tol(F32),
+  });
+}
+add({
+  name: "GEGLU F32 gate/up halves of one [2·65, 3] row-strided",
+  op: "GEGLU",
+  dtypes: ["F32"],
+  build: (b) => {
+    const gu = b.input("gate_up", F32, [130, 3]);
+    const gate = b.view(gu, [65, 3], [gu.nb[0], gu.nb[1]], 0, "gate");
+    const up = b.view(gu, [65, 3], [gu.nb[0], gu.nb[1]], 65 * gu.nb[0], "up");
+    b.output(b.geglu(gate, up));
+  },
+  data: { gate_up: spread(-6, 6) },
+  tolerance: tol(F32),
+});
+// A decode row's SWIGLU / GEGLU and the quantized product reading it (ffn_down), which a GPU runs
+// as one launch writing the product's quantized activations (Q8 blocks of 32 for Q4_0, of 256 for
+// Q4_K).
+for (const op of ["SWIGLU", "GEGLU"] as const)
+  for (const w of [DType.Q4_0, DType.Q4_K]) {
+    add({
+      name: `${op} F32 [2048] then MUL_MAT a=${n(w)} [2048, 96] (a decode FFN's down projection)`,
+      op,
+      dtypes: ["F32", n(w)],
+      build: (b) => {
+        const gate = b.input("gate", F32, [2048, 1]);
+        const up = b.input("up", F32, [2048, 1]);
+        const h = op === "GEGLU" ? b.geglu(gate, up) : b.swiglu(gate, up);
+        b.output(b.mulMat(b.weight("ffn_down", w, [2048, 96]), h));
+      },
+      data: { gate: spread(-6, 6) },
+      tolerance: tol(w),
+    });
+  }
 
 // ---- ROPE: normal and neox × one/many tokens × plain, partial, freq factors, linear, YaRN ----
 const ropeVariants = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { dense } from "./dense.js";
-import { add, gelu, mul, scale, silu, swiglu } from "./elementwise.js";
+import { add, geglu, gelu, mul, scale, silu, swiglu, tanh } from "./elementwise.js";
 import { norm, rmsNorm, rmsNormMul } from "./norm.js";
 
 const v = (...x: number[]) => dense([x.length, 1, 1, 1], Float64Array.from(x));
@@ -18,6 +18,12 @@ describe("reference elementwise and norms", () => {
     expect(gelu(v(0)).data[0]).toBe(0);
     expect(gelu(v(1)).data[0]).toBeCloseTo(0.8411919906082768, 12);
     expect(swiglu(v(1), v(2)).data[0]).toBeCloseTo(2 / (1 + Math.exp(-1)), 15);
+  });
+  it("tanh and geglu known values", () => {
+    expect([...tanh(v(0, 1, -30)).data]).toEqual([0, Math.tanh(1), -1]);
+    expect(geglu(v(1), v(2)).data[0]).toBeCloseTo(2 * 0.8411919906082768, 12);
+    expect(geglu(v(-20), v(3)).data[0]).toBeCloseTo(0, 12);
+    expect(geglu(v(0), v(5)).data[0]).toBe(0);
   });
   it("rms_norm of [3, 4] divides by sqrt(12.5); norm of [1, 3] is [−1, 1]", () => {
     const r = rmsNorm(v(3, 4), 0);

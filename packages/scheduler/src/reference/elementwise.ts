@@ -38,11 +38,21 @@ export function geluValue(x: number): number {
   return 0.5 * x * (1 + Math.tanh(GELU_C * x * (1 + 0.044715 * x * x)));
 }
 export const gelu = (a: Dense): Dense => map(a, geluValue);
+/** tanh(a). */
+export const tanh = (a: Dense): Dense => map(a, Math.tanh);
 
 /** silu(gate) * up; same shapes. */
 export function swiglu(gate: Dense, up: Dense): Dense {
   return dense(
     gate.ne,
     gate.data.map((g, i) => siluValue(g) * up.data[i]!),
+  );
+}
+
+/** gelu(gate) * up (gelu's tanh approximation); same shapes. */
+export function geglu(gate: Dense, up: Dense): Dense {
+  return dense(
+    gate.ne,
+    gate.data.map((g, i) => geluValue(g) * up.data[i]!),
   );
 }

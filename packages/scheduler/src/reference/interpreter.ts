@@ -4,7 +4,7 @@ import { attention } from "./attention.js";
 import { concat, cpy, setRows } from "./copy.js";
 import type { Dense } from "./dense.js";
 import { readTensor, writeRow, writeTensor } from "./dtype-io.js";
-import { add, gelu, mul, scale, silu, swiglu } from "./elementwise.js";
+import { add, geglu, gelu, mul, scale, silu, swiglu, tanh } from "./elementwise.js";
 import { getRows } from "./get-rows.js";
 import { mulMat, mulMatAdd } from "./matmul.js";
 import { mulMatId } from "./mul-mat-id.js";
@@ -50,6 +50,10 @@ function compute(
       return [gelu(a)];
     case Op.SWIGLU:
       return [swiglu(a, b)];
+    case Op.TANH:
+      return [tanh(a)];
+    case Op.GEGLU:
+      return [geglu(a, b)];
     case Op.CPY:
       return [cpy(a, outputs[0]!.ne)];
     case Op.CONCAT:
