@@ -1,9 +1,9 @@
-import { DType } from "./dtype.js";
+import { blockOf, DType } from "./dtype.js";
 import type { Graph, GraphBuilder } from "./graph.js";
 import { canRepeat } from "./infer.js";
 import { Op } from "./ops.js";
 import { replay } from "./replay.js";
-import type { Node, Tensor } from "./tensor.js";
+import { type Node, type Tensor, viewRoot } from "./tensor.js";
 
 /** Which fusions {@link fuse} applies; all default to true. */
 export interface FusionOptions {
@@ -11,7 +11,13 @@ export interface FusionOptions {
   rmsNormMul?: boolean;
   /** silu(gate) * up → SWIGLU(gate, up). */
   swiglu?: boolean;
-  /** Up to three mul_mat(w_i, x) sharing x, with 2-D weights of one dtype → MUL_MAT_MULTI. */
+  /** gelu(gate) * up → GEGLU(gate, up). */
+  geglu?: boolean;
+  /**
+   * Up to three mul_mat(w_i, x) sharing x, with 2-D weights of one dtype → MUL_MAT_MULTI. A
+   * weight may be a view of one (rows of a fused weight such as phi3's attn_qkv) when its rows
+   * are contiguous.
+   */
   mulMatMulti?: boolean;
   /**
    * A MUL_MAT_MULTI group whose every product is read only by one ADD, as its `a` with an F32 `b`
@@ -72,15 +78,21 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
       );
       continue;
     }
-    for (const [s, u] of [
+    // silu(gate) * up → SWIGLU, gelu(gate) * up → GEGLU (either operand order).
+    gated: for (const [s, u] of [
       [a, w],
       [w, a],
     ] as const) {
-      const silu = producer(s, Op.SILU);
-      if ((options.swiglu ?? true) && silu && onlyUse(s) && sameShape(s, u)) {
-        dropped.add(silu);
-        fusedAt.set(node, (map, b) => b.node(Op.SWIGLU, [map(silu.inputs[0]!), map(u)], [], node.name));
-        break;
+      for (const [act, fused, on] of [
+        [Op.SILU, Op.SWIGLU, options.swiglu ?? true],
+        [Op.GELU, Op.GEGLU, options.geglu ?? true],
+      ] as const) {
+        const p = producer(s, act);
+        if (on && p && onlyUse(s) && sameShape(s, u)) {
+          dropped.add(p);
+          fusedAt.set(node, (map, b) => b.node(fused, [map(p.inputs[0]!), map(u)], [], node.name));
+          break gated;
+        }
       }
     }
   }
@@ -112,8 +124,15 @@ export function fuse(graph: Graph, options: FusionOptions = {}): Graph {
     graph.nodes.forEach((first, i) => {
       if (first.op !== Op.MUL_MAT || grouped.has(first)) return;
       const [w0, x] = first.inputs as [Tensor, Tensor];
+      // A weight, or a view of one with whole contiguous rows (a row range of a fused weight).
       const eligible = (w: Tensor) =>
-        w.kind === "weight" && w.ne[2] === 1 && w.ne[3] === 1 && w.dtype === w0.dtype;
+        (w.kind === "weight" ||
+          (w.kind === "view" &&
+            viewRoot(w).root.kind === "weight" &&
+            w.nb[0] === blockOf(w.dtype).typeSize)) &&
+        w.ne[2] === 1 &&
+        w.ne[3] === 1 &&
+        w.dtype === w0.dtype;
       if (!eligible(w0)) return;
       const group = [first];
       for (const other of graph.nodes.slice(i + 1)) {

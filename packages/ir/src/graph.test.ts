@@ -12,8 +12,10 @@ import {
   graphToJson,
   IrError,
   isContiguous,
+  type Node,
   Op,
   programHeaderSource,
+  type Tensor,
   viewRoot,
 } from "./index.js";
 
@@ -296,6 +298,96 @@ describe("fusion", () => {
     expect(
       irError(() => b.node(Op.MUL_MAT_ADD, [w, x, b.input("c16", DType.F16, [32])], [])).message,
     ).toMatch(/c must be F32/);
+  });
+
+  it("fuses gelu(gate) * up into GEGLU in either operand order, only where gelu is read once", () => {
+    const b = new GraphBuilder();
+    const gate = b.input("gate", DType.F32, [64, 3]);
+    const up = b.input("up", DType.F32, [64, 3]);
+    b.output(b.mul(b.gelu(gate), up, "act"));
+    b.output(b.mul(up, b.gelu(up), "swapped"));
+    const shared = b.gelu(b.input("g2", DType.F32, [64, 3]), "shared");
+    b.output(b.mul(shared, up, "kept"));
+    b.output(shared);
+    const f = fuse(b.build());
+    expect(f.nodes.map((n) => n.op)).toEqual([Op.GEGLU, Op.GEGLU, Op.GELU, Op.MUL]);
+    expect(f.nodes[0]!.inputs.map((t) => t.name)).toEqual(["gate", "up"]);
+    expect(f.nodes[0]!.name).toBe("act");
+    expect(f.nodes[1]!.inputs.map((t) => t.name)).toEqual(["up", "up"]);
+    expect(fuse(b.build(), { geglu: false }).nodes.map((n) => n.op)).not.toContain(Op.GEGLU);
+  });
+
+  // phi3: q, k and v are row ranges of one fused weight attn_qkv [k, nQ + 2·nKv], gate and up the
+  // halves of ffn_up [k, 2·nFf]; the models take them as views.
+  function phi3Block(o: { qkvBias?: boolean; transposedV?: boolean } = {}) {
+    const b = new GraphBuilder();
+    const h = b.input("h", DType.F32, [256, 5]);
+    const dtype = o.transposedV ? DType.F16 : DType.Q4_K;
+    const qkv = b.weight("attn_qkv", dtype, [256, 128]);
+    const rows = (w: Tensor, r0: number, m: number, name: string) =>
+      b.view(w, [256, m], [w.nb[0], w.nb[1]], r0 * w.nb[1], name);
+    // (transposedV: v's weight is a view of another weight whose rows are strided)
+    const wv = o.transposedV
+      ? b.transpose(b.weight("wv_t", dtype, [32, 256]), "wv")
+      : rows(qkv, 96, 32, "wv");
+    const ws = [rows(qkv, 0, 64, "wq"), rows(qkv, 64, 32, "wk"), wv];
+    const outs = ["q", "k", "v"].map((n, i) => {
+      const p = b.mulMat(ws[i]!, h, o.qkvBias ? `${n}_mm` : n);
+      return o.qkvBias ? b.add(p, b.weight(`b${n}`, DType.F32, [p.ne[0]]), n) : p;
+    });
+    const up = b.weight("ffn_up", DType.Q6_K, [256, 192]);
+    const gate = b.mulMat(rows(up, 0, 96, "w_gate"), h, "gate");
+    const u = b.mulMat(rows(up, 96, 96, "w_up"), h, "up");
+    for (const t of [...outs, b.swiglu(gate, u, "act")]) b.output(t);
+    return b.build();
+  }
+
+  it("groups products of weight views (rows of a fused weight) into MUL_MAT_MULTI, keeping each view", () => {
+    const g = phi3Block();
+    const f = fuse(g);
+    expect(f.nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_MULTI, Op.MUL_MAT_MULTI, Op.SWIGLU]);
+    const [qkv, gu] = f.nodes as [Node, Node];
+    expect(qkv.inputs.map((t) => t.name)).toEqual(["h", "wq", "wk", "wv"]);
+    expect(qkv.outputs.map((t) => t.name)).toEqual(["q", "k", "v"]);
+    // The fused node reads the same bytes: each weight is still a view of attn_qkv at its row.
+    const rowBytes = g.tensors.find((t) => t.name === "attn_qkv")!.nb[1];
+    for (const [i, r0] of [0, 64, 96].entries()) {
+      const w = qkv.inputs[1 + i]!;
+      expect(w.kind).toBe("view");
+      expect(viewRoot(w)).toEqual({
+        root: expect.objectContaining({ name: "attn_qkv", kind: "weight" }),
+        offset: r0 * rowBytes,
+      });
+      expect(w.nb).toEqual(g.nodes[i]!.inputs[0]!.nb);
+    }
+    expect(gu.inputs.map((t) => [t.name, viewRoot(t).offset])).toEqual([
+      ["h", 0],
+      ["w_gate", 0],
+      ["w_up", 96 * gu.inputs[1]!.nb[1]],
+    ]);
+    expect(f.outputs.map((t) => t.ne)).toEqual(g.outputs.map((t) => t.ne));
+    // With biases: the ADDs become the group's addends.
+    const fb = fuse(phi3Block({ qkvBias: true }));
+    expect(fb.nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_MULTI, Op.MUL_MAT_MULTI, Op.SWIGLU]);
+    expect(fb.nodes[0]!.inputs.map((t) => t.name)).toEqual(["h", "wq", "wk", "wv", "bq", "bk", "bv"]);
+    // A view whose rows are not contiguous (a transposed block) is no MUL_MAT_MULTI weight.
+    const ft = fuse(phi3Block({ transposedV: true }));
+    expect(ft.nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_MULTI, Op.MUL_MAT, Op.MUL_MAT_MULTI, Op.SWIGLU]);
+    expect(ft.nodes[0]!.inputs.map((t) => t.name)).toEqual(["h", "wq", "wk"]);
+  });
+
+  it("folds a weight view's product and its bias into MUL_MAT_ADD", () => {
+    const b = new GraphBuilder();
+    const w = b.weight("attn_qkv", DType.Q8_0, [64, 96]);
+    const wv = b.view(w, [64, 32], [w.nb[0], w.nb[1]], 64 * w.nb[1], "wv");
+    b.output(b.add(b.mulMat(wv, b.input("h", DType.F32, [64, 3])), b.weight("bv", DType.F32, [32]), "v"));
+    const f = fuse(b.build());
+    expect(f.nodes.map((n) => n.op)).toEqual([Op.MUL_MAT_ADD]);
+    expect(f.nodes[0]!.inputs.map((t) => [t.name, viewRoot(t).offset])).toEqual([
+      ["wv", 64 * w.nb[1]],
+      ["h", 0],
+      ["bv", 0],
+    ]);
   });
 
   it("leaves an intermediate alone when something else reads it", () => {
