@@ -29,6 +29,10 @@ struct GemmArgs {
 
 // Whether gemm_tc handles this weight dtype and shape (K a multiple of 32).
 bool gemm_tc_supported(program::DType wtype, int64_t M, int64_t N, int64_t K);
+// Whether gemm_tc's loader for `wtype` can read weights at `w` with rows (and planes) `stride`
+// bytes apart; gemm_tc refuses a misaligned weight with cudaErrorMisalignedAddress. A weight view
+// at whole rows of an aligned weight stays aligned.
+bool gemm_tc_aligned(program::DType wtype, const uint8_t* w, int64_t stride);
 // Device scratch bytes gemm_tc needs for these sizes (may be 0).
 size_t gemm_tc_scratch(program::DType wtype, int64_t M, int64_t N, int64_t K);
 // Enqueues the product on `stream` using `scratch` (gemm_tc_scratch bytes); returns the first error.

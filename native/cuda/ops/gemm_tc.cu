@@ -679,10 +679,14 @@ size_t gemm_tc_scratch(program::DType wtype, int64_t M, int64_t N, int64_t K) {
   return make_plan(M, N, K).total;
 }
 
+bool gemm_tc_aligned(program::DType wtype, const uint8_t* w, int64_t stride) {
+  const int al = specialised(wtype) ? weight_align(wtype) : 1;
+  return reinterpret_cast<uintptr_t>(w) % al == 0 && stride % al == 0;
+}
+
 cudaError_t gemm_tc(const GemmArgs& a, void* scratch, cudaStream_t stream) {
   if (!gemm_tc_supported(a.wtype, a.M, a.N, a.K) || !scratch) return cudaErrorInvalidValue;
-  const int al = specialised(a.wtype) ? weight_align(a.wtype) : 1;
-  if (reinterpret_cast<uintptr_t>(a.w) % al != 0 || a.w_row_bytes % al != 0) return cudaErrorMisalignedAddress;
+  if (!gemm_tc_aligned(a.wtype, a.w, a.w_row_bytes)) return cudaErrorMisalignedAddress;
   const Plan p = make_plan(a.M, a.N, a.K);
   uint8_t* base = static_cast<uint8_t*>(scratch);
   __half* xh = reinterpret_cast<__half*>(base + p.x_off);

@@ -6,7 +6,10 @@
 //     weights convert the columns to f32 and run a float mat-vec (ops/matvec_f32.cuh);
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
-//   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels.
+//   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels. Weights may
+//     be views (a row range of a fused weight such as phi3's attn_qkv): every path reads them at
+//     their data pointer with their own row stride, and one whose pointer or strides are not
+//     aligned for a fast path takes the generic kernels, which read bytes.
 // MUL_MAT_ADD (out = mul_mat(a, b) + c) and MUL_MAT_MULTI with addends (out_i = mul_mat(w_i, x) +
 // c_i) run the same paths; the mat-vec and generic kernels add c as they store each result
 // (plus_c), gemm_tc is followed by add_c_kernel over the output (after any split-K reduction, so
@@ -356,7 +359,11 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::Gemm: {
-      if (p.o_nb1 % 4 != 0) return launch_tiled_generic(p, bv, ctx.stream);
+      // (a weight the tensor-core loader cannot read aligned, e.g. a view at an odd byte offset,
+      // takes the tiled kernel, which reads bytes)
+      if (p.o_nb1 % 4 != 0 || !gemm_tc_aligned(p.wtype, p.w, p.w_nb1) || !gemm_tc_aligned(p.wtype, p.w, p.w_nb2) ||
+          !gemm_tc_aligned(p.wtype, p.w, p.w_nb3))
+        return launch_tiled_generic(p, bv, ctx.stream);
       const int64_t K = p.K, N = p.ncols;
       const bool direct = gemm_b_direct(b);
       for (int64_t z = 0; z < p.n_planes; z++) {
