@@ -178,6 +178,89 @@ add({
   tolerance: tol(F16),
 });
 
+// ---- MUL_MAT of weight views: a row range at a non-zero row offset of a fused weight (phi3's
+// attn_qkv [k, nQ + 2·nKv], ffn_up [k, 2·nFf]) as the first operand; decode, a few tokens, and
+// prefill (a CPU's panel GEMM, a GPU's tensor-core GEMM). The view keeps the weight's row stride. ----
+const VIEW_DTYPES = [F32, F16, DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q6_K] as const;
+/** Rows [r0, r0 + m) of a weight [k, rows] (whole rows, so quantized blocks stay intact). */
+function weightRows(b: GraphBuilder, w: Tensor, r0: number, m: number, name: string): Tensor {
+  return b.view(w, [w.ne[0], m], [w.nb[0], w.nb[1]], r0 * w.nb[1], name);
+}
+for (const d of VIEW_DTYPES)
+  for (const tokens of [1, 7, 19]) {
+    const k = 256;
+    add({
+      name: `MUL_MAT a=${n(d)} view rows 40..109 of [${k}, 160] b=F32 ${shape([k, tokens])}`,
+      op: "MUL_MAT",
+      dtypes: [n(d), "F32"],
+      build: (b) => {
+        const w = b.weight("w_fused", d, [k, 160]);
+        b.output(b.mulMat(weightRows(b, w, 40, 70, "w_rows"), b.input("x", F32, [k, tokens])));
+      },
+      tolerance: tol(d),
+    });
+  }
+// q, k and v as views of one fused weight, multiplied together (what fusion makes of the three
+// MUL_MATs), with and without biases; gate and up as the two halves of one weight.
+for (const d of [F16, DType.Q8_0, DType.Q4_K, DType.Q6_K])
+  for (const tokens of [1, 19]) {
+    const k = 256;
+    for (const biased of [false, true]) {
+      add({
+        name: `MUL_MAT_MULTI${biased ? "+c" : ""} x=F32 w=${n(d)} q/k/v views of [${k}, 128] rows 64+32+32 ${shape([k, tokens])}`,
+        op: "MUL_MAT_MULTI",
+        dtypes: ["F32", n(d)],
+        build: (b) => {
+          const w = b.weight("attn_qkv", d, [k, 128]);
+          const views = [
+            [0, 64],
+            [64, 32],
+            [96, 32],
+          ].map(([r0, m], i) => weightRows(b, w, r0!, m!, `w${i}`));
+          const cs = biased ? [64, 32, 32].map((m, i) => b.weight(`c${i}`, F32, [m])) : [];
+          for (const o of b.node(Op.MUL_MAT_MULTI, [b.input("x", F32, [k, tokens]), ...views, ...cs], []))
+            b.output(o);
+        },
+        tolerance: tol(d),
+      });
+    }
+    add({
+      name: `MUL_MAT_MULTI x=F32 w=${n(d)} gate/up halves of [${k}, 2·96] ${shape([k, tokens])}`,
+      op: "MUL_MAT_MULTI",
+      dtypes: ["F32", n(d)],
+      build: (b) => {
+        const w = b.weight("ffn_up", d, [k, 192]);
+        const x = b.input("x", F32, [k, tokens]);
+        for (const o of b.node(
+          Op.MUL_MAT_MULTI,
+          [x, weightRows(b, w, 0, 96, "gate"), weightRows(b, w, 96, 96, "up")],
+          [],
+        ))
+          b.output(o);
+      },
+      tolerance: tol(d),
+    });
+  }
+for (const d of [F32, DType.Q8_0, DType.Q4_0])
+  for (const tokens of [1, 19]) {
+    const k = 256;
+    add({
+      name: `MUL_MAT_ADD a=${n(d)} view rows 96..127 of [${k}, 128] b=F32 ${shape([k, tokens])} c=[32]`,
+      op: "MUL_MAT_ADD",
+      dtypes: [n(d), "F32"],
+      build: (b) => {
+        const w = b.weight("attn_qkv", d, [k, 128]);
+        const out = b.node(
+          Op.MUL_MAT_ADD,
+          [weightRows(b, w, 96, 32, "wv"), b.input("x", F32, [k, tokens]), b.weight("bv", F32, [32])],
+          [],
+        );
+        b.output(out[0]!);
+      },
+      tolerance: tol(d),
+    });
+  }
+
 // ---- ADD / MUL: same shape, broadcast rows/columns/batches, one token, non-contiguous ----
 for (const op of ["ADD", "MUL"] as const) {
   const f = (b: GraphBuilder, x: Tensor, y: Tensor) => (op === "ADD" ? b.add(x, y) : b.mul(x, y));
@@ -274,6 +357,41 @@ add({
   data: { logits: spread(-80, 80) },
   tolerance: tol(F32),
 });
+
+// ---- NORM (LayerNorm without weight) on long and odd rows, rows with a large mean, and as the
+// models use it with a weight and bias (NORM, MUL, ADD); few rows (decode) and many ----
+for (const ne of [
+  [2048, 3],
+  [2049, 1],
+  [3071, 5],
+  [8193, 2],
+  [2053, 300],
+] as const) {
+  add({
+    name: `NORM F32 offset mean ${shape(ne)}`,
+    op: "NORM",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.norm(b.input("a", F32, ne), 1e-5)),
+    data: { a: (rng, t) => Array.from({ length: t.ne[0] * t.ne[1] }, () => rng.uniform(2, 6)) },
+    tolerance: tol(F32),
+  });
+}
+for (const ne of [
+  [2049, 1],
+  [3072, 7],
+] as const) {
+  add({
+    name: `NORM F32 with weight and bias (NORM, MUL, ADD) ${shape(ne)}`,
+    op: "NORM",
+    dtypes: ["F32"],
+    build: (b) => {
+      const h = b.norm(b.input("a", F32, ne), 1e-5);
+      b.output(b.add(b.mul(h, b.weight("w", F32, [ne[0]])), b.weight("bias", F32, [ne[0]])));
+    },
+    data: { a: (rng, t) => Array.from({ length: t.ne[0] * t.ne[1] }, () => rng.uniform(-3, 5)) },
+    tolerance: tol(F32),
+  });
+}
 
 // ---- RMS_NORM_MUL (fused), SWIGLU, GEGLU ----
 for (const [an, wn] of [
@@ -395,6 +513,70 @@ for (const mode of ["normal", "neox"] as const) {
     tolerance: tol(F32),
   });
 }
+
+// Partial rotary (phi, glm4, ...): head 128 with 96 or 64 rotated dims, the rest passed through;
+// frequency factors of nDims/2; YaRN (with an attention factor) at positions past the original
+// context; both modes, one token and several.
+const partialRope = [
+  { tag: "", p: {}, factors: false, long: false },
+  { tag: " freq factors", p: {}, factors: true, long: false },
+  {
+    tag: " YaRN past nCtxOrig",
+    p: { freqScale: 0.25, extFactor: 1, attnFactor: 1.19, betaFast: 32, betaSlow: 1, nCtxOrig: 4096 },
+    factors: false,
+    long: true,
+  },
+  {
+    tag: " freq factors past nCtxOrig base=500000",
+    p: { freqBase: 500000, attnFactor: 1.19, nCtxOrig: 4096 },
+    factors: true,
+    long: true,
+  },
+] as const;
+for (const mode of ["normal", "neox"] as const)
+  for (const nDims of [96, 64])
+    for (const tokens of [1, 6])
+      for (const v of partialRope) {
+        add({
+          name: `ROPE ${mode} partial nDims=${nDims}${v.tag} [128, 3, ${tokens}]`,
+          op: "ROPE",
+          dtypes: ["F32", "I32"],
+          build: (b) => {
+            const x = b.input("x", F32, [128, 3, tokens]);
+            const pos = b.input("pos", I32, [tokens]);
+            const ff = v.factors ? b.input("ff", F32, [nDims / 2]) : undefined;
+            b.output(b.rope(x, pos, { mode, nDims, ...v.p }, ff));
+          },
+          data: {
+            pos: (rng) =>
+              Array.from({ length: tokens }, () => (v.long ? rng.int(4096, 32768) : rng.int(0, 100))),
+            ff: (rng, t) => Array.from({ length: t.ne[0] }, () => rng.uniform(1, 8)),
+          },
+          tolerance: tol(F32),
+        });
+      }
+// An attention layer's cache writes as the model graphs emit them (a GPU runs the four as one
+// launch): ROPE q, ROPE k (partial), k's rows and v into F16 caches at the tokens' cells.
+for (const mode of ["normal", "neox"] as const)
+  for (const tokens of [1, 5]) {
+    add({
+      name: `ROPE ${mode} partial nDims=64 q/k + k/v cache stores [128, 4/2, ${tokens}]`,
+      op: "ROPE",
+      dtypes: ["F32", "I32", "F16"],
+      build: (b) => {
+        const pos = b.input("pos", I32, [tokens]);
+        const cells = b.input("cells", I32, [tokens]);
+        const p = { mode, nDims: 64, freqBase: 10000 } as const;
+        const q = b.rope(b.input("q", F32, [128, 4, tokens]), pos, p);
+        const k = b.rope(b.input("k", F32, [128, 2, tokens]), pos, p);
+        const kc = b.setRows(b.state("k_cache", F16, [256, 16]), b.reshape(k, [256, tokens]), cells);
+        const vc = b.setRows(b.state("v_cache", F16, [256, 16]), b.input("v", F32, [256, tokens]), cells);
+        for (const t of [q, kc, vc]) b.output(t);
+      },
+      data: { pos: iota(tokens, 2000), cells: (rng) => rng.distinct(tokens, 16) },
+      tolerance: tol(F16),
+    });
+  }
 
 // ---- SOFTMAX: plain, F32/F16 masks (more rows than needed), scale, ALiBi, one row ----
 /** A causal-like mask [nKv, rows]: row i sees cells ≤ nKv − rows + i (0), the rest −∞. */
