@@ -1,5 +1,6 @@
 // Fidelity of minfer against llama.cpp (issue 5): random-weight models written by
-// `minfer gguf synth` (tiny preset, llama / qwen2 / qwen3, real vocabularies from the fixtures),
+// `minfer gguf synth` (tiny preset, llama / qwen2 / qwen3 and issue 20's gemma / gemma2 / gemma3 /
+// phi3 / glm4 / granite / olmo2, real vocabularies from the fixtures),
 // quantized by `minfer gguf quantize`, each file run by minfer and by llama.cpp (node-llama-cpp's
 // prebuilt CPU binary) for 64 greedy steps on the same tokens. F32: identical tokens at every
 // step and max |Δlogit| recorded; F16 and quantized: top-1 agreement ≥ 95% of steps. That
@@ -26,11 +27,27 @@ type Runtime = Awaited<ReturnType<ReturnType<typeof cpuBackend.devices>[number][
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = resolve(here, "../dist/bin.js");
 const fixtures = process.env.MINFER_FIXTURES ?? resolve(here, "../../../../shared/fixtures");
+const SPM = join(fixtures, "vocab/ggml-vocab-llama-spm.gguf");
+const QWEN2 = join(fixtures, "vocab/ggml-vocab-qwen2.gguf");
 const VOCAB = {
-  llama: join(fixtures, "vocab/ggml-vocab-llama-spm.gguf"),
-  qwen2: join(fixtures, "vocab/ggml-vocab-qwen2.gguf"),
-  qwen3: join(fixtures, "vocab/ggml-vocab-qwen2.gguf"),
+  llama: SPM,
+  qwen2: QWEN2,
+  qwen3: QWEN2,
+  gemma: SPM,
+  gemma2: SPM,
+  gemma3: SPM,
+  phi3: SPM,
+  glm4: QWEN2,
+  granite: QWEN2,
+  olmo2: QWEN2,
 } as const;
+/** The architectures of issue 20 run F32 and Q8_0 only (the quantized kernels are those of the others). */
+const NEW_ARCHS: readonly Arch[] = ["gemma", "gemma2", "gemma3", "phi3", "glm4", "granite", "olmo2"];
+/**
+ * llama.cpp's CPU GELU reads an F16 table (its GGML_GELU_FP16), which moves Gemma's F32 logits by
+ * ~2e-4; minfer's CPU matches the float64 reference to 2e-7 there (docs/FIDELITY.md).
+ */
+const GELU_ARCHS: readonly Arch[] = ["gemma", "gemma2", "gemma3"];
 type Arch = keyof typeof VOCAB;
 const STEPS = 64;
 const N_CTX = 128;
@@ -41,7 +58,7 @@ const FULL_EVERY = 16;
  * Bounds on |Δlogit|, a few times what is measured (docs/FIDELITY.md). The F32 ones are what
  * catches a wrong graph (qwen2 with the wrong RoPE mode: 7e-3); the quantized one only gross errors.
  */
-const MAX_DLOGIT = { f32KvF16: 1e-3, f32KvF32: 1e-5, quantized: 0.05 };
+const MAX_DLOGIT = { f32KvF16: 1e-3, f32KvF32: 1e-5, gelu: 1e-3, quantized: 0.05 };
 
 // node-llama-cpp's binary is loaded once; where it cannot load, the suite is skipped and says why.
 let llama: Llama | undefined;
@@ -71,6 +88,7 @@ const pathOf = (model: string, type: string) => join(tmp, `${model}-${type}.gguf
 // comparisons (one thread each) run: on a 2-core machine the two overlap.
 const TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_k"];
 const files = new Map<string, Promise<string>>();
+const typesOf = (arch: Arch) => (NEW_ARCHS.includes(arch) ? ["f32", "q8_0"] : TYPES);
 function prepare(): void {
   let chain: Promise<unknown> = Promise.resolve();
   const step = (key: string, make: () => Promise<unknown>) => {
@@ -83,7 +101,7 @@ function prepare(): void {
     const f32 = pathOf(`tiny-${arch}`, "f32");
     const synth = ["gguf", "synth", "--arch", arch, "--preset", "tiny", "--vocab", VOCAB[arch]];
     step(f32, () => minferCli(bin, ...synth, "--type", "f32", "-o", f32));
-    for (const type of TYPES.slice(1)) {
+    for (const type of typesOf(arch).slice(1)) {
       const out = pathOf(`tiny-${arch}`, type);
       step(out, async () => {
         // A file with no tensor of the type would only repeat another row: quantize plans it the
@@ -142,10 +160,22 @@ function expectFidelity(row: Row): void {
   const where = `${row.model} ${row.type} (KV ${row.kv})`;
   if (row.type === "f32") {
     expect(r.agree, `${where}: greedy tokens differ at ${JSON.stringify(r.disagreements)}`).toBe(r.steps);
-    const bound = row.kv === "f32" ? MAX_DLOGIT.f32KvF32 : MAX_DLOGIT.f32KvF16;
+    const gelu = GELU_ARCHS.some((a) => row.model === `tiny-${a}`);
+    const bound = gelu ? MAX_DLOGIT.gelu : row.kv === "f32" ? MAX_DLOGIT.f32KvF32 : MAX_DLOGIT.f32KvF16;
     expect(r.fullSteps).toBeGreaterThan(0);
     expect(r.fullMaxDLogit, `${where}: max |Δlogit| over the vocabulary`).toBeLessThan(bound);
     expect(r.maxDLogit, `${where}: max |Δlogit|`).toBeLessThan(bound);
+  } else if (NEW_ARCHS.some((a) => row.model === `tiny-${a}`)) {
+    // Random Gemma 3 / Granite weights give logits within 1e-4 of each other (see the table's
+    // min top-2 gap): a quantized run may flip such near-ties. What must hold is that it flips
+    // nothing llama.cpp separates by more than twice the logit error both engines stay within.
+    for (const d of r.disagreements)
+      expect(
+        d.llamaGap,
+        `${where}: step ${d.step} flips a top-1 llama.cpp separates by ${d.llamaGap}`,
+      ).toBeLessThan(2 * r.maxDLogit);
+    expect(r.agree / r.steps, `${where}: top-1 agreement ${r.agree}/${r.steps}`).toBeGreaterThanOrEqual(0.75);
+    expect(r.maxDLogit, `${where}: max |Δlogit|`).toBeLessThan(MAX_DLOGIT.quantized);
   } else {
     expect(
       r.agree / r.steps,
@@ -212,8 +242,9 @@ describe.skipIf(!llama)(
       it(`tiny ${arch}, F32 weights: identical greedy tokens (F16 and F32 KV)`, async () => {
         for (const row of await runCase(`tiny-${arch}`, "f32", ["f16", "f32"])) expectFidelity(row);
       });
-      for (const type of TYPES.slice(1)) {
-        it(`tiny ${arch}, ${type.toUpperCase()} weights: top-1 agreement ≥ 95%`, async () => {
+      for (const type of typesOf(arch).slice(1)) {
+        const bar = NEW_ARCHS.includes(arch) ? "flips only near-ties" : "top-1 agreement ≥ 95%";
+        it(`tiny ${arch}, ${type.toUpperCase()} weights: ${bar}`, async () => {
           const [row] = await runCase(`tiny-${arch}`, type, ["f16"]);
           if (row!.result) expectFidelity(row!);
         });

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -91,6 +92,47 @@ describe.skipIf(!have)("minfer run", () => {
     ).toHaveLength(4);
     expect(r.stderr).toMatch(/per-token: 3 decode steps, .* JS overhead [\d.]+ ms \([\d.]+% of the step\)/);
     expect(r.stdout).not.toContain("token");
+  });
+
+  it("--verbose reports each KV cache: a gemma2 file's full-attention and windowed ones", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "minfer-run-"));
+    try {
+      const file = join(dir, "gemma2.gguf");
+      const made = await minfer(
+        "gguf",
+        "synth",
+        "--arch",
+        "gemma2",
+        "--preset",
+        "tiny",
+        "--type",
+        "f32",
+        "-o",
+        file,
+      );
+      expect(made.code, made.stderr).toBe(0);
+      const r = await minfer(
+        "run",
+        "-m",
+        file,
+        "-p",
+        "Once",
+        "-n",
+        "2",
+        "-c",
+        "256",
+        "-b",
+        "32",
+        "--verbose",
+      );
+      expect(r.code, r.stderr).toBe(0);
+      // One layer each; the window (16) and a micro-batch (32) rounded up to a multiple of 32: 64 cells.
+      expect(r.stderr).toMatch(
+        /KV f16: full-attention 1 layers × 256 cells [\d.]+ MiB; sliding-window \(16 positions\) 1 layers × 64 cells/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("stops at a full context, says so and exits 0", async () => {
