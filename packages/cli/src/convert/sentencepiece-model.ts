@@ -112,7 +112,8 @@ class Reader {
   }
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a piece may be U+FEFF itself (Llama 2's vocabulary has it).
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function text(r: Reader, [a, b]: [number, number], what: string): string {
   try {

@@ -149,9 +149,9 @@ export function spmTokenizerJson(
   added: AddedToken[],
   o: { prepend?: boolean; bos?: string } = {},
 ): Record<string, unknown> {
-  const vocab: Record<string, number> = {};
+  const vocab: Record<string, number> = Object.create(null);
   pieces.forEach((p, i) => {
-    if (!(p.piece in vocab)) vocab[p.piece] = i;
+    if (!Object.hasOwn(vocab, p.piece)) vocab[p.piece] = i;
   });
   const prepend = o.prepend ?? true;
   return {
@@ -257,7 +257,7 @@ export function bpeTokenizerJson(
   pre: string,
   extraAdded: AddedToken[] = [],
 ): Record<string, unknown> {
-  const vocab: Record<string, number> = {};
+  const vocab: Record<string, number> = Object.create(null);
   const added: AddedToken[] = [];
   v.tokens.forEach((t, id) => {
     if (v.types[id] === 1) vocab[t] = id;
@@ -310,6 +310,8 @@ export function writeSpmTokenizer(
     prepend?: boolean;
     bos?: string;
     modelOptions?: SpmModelOptions;
+    /** Write tokenizer_config.json's added_tokens_decoder (transformers ≥ 4.34 does). */
+    decoder?: boolean;
   } = {},
 ): void {
   if (o.model ?? true)
@@ -323,7 +325,7 @@ export function writeSpmTokenizer(
       spmTokenizerJson(pieces, added, { prepend: o.prepend, bos: o.bos }),
     );
   writeJson(join(dir, "tokenizer_config.json"), {
-    added_tokens_decoder: addedTokensDecoder(added),
+    ...((o.decoder ?? true) ? { added_tokens_decoder: addedTokensDecoder(added) } : {}),
     ...config,
   });
 }

@@ -175,7 +175,8 @@ export async function writeTokenizerFiles(dir: string, c: TinyCase): Promise<voi
         add_eos_token: false,
         tokenizer_class: "LlamaTokenizer",
       },
-      { bos: "<s>" },
+      // Llama 2's tokenizer_config.json predates added_tokens_decoder (so <unk> stays UNKNOWN).
+      { bos: "<s>", decoder: false },
     );
   } else if (c.vocab === "phi-3") {
     // Phi-3's tokenizer.model is Llama 2's (32000 pieces); the GGUF's first three are its added tokens.

@@ -130,6 +130,7 @@ function fromTokenizerJson(path: string, tj: Record<string, unknown>): BasePiece
   if (!vocab || typeof vocab !== "object" || Array.isArray(vocab))
     throw new ConvertError("BAD_TOKENIZER", `${path}: model.vocab is missing`);
   const byId: string[] = [];
+  const known = new Set(Object.keys(vocab));
   for (const [t, id] of Object.entries(vocab)) {
     if (!Number.isInteger(id) || id < 0 || byId[id] !== undefined)
       throw new ConvertError("BAD_TOKENIZER", `${path}: token ${JSON.stringify(t)} has id ${id}`);
@@ -144,13 +145,13 @@ function fromTokenizerJson(path: string, tj: Record<string, unknown>): BasePiece
   const merges = Array.isArray(model.merges) ? model.merges : [];
   merges.forEach((m: unknown, r) => {
     const pair = typeof m === "string" ? [m.slice(0, m.indexOf(" ")), m.slice(m.indexOf(" ") + 1)] : m;
-    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((x) => typeof x === "string" && x in vocab))
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((x) => typeof x === "string" && known.has(x)))
       throw new ConvertError(
         "BAD_TOKENIZER",
         `${path}: merge ${r} ${JSON.stringify(m)} is not a pair of vocabulary tokens`,
       );
     const merged = pair[0] + pair[1];
-    if (!(merged in vocab))
+    if (!known.has(merged))
       throw new ConvertError(
         "BAD_TOKENIZER",
         `${path}: merge ${r} ${JSON.stringify(m)} makes ${JSON.stringify(merged)}, not in the vocabulary`,
