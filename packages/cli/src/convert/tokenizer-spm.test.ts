@@ -26,7 +26,11 @@ afterAll(() => {
 });
 
 /** A one-layer checkpoint with the family's tokenizer files: Llama (llama-spm) or Phi-3 (phi-3). */
-async function checkpoint(vocab: "llama-spm" | "phi-3", name: string, o: { model?: boolean } = {}): Promise<string> {
+async function checkpoint(
+  vocab: "llama-spm" | "phi-3",
+  name: string,
+  o: { model?: boolean } = {},
+): Promise<string> {
   const dir = join(tmp, name);
   await tinyCheckpoint(vocab === "phi-3" ? "phi3-4k" : "gemma", dir, {
     edit: (c) => {
@@ -58,7 +62,9 @@ function expectVectors(md: GgufMetadata, vocab: string): void {
   const cases = testVectors(vocabPath(vocab));
   expect(cases.length).toBeGreaterThan(10);
   for (const c of cases)
-    expect(tok.encode(c.text, { addSpecial: false, parseSpecial: false }), JSON.stringify(c.text)).toEqual(c.ids);
+    expect(tok.encode(c.text, { addSpecial: false, parseSpecial: false }), JSON.stringify(c.text)).toEqual(
+      c.ids,
+    );
 }
 
 describe("tokenizer.model: parsed without a protobuf library", () => {
@@ -76,13 +82,13 @@ describe("tokenizer.model: parsed without a protobuf library", () => {
       "x.model",
     );
     expect(m.pieces).toEqual(pieces);
-    expect([m.modelType, m.byteFallback, m.addDummyPrefix, m.removeExtraWhitespaces, m.normalizerName]).toEqual([
-      1,
-      false,
-      false,
-      false,
-      "identity",
-    ]);
+    expect([
+      m.modelType,
+      m.byteFallback,
+      m.addDummyPrefix,
+      m.removeExtraWhitespaces,
+      m.normalizerName,
+    ]).toEqual([1, false, false, false, "identity"]);
   });
 });
 
@@ -105,7 +111,9 @@ describe("SentencePiece tokenizers against llama.cpp's vocabularies", () => {
     // tokenizer.json has merges, not scores: the pieces merges make are ranked as the fixture's
     // scores rank them (so llama.cpp merges in the same order); the others score below all merges.
     const scores = md.numberArray("tokenizer.ggml.scores");
-    const made = new Set(extractMerges(v.tokens.map((piece, i) => ({ piece, score: v.scores![i]! }))).map(([l, r]) => l + r));
+    const made = new Set(
+      extractMerges(v.tokens.map((piece, i) => ({ piece, score: v.scores![i]! }))).map(([l, r]) => l + r),
+    );
     const ids = [...made].map((p) => v.tokens.indexOf(p));
     const byFixture = [...ids].sort((a, b) => v.scores![b]! - v.scores![a]! || a - b);
     const byConverted = [...ids].sort((a, b) => scores[b]! - scores[a]! || a - b);

@@ -145,7 +145,11 @@ function fromTokenizerJson(path: string, tj: Record<string, unknown>): BasePiece
   const merges = Array.isArray(model.merges) ? model.merges : [];
   merges.forEach((m: unknown, r) => {
     const pair = typeof m === "string" ? [m.slice(0, m.indexOf(" ")), m.slice(m.indexOf(" ") + 1)] : m;
-    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((x) => typeof x === "string" && known.has(x)))
+    if (
+      !Array.isArray(pair) ||
+      pair.length !== 2 ||
+      !pair.every((x) => typeof x === "string" && known.has(x))
+    )
       throw new ConvertError(
         "BAD_TOKENIZER",
         `${path}: merge ${r} ${JSON.stringify(m)} is not a pair of vocabulary tokens`,
