@@ -20,12 +20,12 @@ export function buildFfn(b: GraphBuilder, x: Tensor, w: FfnWeights, act: FfnActi
     const y = b.name(b.mulMat(wt, input), name, il);
     return bias ? b.name(b.add(y, bias), `${name}_b`, il) : y;
   };
+  // The gate's product first: the fused pair (MUL_MAT_MULTI) then lists gate before up.
+  const g = w.gate ? product(w.gate, w.gateBias, "ffn_gate", x) : undefined;
   const u = product(w.up, w.upBias, "ffn_up", x);
   let h: Tensor;
-  if (w.gate) {
-    const g = product(w.gate, w.gateBias, "ffn_gate", x);
-    h = act === "silu" ? b.swiglu(g, u) : b.geglu(g, u);
-  } else h = act === "silu" ? b.silu(u) : b.gelu(u);
+  if (g) h = act === "silu" ? b.swiglu(g, u) : b.geglu(g, u);
+  else h = act === "silu" ? b.silu(u) : b.gelu(u);
   b.name(h, w.gate ? (act === "silu" ? "ffn_swiglu" : "ffn_geglu") : "ffn_act", il);
   return product(w.down, w.downBias, "ffn_out", h);
 }
