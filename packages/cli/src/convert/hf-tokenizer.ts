@@ -130,5 +130,6 @@ export function readHfTokenizer(
   if (policy.noBosForVocabSize !== undefined && vocabSize === policy.noBosForVocabSize)
     special.add.set("bos", false);
   kv.push(...special.metadata(nVocab), ...chatTemplateKeys(dir, tc));
+  notes.push(...special.notes);
   return { metadata: kv, nVocab, model: spm ? "llama" : "gpt2", pre, notes };
 }

@@ -45,6 +45,7 @@ export interface SpecialInputs {
 export class SpecialTokens {
   readonly ids = new Map<string, number>();
   readonly add = new Map<string, boolean>();
+  readonly notes: string[] = [];
 
   setIfAbsent(type: string, id: number | undefined): void {
     if (id === undefined || this.ids.has(type)) return;
@@ -126,7 +127,10 @@ export function readSpecialTokens(o: SpecialInputs): SpecialTokens {
   const text = (o.config.text_config ?? {}) as Record<string, unknown>;
   for (const type of TYPES) {
     const id = o.config[`${type}_token_id`] ?? text[`${type}_token_id`];
-    if (typeof id === "number" && Number.isInteger(id) && id >= 0 && id < o.nVocab) s.setIfAbsent(type, id);
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0) continue;
+    if (id < o.nVocab) s.setIfAbsent(type, id);
+    else if (!s.ids.has(type))
+      s.notes.push(`config.json's ${type}_token_id ${id} is outside the vocabulary of ${o.nVocab}; left out`);
   }
   return s;
 }
