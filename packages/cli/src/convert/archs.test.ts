@@ -290,6 +290,7 @@ describe("minfer convert: the new architectures, checked against llama.cpp's lay
     });
     const p = join(ck.dir, "tokenizer_config.json");
     const tc = JSON.parse(readFileSync(p, "utf8"));
+    tc.added_tokens_decoder ??= {};
     tc.added_tokens_decoder["300"] = { content: "▁▁▁", special: false };
     tc.added_tokens_decoder["301"] = { content: "<start_of_turn>", special: true };
     tc.added_tokens_decoder["302"] = { content: "<unused7>", special: false };
