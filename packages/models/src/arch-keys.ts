@@ -61,6 +61,16 @@ export class ArchKeys {
     return v;
   }
 
+  /** A non-negative integer (0 allowed: "none"), or undefined when absent. */
+  optCountOrZero(suffix: string): number | undefined {
+    const v = this.#read(suffix, (k) => this.meta.optInteger(k));
+    if (v !== undefined && !(v >= 0))
+      throw new ModelError("BAD_KEY", `metadata key "${this.key(suffix)}" is ${v}; expected 0 or more`, {
+        key: this.key(suffix),
+      });
+    return v;
+  }
+
   /** A required positive number. */
   positive(suffix: string): number {
     return this.#positive(

@@ -32,7 +32,7 @@ export const DEFAULTS: ArchDefaults = {
 
 /** Phi-3's own hyperparameters. */
 export interface Phi3Hparams extends Hparams {
-  /** `attention.sliding_window`, 0 when absent or not shorter than the training context. */
+  /** `attention.sliding_window`, 0 when absent, 0, or not shorter than the training context. */
   readonly slidingWindow: number;
 }
 
@@ -46,7 +46,8 @@ export const SYNTH_KEYS = (headDim: number): readonly SynthKey[] => [
 
 export function loadHparams(meta: GgufMetadata): Phi3Hparams {
   const hp = readHparams(meta, ARCH, DEFAULTS);
-  const window = new ArchKeys(meta, ARCH).optCount("attention.sliding_window") ?? 0;
+  // 0 is what llama.cpp's converter writes for "no window" (Phi-4-mini).
+  const window = new ArchKeys(meta, ARCH).optCountOrZero("attention.sliding_window") ?? 0;
   return { ...hp, slidingWindow: window < hp.nCtxTrain ? window : 0 };
 }
 

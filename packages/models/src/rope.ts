@@ -27,7 +27,8 @@ export function uniformRope(
  * llama as converted by llama.cpp, "neox" for qwen2/qwen3); linear and YaRN scaling become
  * `freqScale = 1 / factor` (YaRN also mixes by the ramp: extFactor 1); llama3 and LongRoPE scaling
  * are carried by frequency factors instead (llama3's from {@link llama3RopeFreqs}, LongRoPE's from the
- * file), so freqScale stays 1; LongRoPE (and YaRN) scale cos and sin by `attn_factor`.
+ * file), so freqScale stays 1; cos and sin are scaled by `rope.scaling.attn_factor` whenever the
+ * file has it (YaRN multiplies it by its own magnitude factor).
  */
 export function ropeParams(hp: Hparams, mode: RopeParams["mode"]): RopeParams {
   const s = hp.ropeScaling;
@@ -39,7 +40,9 @@ export function ropeParams(hp: Hparams, mode: RopeParams["mode"]): RopeParams {
     freqScale: scaled ? 1 / s.factor : 1,
     nCtxOrig: s.originalContextLength,
     extFactor: s.type === "yarn" ? 1 : 0,
-    attnFactor: s.type === "yarn" || s.type === "longrope" ? s.attnFactor : 1,
+    // llama.cpp passes `rope.scaling.attn_factor` to every RoPE whatever the scaling type: Phi-3's
+    // LongRoPE files carry it without a type key.
+    attnFactor: s.attnFactor,
     betaFast: 32,
     betaSlow: 1,
   };
