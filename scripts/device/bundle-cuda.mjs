@@ -26,6 +26,7 @@ const backends = await bundleForNode(
     "cuda-fidelity": join(root, "scripts/device/cuda-fidelity.ts"),
     "cuda-profile": join(root, "scripts/device/cuda-profile.ts"),
     "cuda-microbench": join(root, "scripts/device/cuda-microbench.ts"),
+    "hf-archs": join(root, "scripts/device/hf-archs.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
@@ -33,6 +34,11 @@ const backends = await bundleForNode(
   join(out, "dist"),
 );
 console.error(`bundle-cuda: backends: ${backends.join("; ")}`);
+// hf-archs reads the tiny checkpoints' cases beside itself (import.meta.url), as the CLI's tests do.
+copyFileSync(
+  join(root, "packages/cli/src/convert/tiny-configs.json"),
+  join(out, "dist", "tiny-configs.json"),
+);
 // The CLI reads its version from ../package.json.
 const cliPackage = JSON.parse(readFileSync(join(root, "packages/cli/package.json"), "utf8"));
 writeFileSync(
@@ -42,13 +48,18 @@ writeFileSync(
 // Fixtures (read-only inputs; never committed here): stories260K, its llama.cpp golden
 // continuation, the qwen2 vocabulary for synthetic models, the shipped default model.
 const fixtures = resolve(process.env.MINFER_FIXTURES ?? join(root, "..", "shared", "fixtures"));
-mkdirSync(join(out, "fixtures"), { recursive: true });
+mkdirSync(join(out, "fixtures", "vocab"), { recursive: true });
 for (const [from, to] of [
   [join(fixtures, "models/stories260K.gguf"), "stories260K.gguf"],
   [join(fixtures, "vocab/ggml-vocab-qwen2.gguf"), "ggml-vocab-qwen2.gguf"],
   [join(root, "packages/models/test/stories260K.llamacpp.golden.json"), "stories260K.golden.json"],
   // the shipped trained model (Qwen3 7M, F16): quantized there for a fidelity check on real weights
   [join(root, "packages/cli/models/minfer-default-7m-f16.gguf"), "minfer-default-7m-f16.gguf"],
+  // the vocabularies of the tiny checkpoints of hf-archs (packages/cli/src/convert/tiny-configs.json)
+  ...["llama-spm", "phi-3", "gpt-2"].map((v) => [
+    join(fixtures, `vocab/ggml-vocab-${v}.gguf`),
+    `vocab/ggml-vocab-${v}.gguf`,
+  ]),
 ])
   copyFileSync(from, join(out, "fixtures", to));
 console.error(`bundle-cuda: ${out}`);

@@ -39,6 +39,8 @@
 #   ncu-step            the GPU time of every kernel in about two decode steps (PROFILE_TYPE), by ncu
 #   nsys                Nsight Systems timeline of 2 x 32 decode steps (PROFILE_TYPE): kernel sums and
 #                       the per-kernel trace as CSV, when nsys is installed
+#   hf-archs            transformers' tiny checkpoints of issue 20's architectures (reference_archs.py),
+#                       converted by minfer and run on the CPU and CUDA against transformers
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -192,6 +194,10 @@ for s in "${stages[@]}"; do
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
+  hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
+    # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
+    step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
+    step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
