@@ -196,8 +196,8 @@ for s in "${stages[@]}"; do
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
-    step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
-    step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
+    TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
+    TAIL_LINES=80 step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
   profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do

@@ -280,7 +280,9 @@ Path choose_path(const Tensor* w, const Tensor* b, bool id) {
       default: return Path::Generic;
     }
   }
-  if (K % 32 == 0 && gemm_tc_supported(w->dtype, M, b->ne[1], K)) return Path::Gemm;
+  // F32 weights keep F32 activations: the tensor-core GEMM rounds them to F16 (2e-4 of the logit
+  // range on an F32 model), the tiled kernel multiplies in F32 as the weights ask.
+  if (w->dtype != DType::F32 && K % 32 == 0 && gemm_tc_supported(w->dtype, M, b->ne[1], K)) return Path::Gemm;
   return Path::Tiled;
 }
 
