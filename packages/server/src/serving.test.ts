@@ -454,7 +454,9 @@ describe("/props, /slots, /metrics", () => {
       expect(props.n_ctx).toBe(200);
       expect(props.n_ctx_total).toBe(600);
       // stories260K: 5 layers of 4 KV heads × 8 dims, F16: 64 bytes per row, K and V, 600 cells.
-      expect(props.kv_caches).toEqual([{ kind: "full", layers: 5, cells: 600, window: 0, bytes: 5 * 2 * 600 * 64 }]);
+      expect(props.kv_caches).toEqual([
+        { kind: "full", layers: 5, cells: 600, window: 0, bytes: 5 * 2 * 600 * 64 },
+      ]);
       expect(props.devices).toEqual({
         placement: "all 5 layers on cpu",
         offloaded_layers: 0,
