@@ -1,5 +1,4 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
 import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
 import { ArchKeys } from "./arch-keys.js";
 import { buildAttention } from "./attention.js";
@@ -7,7 +6,13 @@ import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
 import { kvLayersOf } from "./kv-layers.js";
-import { attentionWeights, ffnWeights, outputWeight, tokenEmbeddings } from "./layer-weights.js";
+import {
+  attentionSettings,
+  attentionWeights,
+  ffnWeights,
+  outputLogits,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { uniformRope } from "./rope.js";
@@ -107,21 +112,14 @@ export function buildGraph(hp: Gemma2Hparams, o: BuildOptions): BuiltGraph {
     kvLayers(hp).map((l) => l.group),
   );
   const rope = kRope(hp, 0, o);
-  const ropeFactors = g.ropeFactors(rope);
   const embd = b.name(b.getRows(tokenEmbeddings(g, hp), inp.tokens), "inp_embd");
   let cur = b.name(b.scale(embd, Math.sqrt(hp.nEmbd)), "inp_scaled");
   for (let il = 0; il < hp.nLayer; il++) {
     const w = (name: string) => g.weight(`blk.${il}.${name}`, [hp.nEmbd]);
-    const attention = {
-      heads: hp,
-      rope: rope.params,
-      ropeFactors,
+    const attention = attentionSettings(g, hp, o, rope, inp.kv[isSliding(il) ? "swa" : "full"]!, {
       scale: hp.attnScale,
       softcap: hp.attnSoftcap,
-      normEps: hp.rmsEps,
-      kv: inp.kv[isSliding(il) ? "swa" : "full"]!,
-      kvDtype: o.kvDtype ?? DType.F32,
-    };
+    });
     const attnIn = rmsNorm(b, cur, w("attn_norm.weight"), hp.rmsEps, "attn_norm", il);
     const attn = buildAttention(b, attnIn, inp.positions, attentionWeights(g, hp, il), attention, il);
     const attnOut = rmsNorm(b, attn, w("post_attention_norm.weight"), hp.rmsEps, "attn_post_norm", il);
@@ -131,9 +129,7 @@ export function buildGraph(hp: Gemma2Hparams, o: BuildOptions): BuiltGraph {
     const ffnOut = rmsNorm(b, ffn, w("post_ffw_norm.weight"), hp.rmsEps, "ffn_post_norm", il);
     cur = b.name(b.add(ffnOut, saOut), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  const logits = b.name(b.mulMat(outputWeight(g, hp), normed), "result_logits");
+  const logits = outputLogits(g, hp, cur, inp.outIds, "result_logits");
   const capped = b.tanh(b.scale(logits, 1 / hp.finalSoftcap), "result_tanh");
   return g.finish(b.name(b.scale(capped, hp.finalSoftcap), "result_output"));
 }

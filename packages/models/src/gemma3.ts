@@ -1,5 +1,4 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
 import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
 import { ArchKeys } from "./arch-keys.js";
 import { buildAttention } from "./attention.js";
@@ -7,7 +6,13 @@ import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
 import { kvLayersOf } from "./kv-layers.js";
-import { attentionWeights, ffnWeights, outputWeight, tokenEmbeddings } from "./layer-weights.js";
+import {
+  attentionSettings,
+  attentionWeights,
+  ffnWeights,
+  outputLogits,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { ropeParams } from "./rope.js";
@@ -105,14 +110,9 @@ export function buildGraph(hp: Gemma3Hparams, o: BuildOptions): BuiltGraph {
   let cur = b.name(b.scale(embd, Math.sqrt(hp.nEmbd)), "inp_scaled");
   for (let il = 0; il < hp.nLayer; il++) {
     const w = (name: string) => g.weight(`blk.${il}.${name}`, [hp.nEmbd]);
-    const attention = {
-      heads: hp,
-      rope: kRope(hp, il).params,
+    const attention = attentionSettings(g, hp, o, kRope(hp, il), inp.kv[isSliding(il) ? "swa" : "full"]!, {
       scale: hp.attnScale,
-      normEps: hp.rmsEps,
-      kv: inp.kv[isSliding(il) ? "swa" : "full"]!,
-      kvDtype: o.kvDtype ?? DType.F32,
-    };
+    });
     const weights = attentionWeights(g, hp, il, { qkNorm: "head" });
     const attnIn = rmsNorm(b, cur, w("attn_norm.weight"), hp.rmsEps, "attn_norm", il);
     const attn = buildAttention(b, attnIn, inp.positions, weights, attention, il);
@@ -123,7 +123,5 @@ export function buildGraph(hp: Gemma3Hparams, o: BuildOptions): BuiltGraph {
     const ffnOut = rmsNorm(b, ffn, w("post_ffw_norm.weight"), hp.rmsEps, "ffn_post_norm", il);
     cur = b.name(b.add(ffnOut, saOut), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  return g.finish(b.name(b.mulMat(outputWeight(g, hp), normed), "result_output"));
+  return g.finish(outputLogits(g, hp, cur, inp.outIds));
 }

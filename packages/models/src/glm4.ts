@@ -1,12 +1,17 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
-import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
+import type { BuildOptions, BuiltGraph, LayerRope } from "./arch.js";
 import { buildAttention } from "./attention.js";
 import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
-import { kvLayersOf } from "./kv-layers.js";
-import { fusedGateUpWeights, outputWeight, qkvWeights, tokenEmbeddings } from "./layer-weights.js";
+import { fullAttentionLayers, noSlidingWindow } from "./kv-layers.js";
+import {
+  attentionSettings,
+  fusedGateUpWeights,
+  outputLogits,
+  qkvWeights,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { uniformRope } from "./rope.js";
@@ -55,13 +60,8 @@ export function loadTensors(hp: Hparams, infos: Iterable<TensorInfo>): ModelTens
   return checkModelTensors(ARCH, hp.nLayer, table, tensorSpecs(hp, hasFusedQkv(table)));
 }
 
-export function kvLayers(hp: Hparams): KvLayer[] {
-  return kvLayersOf(hp);
-}
-
-export function slidingWindow(): number {
-  return 0;
-}
+export const kvLayers = fullAttentionLayers;
+export const slidingWindow = noSlidingWindow;
 
 export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): LayerRope {
   return uniformRope(hp, "normal", o.tensors);
@@ -74,15 +74,7 @@ export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);
   const { nO } = projectionSizes(hp);
-  const attention = {
-    heads: hp,
-    rope: rope.params,
-    ropeFactors: g.ropeFactors(rope),
-    scale: 1 / Math.sqrt(hp.headDimK),
-    normEps: hp.rmsEps,
-    kv: inp.kv.full!,
-    kvDtype: o.kvDtype ?? DType.F32,
-  };
+  const attention = attentionSettings(g, hp, o, rope, inp.kv.full!);
   let cur = b.name(b.getRows(tokenEmbeddings(g, hp), inp.tokens), "inp_embd");
   for (let il = 0; il < hp.nLayer; il++) {
     const p = `blk.${il}.`;
@@ -97,7 +89,5 @@ export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
     const ffnOut = rmsNorm(b, ffn, w("post_ffw_norm.weight"), hp.rmsEps, "post_mlp_norm", il);
     cur = b.name(b.add(ffnOut, ffnInp), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  return g.finish(b.name(b.mulMat(outputWeight(g, hp), normed), "result_output"));
+  return g.finish(outputLogits(g, hp, cur, inp.outIds));
 }

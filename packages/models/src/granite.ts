@@ -1,14 +1,20 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType, type Tensor } from "@minfer/ir";
-import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
+import type { Tensor } from "@minfer/ir";
+import type { BuildOptions, BuiltGraph, LayerRope } from "./arch.js";
 import { ArchKeys } from "./arch-keys.js";
 import { buildAttention } from "./attention.js";
 import { ModelError } from "./errors.js";
 import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
-import { kvLayersOf } from "./kv-layers.js";
-import { attentionWeights, ffnWeights, outputWeight, tokenEmbeddings } from "./layer-weights.js";
+import { fullAttentionLayers, noSlidingWindow } from "./kv-layers.js";
+import {
+  attentionSettings,
+  attentionWeights,
+  ffnWeights,
+  outputLogits,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { ROPE_FREQS, uniformRope } from "./rope.js";
@@ -86,13 +92,8 @@ export function loadTensors(hp: GraniteHparams, infos: Iterable<TensorInfo>): Mo
   return checkModelTensors(ARCH, hp.nLayer, infos, tensorSpecs(hp));
 }
 
-export function kvLayers(hp: GraniteHparams): KvLayer[] {
-  return kvLayersOf(hp);
-}
-
-export function slidingWindow(): number {
-  return 0;
-}
+export const kvLayers = fullAttentionLayers;
+export const slidingWindow = noSlidingWindow;
 
 export function kRope(hp: GraniteHparams, _il: number, o: { tensors?: ModelTensors }): LayerRope {
   return uniformRope(hp, "normal", o.tensors);
@@ -104,15 +105,7 @@ export function buildGraph(hp: GraniteHparams, o: BuildOptions): BuiltGraph {
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);
-  const attention = {
-    heads: hp,
-    rope: rope.params,
-    ropeFactors: g.ropeFactors(rope),
-    scale: hp.attentionScale,
-    normEps: hp.rmsEps,
-    kv: inp.kv.full!,
-    kvDtype: o.kvDtype ?? DType.F32,
-  };
+  const attention = attentionSettings(g, hp, o, rope, inp.kv.full!, { scale: hp.attentionScale });
   const scaled = (t: Tensor, by: number, name: string, il?: number) =>
     by === 1 ? t : b.name(b.scale(t, by), name, il);
   const opt = (name: string, n: number) => (g.has(name) ? g.weight(name, [n]) : undefined);
@@ -141,8 +134,6 @@ export function buildGraph(hp: GraniteHparams, o: BuildOptions): BuiltGraph {
     const ffn = buildFfn(b, ffnIn, ffnW, "silu", il);
     cur = b.name(b.add(scaled(ffn, hp.residualScale, "ffn_scaled", il), ffnInp), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  const logits = b.name(b.mulMat(outputWeight(g, hp), normed), "result_logits");
+  const logits = outputLogits(g, hp, cur, inp.outIds, "result_logits");
   return g.finish(b.name(b.scale(logits, 1 / hp.logitScale), "result_output"));
 }

@@ -9,3 +9,13 @@ export function kvLayersOf(hp: Hparams, group: (il: number) => KvGroup = () => "
     group: group(il),
   }));
 }
+
+/** `kvLayers` of an architecture whose every layer attends to the whole context. */
+export function fullAttentionLayers(hp: Hparams): KvLayer[] {
+  return kvLayersOf(hp);
+}
+
+/** `slidingWindow` of an architecture without one. */
+export function noSlidingWindow(): number {
+  return 0;
+}

@@ -1,8 +1,11 @@
-import type { Tensor } from "@minfer/ir";
-import type { AttentionWeights } from "./attention.js";
+import { DType, type Tensor } from "@minfer/ir";
+import type { BuildOptions, LayerRope } from "./arch.js";
+import type { AttentionOptions, AttentionWeights } from "./attention.js";
 import type { FfnWeights } from "./ffn.js";
+import type { KvInputs } from "./graph-inputs.js";
 import type { Hparams } from "./hparams.js";
 import type { ModelGraph } from "./model-graph.js";
+import { rmsNorm } from "./norm.js";
 import { projectionSizes } from "./tensor-specs.js";
 
 /** Which optional attention tensors a block has. */
@@ -113,4 +116,46 @@ export function fusedGateUpWeights(g: ModelGraph, hp: Hparams, il: number): FfnW
     up: g.rows(w, hp.nFf, hp.nFf, `${p}ffn_up.view`),
     down: g.weight(`${p}ffn_down.weight`, [hp.nFf, hp.nEmbd]),
   };
+}
+
+/**
+ * A layer's attention settings: heads from `hp`, q·k scaled by 1/√headDim unless `scale` says
+ * otherwise, the layer's RoPE with its factors, RMSNorm eps for Q/K norms, and its KV cache.
+ */
+export function attentionSettings(
+  g: ModelGraph,
+  hp: Hparams,
+  o: BuildOptions,
+  rope: LayerRope,
+  kv: KvInputs,
+  extra: { readonly scale?: number; readonly softcap?: number } = {},
+): AttentionOptions {
+  const factors = g.ropeFactors(rope);
+  return {
+    heads: hp,
+    rope: rope.params,
+    ...(factors ? { ropeFactors: factors } : {}),
+    scale: extra.scale ?? 1 / Math.sqrt(hp.headDimK),
+    ...(extra.softcap ? { softcap: extra.softcap } : {}),
+    normEps: hp.rmsEps,
+    kv,
+    kvDtype: o.kvDtype ?? DType.F32,
+  };
+}
+
+/**
+ * The rows of `out_ids` (`out_rows`), the final RMSNorm (`result_norm`) and the output projection:
+ * logits F32 [nVocab, nOutputs] named `name`.
+ */
+export function outputLogits(
+  g: ModelGraph,
+  hp: Hparams,
+  cur: Tensor,
+  outIds: Tensor,
+  name = "result_output",
+): Tensor {
+  const { b } = g;
+  const selected = b.name(b.getRows(cur, outIds), "out_rows");
+  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
+  return b.name(b.mulMat(outputWeight(g, hp), normed), name);
 }

@@ -1,12 +1,17 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
-import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
+import type { BuildOptions, BuiltGraph, LayerRope } from "./arch.js";
 import { buildAttention } from "./attention.js";
 import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
-import { kvLayersOf } from "./kv-layers.js";
-import { attentionWeights, ffnWeights, outputWeight, tokenEmbeddings } from "./layer-weights.js";
+import { fullAttentionLayers, noSlidingWindow } from "./kv-layers.js";
+import {
+  attentionSettings,
+  attentionWeights,
+  ffnWeights,
+  outputLogits,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { ROPE_FREQS, uniformRope } from "./rope.js";
@@ -39,13 +44,8 @@ export function loadTensors(hp: Hparams, infos: Iterable<TensorInfo>): ModelTens
   return checkModelTensors(ARCH, hp.nLayer, infos, tensorSpecs(hp));
 }
 
-export function kvLayers(hp: Hparams): KvLayer[] {
-  return kvLayersOf(hp);
-}
-
-export function slidingWindow(): number {
-  return 0;
-}
+export const kvLayers = fullAttentionLayers;
+export const slidingWindow = noSlidingWindow;
 
 export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): LayerRope {
   return uniformRope(hp, "normal", o.tensors);
@@ -57,15 +57,7 @@ export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);
-  const attention = {
-    heads: hp,
-    rope: rope.params,
-    ropeFactors: g.ropeFactors(rope),
-    scale: 1 / Math.sqrt(hp.headDimK),
-    normEps: hp.rmsEps,
-    kv: inp.kv.full!,
-    kvDtype: o.kvDtype ?? DType.F32,
-  };
+  const attention = attentionSettings(g, hp, o, rope, inp.kv.full!);
   let cur = b.name(b.getRows(tokenEmbeddings(g, hp), inp.tokens), "inp_embd");
   for (let il = 0; il < hp.nLayer; il++) {
     const w = (name: string) => g.weight(`blk.${il}.${name}`, [hp.nEmbd]);
@@ -76,7 +68,5 @@ export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
     const ffn = buildFfn(b, ffnIn, ffnWeights(g, hp, il), "silu", il);
     cur = b.name(b.add(ffn, ffnInp), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  return g.finish(b.name(b.mulMat(outputWeight(g, hp), normed), "result_output"));
+  return g.finish(outputLogits(g, hp, cur, inp.outIds));
 }

@@ -1,5 +1,4 @@
 import type { GgufMetadata } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
 import type { BuildOptions, BuiltGraph, KvLayer, LayerRope } from "./arch.js";
 import { ArchKeys } from "./arch-keys.js";
 import { buildAttention } from "./attention.js";
@@ -7,7 +6,13 @@ import { buildFfn } from "./ffn.js";
 import { declareInputs } from "./graph-inputs.js";
 import { type ArchDefaults, type Hparams, readHparams } from "./hparams.js";
 import { kvLayersOf } from "./kv-layers.js";
-import { fusedGateUpWeights, outputWeight, qkvWeights, tokenEmbeddings } from "./layer-weights.js";
+import {
+  attentionSettings,
+  fusedGateUpWeights,
+  outputLogits,
+  qkvWeights,
+  tokenEmbeddings,
+} from "./layer-weights.js";
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { ropeParams } from "./rope.js";
@@ -96,15 +101,7 @@ export function buildGraph(hp: Phi3Hparams, o: BuildOptions): BuiltGraph {
   const inp = declareInputs(b, o, [group]);
   const rope = kRope(hp, 0, { ...o, nCtx: o.contextSize ?? o.nCtx ?? o.nKv });
   const { nO } = projectionSizes(hp);
-  const attention = {
-    heads: hp,
-    rope: rope.params,
-    ropeFactors: g.ropeFactors(rope),
-    scale: 1 / Math.sqrt(hp.headDimK),
-    normEps: hp.rmsEps,
-    kv: inp.kv[group]!,
-    kvDtype: o.kvDtype ?? DType.F32,
-  };
+  const attention = attentionSettings(g, hp, o, rope, inp.kv[group]!);
   let cur = b.name(b.getRows(tokenEmbeddings(g, hp), inp.tokens), "inp_embd");
   for (let il = 0; il < hp.nLayer; il++) {
     const p = `blk.${il}.`;
@@ -117,7 +114,5 @@ export function buildGraph(hp: Phi3Hparams, o: BuildOptions): BuiltGraph {
     const ffn = buildFfn(b, ffnIn, fusedGateUpWeights(g, hp, il), "silu", il);
     cur = b.name(b.add(ffn, ffnInp), "l_out", il);
   }
-  const selected = b.name(b.getRows(cur, inp.outIds), "out_rows");
-  const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
-  return g.finish(b.name(b.mulMat(outputWeight(g, hp), normed), "result_output"));
+  return g.finish(outputLogits(g, hp, cur, inp.outIds));
 }
