@@ -83,14 +83,17 @@ async function decode(tokens) {
   if (slot.status !== "ok") throw new Error(`the context of ${nCtx} tokens is full`);
   const nKv = Math.min(nCtx, Math.ceil(kv.window() / 32) * 32);
   const step = graphs.get({ nTokens: tokens.length, nKv });
-  const { inputs, logits } = built.get(step.graph);
-  const data = new Map([
-    [inputs.tokens, Int32Array.from(tokens)],
-    [inputs.positions, Int32Array.from(batch, (t) => t.pos)],
-    [inputs.cells, slot.cells],
-    [inputs.mask, kv.mask(batch, slot.cells, { nKv })],
-    [inputs.outIds, Int32Array.of(tokens.length - 1)],
-  ]);
+  // The graph's inputs by name: the step's own and the constants the model gives (llama3 RoPE
+  // factors computed from the keys, when the file has them).
+  const { inputs, constants, logits } = built.get(step.graph);
+  const values = {
+    tokens: Int32Array.from(tokens),
+    positions: Int32Array.from(batch, (t) => t.pos),
+    cells: slot.cells,
+    mask: kv.mask(batch, slot.cells, { nKv }),
+    out_ids: Int32Array.of(tokens.length - 1),
+  };
+  const data = new Map(Object.entries(inputs).map(([name, t]) => [t, values[name] ?? constants.get(name)]));
   return (await step.executor.run(data)).float32(logits);
 }
 
