@@ -92,7 +92,10 @@ export interface KvCacheStats {
 export interface ContextStats {
   /** Context size in tokens. */
   readonly nCtx: number;
-  /** Cells in use in the full-attention cache (the sliding-window one when there is no other). */
+  /**
+   * Tokens in use: the full-attention cache's used cells; for a model whose every layer slides,
+   * the positions its sequences hold (its cache reuses cells, the context still ends at nCtx).
+   */
   readonly used: number;
   /** Bytes of all K/V rows. */
   readonly kvBytes: number;
@@ -304,7 +307,7 @@ export class Context {
     });
     return {
       nCtx: this.nCtx,
-      used: this.#store.primary.used(),
+      used: this.#store.used(),
       kvBytes: caches.reduce((a, c) => a + c.bytes, 0),
       caches,
       graphs: this.#graphs.stats(),
@@ -319,6 +322,11 @@ export class Context {
     const pos = cache.cells.positions;
     for (let c = 0; c < cache.nCtx; c++) if (pos[c]! >= 0 && cache.cells.has(c, seq)) out.push(c);
     return Int32Array.from(out);
+  }
+
+  /** Tokens in use (what {@link ContextStats.used} reports), without building the rest of the stats. */
+  used(): number {
+    return this.#store.used();
   }
 
   /** Cells `seq` holds in the full-attention cache (its length when filled in order from 0). */
@@ -375,11 +383,12 @@ export class Context {
     const kv = this.#store.primary;
     const b = normalizeBatch(input, nVocab, this.nSeqMax, (s) => kv.seqPosMax(s));
     const n = b.tokens.length;
-    const free = this.nCtx - kv.used();
+    const used = this.#store.used();
+    const free = this.nCtx - used;
     if (n > free)
       throw new EngineError(
         "NO_KV_ROOM",
-        `decode: no KV room for ${n} more tokens (context of ${this.nCtx} cells, ${kv.used()} used); ` +
+        `decode: no KV room for ${n} more tokens (context of ${this.nCtx} tokens, ${used} used); ` +
           "remove tokens (seqRm) or make a Context with a larger nCtx",
       );
     await applyShift(this.#core);

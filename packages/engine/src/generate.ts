@@ -193,7 +193,7 @@ export function generate(
         sampler.accept?.(id);
         g.tokens.push(id);
         if (g.tokens.length >= max) reason = "length";
-        else if (context.stats().used >= context.nCtx) reason = "context";
+        else if (context.used() >= context.nCtx) reason = "context";
         else if (options.signal?.aborted) reason = "abort";
         else {
           next = context.eval([id], seq);

@@ -83,6 +83,20 @@ export class KvStore {
     return this.groups[0]!.cache;
   }
 
+  /**
+   * The context's tokens in use: the full-attention cache's used cells, or — for a model whose
+   * every layer slides (Phi-3 with a window), whose cache reuses cells — the positions its
+   * sequences hold (one past each one's last), so a context of nCtx tokens still ends at nCtx.
+   */
+  used(): number {
+    const full = this.group("full");
+    if (full) return full.cache.used();
+    const c = this.primary;
+    let n = 0;
+    for (let s = 0; s < c.nSeqMax; s++) if (c.seqCount(s) > 0) n += c.seqPosMax(s) + 1;
+    return n;
+  }
+
   group(g: KvGroup): KvGroupCache | undefined {
     return this.groups.find((x) => x.group === g);
   }

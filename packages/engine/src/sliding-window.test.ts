@@ -110,3 +110,24 @@ describe("sliding-window cache (gemma2, window 16)", () => {
     }
   });
 });
+
+describe("a model whose every layer slides (phi3, window 16)", () => {
+  it("reuses cells but still ends the context at nCtx tokens", async () => {
+    const shape = { ...synthShape("tiny"), keys: [["attention.sliding_window", "u32", 16]] as const };
+    const { model, dispose } = await loadArch("phi3", shape, 3);
+    const ctx = new Context(model, { nCtx: 64, nUbatch: 8, kvDtype: "f32" });
+    try {
+      expect(ctx.stats().caches.map((c) => [c.group, c.cells])).toEqual([["swa", 32]]);
+      const ids = Array.from({ length: 60 }, (_, i) => 3 + ((i * 29) % 250));
+      for (let i = 0; i < ids.length; i += 6) await ctx.eval(ids.slice(i, i + 6));
+      expect(ctx.stats().caches[0]!.used).toBeLessThanOrEqual(32); // cells reused
+      expect(ctx.used()).toBe(60); // positions held: the context is 60 of 64 tokens full
+      await expect(ctx.eval([5, 6, 7, 8, 9])).rejects.toMatchObject({ code: "NO_KV_ROOM" });
+      await ctx.eval([5, 6, 7, 8]);
+      expect(ctx.used()).toBe(64);
+    } finally {
+      ctx.dispose();
+      dispose();
+    }
+  });
+});

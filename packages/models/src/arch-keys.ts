@@ -1,6 +1,25 @@
 import { GgufError, type GgufMetadata } from "@minfer/gguf";
 import { ModelError } from "./errors.js";
 
+/** Re-throws @minfer/gguf's key errors as ModelErrors naming the key. */
+export function guard<T>(key: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof GgufError && e.code === "MISSING_KEY")
+      throw new ModelError("MISSING_KEY", `metadata key "${key}" is required and missing`, { key });
+    if (e instanceof GgufError) throw new ModelError("BAD_KEY", e.message, { key });
+    throw e;
+  }
+}
+
+/** `n` when it is a positive finite number, else BAD_KEY naming `key`. */
+export function positive(key: string, n: number): number {
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new ModelError("BAD_KEY", `metadata key "${key}" is ${n}; expected a positive number`, { key });
+  return n;
+}
+
 /**
  * Typed reads of an architecture's own `<arch>.*` keys, each checked: a value of the wrong type is
  * BAD_KEY naming the key, a missing required one MISSING_KEY, a non-finite or non-positive one
@@ -69,6 +88,11 @@ export class ArchKeys {
         key: this.key(suffix),
       });
     return v;
+  }
+
+  /** A boolean, or undefined when absent. */
+  optBool(suffix: string): boolean | undefined {
+    return this.#read(suffix, (k) => this.meta.optBool(k));
   }
 
   /** A required positive number. */

@@ -55,7 +55,7 @@ export const SYNTH_KEYS: readonly SynthKey[] = [
 export function loadHparams(meta: GgufMetadata): GraniteHparams {
   const hp = readHparams(meta, ARCH, DEFAULTS);
   const k = new ArchKeys(meta, ARCH);
-  const finetuned = meta.optBool(k.key("rope.scaling.finetuned"));
+  const finetuned = k.optBool("rope.scaling.finetuned");
   if (finetuned === false)
     throw new ModelError(
       "BAD_KEY",

@@ -1,4 +1,5 @@
-import { GgufError, type GgufMetadata } from "@minfer/gguf";
+import type { GgufMetadata } from "@minfer/gguf";
+import { guard, positive } from "./arch-keys.js";
 import { ModelError } from "./errors.js";
 
 /** RoPE context scaling, from `<arch>.rope.scaling.*`. */
@@ -56,24 +57,6 @@ export interface ArchDefaults {
   readonly ropeFreqBase: number;
   /** RoPE scaling types the architecture runs. Default: none, linear, yarn, llama3 (LongRoPE only where its factors are read). */
   readonly scalings?: readonly RopeScaling["type"][];
-}
-
-/** Re-throws @minfer/gguf's key errors as ModelErrors naming the key. */
-function guard<T>(key: string, read: () => T): T {
-  try {
-    return read();
-  } catch (e) {
-    if (e instanceof GgufError && e.code === "MISSING_KEY")
-      throw new ModelError("MISSING_KEY", `metadata key "${key}" is required and missing`, { key });
-    if (e instanceof GgufError) throw new ModelError("BAD_KEY", e.message, { key });
-    throw e;
-  }
-}
-
-function positive(key: string, n: number): number {
-  if (!(n > 0) || !Number.isFinite(n))
-    throw new ModelError("BAD_KEY", `metadata key "${key}" is ${n}; expected a positive number`, { key });
-  return n;
 }
 
 /**

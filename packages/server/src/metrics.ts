@@ -96,10 +96,8 @@ export class ServerMetrics {
     gauge("minfer_slots_total", "Slots (sequences that generate at once)", (b) => b.parallel);
     gauge("minfer_slots_busy", "Slots running a request", (b) => b.busy);
     gauge("minfer_queue_waiting", "Requests waiting for a slot", (b) => b.waiting);
-    gauge(
-      "minfer_kv_cells_used",
-      "KV cache cells in use (idle slots keep theirs for prefix reuse)",
-      (b) => b.context.stats().used,
+    gauge("minfer_kv_cells_used", "KV cache cells in use (idle slots keep theirs for prefix reuse)", (b) =>
+      b.context.used(),
     );
     gauge("minfer_kv_cells_total", "KV cache cells", (b) => b.context.nCtx);
     // How long the event loop was held at once: what every request (and /health) waited on top of
