@@ -3,7 +3,7 @@
 // 127.0.0.1), fills the per-platform packages' binaries that this machine can build, packs and
 // publishes every public package, checks each tarball, then in empty folders outside the checkout
 // installs with npm and runs:
-//   a  npm i minfer; npx minfer run -p "The jury said" -n 16      (the prebuilt CPU backend)
+//   a  npm i minfer; npx minfer run -p "The jury said" -n 16 --temp 0   (the prebuilt CPU backend)
 //   b  npm i @minfer/gguf alone: no native code, no install script; reads a GGUF
 //   c  examples/custom-engine against the installed layer packages (llama.cpp's greedy tokens)
 //   d  npm i minfer --omit=optional: the CPU backend builds from its shipped sources

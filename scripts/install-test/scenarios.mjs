@@ -102,9 +102,12 @@ function minferRun(ctx, dir, args, env = {}) {
   });
 }
 
+// Greedy (--temp 0): a sampled run of this small model now and then draws a short, punctuated
+// line ("\"Strike\n\n-- Feedy, I'll be puzzle") that the English check rejects; the check is of
+// the install, not of the sampler.
 async function runsEnglish(ctx, dir, env = {}) {
   const r = expectSuccess(
-    await minferRun(ctx, dir, ["-p", "The jury said", "-n", "16"], env),
+    await minferRun(ctx, dir, ["-p", "The jury said", "-n", "16", "--temp", "0"], env),
     "npx minfer run",
   );
   const problem = englishProblem(r.stdout);
