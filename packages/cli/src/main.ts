@@ -69,8 +69,10 @@ const COMMANDS: Record<string, Command> = {
     run: chatCommand,
   },
   bench: {
-    usage: "minfer bench -m FILE [-p 512] [-n 128] [-r 3] [-t N] [-b N] [--kv-type TYPE] [--json]",
-    summary: "measure prompt processing (pp) and generation (tg) speed, llama-bench style",
+    usage:
+      "minfer bench -m FILE [-p 512] [-n 128] [-d 0] | -npl 1,4,16 [-npp 128] [-ntg 128] [-pps] [-kvu]; [-r 3] [-t N] [-b N] [--kv-type TYPE] [-ngl N] [--json]",
+    summary:
+      "measure prompt processing (pp) and generation (tg) speed, llama-bench style (-npl: batched decoding, llama-batched-bench style)",
     options: benchOptions,
     run: benchCommand,
   },

@@ -1,5 +1,6 @@
 import type { Context } from "@minfer/engine";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
+import { batchedOptions, benchBatched, isBatched } from "./bench-batched.js";
 import { humanCount, type Loaded, loadModel, modelSize, newContext, weightTypes } from "./load.js";
 import { check, contextOptions, modelOption, modelPath, runSettings } from "./options.js";
 
@@ -27,11 +28,20 @@ export const benchOptions: OptionSpec[] = [
     flags: ["-r", "--repetitions"],
     kind: "integer",
     metavar: "N",
-    help: "timed runs per test, after one warmup (default: 3)",
+    help: "timed runs per test, after one warmup (default: 3); reported as mean ± stddev, in batched mode as the median time",
   },
+  ...batchedOptions,
   ...contextOptions.filter((o) => o.flags[0] !== "-c"),
-  { flags: ["--json"], kind: "boolean", help: "print a JSON array of results instead of the table" },
-  { flags: ["--verbose"], kind: "boolean", help: "print backend diagnostics and hyperparameters to stderr" },
+  {
+    flags: ["--json"],
+    kind: "boolean",
+    help: "print a JSON array of results instead of the table (batched mode: one JSON object per line, llama-batched-bench's --output-format jsonl)",
+  },
+  {
+    flags: ["--verbose"],
+    kind: "boolean",
+    help: "print backend diagnostics and hyperparameters to stderr (batched mode: also each phase's decode calls, their sizes, micro-batches and logits rows)",
+  },
 ];
 
 /** One test's result, with llama-bench's JSON field names. */
@@ -158,10 +168,14 @@ function table(results: BenchResult[]): string {
   return [line(head), rule, ...rows.map(line)].join("\n");
 }
 
-/** `minfer bench`: prompt processing and generation speed, llama-bench style. */
+/**
+ * `minfer bench`: prompt processing and generation speed, llama-bench style; with -npl, batched
+ * decoding, llama-batched-bench style (bench-batched.ts).
+ */
 export async function benchCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, benchOptions);
   expectPositionals(positionals, []);
+  if (isBatched(options)) return benchBatched(options);
   const path = modelPath(options);
   const nPrompt = (options.nPrompt as number | undefined) ?? 512;
   const nGen = (options.nGen as number | undefined) ?? 128;

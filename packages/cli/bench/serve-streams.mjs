@@ -1,0 +1,423 @@
+#!/usr/bin/env node
+// `minfer serve` at K concurrent streams beside `minfer bench -npl K` (the raw batched decode) on
+// the same file and flags, so the serving overhead (HTTP, SSE, tokenization, sampling, the
+// batcher's scheduling) shows against the engine's own figure.
+//
+// Each round runs the bench (one child, every K, -r 1 after its warmup) and, for each K, a server
+// `minfer serve -np K -c K×(PP+TG+8) --port 0` that gets one untimed wave of K streaming
+// /v1/completions requests and then one timed wave; rounds alternate which of the two goes first.
+// Figures are medians over the rounds.
+//
+// Serve figures: TTFT = from sending the K requests at once to a stream's first text chunk (median
+// and max over the K); S_TG = the chunks that arrive after every stream has its first one, over the
+// time from then to the last chunk — the phase where all K generate, as bench's T_TG (the first
+// token of a stream comes from its prompt's logits in both). Prompts: a different one per stream,
+// made PP tokens long with the server's /tokenize (BOS counted); temperature 0, max_tokens TG,
+// cache_prompt false, and the end-of-sequence token biased by -100 (the server has no ignore_eos)
+// so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
+//
+//   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
+//        [--rounds 3] [--bin FILE] [--json] [-- extra minfer flags, e.g. -ngl all -t 2]
+//
+// Node.js 20 or later, no dependencies (fetch and a small SSE reader).
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const USAGE =
+  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [-- minfer flags]";
+
+// ---------------------------------------------------------------- arguments
+const all = process.argv.slice(2);
+const dd = all.indexOf("--");
+const argv = dd >= 0 ? all.slice(0, dd) : all;
+const extra = dd >= 0 ? all.slice(dd + 1) : [];
+if (argv.includes("-h") || argv.includes("--help")) {
+  console.log(`${USAGE}
+
+  -m FILE        the GGUF model (required)
+  -npl LIST      concurrent streams / parallel sequences K, a comma list (default 1,4,16)
+  -npp N         prompt tokens per stream (default 128)
+  -ntg N         generated tokens per stream (default 128)
+  --rounds N     rounds, bench and serve interleaved; medians are reported (default 3)
+  --bin FILE     the minfer CLI (default: packages/cli/dist/bin.js of this checkout)
+  --json         the per-round figures as JSON instead of the table
+  -- FLAGS       passed to both \`minfer bench\` and \`minfer serve\` (-t, -b, -ngl, --kv-type, -dev);
+                 -c is set by this script`);
+  process.exit(0);
+}
+function fail(message) {
+  console.error(`serve-streams: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+const take = (flag) => {
+  const i = argv.indexOf(flag);
+  if (i < 0) return undefined;
+  if (i + 1 >= argv.length) fail(`${flag} needs a value`);
+  const [, v] = argv.splice(i, 2);
+  return v;
+};
+const positive = (flag, raw) => {
+  const v = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(v) || v < 1) fail(`${flag} must be a positive integer, got "${raw}"`);
+  return v;
+};
+const file = take("-m");
+const streams = (take("-npl") ?? "1,4,16").split(",").map((s) => positive("-npl", s));
+const npp = positive("-npp", take("-npp") ?? "128");
+const ntg = positive("-ntg", take("-ntg") ?? "128");
+const rounds = positive("--rounds", take("--rounds") ?? "3");
+const bin = take("--bin") ?? join(here, "..", "dist", "bin.js");
+const jsonOut = argv.includes("--json");
+if (jsonOut) argv.splice(argv.indexOf("--json"), 1);
+if (argv.length > 0) fail(`unknown argument ${argv[0]}`);
+if (file === undefined) fail("-m FILE is required");
+if (!existsSync(file)) fail(`cannot find ${file}`);
+if (!existsSync(bin)) fail(`${bin} is missing: build the CLI first (cd packages/cli && npm run build)`);
+if (extra.some((a) => a === "-c" || a === "--ctx-size" || a.startsWith("--ctx-size=")))
+  fail("-c is set by this script (K × (PP + TG + 8) for serve; bench sizes its own)");
+const log = (s) => process.stderr.write(`serve-streams: ${s}\n`);
+
+// ---------------------------------------------------------------- child processes
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+for (const [sig, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+]) {
+  process.on(sig, () => process.exit(code));
+}
+
+/** Runs the CLI to its end: { code, stdout, stderr }. */
+function run(args) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    children.add(c);
+    let stdout = "";
+    let stderr = "";
+    c.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+    c.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    c.on("error", reject);
+    c.on("close", (code) => {
+      children.delete(c);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** `minfer bench -npl …` once (-r 1): per K, its llama-batched-bench JSON line. */
+async function bench() {
+  const args = ["bench", "-m", file, "-npl", streams.join(","), "-npp", `${npp}`, "-ntg", `${ntg}`];
+  const r = await run([...args, "-r", "1", "--json", ...extra]);
+  if (r.code !== 0) throw new Error(`minfer ${args.join(" ")} failed (${r.code}):\n${r.stderr}`);
+  const rows = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  return new Map(rows.map((x) => [x.pl, x]));
+}
+
+/** Starts `minfer serve -np K` on a free port; resolves with its base URL once it is ready. */
+function startServer(k) {
+  const args = ["serve", "-m", file, "-np", `${k}`, "-c", `${k * (npp + ntg + 8)}`, "--port", "0", ...extra];
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  children.add(child);
+  let stderr = "";
+  const ready = new Promise((resolve, reject) => {
+    let url;
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      stderr += d;
+      url ??= /serve: listening on (http:\/\/\S+)/.exec(stderr)?.[1];
+      if (url && /serve: ready on /.test(stderr)) resolve(url);
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      children.delete(child);
+      reject(new Error(`minfer ${args.join(" ")} exited (${code}) before it was ready:\n${stderr}`));
+    });
+  });
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+    });
+  return { ready, stop };
+}
+
+// ---------------------------------------------------------------- HTTP
+async function post(url, body) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+/**
+ * One streaming completion: resolves with the send time, each text chunk's arrival time, the
+ * usage the server reported and the finish reason. SSE: events are separated by a blank line;
+ * each `data: …` line holds a JSON chunk, or [DONE].
+ */
+async function complete(base, prompt, bias) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      prompt,
+      max_tokens: ntg,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+      cache_prompt: false,
+      ...(bias ? { logit_bias: bias } : {}),
+    }),
+  });
+  if (!res.ok) throw new Error(`/v1/completions: ${res.status} ${await res.text()}`);
+  const chunks = [];
+  let usage;
+  let finish;
+  let buffer = "";
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const now = performance.now();
+    buffer += decoder.decode(value, { stream: true });
+    let end = buffer.indexOf("\n\n");
+    while (end >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf("\n\n");
+      for (const line of event.split("\n")) {
+        if (!line.startsWith("data: ")) continue;
+        const data = line.slice(6);
+        if (data === "[DONE]") continue;
+        const msg = JSON.parse(data);
+        if (msg.error) throw new Error(`stream error: ${JSON.stringify(msg.error)}`);
+        if (msg.usage) usage = msg.usage;
+        const c = msg.choices?.[0];
+        if (c?.text) chunks.push(now);
+        if (c?.finish_reason) finish = c.finish_reason;
+      }
+    }
+  }
+  return { t0, chunks, usage, finish };
+}
+
+// ---------------------------------------------------------------- prompts of PP tokens
+const WORDS = (
+  "the of and to in is that it was for on are as with his they at be this from have or by one had not " +
+  "but what all were when we there can an your which their said if do will each about how up out them " +
+  "then she many some so these would other into has more her two like him see time could no make than " +
+  "first been its who now people my made over did down only way find use may water long little very after"
+).split(" ");
+
+/** Deterministic words, a different run of them per seed. */
+function words(seed, n) {
+  let s = (seed * 2654435761 + 12345) >>> 0;
+  return Array.from({ length: n }, () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return WORDS[s % WORDS.length];
+  });
+}
+
+const promptCache = new Map();
+
+/** A prompt of exactly `npp` tokens (BOS counted) when the tokenizer allows it, else the nearest below. */
+async function prompt(base, seed) {
+  if (promptCache.has(seed)) return promptCache.get(seed);
+  const count = async (text) =>
+    (await post(`${base}/tokenize`, { content: text, add_special: true })).tokens.length;
+  const pool = words(seed, npp * 2);
+  let lo = 0;
+  let hi = pool.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((await count(pool.slice(0, mid).join(" "))) <= npp) lo = mid;
+    else hi = mid - 1;
+  }
+  let text = pool.slice(0, lo).join(" ");
+  let n = await count(text);
+  for (let pad = 0; pad < 16 && n < npp; pad++) {
+    const next = `${text}.`;
+    const m = await count(next);
+    if (m > npp) break;
+    text = next;
+    n = m;
+  }
+  const p = { text, tokens: n };
+  promptCache.set(seed, p);
+  return p;
+}
+
+/** The end-of-sequence token's id, from /props and /tokenize (undefined when the model names none). */
+async function eosBias(base) {
+  const props = await (await fetch(`${base}/props`)).json();
+  if (!props.eos_token) return undefined;
+  const ids = (await post(`${base}/tokenize`, { content: props.eos_token, parse_special: true })).tokens;
+  return ids.length === 1 ? { [ids[0]]: -100 } : undefined;
+}
+
+/** K streams at once on a running server: TTFT per stream and the generation phase's tokens/s. */
+async function wave(base, k, bias) {
+  const prompts = await Promise.all(Array.from({ length: k }, (_, i) => prompt(base, i + 1)));
+  const results = await Promise.all(prompts.map((p) => complete(base, p.text, bias)));
+  const t0 = Math.min(...results.map((r) => r.t0));
+  const firsts = results.map((r) => r.chunks[0] ?? Number.NaN);
+  const genStart = Math.max(...firsts);
+  const genEnd = Math.max(...results.map((r) => r.chunks[r.chunks.length - 1] ?? Number.NaN));
+  const genChunks = results.reduce((s, r) => s + r.chunks.filter((t) => t > genStart).length, 0);
+  const ttft = firsts.map((t) => (t - t0) / 1000);
+  return {
+    ttftMedian: median(ttft),
+    ttftMax: Math.max(...ttft),
+    speedTg: genChunks / ((genEnd - genStart) / 1000),
+    promptTokens: median(results.map((r) => r.usage?.prompt_tokens ?? Number.NaN)),
+    tokensMin: Math.min(...results.map((r) => r.usage?.completion_tokens ?? Number.NaN)),
+    chunks: results.reduce((s, r) => s + r.chunks.length, 0),
+    tokens: results.reduce((s, r) => s + (r.usage?.completion_tokens ?? 0), 0),
+    finishes: [...new Set(results.map((r) => r.finish))].join(","),
+    wallS: (Math.max(...results.map((r) => r.chunks[r.chunks.length - 1] ?? 0)) - t0) / 1000,
+  };
+}
+
+async function serve(k) {
+  const server = startServer(k);
+  try {
+    const base = await server.ready;
+    const bias = await eosBias(base);
+    await wave(base, k, bias); // warmup: the server builds the graphs of these shapes
+    return await wave(base, k, bias);
+  } finally {
+    await server.stop();
+  }
+}
+
+// ---------------------------------------------------------------- rounds
+function median(xs) {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const perRound = [];
+try {
+  await measure();
+} catch (e) {
+  console.error(`serve-streams: ${e.message}`);
+  process.exit(1);
+}
+
+async function measure() {
+  for (let r = 1; r <= rounds; r++) {
+    const round = { round: r, bench: undefined, serve: new Map() };
+    const doBench = async () => {
+      log(`round ${r}: minfer bench -npl ${streams.join(",")} -npp ${npp} -ntg ${ntg}`);
+      round.bench = await bench();
+    };
+    const doServe = async () => {
+      for (const k of streams) {
+        log(`round ${r}: minfer serve -np ${k}: ${k} streams`);
+        round.serve.set(k, await serve(k));
+      }
+    };
+    if (r % 2 === 1) {
+      await doBench();
+      await doServe();
+    } else {
+      await doServe();
+      await doBench();
+    }
+    perRound.push(round);
+  }
+}
+
+const rows = streams.map((k) => {
+  const b = perRound.map((x) => x.bench.get(k));
+  const s = perRound.map((x) => x.serve.get(k));
+  const m = (xs, f) => median(xs.map(f));
+  const benchTg = m(b, (x) => x.speed_tg);
+  const serveTg = m(s, (x) => x.speedTg);
+  return {
+    streams: k,
+    pp: npp,
+    tg: ntg,
+    bench_t_pp: m(b, (x) => x.t_pp),
+    bench_speed_pp: m(b, (x) => x.speed_pp),
+    bench_speed_tg: benchTg,
+    serve_ttft_median: m(s, (x) => x.ttftMedian),
+    serve_ttft_max: m(s, (x) => x.ttftMax),
+    serve_speed_tg: serveTg,
+    serve_over_bench_tg: serveTg / benchTg,
+    serve_prompt_tokens: m(s, (x) => x.promptTokens),
+    serve_tokens_min: Math.min(...s.map((x) => x.tokensMin)),
+    serve_chunks_vs_tokens: `${s.reduce((a, x) => a + x.chunks, 0)}/${s.reduce((a, x) => a + x.tokens, 0)}`,
+    serve_finish: [...new Set(s.map((x) => x.finishes))].join(","),
+  };
+});
+
+if (jsonOut) {
+  const rawRounds = perRound.map((x) => ({
+    round: x.round,
+    bench: [...x.bench.values()],
+    serve: Object.fromEntries(x.serve),
+  }));
+  console.log(JSON.stringify({ file, npp, ntg, rounds, extra, rows, perRound: rawRounds }, null, 2));
+} else {
+  const head = [
+    "K",
+    "PP",
+    "TG",
+    "bench T_PP s",
+    "serve TTFT med s",
+    "serve TTFT max s",
+    "bench S_TG t/s",
+    "serve S_TG t/s",
+    "serve/bench",
+    "serve tokens",
+  ];
+  const cellsOf = (x) => [
+    `${x.streams}`,
+    `${x.serve_prompt_tokens === x.pp ? x.pp : `${x.pp} (serve ${x.serve_prompt_tokens})`}`,
+    `${x.tg}`,
+    x.bench_t_pp.toFixed(3),
+    x.serve_ttft_median.toFixed(3),
+    x.serve_ttft_max.toFixed(3),
+    x.bench_speed_tg.toFixed(2),
+    x.serve_speed_tg.toFixed(2),
+    x.serve_over_bench_tg.toFixed(2),
+    `≥${x.serve_tokens_min}/stream`,
+  ];
+  const body = rows.map(cellsOf);
+  const w = head.map((h, i) => Math.max(h.length, ...body.map((c) => c[i].length)));
+  const line = (c) => `| ${c.map((v, i) => v.padStart(w[i])).join(" | ")} |`;
+  console.log(
+    `${file}: medians of ${rounds} round${rounds > 1 ? "s" : ""}; minfer flags: ${extra.join(" ") || "none"}`,
+  );
+  console.log(line(head));
+  console.log(`|${w.map((n) => `${"-".repeat(n + 1)}:`).join("|")}|`);
+  for (const c of body) console.log(line(c));
+  for (const x of rows)
+    if (x.serve_finish !== "length" || x.serve_tokens_min < x.tg)
+      log(
+        `K ${x.streams}: streams finished with ${x.serve_finish}, the shortest after ${x.serve_tokens_min} tokens`,
+      );
+  for (const x of rows) {
+    const [c, t] = x.serve_chunks_vs_tokens.split("/");
+    if (c !== t) log(`K ${x.streams}: ${c} text chunks for ${t} tokens (S_TG counts chunks)`);
+  }
+}
