@@ -30,6 +30,12 @@ struct Tuning {
   // Programmatic dependent launch (pdl.cuh) for the decode path's kernels, on compute capability 9.0
   // and later: each kernel's launch overlaps the tail of the one before it.
   bool pdl = true;
+  // Quantized products of mmq_min_cols..mmq_max_cols activation columns (one plane) run on the
+  // int8 tensor-core kernel (ops/mmq.cuh) instead of the dp4a mat-vec (up to 8 columns) or the
+  // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off. The range must lie
+  // within 2..64 (kMmqMaxCols); docs/PERFORMANCE.md has the measurements behind the defaults.
+  int mmq_min_cols = 2;
+  int mmq_max_cols = 64;
 };
 
 }  // namespace minfer::cuda

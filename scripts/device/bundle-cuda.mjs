@@ -26,6 +26,7 @@ const backends = await bundleForNode(
     "cuda-fidelity": join(root, "scripts/device/cuda-fidelity.ts"),
     "cuda-profile": join(root, "scripts/device/cuda-profile.ts"),
     "cuda-microbench": join(root, "scripts/device/cuda-microbench.ts"),
+    "cuda-mmq-bench": join(root, "scripts/device/cuda-mmq-bench.ts"),
     "hf-archs": join(root, "scripts/device/hf-archs.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),

@@ -43,6 +43,8 @@
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
+#   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
+#                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
 #                       sequences (PROFILE_TYPE)
 # Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s with 16 threads (Q4_0/Q8_0 ~40 s), each bench
@@ -194,6 +196,7 @@ for s in "${stages[@]}"; do
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
+  mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32

@@ -4,6 +4,8 @@
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
 //     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
 //     weights convert the columns to f32 and run a float mat-vec (ops/matvec_f32.cuh);
+//   * 2..64 columns of a quantized 2-D weight (Tuning::mmq_min_cols..mmq_max_cols): the int8
+//     tensor-core kernel (ops/mmq.cuh) against Q8A columns, for every quantized type but Q2_K;
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
 //   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels. Weights may
@@ -21,6 +23,7 @@
 #include "matmul_generic.cuh"
 #include "matvec_f32.cuh"
 #include "matvec_q.cuh"
+#include "mmq.cuh"
 
 namespace minfer::cuda {
 namespace {
@@ -258,9 +261,18 @@ cudaError_t launch_to_f32(const BView& b, int64_t K, int64_t ncols, float* dst, 
 // gemm_tc's scratch.
 struct ActRegions {
   size_t q8a = SIZE_MAX, q8k = SIZE_MAX, f32 = SIZE_MAX;  // offsets (SIZE_MAX = not needed)
-  size_t gemm = 0;                                       // offset of gemm_tc's scratch
+  size_t gemm = 0;                                       // offset of gemm_tc's (or mmq's split-K) scratch
   size_t total = 0;
 };
+
+// The tunings scratch is sized for: the node's columns either are in the MMQ range (every weight
+// that can, does) or are not, so the larger of these two layouts covers any tuning.
+Tuning sizing_tuning(bool mmq) {
+  Tuning t;
+  t.mmq_min_cols = mmq ? 2 : 1;
+  t.mmq_max_cols = mmq ? static_cast<int>(kMmqMaxCols) : 0;
+  return t;
+}
 
 bool gemm_b_direct(const Tensor* b) {
   // gemm_tc reads f32 columns x + n·x_col: b itself when it is F32 with packed rows.
@@ -268,10 +280,19 @@ bool gemm_b_direct(const Tensor* b) {
 }
 
 // Which activation format each weight runs against on the fast paths.
-enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled };
+enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled, Mmq };
 
-Path choose_path(const Tensor* w, const Tensor* b, bool id) {
+// Whether the int8 tensor-core kernel takes weight w against b under tuning t (mmq_takes checks
+// the alignment at launch; a weight it refuses there takes the generic kernels).
+bool mmq_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
+  const int64_t n = b->ne[1];
+  return !id && mmq_dtype(w->dtype) && w->ne[2] == 1 && w->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 &&
+         n >= std::max(t.mmq_min_cols, 2) && n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols);
+}
+
+Path choose_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
   const int64_t K = w->ne[0], M = w->ne[1];
+  if (mmq_path(w, b, id, t)) return Path::Mmq;
   if (id || b->ne[1] <= kDecodeCols) {
     switch (mv_act_format(w->dtype)) {
       case ActFmt::Q8A: return Path::MvQ8A;
@@ -287,14 +308,17 @@ Path choose_path(const Tensor* w, const Tensor* b, bool id) {
 }
 
 // Sizes the regions for weights ws[0..n) against activations b (planes of MUL_MAT share them).
-ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id) {
+ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id, const Tuning& t) {
   ActRegions r;
   const int64_t K = b->ne[0], cols = total_cols(b);
   size_t off = 0;
   size_t gemm = 0;
   for (int i = 0; i < n; i++) {
     const Tensor* w = ws[i];
-    switch (choose_path(w, b, id)) {
+    switch (choose_path(w, b, id, t)) {
+      case Path::Mmq:
+        gemm = std::max(gemm, mmq_partial_bytes(w->ne[1], K, b->ne[1]));
+        [[fallthrough]];
       case Path::MvQ8A:
         if (r.q8a == SIZE_MAX) {
           r.q8a = off;
@@ -328,6 +352,11 @@ ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id)
   return r;
 }
 
+size_t scratch_for(const Tensor* const* ws, int n, const Tensor* b, bool id) {
+  return std::max(act_regions(ws, n, b, id, sizing_tuning(true)).total,
+                  act_regions(ws, n, b, id, sizing_tuning(false)).total);
+}
+
 // Fills the activation regions (once per node).
 cudaError_t prepare_acts(const ActRegions& r, const Tensor* b, uint8_t* scratch, cudaStream_t s) {
   const BView bv = bview(b);
@@ -351,8 +380,12 @@ const uint8_t* q8_act(const ActRegions& r, Path path, const uint8_t* scratch) {
 cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool id, const ActRegions& r,
                        uint8_t* scratch, const LaunchContext& ctx) {
   const BView bv = bview(b);
-  const Path path = choose_path(w, b, id);
+  const Path path = choose_path(w, b, id, ctx.tuning);
   switch (path) {
+    case Path::Mmq:
+      if (mmq_takes(p))
+        return launch_mmq(p, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
+      return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
       if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.stream);
@@ -400,7 +433,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
 
 size_t scratch_mul_mat(const NodeArgs& args) {
   const Tensor* ws[1] = {args.in[0]};
-  return act_regions(ws, 1, args.in[1], false).total;
+  return scratch_for(ws, 1, args.in[1], false);
 }
 
 // MUL_MAT, and MUL_MAT_ADD (the same planes with c added as each result is stored). `prequantized`:
@@ -409,7 +442,7 @@ cudaError_t run_mul_mat(const NodeArgs& args, const LaunchContext& ctx, bool pre
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
   const Tensor* ws[1] = {a};
-  const ActRegions r = act_regions(ws, 1, b, false);
+  const ActRegions r = act_regions(ws, 1, b, false, ctx.tuning);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (!prequantized)
     if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
@@ -421,7 +454,7 @@ cudaError_t run_mul_mat(const NodeArgs& args, const LaunchContext& ctx, bool pre
 // ---- MUL_MAT_MULTI ----------------------------------------------------------------------------------
 
 size_t scratch_mul_mat_multi(const NodeArgs& args) {
-  return act_regions(&args.in[1], args.n_outputs, args.in[0], false).total;
+  return scratch_for(&args.in[1], args.n_outputs, args.in[0], false);
 }
 
 // Each weight's planes, with its addend c_i (when the node has them) added as MUL_MAT_ADD's planes
@@ -430,7 +463,7 @@ size_t scratch_mul_mat_multi(const NodeArgs& args) {
 cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bool prequantized) {
   const Tensor* x = args.in[0];
   const int nw = args.n_outputs;
-  const ActRegions r = act_regions(&args.in[1], nw, x, false);
+  const ActRegions r = act_regions(&args.in[1], nw, x, false, ctx.tuning);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (!prequantized)
     if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
@@ -445,7 +478,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
   for (int i = 0; i < nw;) {
     Planes batch[kMaxMvBatch];
     batch[0] = planes(i);
-    const Path path = choose_path(args.in[1 + i], x, false);
+    const Path path = choose_path(args.in[1 + i], x, false, ctx.tuning);
     if (!batchable(batch[0], path)) {
       if (cudaError_t e = run_planes(batch[0], args.in[1 + i], x, false, r, scratch, ctx); e != cudaSuccess) return e;
       i++;
@@ -474,14 +507,14 @@ cudaError_t launch_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx)
 
 size_t scratch_mul_mat_id(const NodeArgs& args) {
   const Tensor* ws[1] = {args.in[0]};
-  return act_regions(ws, 1, args.in[1], true).total;
+  return scratch_for(ws, 1, args.in[1], true);
 }
 
 cudaError_t launch_mul_mat_id(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor* a = args.in[0];
   const Tensor* b = args.in[1];
   const Tensor* ws[1] = {a};
-  const ActRegions r = act_regions(ws, 1, b, true);
+  const ActRegions r = act_regions(ws, 1, b, true, ctx.tuning);
   auto* scratch = static_cast<uint8_t*>(ctx.scratch);
   if (cudaError_t e = prepare_acts(r, b, scratch, ctx.stream); e != cudaSuccess) return e;
   return run_planes(mul_mat_id_planes(args, ctx), a, b, true, r, scratch, ctx);
@@ -503,11 +536,11 @@ QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset) {
   if (x->dtype != DType::F32 || x->nb[0] != 4 || x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return QuantAct::None;
   Path path = Path::Generic;
   for (int i = 0; i < n; i++) {
-    const Path p = choose_path(ws[i], x, false);
+    const Path p = choose_path(ws[i], x, false, Tuning{});  // one column: never MMQ, any tuning
     if ((p != Path::MvQ8A && p != Path::MvQ8K) || (i > 0 && p != path)) return QuantAct::None;
     path = p;
   }
-  const ActRegions r = act_regions(ws, n, x, false);
+  const ActRegions r = act_regions(ws, n, x, false, Tuning{});
   *offset = path == Path::MvQ8A ? r.q8a : r.q8k;
   return path == Path::MvQ8A ? QuantAct::Q8A : QuantAct::Q8K;
 }

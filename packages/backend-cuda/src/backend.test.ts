@@ -35,6 +35,7 @@ describe("CUDA settings from the environment", () => {
       fuse: true,
       pdl: true,
       attnPerQuery: true,
+      mmqCols: [2, 64],
     });
     expect(
       readEnv({
@@ -44,6 +45,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PDL: "0",
         MINFER_CUDA_DECODE_ATTN: "tile",
         MINFER_CUDA_ATTN_PER_QUERY: "0",
+        MINFER_CUDA_MMQ: "0",
       }),
     ).toEqual({
       graphs: false,
@@ -52,6 +54,7 @@ describe("CUDA settings from the environment", () => {
       fuse: false,
       pdl: false,
       attnPerQuery: false,
+      mmqCols: [0, 0],
     });
     expect(
       readEnv({
@@ -61,8 +64,21 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PDL: "1",
         MINFER_CUDA_DECODE_ATTN: "vec",
         MINFER_CUDA_ATTN_PER_QUERY: "1",
+        MINFER_CUDA_MMQ: "9-32",
       }),
-    ).toEqual({ graphs: true, attnMma: true, attnDecode: "vec", fuse: true, pdl: true, attnPerQuery: true });
+    ).toEqual({
+      graphs: true,
+      attnMma: true,
+      attnDecode: "vec",
+      fuse: true,
+      pdl: true,
+      attnPerQuery: true,
+      mmqCols: [9, 32],
+    });
+    for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
+      expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
+        /MINFER_CUDA_MMQ must be "0" or a column range/,
+      );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(

@@ -29,6 +29,27 @@ export interface CudaEnv {
    * query per block on the decode kernel (the default).
    */
   readonly attnPerQuery: boolean;
+  /**
+   * MINFER_CUDA_MMQ: the activation-column counts whose quantized products run on the int8
+   * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-64 (default 2-64), or `0`
+   * for none (the dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond).
+   */
+  readonly mmqCols: readonly [number, number];
+}
+
+function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] {
+  const v = env.MINFER_CUDA_MMQ ?? "";
+  if (v === "") return [2, 64];
+  if (v === "0") return [0, 0];
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  const lo = m ? Number(m[1]) : Number.NaN;
+  const hi = m ? Number(m[2]) : Number.NaN;
+  if (!(lo >= 2 && lo <= hi && hi <= 64))
+    throw new CudaBackendError(
+      "INVALID_ARGUMENT",
+      `MINFER_CUDA_MMQ must be "0" or a column range MIN-MAX with 2 <= MIN <= MAX <= 64, not ${JSON.stringify(v)}`,
+    );
+  return [lo, hi];
 }
 
 function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[]): string {
@@ -50,5 +71,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
+    mmqCols: mmqRange(env),
   };
 }

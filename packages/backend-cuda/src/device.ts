@@ -71,7 +71,7 @@ export class CudaDevice implements Device {
 
   /**
    * Starts a stream and executor. CUDA graph capture is on unless MINFER_CUDA_GRAPHS=0; kernel
-   * variants follow config.ts (MINFER_CUDA_ATTN, MINFER_CUDA_FUSE, MINFER_CUDA_PDL).
+   * variants follow config.ts (MINFER_CUDA_ATTN, MINFER_CUDA_FUSE, MINFER_CUDA_PDL, MINFER_CUDA_MMQ, …).
    */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
     const env = readEnv();
@@ -81,6 +81,7 @@ export class CudaDevice implements Device {
       fuse: env.fuse,
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
+      mmqCols: env.mmqCols,
     });
   }
 

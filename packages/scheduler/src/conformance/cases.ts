@@ -128,6 +128,40 @@ for (const a of WEIGHT_DTYPES) {
     tolerance: tol(a),
   });
 }
+// The int8 tensor-core products of a few columns (CUDA's ops/mmq.cuh takes 2..64): rows past one
+// 64-row block and not a multiple of it, three k-tiles of 256 (split over blocks), column tiles
+// of 8 to 64; a short last k-tile (5 blocks of 32); and shapes whose blocks run several k-tiles
+// each, through every stage of the pipeline.
+for (const a of WEIGHT_DTYPES.filter(isQuantized))
+  for (const tokens of [2, 9, 33, 64]) {
+    const k = 768;
+    add({
+      name: `MUL_MAT a=${n(a)} b=F32 few-columns ${shape([k, 130])}×${shape([k, tokens])}`,
+      op: "MUL_MAT",
+      dtypes: [n(a), "F32"],
+      build: (b) => b.output(b.mulMat(b.weight("w", a, [k, 130]), b.input("x", F32, [k, tokens]))),
+      tolerance: tol(a),
+    });
+  }
+for (const a of WEIGHT_DTYPES.filter((d) => isQuantized(d) && blockOf(d).blockSize === 32))
+  add({
+    name: `MUL_MAT a=${n(a)} b=F32 short-tile ${shape([160, 70])}×${shape([160, 16])}`,
+    op: "MUL_MAT",
+    dtypes: [n(a), "F32"],
+    build: (b) => b.output(b.mulMat(b.weight("w", a, [160, 70]), b.input("x", F32, [160, 16]))),
+    tolerance: tol(a),
+  });
+for (const [a, tokens] of [
+  [DType.Q4_0, 2],
+  [DType.Q4_K, 5],
+] as const)
+  add({
+    name: `MUL_MAT a=${n(a)} b=F32 long-k ${shape([24576, 100])}×${shape([24576, tokens])}`,
+    op: "MUL_MAT",
+    dtypes: [n(a), "F32"],
+    build: (b) => b.output(b.mulMat(b.weight("w", a, [24576, 100]), b.input("x", F32, [24576, tokens]))),
+    tolerance: tol(a),
+  });
 for (const d of FLOAT_DTYPES)
   for (const [k, m, tokens] of [
     [33, 17, 1],
@@ -933,6 +967,24 @@ for (const a of [F32, F16, DType.Q8_0, DType.Q4_0, DType.Q4_K])
         tolerance: tol(a),
       });
     }
+// c added once after a product split over k (the int8 tensor-core path's partial sums).
+for (const full of [false, true]) {
+  const cn = full ? [130, 16] : [130];
+  add({
+    name: `MUL_MAT_ADD a=Q6_K b=F32 few-columns [768, 130]×[768, 16] c=${shape(cn)}`,
+    op: "MUL_MAT_ADD",
+    dtypes: ["Q6_K", "F32"],
+    build: (b) =>
+      b.output(
+        b.node(
+          Op.MUL_MAT_ADD,
+          [b.weight("w", DType.Q6_K, [768, 130]), b.input("x", F32, [768, 16]), b.input("c", F32, cn)],
+          [],
+        )[0]!,
+      ),
+    tolerance: tol(DType.Q6_K),
+  });
+}
 add({
   name: "MUL_MAT_ADD a=F32 b=F16 broadcast [64, 5, 2, 1]×[64, 3, 4, 2] c=[5, 1, 4]",
   op: "MUL_MAT_ADD",

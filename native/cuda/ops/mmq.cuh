@@ -1,0 +1,524 @@
+// Quantized matrix products of a few activation columns on int8 tensor cores (included by
+// ops/matmul.cu only): a step of several sequences decoding together (serving) and small prompts.
+//
+//   out[m + n·o_col] = Σ_k W(k, m) · x[k, n]      m < M, n < N (2 ≤ N ≤ 64), one 2-D plane
+//
+// Activations are the Q8A codes of matvec_q.cuh (int8 per element, {d, d·Σq} per 32), for every
+// weight type: the K-quants too, so that each 32-element chunk of a weight row is one integer dot
+// per column with its own activation scale (finer than the mat-vec's Q8K, whose scale is per 256).
+//
+// The weights stay in their blocks. A weight chunk of 32 elements is decoded to 32 int8 codes
+// (centred on zero for the symmetric types: Q4_0 q−8, Q5_0 q−16, Q3_K q−4, Q6_K q−32; 0..31 for the
+// types with a minimum) and a float scale per 32 (or per 16: Q3_K, Q6_K), plus the minimum m per 32
+// for Q4_1, Q5_1, Q4_K, Q5_K. The chunk's contribution to (row, column) is then
+//     s · d_a · Σ q·a            (+ m · d_a·Σa, the activation block's sum)
+// with Σ q·a from mma.sync m16n8k32 (s8·s8 → s32; two m16n8k16 for the 16-element scales).
+//
+// Tiles: a block of 256 threads (8 warps) owns 64 weight rows and a range of k-tiles of 256
+// elements (8 chunks; the last tile of a 32-element type may be shorter); warp w takes rows
+// 16·(w % 4) .. +15 against every column, over chunks 0-3 (w < 4) or 4-7 of each tile, and the two
+// halves' sums are added once at the end.
+// Each stage holds a tile's raw weight bytes (every row's bytes copied as the 16-byte-aligned
+// chunks that cover them, so blocks of any size and rows of any even stride copy with 16-byte
+// cp.async), the activation codes of the tile for the NT columns and their {d, d·Σq}; three stages
+// in flight (cp.async, one __syncthreads per tile). Rows past M and columns past N read row M−1
+// and column N−1 and are not stored.
+//
+// Split-K: when the M blocks alone cannot fill the device (512-row K/V projections, the 3584-row
+// products of a 7B model), blockIdx.y takes a contiguous range of k-tiles and writes its partial
+// product to scratch; mmq_reduce_kernel adds the partials in a fixed order (deterministic, no
+// atomics) and stores them with MUL_MAT_ADD's c. The split count depends only on the shape
+// (kMmqTargetBlocks), not on the device, so every GPU computes the same sums.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "matmul_generic.cuh"
+#include "matvec_q.cuh"
+
+namespace minfer::cuda::mm {
+
+constexpr int kMmqThreads = 256;           // 8 warps
+constexpr int kMmqStages = 3;              // k-tiles in flight per block
+constexpr int kMmqMaxCols = 64;            // the widest column tile
+constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
+constexpr int kMmqMaxSplits = 32;
+
+// A block's tile for NT columns: kRows weight rows × kParts chunks of 32. Few columns: 32 rows ×
+// 512 elements, so that each row's bytes come as longer runs (288 bytes of Q4_0 a tile) with fewer
+// rows in flight at once; 32 or 64 columns: 64 rows × 256, so that the activations' stage (NT ×
+// the tile's k bytes) stays small. The 8 warps are kRows / 16 row groups × kGroups k-groups; warp
+// w takes rows 16·(w % row groups) .. + 15 against every column, over its k-group's share of each
+// tile's chunks; the k-groups' sums are added in a fixed order at the end.
+template <int NT>
+struct MmqShape {
+  static constexpr int kRows = NT <= 16 ? 32 : 64;
+  static constexpr int kParts = NT <= 16 ? 16 : 8;
+  static constexpr int kRowGroups = kRows / 16;
+  static constexpr int kGroups = 8 / kRowGroups;
+  static constexpr int kGroupParts = kParts / kGroups;
+  static constexpr int kActStride = kParts * 32 + 16;  // bytes per column of a stage's codes (padded)
+};
+
+// ---- PTX ------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void mma_s8_k32(int* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                           uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_s8_k16(int* c, uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// ---- weight chunks ----------------------------------------------------------------------------
+// decode(s, c, t): from the block (32-element types) or super-block (K-quants, chunk c) at s in
+// shared memory, lane t's (0..3) two words of codes: lo = elements 4t..4t+3 and hi = elements
+// 16+4t..16+4t+3 of the chunk (the words of an m16n8k32 A fragment), with the scale of each half
+// (equal unless kHalves) and the chunk's minimum (kMin). Every field sits at an even offset, and
+// a row's bytes start at an even offset of its stage row: 16-bit shared loads throughout.
+
+__device__ inline uint32_t sh32(const uint8_t* p) {  // 2-byte aligned shared memory
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+__device__ inline float shf16(const uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
+
+struct Chunk {
+  uint32_t lo, hi;
+  float slo, shi, m;
+};
+
+struct MQ4_0 {
+  static constexpr int kBlockBytes = kQ4_0Bytes, kBlockElems = 32;
+  static constexpr bool kHalves = false, kMin = false;
+  __device__ static Chunk decode(const uint8_t* s, int, int t) {
+    const uint32_t w = sh32(s + 2 + 4 * t);
+    const float d = shf16(s);
+    return {__vsub4(w & 0x0f0f0f0fu, 0x08080808u), __vsub4((w >> 4) & 0x0f0f0f0fu, 0x08080808u), d, d, 0.0f};
+  }
+};
+struct MQ4_1 {
+  static constexpr int kBlockBytes = kQ4_1Bytes, kBlockElems = 32;
+  static constexpr bool kHalves = false, kMin = true;
+  __device__ static Chunk decode(const uint8_t* s, int, int t) {
+    const uint32_t w = sh32(s + 4 + 4 * t);
+    const float d = shf16(s);
+    return {w & 0x0f0f0f0fu, (w >> 4) & 0x0f0f0f0fu, d, d, shf16(s + 2)};
+  }
+};
+struct MQ5_0 {
+  static constexpr int kBlockBytes = kQ5_0Bytes, kBlockElems = 32;
+  static constexpr bool kHalves = false, kMin = false;
+  __device__ static Chunk decode(const uint8_t* s, int, int t) {
+    const uint32_t qh = sh32(s + 2), w = sh32(s + 6 + 4 * t);
+    const float d = shf16(s);
+    const uint32_t lo = (w & 0x0f0f0f0fu) | static_cast<uint32_t>(spread4(qh >> (4 * t)));
+    const uint32_t hi = ((w >> 4) & 0x0f0f0f0fu) | static_cast<uint32_t>(spread4(qh >> (16 + 4 * t)));
+    return {__vsub4(lo, 0x10101010u), __vsub4(hi, 0x10101010u), d, d, 0.0f};
+  }
+};
+struct MQ5_1 {
+  static constexpr int kBlockBytes = kQ5_1Bytes, kBlockElems = 32;
+  static constexpr bool kHalves = false, kMin = true;
+  __device__ static Chunk decode(const uint8_t* s, int, int t) {
+    const uint32_t qh = sh32(s + 4), w = sh32(s + 8 + 4 * t);
+    const float d = shf16(s);
+    const uint32_t lo = (w & 0x0f0f0f0fu) | static_cast<uint32_t>(spread4(qh >> (4 * t)));
+    const uint32_t hi = ((w >> 4) & 0x0f0f0f0fu) | static_cast<uint32_t>(spread4(qh >> (16 + 4 * t)));
+    return {lo, hi, d, d, shf16(s + 2)};
+  }
+};
+struct MQ8_0 {
+  static constexpr int kBlockBytes = kQ8_0Bytes, kBlockElems = 32;
+  static constexpr bool kHalves = false, kMin = false;
+  __device__ static Chunk decode(const uint8_t* s, int, int t) {
+    const float d = shf16(s);
+    return {sh32(s + 2 + 4 * t), sh32(s + 18 + 4 * t), d, d, 0.0f};
+  }
+};
+struct MQ3_K {
+  static constexpr int kBlockBytes = kQ3_KBytes, kBlockElems = 256;
+  static constexpr bool kHalves = true, kMin = false;
+  __device__ static Chunk decode(const uint8_t* s, int c, int t) {
+    const uint8_t* qp = s + 32 + 32 * (c >> 2);
+    const int shift = 2 * (c & 3);
+    const uint32_t lo = ((sh32(qp + 4 * t) >> shift) & 0x03030303u) | (((sh32(s + 4 * t) >> c) & 0x01010101u) << 2);
+    const uint32_t hi =
+        ((sh32(qp + 16 + 4 * t) >> shift) & 0x03030303u) | (((sh32(s + 16 + 4 * t) >> c) & 0x01010101u) << 2);
+    const float d = shf16(s + 108);
+    return {__vsub4(lo, 0x04040404u), __vsub4(hi, 0x04040404u), d * static_cast<float>(q_scale_q3k(2 * c, s + 96)),
+            d * static_cast<float>(q_scale_q3k(2 * c + 1, s + 96)), 0.0f};
+  }
+};
+template <bool kFive>
+struct MQ45_K {
+  static constexpr int kBlockBytes = kFive ? kQ5_KBytes : kQ4_KBytes, kBlockElems = 256;
+  static constexpr bool kHalves = false, kMin = true;
+  __device__ static Chunk decode(const uint8_t* s, int c, int t) {
+    const uint8_t* qp = s + (kFive ? 48 : 16) + 32 * (c >> 1);
+    const int shift = 4 * (c & 1);
+    uint32_t lo = (sh32(qp + 4 * t) >> shift) & 0x0f0f0f0fu;
+    uint32_t hi = (sh32(qp + 16 + 4 * t) >> shift) & 0x0f0f0f0fu;
+    if (kFive) {
+      lo |= ((sh32(s + 16 + 4 * t) >> c) & 0x01010101u) << 4;
+      hi |= ((sh32(s + 32 + 4 * t) >> c) & 0x01010101u) << 4;
+    }
+    int sc, mn;
+    q_scale_min_k4(c, s + 4, &sc, &mn);
+    const float d = shf16(s), dmin = shf16(s + 2);
+    const float ds = d * static_cast<float>(sc);
+    return {lo, hi, ds, ds, -dmin * static_cast<float>(mn)};
+  }
+};
+struct MQ6_K {
+  static constexpr int kBlockBytes = kQ6_KBytes, kBlockElems = 256;
+  static constexpr bool kHalves = true, kMin = false;
+  __device__ static Chunk decode(const uint8_t* s, int c, int t) {
+    const int h = c >> 2, r = c & 3;
+    const uint8_t* ql = s + 64 * h + 32 * (r & 1);
+    const uint8_t* qh = s + 128 + 32 * h;
+    const int lshift = 4 * (r >> 1), hshift = 2 * r;
+    const uint32_t lo = ((sh32(ql + 4 * t) >> lshift) & 0x0f0f0f0fu) | (((sh32(qh + 4 * t) >> hshift) & 0x03030303u) << 4);
+    const uint32_t hi =
+        ((sh32(ql + 16 + 4 * t) >> lshift) & 0x0f0f0f0fu) | (((sh32(qh + 16 + 4 * t) >> hshift) & 0x03030303u) << 4);
+    const float d = shf16(s + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(s + 192 + 8 * h + 2 * r);
+    return {__vsub4(lo, 0x20202020u), __vsub4(hi, 0x20202020u), d * static_cast<float>(sc[0]),
+            d * static_cast<float>(sc[1]), 0.0f};
+  }
+};
+
+__host__ __device__ constexpr bool mmq_dtype(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+         t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+}
+
+// ---- tile geometry ----------------------------------------------------------------------------
+
+template <class Q, int NT>
+struct MmqTile {
+  using S = MmqShape<NT>;
+  static constexpr int kBlockParts = Q::kBlockElems / 32;  // chunks of 32 per block (1 or 8)
+  // bytes of one row's full k-tile
+  static constexpr int kBytes = S::kParts / kBlockParts * Q::kBlockBytes;
+  // 16-byte chunks per stage row: the tile's bytes from an offset of 0..14 in their first chunk
+  // (rows and tiles need not be 16-byte aligned: Q6_K's 210-byte super-blocks), made odd so that
+  // the 8 rows one shared load touches fall in different banks
+  static constexpr int kRawChunks = (kBytes + 14 + 15) / 16;
+  static constexpr int kChunks = kRawChunks | 1;
+  static constexpr int kRowBytes = kChunks * 16;
+  static constexpr int kWeightBytes = S::kRows * kRowBytes;
+  static constexpr int kActBytes = NT * S::kActStride;
+  static constexpr int kStageBytes = kWeightBytes + kActBytes + NT * S::kParts * 8;
+  static constexpr int kSmemBytes = kMmqStages * kStageBytes;
+};
+
+struct MmqArgs {
+  Planes p;            // one plane (p.n_planes == 1, no ids); p.c: MUL_MAT_ADD's addend
+  const int8_t* aq;    // Q8A codes: column n at aq + n·K
+  const float2* ads;   // Q8A {d, d·Σq}: column n, part j at ads[n·K/32 + j]
+  float* partial;      // split-K partials [splits][N][M] (nullptr when splits == 1)
+  int tiles;           // k-tiles of the whole row
+  int tiles_per_split;
+  const uint8_t* w_end;  // end of the plane's last weight row (no 16-byte chunk reads past it)
+};
+
+// ---- the kernel: grid (ceil(M / kRows), splits), 256 threads -----------------------------------
+
+template <class Q, int NT>
+__global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_constant__ MmqArgs a) {
+  pdl_begin();
+  using S = MmqShape<NT>;
+  using T = MmqTile<Q, NT>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const Planes& p = a.p;
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, t = lane % 4;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * S::kRows;
+  const int64_t K = p.K, nparts = K / 32;
+  const int ncols = static_cast<int>(p.ncols);
+  const int tile0 = static_cast<int>(blockIdx.y) * a.tiles_per_split;
+  const int ntiles = min(a.tiles_per_split, a.tiles - tile0);
+  if (ntiles <= 0) return;
+
+  auto stage_ptr = [&](int s) { return smem + static_cast<size_t>(s) * T::kStageBytes; };
+  auto row_ptr = [&](int r) { return p.w + min(m0 + r, p.M - 1) * p.w_nb1; };
+  auto tile_parts = [&](int ti) {
+    const int64_t left = nparts - static_cast<int64_t>(ti) * S::kParts;
+    return static_cast<int>(left < S::kParts ? left : S::kParts);
+  };
+
+  // Stage s ← k-tile ti: each row's bytes as the 16-byte-aligned chunks that cover them (a chunk
+  // that would read past the plane's last row is copied 2 bytes at a time), the tile's activation
+  // codes for NT columns, and their {d, d·Σq} as [part][column].
+  auto load = [&](int s, int ti) {
+    uint8_t* st = stage_ptr(s);
+    const int64_t part0 = static_cast<int64_t>(ti) * S::kParts;
+    const int nch = tile_parts(ti);
+    const int64_t boff = static_cast<int64_t>(ti) * T::kBytes;
+    const int bytes = nch / T::kBlockParts * Q::kBlockBytes;
+    for (int i = tid; i < S::kRows * T::kRawChunks; i += kMmqThreads) {
+      const int r = i / T::kRawChunks, q = i % T::kRawChunks;
+      const uint8_t* src = row_ptr(r) + boff;
+      const int off = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15u);
+      if (q * 16 >= off + bytes) continue;
+      const uint8_t* chunk = src - off + 16 * q;
+      uint8_t* dst = st + r * T::kRowBytes + 16 * q;
+      if (chunk + 16 <= a.w_end) {
+        cp_async16(dst, chunk);
+      } else {  // the end of the plane: no read past its last byte
+        for (int b = 0; b < 16 && chunk + b < a.w_end; b += 2)
+          *reinterpret_cast<uint16_t*>(dst + b) = *reinterpret_cast<const uint16_t*>(chunk + b);
+      }
+    }
+    uint8_t* act = st + T::kWeightBytes;
+    for (int i = tid; i < NT * S::kParts * 2; i += kMmqThreads) {
+      const int c = i / (S::kParts * 2), q = i % (S::kParts * 2);
+      if (q >= 2 * nch) continue;
+      const int64_t col = min(c, ncols - 1);
+      cp_async16(act + c * S::kActStride + q * 16, a.aq + col * K + part0 * 32 + q * 16);
+    }
+    float2* ds = reinterpret_cast<float2*>(act + T::kActBytes);
+    for (int i = tid; i < NT * S::kParts; i += kMmqThreads) {
+      const int c = i / S::kParts, j = i % S::kParts;
+      if (j >= nch) continue;
+      const int64_t col = min(c, ncols - 1);
+      cp_async8(ds + j * NT + c, a.ads + col * nparts + part0 + j);
+    }
+  };
+
+  float acc[NT / 8][4];
+#pragma unroll
+  for (int j = 0; j < NT / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
+
+  const int rg = warp % S::kRowGroups, kg = warp / S::kRowGroups;
+  const int r0 = rg * 16 + g, r1 = r0 + 8;
+#pragma unroll
+  for (int s = 0; s < kMmqStages - 1; s++) {
+    if (s < ntiles) load(s, tile0 + s);
+    cp_commit();
+  }
+  for (int it = 0; it < ntiles; it++) {
+    cp_wait<kMmqStages - 2>();
+    __syncthreads();
+    if (it + kMmqStages - 1 < ntiles) load((it + kMmqStages - 1) % kMmqStages, tile0 + it + kMmqStages - 1);
+    cp_commit();
+
+    const int ti = tile0 + it;
+    const uint8_t* st = stage_ptr(it % kMmqStages);
+    const int nch = tile_parts(ti);
+    const int64_t boff = static_cast<int64_t>(ti) * T::kBytes;
+    const uint8_t* w0 = st + r0 * T::kRowBytes + (reinterpret_cast<uintptr_t>(row_ptr(r0) + boff) & 15u);
+    const uint8_t* w1 = st + r1 * T::kRowBytes + (reinterpret_cast<uintptr_t>(row_ptr(r1) + boff) & 15u);
+    const uint8_t* act = st + T::kWeightBytes;
+    const float2* ds = reinterpret_cast<const float2*>(act + T::kActBytes);
+    // chunk c (0 .. kParts-1) of the tile: block c of a 32-element type, chunk c % 8 of
+    // super-block c / 8 of a K-quant
+    auto chunk = [&](int c) {
+      const int bo = c / T::kBlockParts * Q::kBlockBytes, ci = c % T::kBlockParts;
+      const Chunk q0 = Q::decode(w0 + bo, ci, t), q1 = Q::decode(w1 + bo, ci, t);
+#pragma unroll
+      for (int j = 0; j < NT / 8; j++) {
+        const uint8_t* ab = act + (8 * j + g) * S::kActStride + c * 32;
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(ab + 4 * t);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(ab + 16 + 4 * t);
+        const float4 dd = *reinterpret_cast<const float4*>(ds + c * NT + 8 * j + 2 * t);
+        if (Q::kHalves) {
+          int cl[4] = {0, 0, 0, 0}, ch[4] = {0, 0, 0, 0};
+          mma_s8_k16(cl, q0.lo, q1.lo, b0);
+          mma_s8_k16(ch, q0.hi, q1.hi, b1);
+          acc[j][0] += dd.x * (q0.slo * static_cast<float>(cl[0]) + q0.shi * static_cast<float>(ch[0]));
+          acc[j][1] += dd.z * (q0.slo * static_cast<float>(cl[1]) + q0.shi * static_cast<float>(ch[1]));
+          acc[j][2] += dd.x * (q1.slo * static_cast<float>(cl[2]) + q1.shi * static_cast<float>(ch[2]));
+          acc[j][3] += dd.z * (q1.slo * static_cast<float>(cl[3]) + q1.shi * static_cast<float>(ch[3]));
+        } else {
+          int cc[4] = {0, 0, 0, 0};
+          mma_s8_k32(cc, q0.lo, q1.lo, q0.hi, q1.hi, b0, b1);
+          acc[j][0] += q0.slo * dd.x * static_cast<float>(cc[0]);
+          acc[j][1] += q0.slo * dd.z * static_cast<float>(cc[1]);
+          acc[j][2] += q1.slo * dd.x * static_cast<float>(cc[2]);
+          acc[j][3] += q1.slo * dd.z * static_cast<float>(cc[3]);
+          if (Q::kMin) {
+            acc[j][0] += q0.m * dd.y;
+            acc[j][1] += q0.m * dd.w;
+            acc[j][2] += q1.m * dd.y;
+            acc[j][3] += q1.m * dd.w;
+          }
+        }
+      }
+    };
+    const int c0 = kg * S::kGroupParts;
+    if (nch == S::kParts) {
+#pragma unroll
+      for (int cc = 0; cc < S::kGroupParts; cc++) chunk(c0 + cc);
+    } else {
+      for (int cc = 0; cc < S::kGroupParts; cc++)
+        if (c0 + cc < nch) chunk(c0 + cc);
+    }
+  }
+  cp_wait<0>();
+  // The other k-groups' sums join group 0's through shared memory (the stages are free now), in
+  // the order of the groups.
+  __syncthreads();
+  constexpr int kPer = NT / 2;  // accumulators a thread holds
+  float* red = reinterpret_cast<float*>(smem);
+  if (kg > 0) {
+#pragma unroll
+    for (int j = 0; j < NT / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) red[(((kg - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e] = acc[j][e];
+  }
+  __syncthreads();
+  if (kg > 0) return;
+  for (int k = 1; k < S::kGroups; k++)
+#pragma unroll
+    for (int j = 0; j < NT / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[j][e] += red[(((k - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e];
+
+  const bool split = gridDim.y > 1;
+#pragma unroll
+  for (int j = 0; j < NT / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int64_t row = m0 + (e < 2 ? r0 : r1);
+      const int col = 8 * j + 2 * t + (e & 1);
+      if (row >= p.M || col >= ncols) continue;
+      if (split)
+        a.partial[(static_cast<int64_t>(blockIdx.y) * ncols + col) * p.M + row] = acc[j][e];
+      else
+        reinterpret_cast<float*>(p.out + col * p.o_nb1)[row] = plus_c(p, 0, col, row, acc[j][e]);
+    }
+}
+
+// out (col, row) = Σ_s partial[s][col][row] in order s = 0, 1, …, plus c.
+__global__ void mmq_reduce_kernel(Planes p, const float* __restrict__ partial, int splits) {
+  pdl_begin();
+  const int64_t total = p.M * p.ncols;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i % p.M, col = i / p.M;
+    float s = 0.0f;
+    for (int k = 0; k < splits; k++) s += partial[k * total + i];
+    reinterpret_cast<float*>(p.out + col * p.o_nb1)[row] = plus_c(p, 0, col, row, s);
+  }
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+struct MmqPlan {
+  int64_t mblocks;
+  int tiles, tiles_per_split, splits;
+};
+
+// The column tile for N columns (8, 16, 32 or 64).
+inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : 64; }
+
+inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
+  const bool narrow = mmq_nt(N) <= 16;
+  const int rows = narrow ? MmqShape<8>::kRows : MmqShape<64>::kRows;
+  const int parts = narrow ? MmqShape<8>::kParts : MmqShape<64>::kParts;
+  MmqPlan pl{};
+  pl.mblocks = ceil_div(M, rows);
+  pl.tiles = static_cast<int>(ceil_div(K / 32, parts));
+  const int64_t want = ceil_div(kMmqTargetBlocks, pl.mblocks);
+  const int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({want, pl.tiles, kMmqMaxSplits})));
+  pl.tiles_per_split = static_cast<int>(ceil_div(pl.tiles, splits));
+  pl.splits = static_cast<int>(ceil_div(pl.tiles, pl.tiles_per_split));
+  return pl;
+}
+
+// Bytes of split-K partials for an M×K weight against N columns (0 without a split).
+inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N) {
+  const MmqPlan pl = mmq_plan(M, K, N);
+  return pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+}
+
+// Whether the MMQ kernel takes planes p: a supported dtype, one plane, 2..64 columns, weights
+// starting 16-byte aligned (a row's 16-byte chunks may then begin before the row, never before
+// the weights) with even row strides, and 4-byte aligned output columns.
+inline bool mmq_takes(const Planes& p) {
+  return mmq_dtype(p.wtype) && !p.ids && p.n_planes == 1 && p.ncols >= 2 && p.ncols <= kMmqMaxCols && p.K % 32 == 0 &&
+         reinterpret_cast<uintptr_t>(p.w) % 16 == 0 && p.w_nb1 % 2 == 0 && p.o_nb1 % 4 == 0 && p.M > 0;
+}
+
+template <class Q, int NT>
+cudaError_t launch_mmq_nt(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
+  constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
+  static_assert(smem <= 227 * 1024, "the MMQ stages must fit one block's shared memory");
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(mmq_kernel<Q, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  const dim3 grid(static_cast<unsigned>(pl.mblocks), static_cast<unsigned>(pl.splits));
+  return launch_k(mmq_kernel<Q, NT>, grid, dim3(kMmqThreads), smem, s, a);
+}
+
+template <class Q>
+cudaError_t launch_mmq_q(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
+  const int64_t n = a.p.ncols;
+  if (n <= 8) return launch_mmq_nt<Q, 8>(a, pl, s);
+  if (n <= 16) return launch_mmq_nt<Q, 16>(a, pl, s);
+  if (n <= 32) return launch_mmq_nt<Q, 32>(a, pl, s);
+  return launch_mmq_nt<Q, 64>(a, pl, s);
+}
+
+// Planes p (mmq_takes) against the Q8A region `act` filled for p.ncols columns; `partial`: scratch
+// of mmq_partial_bytes(M, K, N) bytes.
+inline cudaError_t launch_mmq(const Planes& p, const uint8_t* act, float* partial, cudaStream_t s) {
+  if (!mmq_takes(p)) return cudaErrorInvalidValue;
+  const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols);
+  if (pl.mblocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  MmqArgs a{};
+  a.p = p;
+  a.aq = reinterpret_cast<const int8_t*>(act);
+  a.ads = reinterpret_cast<const float2*>(act + qs_bytes(p.K, p.ncols));
+  a.partial = pl.splits > 1 ? partial : nullptr;
+  a.tiles = pl.tiles;
+  a.tiles_per_split = pl.tiles_per_split;
+  a.w_end = p.w + (p.M - 1) * p.w_nb1 + p.K / qblock_elems(p.wtype) * qblock_bytes(p.wtype);
+  if (pl.splits > 1 && !partial) return cudaErrorInvalidValue;
+  cudaError_t e;
+  switch (p.wtype) {
+    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, pl, s); break;
+    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, pl, s); break;
+    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, pl, s); break;
+    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, pl, s); break;
+    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, pl, s); break;
+    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, pl, s); break;
+    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, pl, s); break;
+    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, pl, s); break;
+    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, pl, s); break;
+    default: return cudaErrorInvalidValue;
+  }
+  if (e != cudaSuccess || pl.splits == 1) return e;
+  const int64_t total = p.M * p.ncols;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(total, 256), 65535));
+  return launch_k(mmq_reduce_kernel, dim3(blocks), dim3(256), 0, s, p, static_cast<const float*>(partial), pl.splits);
+}
+
+}  // namespace minfer::cuda::mm

@@ -1,0 +1,103 @@
+// GPU time of quantized products against 1..64 activation columns (a step of that many sequences
+// decoding together), the int8 tensor-core kernel (native/cuda/ops/mmq.cuh, the default for 2..64
+// columns) side by side with the paths it replaced (MINFER_CUDA_MMQ=0: the dp4a mat-vec up to 8
+// columns, the f16 tensor-core GEMM beyond), on qwen2-7b's shapes. Run on the GPU machine.
+//
+// Each case is one graph of R products, each with its own copy of the weight (R copies of at
+// least 160 MB together, so that they come from HBM and not from the 50 MB L2), against the same
+// activations. Per node: the median GPU time of a profiled run (each node between two events, about
+// 1.3 µs of it the events; the activation quantization and any split-K reduction included), the
+// wall time of the replayed graph over R (what a node costs in a decode step's graph), and the
+// bandwidth the weight's bytes over each time make.
+//   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64]
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
+import { blockOf, DType, dtypeName, GraphBuilder } from "../../packages/ir/src/index.js";
+import { Scheduler } from "../../packages/scheduler/src/index.js";
+import { encodeValues } from "../../packages/scheduler/src/reference/dtype-io.js";
+
+const SHAPES: readonly (readonly [number, number, string])[] = [
+  [3584, 3584, "q/o"],
+  [3584, 512, "k/v"],
+  [3584, 18944, "gate/up"],
+  [18944, 3584, "down"],
+];
+const out = process.argv[2] ?? ".";
+const types = (process.argv[3] ?? "Q4_0,Q4_K,Q6_K,Q8_0").split(",");
+const colsList = (process.argv[4] ?? "1,2,4,8,16,32,64").split(",").map(Number);
+const MIN_BYTES = 160e6;
+
+/** A [k, m] weight of `dtype`: 64 rows of random values quantized, repeated (bandwidth only). */
+function weightBytes(dtype: DType, k: number, m: number): Uint8Array {
+  const rows = 64;
+  const seedRows = encodeValues(
+    dtype,
+    [k, rows, 1, 1],
+    Array.from({ length: k * rows }, (_, i) => Math.sin(i * 12.9898) * 0.5),
+  );
+  const rowBytes = (k / blockOf(dtype).blockSize) * blockOf(dtype).typeSize;
+  const bytes = new Uint8Array(rowBytes * m);
+  for (let r = 0; r < m; r += rows)
+    bytes.set(seedRows.subarray(0, Math.min(rows, m - r) * rowBytes), r * rowBytes);
+  return bytes;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const lines: string[] = [];
+const say = (s: string) => {
+  lines.push(s);
+  console.log(s);
+};
+say("variant  type  shape (k × m)          cols   node µs    GB/s    wall µs    GB/s   (R copies)");
+for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]) {
+  Object.assign(process.env, variant);
+  const rt = await cuda.devices()[0]!.init();
+  for (const k of Object.keys(variant)) delete process.env[k];
+  const label = variant.MINFER_CUDA_MMQ === "0" ? "mmq=0" : "default";
+  for (const t of types) {
+    const dtype = DType[t as keyof typeof DType] as DType;
+    for (const [k, m, role] of SHAPES) {
+      const bytes = weightBytes(dtype, k, m);
+      const copies = Math.max(4, Math.min(96, Math.ceil(MIN_BYTES / bytes.length)));
+      const buffers = [];
+      const weights = new Map<string, { buffer: ReturnType<typeof rt.allocate> }>();
+      for (let i = 0; i < copies; i++) {
+        const buffer = rt.allocate(bytes.length, `w${i}`);
+        await rt.write(buffer, 0, bytes);
+        buffers.push(buffer);
+        weights.set(`w${i}`, { buffer });
+      }
+      for (const cols of colsList) {
+        if (cols === 1 && label !== "default") continue;
+        const b = new GraphBuilder();
+        const x = b.input("x", DType.F32, [k, cols]);
+        for (let i = 0; i < copies; i++) b.output(b.mulMat(b.weight(`w${i}`, dtype, [k, m]), x));
+        const graph = b.build();
+        const xs = new Float32Array(k * cols).map((_, i) => Math.cos(i * 0.37));
+        const inputs = new Map([[x, xs]]);
+        const scheduler = new Scheduler({ runtimes: [rt], weights });
+        const ex = scheduler.prepare(graph).executor;
+        for (let i = 0; i < 3; i++) await ex.run(inputs); // run, capture, replay
+        const t0 = performance.now();
+        const runs = 10;
+        for (let i = 0; i < runs; i++) await ex.run(inputs);
+        const wallUs = ((performance.now() - t0) * 1000) / runs / copies;
+        const per: number[] = [];
+        for (let rep = 0; rep < 3; rep++) {
+          const prof = await ex.run(inputs, { profile: true });
+          const rows = prof.timing!.rows.filter((r) => r.op.startsWith("MUL_MAT"));
+          per.push(median(rows.map((r) => r.micros)));
+        }
+        const us = median(per);
+        say(
+          `${label.padEnd(8)} ${dtypeName(dtype).padEnd(5)} ${`${k} × ${m} (${role})`.padEnd(22)} ${String(cols).padStart(4)} ${us.toFixed(2).padStart(9)} ${(bytes.length / us / 1e3).toFixed(0).padStart(7)} ${wallUs.toFixed(2).padStart(9)} ${(bytes.length / wallUs / 1e3).toFixed(0).padStart(7)}   (${copies})`,
+        );
+        scheduler.dispose();
+      }
+      for (const buf of buffers) buf.dispose();
+    }
+  }
+  rt.dispose();
+}
+writeFileSync(join(out, "mmq-bench.txt"), `${lines.join("\n")}\n`);
