@@ -9,9 +9,10 @@
 // Figures are medians over the rounds.
 //
 // Serve figures: TTFT = from sending the K requests at once to a stream's first text chunk (median
-// and max over the K); S_TG = the chunks that arrive after every stream has its first one, over the
-// time from then to the last chunk — the phase where all K generate, as bench's T_TG (the first
-// token of a stream comes from its prompt's logits in both). Prompts: a different one per stream,
+// and max over the K); S_TG = the tokens that come after every stream has its first one (the
+// streams' usage.completion_tokens less the tokens whose chunks came by then), over the time from
+// then to the last chunk — the phase where all K generate, as bench's T_TG (the first token of a
+// stream comes from its prompt's logits in both). Prompts: a different one per stream,
 // made PP tokens long with the server's /tokenize (BOS counted); temperature 0, max_tokens TG,
 // cache_prompt false, and the end-of-sequence token biased by -100 (the server has no ignore_eos)
 // so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
@@ -19,9 +20,10 @@
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
 //        [--rounds 3] [--bin FILE] [--json] [-- extra minfer flags, e.g. -ngl all -t 2]
 //
-// Node.js 20 or later, no dependencies (fetch and a small SSE reader).
+// Node.js 20 or later, no dependencies (node:http and a small SSE reader).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -69,6 +71,8 @@ const streams = (take("-npl") ?? "1,4,16").split(",").map((s) => positive("-npl"
 const npp = positive("-npp", take("-npp") ?? "128");
 const ntg = positive("-ntg", take("-ntg") ?? "128");
 const rounds = positive("--rounds", take("--rounds") ?? "3");
+// The server takes at most 64 open connections from one client (@minfer/server's connectionsPerClient).
+if (streams.some((k) => k > 64)) fail("-npl: at most 64 streams (the server's connections per client)");
 const bin = take("--bin") ?? join(here, "..", "dist", "bin.js");
 const jsonOut = argv.includes("--json");
 if (jsonOut) argv.splice(argv.indexOf("--json"), 1);
@@ -150,15 +154,51 @@ function startServer(k) {
 }
 
 // ---------------------------------------------------------------- HTTP
-async function post(url, body) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${text}`);
-  return JSON.parse(text);
+/**
+ * An HTTP client of one server through one keep-alive agent of at most `maxSockets` connections
+ * (node:http rather than fetch, so that the connections this script holds are counted and closed:
+ * the server refuses a client's 65th). `request` resolves with the status and the response, whose
+ * body `onData` receives piece by piece (with its arrival time) when given, else collected.
+ */
+function client(base, maxSockets) {
+  const agent = new Agent({ keepAlive: true, maxSockets });
+  const request = (method, path, body, onData) =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = httpRequest(
+        new URL(path, base),
+        {
+          method,
+          agent,
+          headers: payload
+            ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
+            : {},
+        },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d) => {
+            if (onData && res.statusCode === 200) onData(d, performance.now());
+            else text += d;
+          });
+          res.on("end", () => resolve({ status: res.statusCode, text }));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(payload);
+    });
+  const json = async (method, path, body) => {
+    const r = await request(method, path, body);
+    if (r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
+    return JSON.parse(r.text);
+  };
+  return {
+    get: (path) => json("GET", path),
+    post: (path, body) => json("POST", path, body),
+    request,
+    close: () => agent.destroy(),
+  };
 }
 
 /**
@@ -166,33 +206,14 @@ async function post(url, body) {
  * usage the server reported and the finish reason. SSE: events are separated by a blank line;
  * each `data: …` line holds a JSON chunk, or [DONE].
  */
-async function complete(base, prompt, bias) {
-  const t0 = performance.now();
-  const res = await fetch(`${base}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      prompt,
-      max_tokens: ntg,
-      temperature: 0,
-      stream: true,
-      stream_options: { include_usage: true },
-      cache_prompt: false,
-      ...(bias ? { logit_bias: bias } : {}),
-    }),
-  });
-  if (!res.ok) throw new Error(`/v1/completions: ${res.status} ${await res.text()}`);
+async function complete(api, prompt, bias) {
   const chunks = [];
   let usage;
   let finish;
   let buffer = "";
-  const decoder = new TextDecoder();
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    const now = performance.now();
-    buffer += decoder.decode(value, { stream: true });
+  let failure;
+  const onData = (d, now) => {
+    buffer += d;
     let end = buffer.indexOf("\n\n");
     while (end >= 0) {
       const event = buffer.slice(0, end);
@@ -203,14 +224,31 @@ async function complete(base, prompt, bias) {
         const data = line.slice(6);
         if (data === "[DONE]") continue;
         const msg = JSON.parse(data);
-        if (msg.error) throw new Error(`stream error: ${JSON.stringify(msg.error)}`);
+        if (msg.error) failure ??= new Error(`stream error: ${JSON.stringify(msg.error)}`);
         if (msg.usage) usage = msg.usage;
         const c = msg.choices?.[0];
         if (c?.text) chunks.push(now);
         if (c?.finish_reason) finish = c.finish_reason;
       }
     }
-  }
+  };
+  const t0 = performance.now();
+  const r = await api.request(
+    "POST",
+    "/v1/completions",
+    {
+      prompt,
+      max_tokens: ntg,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+      cache_prompt: false,
+      ...(bias ? { logit_bias: bias } : {}),
+    },
+    onData,
+  );
+  if (r.status !== 200) throw new Error(`/v1/completions: ${r.status} ${r.text}`);
+  if (failure) throw failure;
   return { t0, chunks, usage, finish };
 }
 
@@ -237,10 +275,10 @@ function words(seed, n) {
 const promptCache = new Map();
 
 /** A prompt of exactly `npp` tokens (BOS counted) when the tokenizer allows it, else the nearest below. */
-async function prompt(base, seed) {
+async function prompt(api, seed) {
   if (promptCache.has(seed)) return promptCache.get(seed);
   const count = async (text) =>
-    (await post(`${base}/tokenize`, { content: text, add_special: true })).tokens.length;
+    (await api.post("/tokenize", { content: text, add_special: true })).tokens.length;
   const pool = words(seed, npp * 2);
   let lo = 0;
   let hi = pool.length;
@@ -264,27 +302,34 @@ async function prompt(base, seed) {
 }
 
 /** The end-of-sequence token's id, from /props and /tokenize (undefined when the model names none). */
-async function eosBias(base) {
-  const props = await (await fetch(`${base}/props`)).json();
+async function eosBias(api) {
+  const props = await api.get("/props");
   if (!props.eos_token) return undefined;
-  const ids = (await post(`${base}/tokenize`, { content: props.eos_token, parse_special: true })).tokens;
+  const ids = (await api.post("/tokenize", { content: props.eos_token, parse_special: true })).tokens;
   return ids.length === 1 ? { [ids[0]]: -100 } : undefined;
 }
 
 /** K streams at once on a running server: TTFT per stream and the generation phase's tokens/s. */
-async function wave(base, k, bias) {
-  const prompts = await Promise.all(Array.from({ length: k }, (_, i) => prompt(base, i + 1)));
-  const results = await Promise.all(prompts.map((p) => complete(base, p.text, bias)));
+async function wave(api, k, bias) {
+  const prompts = [];
+  for (let i = 1; i <= k; i++) prompts.push(await prompt(api, i)); // one connection at a time
+  const results = await Promise.all(prompts.map((p) => complete(api, p.text, bias)));
   const t0 = Math.min(...results.map((r) => r.t0));
   const firsts = results.map((r) => r.chunks[0] ?? Number.NaN);
   const genStart = Math.max(...firsts);
   const genEnd = Math.max(...results.map((r) => r.chunks[r.chunks.length - 1] ?? Number.NaN));
-  const genChunks = results.reduce((s, r) => s + r.chunks.filter((t) => t > genStart).length, 0);
+  // Tokens of the phase: each stream's tokens less those whose chunks came by genStart (a token
+  // whose text the server held back, e.g. part of a character, has no chunk of its own).
+  const genTokens = results.reduce(
+    (s, r) =>
+      s + (r.usage?.completion_tokens ?? r.chunks.length) - r.chunks.filter((t) => t <= genStart).length,
+    0,
+  );
   const ttft = firsts.map((t) => (t - t0) / 1000);
   return {
     ttftMedian: median(ttft),
     ttftMax: Math.max(...ttft),
-    speedTg: genChunks / ((genEnd - genStart) / 1000),
+    speedTg: genTokens / ((genEnd - genStart) / 1000),
     promptTokens: median(results.map((r) => r.usage?.prompt_tokens ?? Number.NaN)),
     tokensMin: Math.min(...results.map((r) => r.usage?.completion_tokens ?? Number.NaN)),
     chunks: results.reduce((s, r) => s + r.chunks.length, 0),
@@ -296,12 +341,14 @@ async function wave(base, k, bias) {
 
 async function serve(k) {
   const server = startServer(k);
+  let api;
   try {
-    const base = await server.ready;
-    const bias = await eosBias(base);
-    await wave(base, k, bias); // warmup: the server builds the graphs of these shapes
-    return await wave(base, k, bias);
+    api = client(await server.ready, k);
+    const bias = await eosBias(api);
+    await wave(api, k, bias); // warmup: the server builds the graphs of these shapes
+    return await wave(api, k, bias);
   } finally {
+    api?.close();
     await server.stop();
   }
 }
@@ -416,8 +463,4 @@ if (jsonOut) {
       log(
         `K ${x.streams}: streams finished with ${x.serve_finish}, the shortest after ${x.serve_tokens_min} tokens`,
       );
-  for (const x of rows) {
-    const [c, t] = x.serve_chunks_vs_tokens.split("/");
-    if (c !== t) log(`K ${x.streams}: ${c} text chunks for ${t} tokens (S_TG counts chunks)`);
-  }
 }

@@ -98,6 +98,8 @@ describe.skipIf(!have)("minfer bench -npl (batched)", () => {
         expect(x.kv_unified).toBe(extra.length > 1 ? 1 : 0);
         expect(x.samples_t_tg).toHaveLength(2);
         expect(x.speed_tg).toBeGreaterThan(0);
+        expect(x.t).toBeCloseTo((x.t_pp as number) + (x.t_tg as number), 9);
+        expect(x.speed_tg).toBeCloseTo(((x.pl as number) * 3) / (x.t_tg as number), 6);
       }
     }
   });

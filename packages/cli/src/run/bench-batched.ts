@@ -168,7 +168,7 @@ export interface BatchedResult {
   tg: number;
   pl: number;
   n_kv: number;
-  /** Median seconds over the -r runs; the speeds below are tokens / these medians. */
+  /** Median seconds over the -r runs (t: t_pp + t_tg); the speeds are tokens / these times. */
   t_pp: number;
   speed_pp: number;
   t_tg: number;
@@ -196,7 +196,7 @@ export function summarize(
 ): BatchedResult {
   const tPp = median(runs.map((r) => r.tPp));
   const tTg = median(runs.map((r) => r.tTg));
-  const total = median(runs.map((r) => r.tPp + r.tTg));
+  const total = tPp + tTg; // as llama-batched-bench's T, so that T = T_PP + T_TG in the table
   const ppTokens = mode.shared ? t.pp : t.pl * t.pp;
   return {
     ...info,
