@@ -5,6 +5,7 @@ import { inspectCommand, inspectOptions } from "./gguf/inspect.js";
 import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
 import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
+import { perplexityCommand, perplexityOptions } from "./perplexity/command.js";
 import { benchCommand, benchOptions } from "./run/bench.js";
 import { chatCommand, chatOptions } from "./run/chat.js";
 import { devicesCommand, devicesOptions } from "./run/devices.js";
@@ -109,6 +110,14 @@ const COMMANDS: Record<string, Command> = {
     summary: "print the prompt a model's chat template makes of a conversation",
     options: templateOptions,
     run: templateCommand,
+  },
+  perplexity: {
+    usage:
+      "minfer perplexity -m FILE -f TEXTFILE [-c 512] [--chunks N] [-b N] [-t N] [-ngl N] [--kl-divergence-base FILE [--kl-divergence]]",
+    summary:
+      "perplexity over a text as llama-perplexity computes it; write its base-logits file, or compare with one (KL divergence)",
+    options: perplexityOptions,
+    run: perplexityCommand,
   },
 };
 
