@@ -32,10 +32,12 @@ struct Tuning {
   bool pdl = true;
   // Quantized products of mmq_min_cols..mmq_max_cols activation columns (one plane) run on the
   // int8 tensor-core kernel (ops/mmq.cuh) instead of the dp4a mat-vec (up to 8 columns) or the
-  // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off. The range must lie
-  // within 2..64 (kMmqMaxCols); docs/PERFORMANCE.md has the measurements behind the defaults.
-  int mmq_min_cols = 2;
-  int mmq_max_cols = 64;
+  // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off; the kernel takes 2..64
+  // (kMmqMaxCols). The defaults are where it measured faster on the H200 (qwen2-7b's shapes,
+  // docs/PERFORMANCE.md): mmq_min_cols 0 means per weight type (mmq_default_min_cols: 3 for Q6_K,
+  // whose mat-vec is slow at 3-4 columns, 5 for the others), and at 64 columns the GEMM is as fast.
+  int mmq_min_cols = 0;
+  int mmq_max_cols = 32;
 };
 
 }  // namespace minfer::cuda

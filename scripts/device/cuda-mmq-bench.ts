@@ -6,9 +6,9 @@
 // Each case is one graph of R products, each with its own copy of the weight (R copies of at
 // least 160 MB together, so that they come from HBM and not from the 50 MB L2), against the same
 // activations. Per node: the median GPU time of a profiled run (each node between two events, about
-// 1.3 µs of it the events; the activation quantization and any split-K reduction included), the
-// wall time of the replayed graph over R (what a node costs in a decode step's graph), and the
-// bandwidth the weight's bytes over each time make.
+// 1.3 µs of it the events; the activation quantization and any split-K reduction included) and the
+// bandwidth the weight's bytes over that time make. (The wall time of a replayed graph is no
+// measure here: each run reads every output back.)
 //   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64]
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -49,7 +49,7 @@ const say = (s: string) => {
   lines.push(s);
   console.log(s);
 };
-say("variant  type  shape (k × m)          cols   node µs    GB/s    wall µs    GB/s   (R copies)");
+say("variant  type  shape (k × m)          cols   node µs    GB/s   (R copies)");
 for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]) {
   Object.assign(process.env, variant);
   const rt = await cuda.devices()[0]!.init();
@@ -79,10 +79,6 @@ for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]
         const scheduler = new Scheduler({ runtimes: [rt], weights });
         const ex = scheduler.prepare(graph).executor;
         for (let i = 0; i < 3; i++) await ex.run(inputs); // run, capture, replay
-        const t0 = performance.now();
-        const runs = 10;
-        for (let i = 0; i < runs; i++) await ex.run(inputs);
-        const wallUs = ((performance.now() - t0) * 1000) / runs / copies;
         const per: number[] = [];
         for (let rep = 0; rep < 3; rep++) {
           const prof = await ex.run(inputs, { profile: true });
@@ -91,7 +87,7 @@ for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]
         }
         const us = median(per);
         say(
-          `${label.padEnd(8)} ${dtypeName(dtype).padEnd(5)} ${`${k} × ${m} (${role})`.padEnd(22)} ${String(cols).padStart(4)} ${us.toFixed(2).padStart(9)} ${(bytes.length / us / 1e3).toFixed(0).padStart(7)} ${wallUs.toFixed(2).padStart(9)} ${(bytes.length / wallUs / 1e3).toFixed(0).padStart(7)}   (${copies})`,
+          `${label.padEnd(8)} ${dtypeName(dtype).padEnd(5)} ${`${k} × ${m} (${role})`.padEnd(22)} ${String(cols).padStart(4)} ${us.toFixed(2).padStart(9)} ${(bytes.length / us / 1e3).toFixed(0).padStart(7)}   (${copies})`,
         );
         scheduler.dispose();
       }

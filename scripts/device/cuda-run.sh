@@ -43,6 +43,8 @@
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
+#   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BENCH_TYPES, BATCH_NPL, BATCH_REPS),
+#                       with and without MINFER_CUDA_MMQ=0
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -116,6 +118,10 @@ for s in "${stages[@]}"; do
   smoke) # fused launches checked on stories260K and on quantized files (Q8A and Q8K activations)
     step smoke node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth tiny q8_0)" "$(synth small q4_k)" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
+  conformance-mmq) mkdir -p "$OUT/mmq" # every quantized product of 2..64 columns on the int8 tensor-core kernel
+    step conformance-mmq env MINFER_CUDA_MMQ=2-64 node "$D/dist/conformance.js" "$OUT/mmq" --vs-cpu ;;
+  memcheck-mmq) step memcheck-mmq env MINFER_CUDA_MMQ=2-64 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
   conformance-tile) mkdir -p "$OUT/tile"
     step conformance-tile env MINFER_CUDA_ATTN=tile node "$D/dist/conformance.js" "$OUT/tile" --vs-cpu ;;
   conformance-vec) mkdir -p "$OUT/vec"
@@ -196,6 +202,14 @@ for s in "${stages[@]}"; do
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
+  batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, with the int8
+    # tensor-core products (default) and without (MINFER_CUDA_MMQ=0)
+    for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
+      f=$(synth qwen2-7b "$t")
+      TAIL_LINES=${TAIL_LINES:-8} step "batched-$t" minfer bench -m "$f" -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
+      TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-nommq" env MINFER_CUDA_MMQ=0 node "$D/dist/bin.js" bench -m "$f" \
+        -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
+    done ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens

@@ -286,8 +286,9 @@ enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled, Mmq };
 // the alignment at launch; a weight it refuses there takes the generic kernels).
 bool mmq_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
   const int64_t n = b->ne[1];
-  return !id && mmq_dtype(w->dtype) && w->ne[2] == 1 && w->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 &&
-         n >= std::max(t.mmq_min_cols, 2) && n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols);
+  const int lo = t.mmq_min_cols == 0 ? mmq_default_min_cols(w->dtype) : std::max(t.mmq_min_cols, 2);
+  return !id && mmq_dtype(w->dtype) && w->ne[2] == 1 && w->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 && n >= lo &&
+         n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols);
 }
 
 Path choose_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {

@@ -47,16 +47,16 @@ constexpr int kMmqMaxCols = 64;            // the widest column tile
 constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
 constexpr int kMmqMaxSplits = 32;
 
-// A block's tile for NT columns: kRows weight rows × kParts chunks of 32. Few columns: 32 rows ×
-// 512 elements, so that each row's bytes come as longer runs (288 bytes of Q4_0 a tile) with fewer
-// rows in flight at once; 32 or 64 columns: 64 rows × 256, so that the activations' stage (NT ×
-// the tile's k bytes) stays small. The 8 warps are kRows / 16 row groups × kGroups k-groups; warp
-// w takes rows 16·(w % row groups) .. + 15 against every column, over its k-group's share of each
-// tile's chunks; the k-groups' sums are added in a fixed order at the end.
+// A block's tile for NT columns: kRows weight rows × kParts chunks of 32 (64 × 256 elements), 8
+// warps as kRows / 16 row groups × kGroups k-groups: warp w takes rows 16·(w % row groups) .. + 15
+// against every column, over its k-group's share of each tile's chunks; the k-groups' sums are
+// added in a fixed order at the end. (Measured on the H200 and dropped, docs/PERFORMANCE.md: 4
+// warps of 16 rows over whole tiles, and 32 rows × 512 elements for 16 columns or fewer, which
+// read each row in longer runs; neither was faster, the second up to 20% slower on the K-quants.)
 template <int NT>
 struct MmqShape {
-  static constexpr int kRows = NT <= 16 ? 32 : 64;
-  static constexpr int kParts = NT <= 16 ? 16 : 8;
+  static constexpr int kRows = 64;
+  static constexpr int kParts = 8;
   static constexpr int kRowGroups = kRows / 16;
   static constexpr int kGroups = 8 / kRowGroups;
   static constexpr int kGroupParts = kParts / kGroups;
@@ -214,6 +214,10 @@ __host__ __device__ constexpr bool mmq_dtype(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
          t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
+
+// The fewest columns for which the kernel measured faster than the dp4a mat-vec on the H200
+// (docs/PERFORMANCE.md; the types not measured there take the Q4 types' figure).
+inline int mmq_default_min_cols(DType t) { return t == DType::Q6_K ? 3 : 5; }
 
 // ---- tile geometry ----------------------------------------------------------------------------
 
@@ -438,9 +442,15 @@ struct MmqPlan {
 inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : 64; }
 
 inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
-  const bool narrow = mmq_nt(N) <= 16;
-  const int rows = narrow ? MmqShape<8>::kRows : MmqShape<64>::kRows;
-  const int parts = narrow ? MmqShape<8>::kParts : MmqShape<64>::kParts;
+  const int nt = mmq_nt(N);
+  const int rows = nt == 8    ? MmqShape<8>::kRows
+                   : nt == 16 ? MmqShape<16>::kRows
+                   : nt == 32 ? MmqShape<32>::kRows
+                              : MmqShape<64>::kRows;
+  const int parts = nt == 8    ? MmqShape<8>::kParts
+                    : nt == 16 ? MmqShape<16>::kParts
+                    : nt == 32 ? MmqShape<32>::kParts
+                               : MmqShape<64>::kParts;
   MmqPlan pl{};
   pl.mblocks = ceil_div(M, rows);
   pl.tiles = static_cast<int>(ceil_div(K / 32, parts));

@@ -35,7 +35,7 @@ describe("CUDA settings from the environment", () => {
       fuse: true,
       pdl: true,
       attnPerQuery: true,
-      mmqCols: [2, 64],
+      mmqCols: undefined,
     });
     expect(
       readEnv({

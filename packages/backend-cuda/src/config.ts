@@ -31,15 +31,16 @@ export interface CudaEnv {
   readonly attnPerQuery: boolean;
   /**
    * MINFER_CUDA_MMQ: the activation-column counts whose quantized products run on the int8
-   * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-64 (default 2-64), or `0`
-   * for none (the dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond).
+   * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-64, or `0` for none (the
+   * dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond). Unset (undefined here): the
+   * kernel's measured defaults, 5-32 columns (3-32 for Q6_K), docs/PERFORMANCE.md.
    */
-  readonly mmqCols: readonly [number, number];
+  readonly mmqCols: readonly [number, number] | undefined;
 }
 
-function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] {
+function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
   const v = env.MINFER_CUDA_MMQ ?? "";
-  if (v === "") return [2, 64];
+  if (v === "") return undefined;
   if (v === "0") return [0, 0];
   const m = /^(\d+)-(\d+)$/.exec(v);
   const lo = m ? Number(m[1]) : Number.NaN;

@@ -81,7 +81,7 @@ export class CudaDevice implements Device {
       fuse: env.fuse,
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
-      mmqCols: env.mmqCols,
+      ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
     });
   }
 
