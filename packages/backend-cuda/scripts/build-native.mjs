@@ -13,12 +13,13 @@
 // with score() === 0 and that reason. --strict (or MINFER_NATIVE_STRICT=1) exits 1 instead.
 // --prebuilt-status=TEXT adds why no prebuilt binary was used (install.mjs passes it).
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { nativeRoot, packageRoot as pkg } from "./native-sources.mjs";
 import { MIN_COMPUTE_CAPABILITY } from "./prebuilt.mjs";
+import { replaceFile } from "./replace-file.mjs";
 import { unavailableFile as noteFile, recordUnavailable, unavailableText } from "./unavailable.mjs";
 
 const option = (name) => {
@@ -109,6 +110,7 @@ if (!run(["--build", work, "--parallel", String(Math.max(1, cpus().length))]))
       ` the kernels need compute capability ${MIN_COMPUTE_CAPABILITY} or later)`,
   );
 mkdirSync(dirname(out), { recursive: true });
-copyFileSync(join(work, "minfer_cuda.node"), out);
+// Never written in place: running processes have the old addon loaded (replace-file.mjs).
+replaceFile(join(work, "minfer_cuda.node"), out);
 const seconds = Math.round((Date.now() - started) / 1000);
 log(`built ${out} (CUDA architectures ${archs}; ${seconds} s)`);
