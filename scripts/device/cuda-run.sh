@@ -43,6 +43,11 @@
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
+#   llamacpp-build      llama.cpp built in the background (.device/llamacpp carried from ../shared/device)
+#   llamacpp-files      qwen2-7b F16 (synth) quantized by llama-quantize to LLAMA_TYPES (q4_0 q4_k_m q8_0)
+#   side-by-side        minfer bench / llama-bench and bench -npl / llama-batched-bench on those files,
+#                       ROUNDS interleaved rounds
+#   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
 #   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BENCH_TYPES, BATCH_NPL, BATCH_REPS),
 #                       with and without MINFER_CUDA_MMQ=0
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
@@ -202,6 +207,39 @@ for s in "${stages[@]}"; do
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
+  llamacpp-build) # llama.cpp for the side-by-side stages, in the background (about 6 minutes; carry
+    # ../shared/device/llamacpp copied to .device/llamacpp); later stages wait for build.done
+    (bash .device/llamacpp/build.sh /tmp/llamacpp >"$OUT/llamacpp-build.log" 2>&1) & ;;
+  llamacpp-files) # qwen2-7b F16 from minfer's synth, quantized by llama-quantize (LLAMA_TYPES)
+    f16=$(synth qwen2-7b f16)
+    while [ ! -f /tmp/llamacpp/build.done ]; do sleep 5; done
+    for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
+      [ -f "$M/lq-qwen2-7b-$t.gguf" ] && continue
+      step "quantize-$t" /tmp/llamacpp/build/bin/llama-quantize "$f16" "$M/lq-qwen2-7b-$t.gguf.tmp" "${t^^}" 16 &&
+        mv "$M/lq-qwen2-7b-$t.gguf.tmp" "$M/lq-qwen2-7b-$t.gguf"
+    done ;;
+  side-by-side) # minfer and llama.cpp on llama-quantize's files, the same tests, ROUNDS interleaved
+    # rounds of one repetition each (take the medians): pp512/tg128 (Q4_K_M also at depth 4096) and
+    # batched decode at 1/4/16/64 sequences
+    for r in $(seq 1 "${ROUNDS:-3}"); do
+      for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
+        f="$M/lq-qwen2-7b-$t.gguf"
+        step "mb-$t-$r" minfer bench -m "$f" -p 512 -n 128 -ngl all -r 1 --json
+        step "lb-$t-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 1 -o json
+        if [ "$t" = q4_k_m ]; then
+          step "mb-$t-d4096-$r" minfer bench -m "$f" -p 512 -n 128 -d 4096 -ngl all -r 1 --json
+          step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
+        fi
+        step "mbb-$t-$r" minfer bench -m "$f" -npl 1,4,16,64 -npp 128 -ntg 128 -ngl all -r 1
+        step "lbb-$t-$r" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 128 \
+          -npl 1,4,16,64 -ngl 99 -fa on
+      done
+    done ;;
+  ppl-llamacpp) # issue 21's fidelity on CUDA: minfer perplexity beside llama-perplexity on the built-in
+    # model (scripts/fidelity/perplexity-vs-llamacpp.mjs; PPL_TEXT: the text file, carried)
+    STEP_TIMEOUT=${STEP_TIMEOUT:-600} TAIL_LINES=40 step ppl-llamacpp env NGL=all THREADS=16 OUT=/tmp/minfer-ppl \
+      MINFER_BIN="$D/dist/bin.js" MODEL="$D/fixtures/minfer-default-7m-f16.gguf" TEXT="${PPL_TEXT:?PPL_TEXT}" \
+      node scripts/fidelity/perplexity-vs-llamacpp.mjs /tmp/llamacpp/build/bin ;;
   batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, with the int8
     # tensor-core products (default) and without (MINFER_CUDA_MMQ=0)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do

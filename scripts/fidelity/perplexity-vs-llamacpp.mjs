@@ -24,6 +24,8 @@
 //   THREADS  -t for both engines (default: the machine's cores)
 //   NGL      -ngl for both engines (default: none, the CPU)
 //   LLAMA_ARGS  extra llama-perplexity flags (default "-fa off": the attention path minfer implements)
+//   MINFER_BIN  minfer's bin.js (default packages/cli/dist/bin.js; on the GPU machine the bundle's
+//            .device/cuda/dist/bin.js, as `cuda-run.sh ppl-llamacpp` runs it)
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -42,7 +44,7 @@ const chunks = env.CHUNKS ?? "64";
 const threads = env.THREADS ?? String(availableParallelism());
 const ngl = env.NGL ? ["-ngl", env.NGL] : [];
 const llamaArgs = (env.LLAMA_ARGS ?? "-fa off").split(/\s+/).filter(Boolean);
-const minferBin = join(root, "packages/cli/dist/bin.js");
+const minferBin = env.MINFER_BIN ? resolve(env.MINFER_BIN) : join(root, "packages/cli/dist/bin.js");
 mkdirSync(out, { recursive: true });
 
 /** Runs a command; its stdout and stderr together (a failure stops the script with both shown). */
