@@ -21,8 +21,8 @@
 // Each stage holds a tile's raw weight bytes (every row's bytes copied as the 16-byte-aligned
 // chunks that cover them, so blocks of any size and rows of any even stride copy with 16-byte
 // cp.async), the activation codes of the tile for the NT columns and their {d, d·Σq}; three stages
-// in flight (cp.async, one __syncthreads per tile). Rows past M and columns past N read row M−1
-// and column N−1 and are not stored.
+// in flight (two for 64 columns; cp.async, one __syncthreads per tile). Rows past M and columns
+// past N read row M−1 and column N−1 and are not stored.
 //
 // Split-K: when the M blocks alone cannot fill the device (512-row K/V projections, the 3584-row
 // products of a 7B model), blockIdx.y takes a contiguous range of k-tiles and writes its partial
@@ -42,7 +42,9 @@
 namespace minfer::cuda::mm {
 
 constexpr int kMmqThreads = 256;           // 8 warps
-constexpr int kMmqStages = 3;              // k-tiles in flight per block
+// Opt-in shared memory of a block on the smallest GPU the prebuilt targets (sm_86 / sm_89: 99 KB;
+// sm_80 163 KB, sm_90 227 KB): every variant fits it.
+constexpr int kMmqMaxSmem = 99 * 1024;
 constexpr int kMmqMaxCols = 64;            // the widest column tile
 constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
 constexpr int kMmqMaxSplits = 32;
@@ -236,7 +238,9 @@ struct MmqTile {
   static constexpr int kWeightBytes = S::kRows * kRowBytes;
   static constexpr int kActBytes = NT * S::kActStride;
   static constexpr int kStageBytes = kWeightBytes + kActBytes + NT * S::kParts * 8;
-  static constexpr int kSmemBytes = kMmqStages * kStageBytes;
+  // k-tiles staged per block: three, two for 64 columns (whose activations make a stage 41 KB)
+  static constexpr int kStages = NT >= 64 ? 2 : 3;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
 };
 
 struct MmqArgs {
@@ -321,18 +325,18 @@ __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_consta
   const int rg = warp % S::kRowGroups, kg = warp / S::kRowGroups;
   const int r0 = rg * 16 + g, r1 = r0 + 8;
 #pragma unroll
-  for (int s = 0; s < kMmqStages - 1; s++) {
+  for (int s = 0; s < T::kStages - 1; s++) {
     if (s < ntiles) load(s, tile0 + s);
     cp_commit();
   }
   for (int it = 0; it < ntiles; it++) {
-    cp_wait<kMmqStages - 2>();
+    cp_wait<T::kStages - 2>();
     __syncthreads();
-    if (it + kMmqStages - 1 < ntiles) load((it + kMmqStages - 1) % kMmqStages, tile0 + it + kMmqStages - 1);
+    if (it + T::kStages - 1 < ntiles) load((it + T::kStages - 1) % T::kStages, tile0 + it + T::kStages - 1);
     cp_commit();
 
     const int ti = tile0 + it;
-    const uint8_t* st = stage_ptr(it % kMmqStages);
+    const uint8_t* st = stage_ptr(it % T::kStages);
     const int nch = tile_parts(ti);
     const int64_t boff = static_cast<int64_t>(ti) * T::kBytes;
     const uint8_t* w0 = st + r0 * T::kRowBytes + (reinterpret_cast<uintptr_t>(row_ptr(r0) + boff) & 15u);
@@ -478,7 +482,7 @@ inline bool mmq_takes(const Planes& p) {
 template <class Q, int NT>
 cudaError_t launch_mmq_nt(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
   constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
-  static_assert(smem <= 227 * 1024, "the MMQ stages must fit one block's shared memory");
+  static_assert(smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(mmq_kernel<Q, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
