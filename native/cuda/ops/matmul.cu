@@ -282,13 +282,13 @@ bool gemm_b_direct(const Tensor* b) {
 // Which activation format each weight runs against on the fast paths.
 enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled, Mmq };
 
-// Whether the int8 tensor-core kernel takes weight w against b under tuning t (mmq_takes checks
-// the alignment at launch; a weight it refuses there takes the generic kernels).
+// Whether the int8 tensor-core kernel takes weight w against b under tuning t. A weight it cannot
+// read aligned (a view starting off 16 bytes) keeps the mat-vec / gemm_tc path it had before.
 bool mmq_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
   const int64_t n = b->ne[1];
   const int lo = t.mmq_min_cols == 0 ? mmq_default_min_cols(w->dtype) : std::max(t.mmq_min_cols, 2);
   return !id && mmq_dtype(w->dtype) && w->ne[2] == 1 && w->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 && n >= lo &&
-         n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols);
+         n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols) && mmq_weight_aligned(w->data, w->nb[1]);
 }
 
 Path choose_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {

@@ -474,9 +474,12 @@ inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N) {
 // Whether the MMQ kernel takes planes p: a supported dtype, one plane, 2..64 columns, weights
 // starting 16-byte aligned (a row's 16-byte chunks may then begin before the row, never before
 // the weights) with even row strides, and 4-byte aligned output columns.
+inline bool mmq_weight_aligned(const uint8_t* w, int64_t row_bytes) {
+  return reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 2 == 0;
+}
 inline bool mmq_takes(const Planes& p) {
   return mmq_dtype(p.wtype) && !p.ids && p.n_planes == 1 && p.ncols >= 2 && p.ncols <= kMmqMaxCols && p.K % 32 == 0 &&
-         reinterpret_cast<uintptr_t>(p.w) % 16 == 0 && p.w_nb1 % 2 == 0 && p.o_nb1 % 4 == 0 && p.M > 0;
+         mmq_weight_aligned(p.w, p.w_nb1) && p.o_nb1 % 4 == 0 && p.M > 0;
 }
 
 template <class Q, int NT>

@@ -180,20 +180,13 @@ describe("perplexity against llama.cpp (node-llama-cpp) on stories260K", () => {
     writeFileSync(join(tmp, "story.txt"), `${STORY}\n`);
   }, 120_000);
 
+  /** minfer perplexity of the story at -c N_CTX with F32 K/V, and `extra` flags. */
+  const storyPerplexity = (...extra: string[]) =>
+    minfer("perplexity", "-m", STORIES, "-f", join(tmp, "story.txt"), "-c", `${N_CTX}`, ...KV, ...extra);
+
   it("gives llama.cpp's perplexity, chunk by chunk", async () => {
     expect(ref.running.length).toBeGreaterThanOrEqual(5);
-    const r = await minfer(
-      "perplexity",
-      "-m",
-      STORIES,
-      "-f",
-      join(tmp, "story.txt"),
-      "-c",
-      `${N_CTX}`,
-      ...KV,
-      "-t",
-      "1",
-    );
+    const r = await storyPerplexity("-t", "1");
     expect(r.code, r.stderr).toBe(0);
     const got = parsePpl(r.stdout);
     expect(got.chunks.length).toBe(ref.running.length);
@@ -203,38 +196,14 @@ describe("perplexity against llama.cpp (node-llama-cpp) on stories260K", () => {
     expect(Math.abs(got.ppl / ref.ppl - 1)).toBeLessThan(1e-4);
     expect(Math.abs(got.unc / ref.unc - 1)).toBeLessThan(1e-3);
     // a smaller micro-batch cuts each chunk in pieces: the same figure
-    const b = await minfer(
-      "perplexity",
-      "-m",
-      STORIES,
-      "-f",
-      join(tmp, "story.txt"),
-      "-c",
-      `${N_CTX}`,
-      ...KV,
-      "-b",
-      "16",
-      "-t",
-      "1",
-    );
+    const b = await storyPerplexity("-b", "16", "-t", "1");
     expect(b.code, b.stderr).toBe(0);
     expect(Math.abs(parsePpl(b.stdout).ppl / ref.ppl - 1)).toBeLessThan(1e-4);
   });
 
   it("writes a base file of llama.cpp's layout: the text's tokens, rows that decode to llama.cpp's log-probabilities", async () => {
     const base = join(tmp, "stories-minfer.kld");
-    const r = await minfer(
-      "perplexity",
-      "-m",
-      STORIES,
-      "-f",
-      join(tmp, "story.txt"),
-      "-c",
-      `${N_CTX}`,
-      ...KV,
-      "--kl-divergence-base",
-      base,
-    );
+    const r = await storyPerplexity("--kl-divergence-base", base);
     expect(r.code, r.stderr).toBe(0);
     expect(Math.abs(parsePpl(r.stdout).ppl / ref.ppl - 1)).toBeLessThan(1e-4);
     const bytes = readFileSync(base);
