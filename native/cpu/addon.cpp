@@ -129,7 +129,7 @@ class BufferObject : public Napi::ObjectWrap<BufferObject> {
     Check(env, Get(env).write(offset, src.data, src.length));
     return env.Undefined();
   }
-  // read(offset, length) -> Uint8Array (a copy)
+  // read(offset, length[, into]) -> Uint8Array (a copy; with into, its first length bytes)
   Napi::Value Read(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const uint64_t offset = ToByteCount(env, info[0], "offset");
@@ -138,6 +138,16 @@ class BufferObject : public Napi::ObjectWrap<BufferObject> {
     if (b.disposed()) Fail(env, Code::Disposed, "read from a disposed buffer");
     if (offset > b.size() || length > b.size() - offset) {
       Check(env, b.read(offset, nullptr, length));  // the range error, with its message
+    }
+    if (info.Length() > 2 && !info[2].IsUndefined()) {
+      if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+        Fail(env, Code::BadArgument, "read: into must be a Uint8Array");
+      Napi::Uint8Array into = info[2].As<Napi::Uint8Array>();
+      if (into.ByteLength() < length)
+        Fail(env, Code::BadArgument, "read: into holds " + std::to_string(into.ByteLength()) + " bytes, " +
+                                            std::to_string(length) + " were asked for");
+      Check(env, b.read(offset, into.Data(), length));
+      return Napi::Uint8Array::New(env, static_cast<size_t>(length), into.ArrayBuffer(), into.ByteOffset());
     }
     Napi::Uint8Array out = Napi::Uint8Array::New(env, static_cast<size_t>(length));
     Check(env, b.read(offset, out.Data(), length));

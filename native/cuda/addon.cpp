@@ -136,16 +136,42 @@ Napi::Value Write(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// read(buffer, offset, length) → Uint8Array
+// read(buffer, offset, length[, into]) → Uint8Array (new; with into, its first length bytes)
 Napi::Value Read(const Napi::CallbackInfo& info) {
   Buffer* b = buffer_arg(info, 0);
   const size_t offset = size_arg(info, 1, "offset");
   const size_t bytes = size_arg(info, 2, "length");
   if (offset > b->size || bytes > b->size - offset)
     throw Napi::RangeError::New(info.Env(), "read: offset + length is past the end of the buffer");
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+      throw Napi::TypeError::New(info.Env(), "read: into must be a Uint8Array");
+    Napi::Uint8Array into = info[3].As<Napi::Uint8Array>();
+    if (into.ByteLength() < bytes)
+      throw Napi::RangeError::New(info.Env(), "read: into holds " + std::to_string(into.ByteLength()) + " bytes, " +
+                                                  std::to_string(bytes) + " were asked for");
+    if (bytes > 0) check(info.Env(), copy_to_host(b->device, into.Data(), static_cast<uint8_t*>(b->ptr) + offset, bytes));
+    return Napi::Uint8Array::New(info.Env(), bytes, into.ArrayBuffer(), into.ByteOffset());
+  }
   Napi::Uint8Array out = Napi::Uint8Array::New(info.Env(), bytes);
   if (bytes > 0) check(info.Env(), copy_to_host(b->device, out.Data(), static_cast<uint8_t*>(b->ptr) + offset, bytes));
   return out;
+}
+
+// allocHost(device, bytes) → Uint8Array over page-locked memory, freed when the array is collected.
+Napi::Value AllocHost(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int device = device_arg(info, 0);
+  const size_t bytes = size_arg(info, 1, "bytes");
+  if (bytes == 0 || bytes > (size_t{1} << 40)) throw Napi::RangeError::New(env, "allocHost: bytes must be in [1, 2^40]");
+  void* ptr = nullptr;
+  check(env, alloc_host(device, bytes, &ptr));
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, ptr, bytes, [bytes](Napi::Env e, void* p) {
+    release_host(p);  // at collection there is no one to report a failure to
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(bytes));
+  });
+  Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
+  return Napi::Uint8Array::New(env, bytes, ab, 0);
 }
 
 Napi::Value SelfTest(const Napi::CallbackInfo& info) {
@@ -398,6 +424,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("free", Napi::Function::New(env, Free));
   exports.Set("write", Napi::Function::New(env, Write));
   exports.Set("read", Napi::Function::New(env, Read));
+  exports.Set("allocHost", Napi::Function::New(env, AllocHost));
   exports.Set("selfTest", Napi::Function::New(env, SelfTest));
   exports.Set("checkProgram", Napi::Function::New(env, CheckProgram));
   exports.Set("fusedRuns", Napi::Function::New(env, FusedRuns));

@@ -162,9 +162,20 @@ std::string copy_to_device(int device, void* dst, const void* src, size_t bytes)
   return staged_to_device(st, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
 }
 
+// Whether p is page-locked host memory (cudaHostAlloc / cudaHostRegister): a copy into it needs
+// no staging. Pageable memory is cudaMemoryTypeUnregistered (not an error).
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the answer is only "not pinned"
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
 std::string copy_to_host(int device, void* dst, const void* src, size_t bytes) {
   MINFER_CUDA_TRY(cudaSetDevice(device));
-  Stage* st = bytes >= kStagedMin ? stage_of(device) : nullptr;
+  Stage* st = bytes >= kStagedMin && !is_pinned(dst) ? stage_of(device) : nullptr;
   if (!st) {
     MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
     return "";
@@ -172,6 +183,18 @@ std::string copy_to_host(int device, void* dst, const void* src, size_t bytes) {
   std::lock_guard<std::mutex> lock(st->mu);
   if (std::string e = stage_init(st); !e.empty()) return e;
   return staged_to_host(st, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
+}
+
+std::string alloc_host(int device, size_t bytes, void** ptr) {
+  MINFER_CUDA_TRY(cudaSetDevice(device));
+  MINFER_CUDA_TRY(cudaHostAlloc(ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable));
+  std::memset(*ptr, 0, bytes);
+  return "";
+}
+
+std::string release_host(void* ptr) {
+  MINFER_CUDA_TRY(cudaFreeHost(ptr));
+  return "";
 }
 
 std::string self_test(int device, int n, int seed, std::vector<int32_t>* out) {

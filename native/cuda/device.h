@@ -28,6 +28,9 @@ std::string alloc(int device, size_t bytes, void** ptr);
 std::string release(int device, void* ptr);
 std::string copy_to_device(int device, void* dst, const void* src, size_t bytes);
 std::string copy_to_host(int device, void* dst, const void* src, size_t bytes);
+// Page-locked host memory (zero-filled) for reads that are one DMA transfer; release_host frees it.
+std::string alloc_host(int device, size_t bytes, void** ptr);
+std::string release_host(void* ptr);
 // Launches a kernel that writes out[i] = seed + 2·i (n elements) and reads it back: proves the
 // addon's machine code (or PTX) runs on this device.
 std::string self_test(int device, int n, int seed, std::vector<int32_t>* out);

@@ -1,9 +1,9 @@
 // Where a decode step's time goes on the GPU (run on the GPU machine): the model with every
 // layer on CUDA, per-op times of one single-token step, of one 512-token micro-batch and of one
-// step of 16 sequences (events between the nodes, captured with them into one graph), summed by op; and, without
+// step of each count of sequences (events between the nodes, captured with them into one graph), summed by op; and, without
 // profiling, the mean wall time of a decode step (1 and 16 sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
-//   node dist/cuda-profile.js OUT_DIR model.gguf
+//   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP]]
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
@@ -52,54 +52,96 @@ lines.push(
 );
 prof.dispose();
 
-// 16 sequences decoding together (as `minfer serve -np 16` steps them): each with a 100-token
-// prompt, then one step of 16 tokens, profiled, and 32 plain steps timed.
-const streams = 16;
-const multi = new Context(model, { nCtx: streams * 256, nSeqMax: streams, kvUnified: false, profile: true });
-for (let s = 0; s < streams; s++)
-  await multi.decode({ tokens: tokens(100, 200 + s), seq: s, logits: "none" });
-const step = (i: number) => ({
-  tokens: tokens(streams, 300 + i),
-  seq: Array.from({ length: streams }, (_, s) => s),
-  pos: Array.from({ length: streams }, () => 100 + i),
-  logits: "all" as const,
-});
-for (let i = 0; i < 3; i++) await multi.decode(step(i));
-const ms = multi.lastTiming.reports![0]!;
-lines.push(
-  `== one step of ${streams} sequences at depth ~100, total ${(ms.totalMicros / 1000).toFixed(3)} ms`,
-  byOp(ms),
-);
-multi.dispose();
-const multiPlain = new Context(model, { nCtx: streams * 256, nSeqMax: streams, kvUnified: false });
-for (let s = 0; s < streams; s++)
-  await multiPlain.decode({ tokens: tokens(100, 200 + s), seq: s, logits: "none" });
-let mTotal = 0;
-let mCompute = 0;
-let graphsBefore = gpuRt.graphStats();
-for (let i = 0; i < 32; i++) {
-  await multiPlain.decode(step(i));
-  if (i < 2) {
-    graphsBefore = gpuRt.graphStats();
-    continue; // new shapes: graph build, capture
+// Several sequences decoding together (as `minfer serve -np B` and `minfer bench -npl B` step them):
+// for each B of the third argument (default "16,64") each sequence gets a prompt of the fourth
+// argument's tokens (default 128, bench -npl's), then one step of B tokens is profiled and 32 plain steps are timed.
+const streamCounts = (process.argv[4] ?? "16,64").split(",").map(Number);
+const promptLen = Number(process.argv[5] ?? 128);
+for (const streams of streamCounts) {
+  const step = (i: number) => ({
+    tokens: tokens(streams, 300 + i),
+    seq: Array.from({ length: streams }, (_, s) => s),
+    pos: Array.from({ length: streams }, () => promptLen + i),
+    logits: "all" as const,
+  });
+  const prompts = async (c: Context) => {
+    for (let s = 0; s < streams; s++)
+      await c.decode({ tokens: tokens(promptLen, 200 + s), seq: s, logits: "none" });
+  };
+  const multi = new Context(model, {
+    nCtx: streams * 256,
+    nSeqMax: streams,
+    kvUnified: false,
+    profile: true,
+  });
+  await prompts(multi);
+  for (let i = 0; i < 3; i++) await multi.decode(step(i));
+  const ms = multi.lastTiming.reports![0]!;
+  lines.push(
+    `== one step of ${streams} sequences at depth ~${promptLen}, total ${(ms.totalMicros / 1000).toFixed(3)} ms`,
+    byOp(ms),
+  );
+  multi.dispose();
+  const multiPlain = new Context(model, {
+    nCtx: streams * 256,
+    nSeqMax: streams,
+    kvUnified: false,
+    reuseLogits: true,
+  });
+  await prompts(multiPlain);
+  let mTotal = 0;
+  let mCompute = 0;
+  let graphsBefore = gpuRt.graphStats();
+  for (let i = 0; i < 32; i++) {
+    await multiPlain.decode(step(i));
+    if (i < 2) {
+      graphsBefore = gpuRt.graphStats();
+      continue; // new shapes: graph build, capture
+    }
+    mTotal += multiPlain.lastTiming.totalMs;
+    mCompute += multiPlain.lastTiming.computeMs;
   }
-  mTotal += multiPlain.lastTiming.totalMs;
-  mCompute += multiPlain.lastTiming.computeMs;
+  // whether the 30 timed steps replayed a captured graph or captured (or launched directly) each time
+  const graphsAfter = gpuRt.graphStats();
+  const delta = {
+    replays: graphsAfter.graphReplays - graphsBefore.graphReplays,
+    captures: graphsAfter.graphCaptures - graphsBefore.graphCaptures,
+    failures: graphsAfter.graphFailures - graphsBefore.graphFailures,
+    lastGraphError: graphsAfter.lastGraphError,
+  };
+  lines.push(
+    `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies, graphs over the 30 steps ${JSON.stringify(delta)}`,
+  );
+  multiPlain.dispose();
 }
-// whether the 30 timed steps replayed a captured graph or captured (or launched directly) each time
-const graphsAfter = gpuRt.graphStats();
-const delta = {
-  replays: graphsAfter.graphReplays - graphsBefore.graphReplays,
-  captures: graphsAfter.graphCaptures - graphsBefore.graphCaptures,
-  failures: graphsAfter.graphFailures - graphsBefore.graphFailures,
-  lastGraphError: graphsAfter.lastGraphError,
-};
-lines.push(
-  `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies, graphs over the 30 steps ${JSON.stringify(delta)}`,
-);
-multiPlain.dispose();
 
-const plain = new Context(model, { nCtx: 1024 });
+// The logits read of a step of B sequences on its own: B rows of the vocabulary from a device
+// buffer (what the executor reads after each step), and a zero-filled host array of that size.
+for (const rows of [1, 16, 64]) {
+  const bytes = rows * model.hparams.nVocab * 4;
+  const buf = gpuRt.allocate(bytes, "logits-read");
+  const readMs: number[] = [];
+  const allocMs: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const t0 = performance.now();
+    await gpuRt.read(buf, 0, bytes);
+    const t1 = performance.now();
+    const a = new Uint8Array(bytes);
+    const t2 = performance.now();
+    a[bytes - 1] = 1;
+    if (i >= 2) {
+      readMs.push(t1 - t0);
+      allocMs.push(t2 - t1);
+    }
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  lines.push(
+    `== read of ${rows} logits rows (${(bytes / 1e6).toFixed(1)} MB): ${med(readMs).toFixed(3)} ms median; new Uint8Array of that size ${med(allocMs).toFixed(3)} ms`,
+  );
+  buf.dispose();
+}
+
+const plain = new Context(model, { nCtx: 1024, reuseLogits: true });
 await plain.decode({ tokens: tokens(64, 9), logits: "last" });
 let total = 0;
 let compute = 0;

@@ -41,6 +41,7 @@
 #                       the per-kernel trace as CSV, when nsys is installed
 #   hf-archs            transformers' tiny checkpoints of issue 20's architectures (reference_archs.py),
 #                       converted by minfer and run on the CPU and CUDA against transformers
+#   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
 #   llamacpp-build      llama.cpp built in the background (.device/llamacpp carried from ../shared/device)
@@ -72,6 +73,8 @@ mkdir -p "$OUT" "$M"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(smoke conformance memcheck fidelity bench)
 minfer() { node "$D/dist/bin.js" "$@"; }
+# The packed bundle leaves out the built-in model (tracked, so in the working tree here too).
+[ -e "$D/fixtures/minfer-default-7m-f16.gguf" ] || ln -sf "$PWD/packages/cli/models/minfer-default-7m-f16.gguf" "$D/fixtures/"
 status=0
 step() {
   local name=$1; shift
@@ -180,7 +183,7 @@ for s in "${stages[@]}"; do
     if [ -n "$NCU" ]; then
       step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
         --launch-count "${NCU_COUNT:-8}" ${NCU_SECTIONS:---section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-        --section LaunchStats} node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" -p 0 -n 4 -r 1 -ngl all
+        --section LaunchStats} node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ${NCU_BENCH:--p 0 -n 4} -r 1 -ngl all
     else
       echo "ncu: not installed here" | tee -a "$OUT/run.log"
     fi ;;
@@ -203,6 +206,18 @@ for s in "${stages[@]}"; do
         node "$D/dist/bin.js" bench -m "$f" -p 0 -n 32 -r 1 -ngl all
       step nsys-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace,cuda_api_sum --format csv \
         -o "$OUT/nsys" /tmp/minfer-nsys.nsys-rep
+    else
+      echo "nsys: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
+  nsys-batched) # a timeline of batched decode (bench -npl NSYS_NPL, default 64, 16 steps): the CUDA API
+    # calls, the OS runtime calls, the kernels and the copies, summed
+    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+    if [ -n "$NSYS" ]; then
+      f=$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")
+      step nsys-batched "$NSYS" profile --trace=cuda,osrt --cuda-graph-trace=node --force-overwrite true -o /tmp/minfer-nsysb \
+        node "$D/dist/bin.js" bench -m "$f" -npl "${NSYS_NPL:-64}" -npp 128 -ntg 16 -r 1 -ngl all
+      step nsys-batched-stats "$NSYS" stats --force-export=true --report cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,osrt_sum \
+        --format csv -o "$OUT/nsysb" /tmp/minfer-nsysb.nsys-rep
     else
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
@@ -253,7 +268,7 @@ for s in "${stages[@]}"; do
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
     TAIL_LINES=80 step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
-  profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ;;
+  profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "${PROFILE_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}" "${STREAMS:-16,64}" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")

@@ -23,6 +23,24 @@ describe("buffers", () => {
     b.dispose();
   });
 
+  it("reads into a caller's array (a view of its first bytes) and refuses one too small", async () => {
+    const b = rt.allocate(64, "t");
+    await rt.write(
+      b,
+      16,
+      Uint8Array.from({ length: 32 }, (_, i) => i + 1),
+    );
+    const into = new Uint8Array(40).fill(0xee);
+    const got = await rt.read(b, 16, 32, into.subarray(4));
+    expect(got.buffer).toBe(into.buffer);
+    expect(got.byteOffset).toBe(4);
+    expect(Array.from(got)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+    expect(Array.from(into.subarray(0, 4))).toEqual([0xee, 0xee, 0xee, 0xee]); // outside the view: untouched
+    expect(into[36]).toBe(0xee);
+    await expect(rt.read(b, 0, 32, new Uint8Array(31))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    b.dispose();
+  });
+
   it("allocates large (mapped) and empty buffers", async () => {
     const big = rt.allocate(8 << 20, "big");
     const tail = await rt.read(big, (8 << 20) - 16, 16);

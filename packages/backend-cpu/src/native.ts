@@ -22,8 +22,8 @@ export interface NativeBuffer {
   readonly disposed: boolean;
   /** Copies `data` to `offset`; READ_ONLY for mappings, BUSY while an execute holds it. */
   write(offset: number, data: ArrayBufferView): void;
-  /** A copy of `length` bytes from `offset`. */
-  read(offset: number, length: number): Uint8Array;
+  /** A copy of `length` bytes from `offset` (with `into`: written there, its first `length` bytes returned). */
+  read(offset: number, length: number, into?: Uint8Array): Uint8Array;
   /** Frees the memory; BUSY while an execute holds it; a second call does nothing. */
   dispose(): void;
 }

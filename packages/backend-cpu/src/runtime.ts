@@ -84,9 +84,9 @@ export class CpuRuntime implements DeviceRuntime {
     callNative(() => b.native.write(offset, data));
   }
 
-  async read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array> {
+  async read(buffer: BackendBuffer, offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     const b = this.#own(buffer, "read");
-    return callNative(() => b.native.read(offset, length));
+    return callNative(() => b.native.read(offset, length, into));
   }
 
   async execute(

@@ -198,6 +198,27 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
     expect(() => rt.allocate(8, "late")).toThrow(/disposed/);
   });
 
+  it("reads into a caller's array and into page-locked host memory (one transfer)", async () => {
+    const rt = await dev.init();
+    const n = 3 << 20; // staged when pageable (≥ 64 KB)
+    const b = rt.allocate(n + 16, "t");
+    const data = Uint8Array.from({ length: n }, (_, i) => (i * 31 + 7) & 255);
+    await rt.write(b, 16, data);
+    for (const into of [new Uint8Array(n + 8), rt.allocateHost!(n + 8)]) {
+      into.fill(0xee);
+      const got = await rt.read(b, 16, n, into.subarray(8));
+      expect(got.buffer).toBe(into.buffer);
+      expect(got.byteOffset).toBe(into.byteOffset + 8);
+      expect(got).toEqual(data);
+      expect(Array.from(into.subarray(0, 8)).every((v) => v === 0xee)).toBe(true);
+    }
+    expect(rt.allocateHost!(100).every((v) => v === 0)).toBe(true);
+    await expect(rt.read(b, 0, 100, new Uint8Array(99))).rejects.toMatchObject({ code: "OUT_OF_RANGE" });
+    expect(() => rt.allocateHost!(0)).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+    b.dispose();
+    rt.dispose();
+  });
+
   it("uploads a range of a file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "minfer-cuda-"));
     try {

@@ -85,7 +85,9 @@ export interface NativeAddon {
   alloc(device: number, bytes: number): NativeBuffer;
   free(buffer: NativeBuffer): void;
   write(buffer: NativeBuffer, offset: number, data: ArrayBufferView): void;
-  read(buffer: NativeBuffer, offset: number, length: number): Uint8Array;
+  read(buffer: NativeBuffer, offset: number, length: number, into?: Uint8Array): Uint8Array;
+  /** Page-locked host memory (zero-filled), freed when the array is garbage-collected. */
+  allocHost(device: number, bytes: number): Uint8Array;
   /** Runs a kernel writing seed + 2·i for i < n on the device and returns what it wrote. */
   selfTest(device: number, n: number, seed: number): Int32Array;
   /** null when every node has a kernel accepting its dtypes and shapes. */

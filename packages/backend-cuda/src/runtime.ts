@@ -154,14 +154,30 @@ export class CudaRuntime implements DeviceRuntime {
     }
   }
 
-  async read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array> {
+  async read(buffer: BackendBuffer, offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     this.#live();
     const b = this.#own(buffer);
     try {
-      return this.#addon.read(b.handle(), offset, length);
+      return this.#addon.read(b.handle(), offset, length, into);
     } catch (e) {
       if (e instanceof CudaBackendError) throw e;
       throw fromNative(e, `read from "${b.label}"`);
+    }
+  }
+
+  /** Page-locked host memory: a read of a device buffer into it is one DMA transfer (no staging). */
+  allocateHost(bytes: number): Uint8Array {
+    this.#live();
+    if (!Number.isSafeInteger(bytes) || bytes <= 0)
+      throw new CudaBackendError(
+        "INVALID_ARGUMENT",
+        `allocateHost: bytes must be a positive integer, got ${bytes}`,
+      );
+    try {
+      return this.#addon.allocHost(this.#index, bytes);
+    } catch (e) {
+      if (e instanceof CudaBackendError) throw e;
+      throw fromNative(e, `allocating ${bytes} bytes of page-locked host memory for ${this.device.name}`);
     }
   }
 

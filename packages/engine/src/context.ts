@@ -53,6 +53,16 @@ export interface ContextOptions {
    * operations). Default: true.
    */
   readonly fuse?: boolean;
+  /**
+   * Read every decode call's logits into one buffer the context keeps (page-locked host memory
+   * on a GPU, so the read is one transfer), as llama.cpp's llama_get_logits: a call's Logits are
+   * valid until the next decode call, and reading them after it throws STALE_LOGITS. Without it
+   * (the default) each call's logits are a new array, which for many rows of a large vocabulary
+   * costs the page faults of fresh memory at every step (a 64-sequence step of a 152k vocabulary
+   * reads 39 MB). For loops that use each step's logits before the next: a server's batcher,
+   * benchmarks, perplexity.
+   */
+  readonly reuseLogits?: boolean;
 }
 
 export type { GraphParams } from "./graph-params.js";
@@ -123,6 +133,11 @@ export class Context {
   readonly #kvType: DType;
   readonly #fuse: boolean;
   readonly #runner: UbatchRunner;
+  readonly #reuseLogits: boolean;
+  /** With reuseLogits: the buffer every call's logits are read into, grown as needed. */
+  #logitsBuf: Float32Array | undefined;
+  /** With reuseLogits: decode calls so far (a Logits is current while this is its call's). */
+  #logitsCall = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #disposed = false;
   #timing: DecodeTiming = { totalMs: 0, computeMs: 0, ubatches: 0 };
@@ -130,6 +145,7 @@ export class Context {
   constructor(model: Model, options: ContextOptions = {}) {
     this.model = model;
     this.#fuse = options.fuse ?? true;
+    this.#reuseLogits = options.reuseLogits ?? false;
     const hp = model.hparams;
     const positive = (v: unknown, what: string): number => {
       if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
@@ -396,8 +412,17 @@ export class Context {
     for (let i = 0; i < n; i++) nOut += b.wantLogits[i]!;
     const indices = new Int32Array(nOut);
     // One micro-batch: its logits output becomes the result as is (no copy); several: gathered.
-    let data: Float32Array | undefined = n <= this.nUbatch ? undefined : new Float32Array(nOut * nVocab);
+    // With reuseLogits every micro-batch reads its rows into the context's buffer, in place.
+    const call = this.#reuseLogits ? ++this.#logitsCall : 0;
+    let data: Float32Array | undefined = this.#reuseLogits
+      ? undefined
+      : n <= this.nUbatch
+        ? undefined
+        : new Float32Array(nOut * nVocab);
     let row = 0;
+    const into = this.#reuseLogits
+      ? (s: Step, rows: number) => this.#logitsInto(s, nOut, row, rows)
+      : undefined;
     let computeMs = 0;
     let ubatches = 0;
     const reports: TimingReport[] = [];
@@ -405,11 +430,15 @@ export class Context {
     try {
       for (let i0 = 0; i0 < n; i0 += this.nUbatch) {
         const i1 = Math.min(n, i0 + this.nUbatch);
-        const r = await this.#runner.run(b, i0, i1, done);
+        const r = await this.#runner.run(b, i0, i1, done, into);
         computeMs += r.computeMs;
         ubatches++;
         if (r.report) reports.push(r.report);
-        if (data === undefined) data = r.logits.subarray(0, r.outIds.length * nVocab);
+        if (this.#reuseLogits) {
+          // the rows are in place already (runner read them at row); a batch with no logits has none
+          if (r.outIds.length > 0 && r.logits.buffer !== this.#logitsBuf?.buffer)
+            throw new EngineError("INTERNAL", "decode: the logits were not read into the reused buffer");
+        } else if (data === undefined) data = r.logits.subarray(0, r.outIds.length * nVocab);
         else data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
         for (let k = 0; k < r.outIds.length; k++) indices[row++] = i0 + r.outIds[k]!;
       }
@@ -423,7 +452,26 @@ export class Context {
       ubatches,
       ...(reports.length ? { reports } : {}),
     };
+    if (this.#reuseLogits) {
+      const buf = this.#logitsBuf?.subarray(0, nOut * nVocab) ?? new Float32Array(0);
+      return new Logits(nVocab, indices, buf, () => this.#logitsCall === call);
+    }
     return new Logits(nVocab, indices, data ?? new Float32Array(0));
+  }
+
+  /**
+   * Where rows [row, row + rows) of this call's `total` rows of logits go: a view of the reused
+   * buffer, which grows (from the step's output device, page-locked on a GPU) to hold `total`.
+   */
+  #logitsInto(s: Step, total: number, row: number, rows: number): Uint8Array {
+    const nVocab = this.model.hparams.nVocab;
+    if (!this.#logitsBuf || this.#logitsBuf.length < total * nVocab) {
+      const bytes = Math.max(total, 1) * nVocab * 4;
+      const mem = s.step.executor.hostMemory(s.built.logits!, bytes);
+      this.#logitsBuf = new Float32Array(mem.buffer, mem.byteOffset, bytes / 4);
+    }
+    const buf = this.#logitsBuf;
+    return new Uint8Array(buf.buffer, buf.byteOffset + row * nVocab * 4, rows * nVocab * 4);
   }
 
   // ---- sequences ------------------------------------------------------------------------------

@@ -35,7 +35,17 @@ export class UbatchRunner {
     readonly get: (p: GraphParams) => Step,
   ) {}
 
-  async run(b: NormalizedBatch, i0: number, i1: number, done: KvToken[]): Promise<UbatchResult> {
+  /**
+   * One micro-batch [i0, i1) of `b`. `logitsInto(step, rows)`, when given, says where the rows of
+   * logits it asked for go (a view of at least rows·nVocab floats; undefined: a new array).
+   */
+  async run(
+    b: NormalizedBatch,
+    i0: number,
+    i1: number,
+    done: KvToken[],
+    logitsInto?: (s: Step, rows: number) => Uint8Array | undefined,
+  ): Promise<UbatchResult> {
     const n = i1 - i0;
     const store = this.store;
     const batch = Array.from({ length: n }, (_, k) => ({ pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! }));
@@ -76,7 +86,8 @@ export class UbatchRunner {
     };
     const s = this.get(params);
     const c0 = performance.now();
-    const result = await runStep(s, values);
+    const into = outCount > 0 && s.built.logits ? logitsInto?.(s, outCount) : undefined;
+    const result = await runStep(s, values, into ? new Map([[s.built.logits!, into]]) : undefined);
     const computeMs = performance.now() - c0;
     for (let k = 0; k < n; k++) {
       const t = batch[k]!;

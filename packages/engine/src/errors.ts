@@ -10,6 +10,8 @@ export type EngineErrorCode =
   | "DISPOSED"
   /** Generation was aborted through its AbortSignal. */
   | "ABORTED"
+  /** Logits of a `reuseLogits` context read after a later decode call overwrote them. */
+  | "STALE_LOGITS"
   /** A bug in minfer (the message says what broke). */
   | "INTERNAL";
 

@@ -57,12 +57,16 @@ export function fused(b: Built): Built {
  * Runs a prepared graph with its inputs filled by name: `values` for the per-step ones, the
  * graph's constants for the rest. An input with no value is an INTERNAL error naming it.
  */
-export function runStep(s: Step, values: Readonly<Record<string, ArrayBufferView>>) {
+export function runStep(
+  s: Step,
+  values: Readonly<Record<string, ArrayBufferView>>,
+  outputsInto?: ReadonlyMap<Tensor, Uint8Array>,
+) {
   const data = new Map<Tensor, ArrayBufferView>();
   for (const [name, t] of Object.entries(s.built.inputs)) {
     const v = values[name] ?? s.built.constants.get(name);
     if (v === undefined) throw new EngineError("INTERNAL", `the graph's input "${name}" has no value`);
     data.set(t, v);
   }
-  return s.step.executor.run(data);
+  return s.step.executor.run(data, outputsInto ? { outputsInto } : {});
 }

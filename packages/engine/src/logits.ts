@@ -6,13 +6,29 @@ export class Logits {
   readonly nVocab: number;
   /** The batch index of each row, ascending. */
   readonly indices: Int32Array;
-  /** All rows, row-major. */
-  readonly data: Float32Array;
+  readonly #data: Float32Array;
+  readonly #current: (() => boolean) | undefined;
 
-  constructor(nVocab: number, indices: Int32Array, data: Float32Array) {
+  /**
+   * `current`, when given, says whether `data` still holds these logits (a context made with
+   * `reuseLogits` overwrites them at its next decode); reading them after that throws STALE_LOGITS.
+   */
+  constructor(nVocab: number, indices: Int32Array, data: Float32Array, current?: () => boolean) {
     this.nVocab = nVocab;
     this.indices = indices;
-    this.data = data;
+    this.#data = data;
+    this.#current = current;
+  }
+
+  /** All rows, row-major. */
+  get data(): Float32Array {
+    if (this.#current && !this.#current())
+      throw new EngineError(
+        "STALE_LOGITS",
+        "these logits were overwritten by a later decode call (the context was made with reuseLogits: " +
+          "copy the rows you keep before the next decode)",
+      );
+    return this.#data;
   }
 
   /** Rows held. */

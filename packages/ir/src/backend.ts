@@ -110,7 +110,18 @@ export interface DeviceRuntime {
   /** A buffer holding `length` bytes of a file from `offset` (mapped in place where the device can). */
   mapFile(path: string, offset: number, length: number, label: string): Promise<BackendBuffer>;
   write(buffer: BackendBuffer, offset: number, data: ArrayBufferView): Promise<void>;
-  read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * `length` bytes from `offset`: a new array, or with `into` (at least `length` bytes) written
+   * there and returned as its first `length` bytes (no allocation: what a caller reading the same
+   * output every step passes).
+   */
+  read(buffer: BackendBuffer, offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
+  /**
+   * Host memory of `bytes` bytes (zero-filled) that this device copies to and from fastest: page-locked
+   * on a GPU, so a read into it is one DMA transfer. Released when garbage-collected. Optional: a
+   * device without it is read into ordinary memory.
+   */
+  allocateHost?(bytes: number): Uint8Array;
   /** Runs an encoded program over the given buffers (in slot order); resolves when done. */
   execute(
     program: Uint8Array,

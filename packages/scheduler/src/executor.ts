@@ -58,15 +58,35 @@ export class Executor {
     return ref.kind === "arena" ? this.#context.arena(ref.device) : ref.buffer;
   }
 
-  async #read(loc: Location): Promise<Uint8Array> {
-    return this.#runtime(loc.device).read(this.#buffer(loc.buffer), loc.offset, loc.bytes);
+  async #read(loc: Location, into?: Uint8Array): Promise<Uint8Array> {
+    return this.#runtime(loc.device).read(this.#buffer(loc.buffer), loc.offset, loc.bytes, into);
+  }
+
+  /**
+   * Host memory of `bytes` bytes to read output `t` into (see `run`'s `outputsInto`): from its
+   * device's `allocateHost` where it has one (page-locked on a GPU: the read is one transfer),
+   * else an ordinary array.
+   */
+  hostMemory(t: Tensor, bytes: number): Uint8Array {
+    const loc = this.plan.outputs.get(t);
+    if (!loc) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);
+    return this.#runtime(loc.device).allocateHost?.(bytes) ?? new Uint8Array(bytes);
   }
 
   /**
    * One run. `inputs` holds the bytes of every graph input (a typed array in the tensor's dtype:
    * Float32Array for F32, Int32Array for I32, raw bytes for F16/quantized), contiguous.
    */
-  async run(inputs: ReadonlyMap<Tensor, ArrayBufferView>, options: ExecutorOptions = {}): Promise<RunResult> {
+  async run(
+    inputs: ReadonlyMap<Tensor, ArrayBufferView>,
+    options: ExecutorOptions & {
+      /**
+       * Where to read outputs to instead of new arrays (each at least the output's bytes): the
+       * result's bytes for such an output are a view of it.
+       */
+      outputsInto?: ReadonlyMap<Tensor, Uint8Array>;
+    } = {},
+  ): Promise<RunResult> {
     const profile = options.profile ?? this.#options.profile ?? false;
     const { plan } = this;
     for (const [t, locations] of plan.inputs) {
@@ -125,7 +145,7 @@ export class Executor {
     }
 
     const outputs = new Map<Tensor, Uint8Array>();
-    for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc));
+    for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc, options.outputsInto?.get(t)));
     const get = (t: Tensor) => {
       const b = outputs.get(t);
       if (!b) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);

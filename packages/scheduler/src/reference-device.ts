@@ -141,7 +141,7 @@ class ReferenceRuntime implements DeviceRuntime {
     b.set(src, offset);
   }
 
-  async read(buffer: BackendBuffer, offset: number, length: number): Promise<Uint8Array> {
+  async read(buffer: BackendBuffer, offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     this.#check();
     const b = this.#own(buffer).bytes;
     if (offset < 0 || offset + length > b.length)
@@ -149,7 +149,14 @@ class ReferenceRuntime implements DeviceRuntime {
         "OUT_OF_RANGE",
         `read of ${length} bytes at ${offset} overruns "${buffer.label}" (${b.length} bytes)`,
       );
-    return b.slice(offset, offset + length);
+    if (into === undefined) return b.slice(offset, offset + length);
+    if (into.byteLength < length)
+      throw new SchedulerError(
+        "INVALID_ARGUMENT",
+        `read: into holds ${into.byteLength} bytes, ${length} were asked for`,
+      );
+    into.set(b.subarray(offset, offset + length));
+    return into.subarray(0, length);
   }
 
   async execute(

@@ -87,6 +87,8 @@ export class Batcher {
     this.#model = model;
     this.#observer = options.observer ?? {};
     this.context = new Context(model, {
+      // Each step samples every row before the next step: its logits are read into one buffer.
+      reuseLogits: true,
       ...options.contextOptions,
       nCtx: this.parallel * this.ctxPerSlot,
       nSeqMax: this.parallel,

@@ -126,6 +126,8 @@ export async function loadModel(path: string, settings: RunSettings, verbose: bo
 /** A context with the settings (-c 0 = the model's training context); `extra` overrides. */
 export function newContext(model: Model, settings: RunSettings, extra: ContextOptions = {}): Context {
   const ctx = new Context(model, {
+    // Every command uses a step's logits before the next step: one buffer, read into in place.
+    reuseLogits: true,
     // 0 (the model's training context) and the default are resolved by the Context.
     ...(settings.nCtx !== undefined ? { nCtx: settings.nCtx } : {}),
     ...(settings.nUbatch !== undefined ? { nUbatch: settings.nUbatch } : {}),
