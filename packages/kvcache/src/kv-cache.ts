@@ -238,7 +238,7 @@ export class KvCache {
   /** Attention spans of a committed micro-batch, or null when a query's cells are not one run. */
   spans(batch: KvBatch, cells: ArrayLike<number> | null, opts: SpanOptions): Int32Array | null {
     validateBatch(this.cells, batch, false, this.#lastPos);
-    return attentionSpans(this.cells, batch, cells, opts, this.#bits);
+    return attentionSpans(this.cells, batch, cells, opts, this.#bits, this.region);
   }
 
   /** Removes positions [p0, p1) of `seq` (p1 = -1: to the end); a cell left without owners is freed. */

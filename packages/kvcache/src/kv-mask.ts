@@ -201,6 +201,7 @@ export function attentionSpans(
   batchCells: ArrayLike<number> | null,
   opts: SpanOptions,
   bits: Uint32Array,
+  region = 0,
 ): Int32Array | null {
   const v = visOptions(cells, opts);
   if (batchCells !== null) checkCommitted(cells, batch, batchCells);
@@ -222,22 +223,63 @@ export function attentionSpans(
   for (let q = 0; q < nQ; q++) {
     const t = batch[q]!;
     queryBits(bits, t.seqIds);
+    // With sequence regions a query of one sequence usually sees only its own region: scan that
+    // (R cells instead of nKv), and take the answer when every cell of the sequence lies in it
+    // (seqCp can give a sequence cells of another region; then the whole window is scanned).
+    const r = region > 0 && t.seqIds.length === 1 ? regionRun(cells, pos, t, bits, v, region) : undefined;
+    if (r === null) return null;
     let start = -1;
     let end = -1;
-    for (let c = 0; c < v.nKv; c++) {
-      if (!visible(cells, pos, c, t.pos, bits, v)) continue;
-      if (start < 0) {
-        start = c;
-        end = c + 1;
-      } else if (c === end) end++;
-      else return null;
-    }
+    if (r !== undefined) [start, end] = r;
+    else
+      for (let c = 0; c < v.nKv; c++) {
+        if (!visible(cells, pos, c, t.pos, bits, v)) continue;
+        if (start < 0) {
+          start = c;
+          end = c + 1;
+        } else if (c === end) end++;
+        else return null;
+      }
     found[2 * q] = Math.max(start, 0);
     found[2 * q + 1] = start < 0 ? 0 : end;
   }
   out ??= new Int32Array(2 * nQ);
   out.set(found.subarray(0, 2 * nQ));
   return out;
+}
+
+/**
+ * The visible run [start, end) of a one-sequence query within its sequence's region (start -1: it
+ * sees none there); null when the visible cells there are not one run; undefined when the sequence
+ * also owns cells outside the region (the caller scans the whole window).
+ */
+function regionRun(
+  cells: KvCells,
+  pos: Int32Array,
+  t: KvBatch[number],
+  bits: Uint32Array,
+  v: Vis,
+  region: number,
+): [number, number] | null | undefined {
+  const seq = t.seqIds[0]!;
+  const lo = seq * region;
+  const hi = Math.min(lo + region, v.nKv);
+  let owned = 0;
+  let start = -1;
+  let end = -1;
+  let broken = false;
+  for (let c = lo; c < hi; c++) {
+    if (pos[c]! < 0 || !cells.ownedByAny(c, bits)) continue;
+    owned++;
+    if (!visible(cells, pos, c, t.pos, bits, v)) continue;
+    if (start < 0) {
+      start = c;
+      end = c + 1;
+    } else if (c === end) end++;
+    else broken = true;
+  }
+  if (owned !== cells.seqCount(seq)) return undefined;
+  return broken ? null : [start, end];
 }
 
 /** attentionSpans' working array (grown as needed; its contents never outlive a call). */

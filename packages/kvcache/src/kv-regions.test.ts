@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { KvCache, KvCacheError } from "./index.js";
-import { put, tokens } from "./test-helpers.js";
+import { prng, put, refVisible, tokens } from "./test-helpers.js";
 
 // A region per sequence (seqRegions): the cells each sequence gets, attention spans in batches
 // that mix sequences, a full region, and what regions refuse.
@@ -44,6 +44,69 @@ describe("seqRegions", () => {
     const bytes = kv.writeSequence(0);
     const r = kv.restoreSequence(bytes, 1);
     expect(r).toEqual({ status: "ok", cells: Int32Array.from([4, 5, 6]) });
+  });
+
+  it("spans scan only a query's region when its sequence's cells all lie there, and stay exact when seqCp shared others", () => {
+    // The plain rule over every cell (refVisible) is the reference; random appends, removals and
+    // cross-region seqCp, then a step of one token per sequence with room, causal or windowed.
+    let checked = 0;
+    let outside = 0; // steps where some sequence owned a cell of another region (the full scan)
+    for (let seed = 1; seed <= 60; seed++) {
+      const rand = prng(seed);
+      const kv = new KvCache({ nCtx: 48, nSeqMax: 4, seqRegions: true });
+      const next = [0, 0, 0, 0];
+      for (let round = 0; round < 30; round++) {
+        const s = Math.floor(rand() * 4);
+        const op = rand();
+        if (op < 0.55) {
+          const n = 1 + Math.floor(rand() * 3);
+          const p = Math.max(next[s]!, kv.seqPosMax(s) + 1);
+          if (kv.findSlot(tokens(s, p, p + n)).status === "ok") {
+            put(kv, tokens(s, p, p + n));
+            next[s] = p + n;
+          }
+        } else if (op < 0.75 && next[s]! > 0) {
+          const p0 = Math.floor(rand() * next[s]!);
+          kv.seqRm(s, p0, p0 + 1 + Math.floor(rand() * 2));
+        } else if (op < 0.85) {
+          const d = (s + 1 + Math.floor(rand() * 3)) % 4;
+          try {
+            kv.seqCp(s, d, 0, Math.floor(rand() * 4));
+          } catch {
+            // SEQ_CONFLICT: d holds one of those positions already
+          }
+        } else {
+          const at = (q: number) => Math.max(next[q]!, kv.seqPosMax(q) + 1);
+          const step = [0, 1, 2, 3]
+            .filter((q) => kv.findSlot(tokens(q, at(q), at(q) + 1)).status === "ok")
+            .flatMap((q) => tokens(q, at(q), at(q) + 1));
+          if (step.length === 0) continue;
+          const cells = put(kv, step);
+          for (const t of step) next[t.seqIds[0]!] = t.pos + 1;
+          const opts = rand() < 0.5 ? { nKv: 48 } : { nKv: 48, slidingWindow: 3 };
+          let want: number[] | null = [];
+          for (const t of step) {
+            const seen: number[] = [];
+            for (let c = 0; c < 48; c++) if (refVisible(kv, t, c, opts)) seen.push(c);
+            if (seen.length > 0 && seen.at(-1)! - seen[0]! + 1 !== seen.length) {
+              want = null;
+              break;
+            }
+            want.push(seen[0] ?? 0, seen.length > 0 ? seen.at(-1)! + 1 : 0);
+          }
+          const got = kv.spans(step, cells, opts);
+          expect(got === null ? null : Array.from(got)).toEqual(want);
+          checked++;
+          let own = 0;
+          for (const t of step)
+            for (let c = 12 * t.seqIds[0]!; c < 12 * t.seqIds[0]! + 12; c++)
+              if (kv.cells.has(c, t.seqIds[0]!)) own++;
+          if (own < step.reduce((a, t) => a + kv.seqCount(t.seqIds[0]!), 0)) outside++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(200);
+    expect(outside).toBeGreaterThan(10);
   });
 
   it("refuses shared tokens, defrag, a size that does not divide, and a non-boolean", () => {
