@@ -32,6 +32,7 @@
 #                       default "tile nofuse nopdl dtile"), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
+#   serve-streams       minfer serve -np K at K streams beside bench -npl K (SERVE_NPL 16,64; SERVE_TYPE)
 #   serve-noperq        serve with MINFER_CUDA_ATTN_PER_QUERY=0
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
@@ -171,6 +172,11 @@ for s in "${stages[@]}"; do
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
       --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
+  serve-streams) # minfer serve -np K at K concurrent streams beside bench -npl K (SERVE_NPL, default
+    # 16,64), the same file (SERVE_TYPE) and flags, SERVE_ROUNDS interleaved rounds
+    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
+    TAIL_LINES=${TAIL_LINES:-20} step serve-streams node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
+      -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" -- -ngl all ;;
   serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \

@@ -71,6 +71,8 @@ export class Sampler {
   private readonly mirostat: Mirostat | undefined;
   private readonly logSoftmax = new LogSoftmax();
   private work = new Float32Array(0);
+  /** The logits the bias changed in place, saved for restoring (see biasInPlace). */
+  private biasSaved = new Float32Array(0);
   /** The last token mirostat drew and its surprise, for the mu update in accept(). */
   private pending: { token: number; surprise: number } | undefined;
 
@@ -169,7 +171,46 @@ export class Sampler {
   /** The whole pipeline; `nProbs < 0` skips the log-probabilities. */
   private run(logits: Float32Array, nProbs: number): SampleResult {
     checkLogits(logits);
-    let work = this.preprocess(logits);
+    // Logit bias alone (the common case: an end-of-sequence ban, OpenAI's logit_bias) is applied to
+    // the caller's array in place and undone before returning, instead of copying the vocabulary.
+    const saved = this.biasInPlace(logits);
+    try {
+      return this.runOn(saved ? logits : this.preprocess(logits), logits, nProbs);
+    } finally {
+      if (saved) {
+        let i = 0;
+        for (const id of this.opts.logitBias.keys()) logits[id] = saved[i++]!;
+      }
+    }
+  }
+
+  /**
+   * With logit bias the only stage 1–3 that is on: the biased entries of `logits` changed in place,
+   * and their old values (in the bias map's order); else undefined and `logits` untouched. Throws
+   * for a biased id outside the vocabulary before changing anything.
+   */
+  private biasInPlace(logits: Float32Array): Float32Array | undefined {
+    const o = this.opts;
+    if (o.logitBias.size === 0 || this.dry) return undefined;
+    if (penaltiesOn(o) && o.repeatLastN !== 0 && this.history.last(o.repeatLastN).length > 0)
+      return undefined;
+    if (this.biasSaved.length < o.logitBias.size) this.biasSaved = new Float32Array(o.logitBias.size);
+    const saved = this.biasSaved;
+    let i = 0;
+    for (const id of o.logitBias.keys()) {
+      if (id >= logits.length)
+        throw invalidArgument(
+          "logitBias",
+          `token id ${id} is outside the vocabulary (${logits.length} logits)`,
+        );
+      saved[i++] = logits[id]!;
+    }
+    applyLogitBias(logits, o.logitBias);
+    return saved;
+  }
+
+  /** Stages 4–6 (and the log-probabilities) on `work`: the preprocessed logits. */
+  private runOn(work: Float32Array, logits: Float32Array, nProbs: number): SampleResult {
     const top = nProbs >= 0 ? this.logSoftmax.compute(work, nProbs) : [];
     let token = this.chain(work);
     const c = this.opts.constraint;

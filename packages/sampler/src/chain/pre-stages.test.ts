@@ -195,6 +195,36 @@ describe("logit bias", () => {
     expect(new Sampler({ logitBias: { 0: 5 }, temperature: 0 }).sample(logits)).toBe(0);
   });
 
+  it("leaves the caller's logits as they were (applied in place and undone), also when sampling throws", () => {
+    const rand = lcg(11);
+    for (let trial = 0; trial < 20; trial++) {
+      const logits = randomLogits(500, 100 + trial);
+      const before = Float32Array.from(logits);
+      const bias = new Map([
+        [Math.floor(rand() * 500), 3 * rand() - 1.5],
+        [Math.floor(rand() * 500), -Infinity],
+        [7, 40],
+      ]);
+      // the biased row, written out: greedy is its argmax, with logprobs the same distribution
+      const want = Float32Array.from(logits);
+      for (const [id, b] of bias) want[id] = want[id]! + b;
+      const greedy = new Sampler({ logitBias: bias, temperature: 0 });
+      expect(greedy.sample(logits)).toBe(argmax(want));
+      expect(greedy.sampleWithLogprobs(logits, 3).top.map((t) => t.token)).toEqual(
+        new Sampler({ temperature: 0 }).sampleWithLogprobs(want, 3).top.map((t) => t.token),
+      );
+      const drawn = new Sampler({ logitBias: bias, temperature: 0.9, topK: 20, seed: trial }).sample(logits);
+      expect(drawn).toBe(new Sampler({ temperature: 0.9, topK: 20, seed: trial }).sample(want));
+      expect(logits).toEqual(before);
+    }
+    const logits = new Float32Array([1, Number.NaN, 3]);
+    expect(() => new Sampler({ logitBias: { 0: 2 }, temperature: 0 }).sample(logits)).toThrow(/NaN/);
+    expect(logits[0]).toBe(1);
+    const short = new Float32Array([1, 2, 3]);
+    expect(() => new Sampler({ logitBias: { 0: 2, 9: 1 } }).sample(short)).toThrow(/outside the vocabulary/);
+    expect(Array.from(short)).toEqual([1, 2, 3]);
+  });
+
   it("rejects bad ids and values, and ids outside the vocabulary at sample time", () => {
     expect(() => new Sampler({ logitBias: { 1: Number.NaN } })).toThrow(/logitBias/);
     expect(() => new Sampler({ logitBias: { 1: Infinity } })).toThrow(/logitBias/);
