@@ -73,6 +73,42 @@ if (dev) {
     if (bad.length > 0) throw new Error(`read back differs: ${bad.join(", ")}`);
     return `${sizes.length} sizes round-trip`;
   });
+  await check(
+    "reads into a caller's array: pageable (staged) and page-locked (one transfer), odd offsets",
+    async () => {
+      const size = (20 << 20) + 4099;
+      const b = rt.allocate(size, "into");
+      const data = Uint8Array.from({ length: size }, (_, i) => (i * 29 + (i >>> 9)) & 255);
+      await rt.write(b, 0, data);
+      const bad: string[] = [];
+      const hosts = {
+        pageable: new Uint8Array(size + 64),
+        pinned: (rt as CudaRuntime).allocateHost(size + 64),
+      };
+      for (const [kind, into] of Object.entries(hosts))
+        for (const [off, n, at] of [
+          [0, 1000, 3],
+          [5, (64 << 10) + 1, 0],
+          [7, (8 << 20) + 3, 33],
+          [1, size - 1, 17],
+        ] as const) {
+          into.fill(0xa5);
+          const got = await rt.read(b, off, n, into.subarray(at));
+          const same =
+            got.buffer === into.buffer && got.byteOffset === into.byteOffset + at && got.length === n;
+          if (
+            !same ||
+            !got.every((v, i) => v === data[off + i]) ||
+            (at > 0 && into[at - 1] !== 0xa5) ||
+            into[at + n] !== 0xa5
+          )
+            bad.push(`${kind} ${n} at ${off}`);
+        }
+      b.dispose();
+      if (bad.length > 0) throw new Error(`read into differs: ${bad.join(", ")}`);
+      return "4 sizes into pageable and page-locked memory";
+    },
+  );
   await check("file upload", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cuda-smoke-"));
     const bytes = Uint8Array.from({ length: 3 << 20 }, (_, i) => (i * 7 + 1) & 255);
