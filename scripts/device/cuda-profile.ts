@@ -1,7 +1,7 @@
 // Where a decode step's time goes on the GPU (run on the GPU machine): the model with every
 // layer on CUDA, per-op times of one single-token step, of one 512-token micro-batch and of one
 // step of each count of sequences (events between the nodes, captured with them into one graph), summed by op; and, without
-// profiling, the mean wall time of a decode step (1 and 16 sequences) against the time inside
+// profiling, the mean wall time of a decode step (1 and B sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
 //   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP]]
 import { writeFileSync } from "node:fs";
@@ -68,12 +68,8 @@ for (const streams of streamCounts) {
     for (let s = 0; s < streams; s++)
       await c.decode({ tokens: tokens(promptLen, 200 + s), seq: s, logits: "none" });
   };
-  const multi = new Context(model, {
-    nCtx: streams * 256,
-    nSeqMax: streams,
-    kvUnified: false,
-    profile: true,
-  });
+  const shape = { nCtx: streams * 256, nSeqMax: streams, kvUnified: false } as const;
+  const multi = new Context(model, { ...shape, profile: true });
   await prompts(multi);
   for (let i = 0; i < 3; i++) await multi.decode(step(i));
   const ms = multi.lastTiming.reports![0]!;
@@ -82,12 +78,7 @@ for (const streams of streamCounts) {
     byOp(ms),
   );
   multi.dispose();
-  const multiPlain = new Context(model, {
-    nCtx: streams * 256,
-    nSeqMax: streams,
-    kvUnified: false,
-    reuseLogits: true,
-  });
+  const multiPlain = new Context(model, { ...shape, reuseLogits: true });
   await prompts(multiPlain);
   let mTotal = 0;
   let mCompute = 0;

@@ -414,11 +414,8 @@ export class Context {
     // One micro-batch: its logits output becomes the result as is (no copy); several: gathered.
     // With reuseLogits every micro-batch reads its rows into the context's buffer, in place.
     const call = this.#reuseLogits ? ++this.#logitsCall : 0;
-    let data: Float32Array | undefined = this.#reuseLogits
-      ? undefined
-      : n <= this.nUbatch
-        ? undefined
-        : new Float32Array(nOut * nVocab);
+    let data: Float32Array | undefined =
+      !this.#reuseLogits && n > this.nUbatch ? new Float32Array(nOut * nVocab) : undefined;
     let row = 0;
     const into = this.#reuseLogits
       ? (s: Step, rows: number) => this.#logitsInto(s, nOut, row, rows)
@@ -466,7 +463,7 @@ export class Context {
   #logitsInto(s: Step, total: number, row: number, rows: number): Uint8Array {
     const nVocab = this.model.hparams.nVocab;
     if (!this.#logitsBuf || this.#logitsBuf.length < total * nVocab) {
-      const bytes = Math.max(total, 1) * nVocab * 4;
+      const bytes = total * nVocab * 4;
       const mem = s.step.executor.hostMemory(s.built.logits!, bytes);
       this.#logitsBuf = new Float32Array(mem.buffer, mem.byteOffset, bytes / 4);
     }

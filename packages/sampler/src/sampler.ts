@@ -197,15 +197,8 @@ export class Sampler {
     if (this.biasSaved.length < o.logitBias.size) this.biasSaved = new Float32Array(o.logitBias.size);
     const saved = this.biasSaved;
     let i = 0;
-    for (const id of o.logitBias.keys()) {
-      if (id >= logits.length)
-        throw invalidArgument(
-          "logitBias",
-          `token id ${id} is outside the vocabulary (${logits.length} logits)`,
-        );
-      saved[i++] = logits[id]!;
-    }
-    applyLogitBias(logits, o.logitBias);
+    for (const id of o.logitBias.keys()) saved[i++] = logits[id] ?? Number.NaN; // past the end: refused next
+    applyLogitBias(logits, o.logitBias); // checks every id before it changes any
     return saved;
   }
 
