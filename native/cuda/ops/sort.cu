@@ -7,7 +7,11 @@
 //   rows of up to kTile elements: one block per row, entirely in shared memory;
 //   longer rows (a vocabulary for top-k): keys in scratch, the network's stages whose partners are
 //   within a tile of kTile run in shared memory, the longer-range ones as one launch per stage.
-// TOP_K sorts the whole row and keeps the first k.
+// TOP_K of a row longer than kTile with k <= kSelectMaxK (a vocabulary's best candidates) selects
+// instead: each block sorts one tile of kTile keys in shared memory and keeps its first k, and
+// rounds of the same over the kept keys reduce each row to one tile, whose first k are the answer
+// (the keys are unique, so the k smallest keys of a row are the k smallest of its tiles' bests).
+// Other TOP_K sorts the whole row and keeps the first k.
 #include "../cuda_util.cuh"
 #include "../kernel.h"
 
@@ -137,6 +141,34 @@ __global__ void sort_stage_kernel(uint64_t* keys, int64_t n_pow2, int64_t rows, 
     compare_exchange(keys + (p / half) * n_pow2, 0, p % half, k, j);
 }
 
+// ---- TOP_K by selection: rounds of per-tile sorts keeping each tile's first k keys ----
+
+// Block (tile, row) sorts keys [tile * kTile, +kTile) of its row (n keys in all: from the tensor
+// when `src` is null, else src[row * n + i]) and writes the first min(k, the tile's count) to
+// dst[row * n_out + tile * k + i]; on the last round (`o` given) it writes their indices to o.
+__global__ void select_tile_kernel(Tensor a, const uint64_t* src, int64_t n, uint64_t* dst, int64_t n_out, int k,
+                                   bool final_round, Tensor o) {
+  __shared__ uint64_t s[kTile];
+  const int64_t tile = blockIdx.x, rows = a.ne[1] * a.ne[2] * a.ne[3], first = tile * kTile;
+  const int64_t count = n - first < kTile ? n - first : kTile;
+  const int keep = static_cast<int>(count < k ? count : k);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (int i = threadIdx.x; i < kTile; i += blockDim.x)
+      s[i] = i >= count ? kPad : src ? src[r * n + first + i] : sort_key(*row_elem(a, r, first + i), first + i, true);
+    __syncthreads();
+    for (int kk = 2; kk <= kTile; kk <<= 1)
+      for (int j = kk >> 1; j > 0; j >>= 1) {
+        for (int t = threadIdx.x; t < kTile / 2; t += blockDim.x) compare_exchange(s, 0, t, kk, j);
+        __syncthreads();
+      }
+    for (int i = threadIdx.x; i < keep; i += blockDim.x) {
+      if (final_round) *out_elem(o, r, i) = static_cast<int32_t>(s[i] & 0xffffffffu);
+      else dst[r * n_out + tile * k + i] = s[i];
+    }
+    __syncthreads();  // s is refilled for the next row
+  }
+}
+
 __global__ void write_indices_kernel(const uint64_t* keys, Tensor o, int64_t n_pow2, int64_t k_out) {
   const int64_t total = k_out * o.ne[1] * o.ne[2] * o.ne[3];
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
@@ -160,10 +192,48 @@ unsigned grid_1d(int64_t n, int threads) {
   return static_cast<unsigned>(g < 1 ? 1 : g < (1 << 20) ? g : (1 << 20));
 }
 
-size_t sort_scratch(const NodeArgs& args) {
-  const int64_t n_pow2 = next_pow2(args.in[0]->ne[0]);
+constexpr int kSelectMaxK = kTile / 4;  // each selection round keeps at most a quarter of its keys
+
+// The keys a selection round keeps per row from n (each tile's first k).
+int64_t select_kept(int64_t n, int64_t k) {
+  const int64_t tiles = ceil_div(n, kTile), last = n - (tiles - 1) * kTile;
+  return (tiles - 1) * k + (last < k ? last : k);
+}
+
+bool by_selection(const NodeArgs& args, bool top_k) {
+  return top_k && args.in[0]->ne[0] > kTile && param_i32(args, program::param::TOP_K::k) <= kSelectMaxK;
+}
+
+size_t sort_scratch_impl(const NodeArgs& args, bool top_k) {
+  const int64_t n = args.in[0]->ne[0], rows = n_rows(*args.in[0]);
+  if (by_selection(args, top_k)) {  // two ping-pong buffers of the first round's kept keys
+    const int64_t kept = select_kept(n, param_i32(args, program::param::TOP_K::k));
+    return static_cast<size_t>(2 * kept * rows) * sizeof(uint64_t);
+  }
+  const int64_t n_pow2 = next_pow2(n);
   if (n_pow2 <= kTile) return 0;
-  return static_cast<size_t>(n_pow2 * n_rows(*args.in[0])) * sizeof(uint64_t);
+  return static_cast<size_t>(n_pow2 * rows) * sizeof(uint64_t);
+}
+size_t argsort_scratch(const NodeArgs& args) { return sort_scratch_impl(args, false); }
+size_t top_k_scratch(const NodeArgs& args) { return sort_scratch_impl(args, true); }
+
+cudaError_t launch_select(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor &a = *args.in[0], &o = *args.out[0];
+  const int64_t rows = n_rows(a), k = param_i32(args, program::param::TOP_K::k);
+  uint64_t* buf[2] = {static_cast<uint64_t*>(ctx.scratch), static_cast<uint64_t*>(ctx.scratch) + select_kept(a.ne[0], k) * rows};
+  const uint64_t* src = nullptr;
+  int64_t n = a.ne[0];
+  for (int round = 0;; round++) {
+    const int64_t tiles = ceil_div(n, kTile);
+    const bool final_round = tiles == 1;
+    const int64_t n_out = final_round ? 0 : select_kept(n, k);
+    uint64_t* dst = buf[round & 1];
+    select_tile_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(rows < 65535 ? rows : 65535)), kThreads, 0, ctx.stream>>>(
+        a, src, n, dst, n_out, static_cast<int>(k), final_round, o);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || final_round) return e;
+    src = dst;
+    n = n_out;
+  }
 }
 
 template <bool kTopK>
@@ -172,6 +242,7 @@ cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   const int64_t n = a.ne[0], rows = n_rows(a);
   if (n <= 0 || rows <= 0) return cudaSuccess;
   const bool desc = kTopK || param_i32(args, program::param::ARGSORT::descending) != 0;
+  if (by_selection(args, kTopK)) return launch_select(args, ctx);
   const int64_t k_out = kTopK ? param_i32(args, program::param::TOP_K::k) : n;
   const int64_t n_pow2 = next_pow2(n);
   if (n_pow2 <= kTile) {
@@ -194,8 +265,8 @@ cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar argsort_kernel(Op::ARGSORT, {check_argsort, sort_scratch, launch_sort<false>});
-const Registrar top_k_kernel(Op::TOP_K, {check_top_k, sort_scratch, launch_sort<true>});
+const Registrar argsort_kernel(Op::ARGSORT, {check_argsort, argsort_scratch, launch_sort<false>});
+const Registrar top_k_kernel(Op::TOP_K, {check_top_k, top_k_scratch, launch_sort<true>});
 
 }  // namespace
 }  // namespace minfer::cuda

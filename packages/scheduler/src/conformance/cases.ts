@@ -845,16 +845,23 @@ for (const [ne, desc] of [
     tolerance: 0,
   });
 }
-for (const [ne, k] of [
-  [[33, 7], 1],
-  [[33, 7], 5],
-  [[257], 40],
+// Rows longer than 4096 with k up to 1024 take CUDA's selection path (per-tile sorts, one or
+// more rounds); "ties": values from 8 levels, so index order decides most of the order.
+for (const [ne, k, ties] of [
+  [[33, 7], 1, false],
+  [[33, 7], 5, false],
+  [[257], 40, false],
+  [[9000, 3], 64, false],
+  [[9000, 3], 64, true],
+  [[20000, 2], 1000, false],
+  [[4097, 2], 1, true],
 ] as const) {
   add({
-    name: `TOP_K F32 k=${k} ${shape(ne)}`,
+    name: `TOP_K F32 k=${k} ${shape(ne)}${ties ? " ties" : ""}`,
     op: "TOP_K",
     dtypes: ["F32"],
     build: (b) => b.output(b.topK(b.input("a", F32, ne), k)),
+    ...(ties ? { data: { a: iota(ne[0] * ne[1], 8) } } : {}),
     tolerance: 0,
   });
 }
