@@ -38,6 +38,9 @@ struct Tuning {
   // whose mat-vec is slow at 3-4 columns, 5 for the others), and at 64 columns the GEMM is as fast.
   int mmq_min_cols = 0;
   int mmq_max_cols = 32;
+  // The dp4a mat-vec reads its weight quants with 8-byte (2-byte aligned types) or 16-byte (Q4_K,
+  // Q5_K) loads shifted into place, instead of 2- and 4-byte loads (ops/matvec_q.cuh ld_words2).
+  bool mv_wide_loads = true;
 };
 
 }  // namespace minfer::cuda

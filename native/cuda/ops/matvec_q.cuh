@@ -105,6 +105,45 @@ __device__ inline uint32_t ld2x16(const uint8_t* p) {  // 2-byte aligned
   return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
 }
 __device__ inline uint32_t ld32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// The N 32-bit words of the 4·N bytes at p (2-byte aligned) through 8-byte aligned loads, shifted
+// into place: ceil((4·N + 6) / 8) loads instead of 2·N 2-byte ones (the mat-vec's L1 traffic is
+// its limit). The last load is made only when p's offset needs it, so nothing past the 8-byte word
+// holding the last byte is read.
+template <int N>
+__device__ inline void ld_words2(const uint8_t* p, uint32_t (&w)[N]) {
+  constexpr int M = (4 * N + 6 + 7) / 8;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint2* base = reinterpret_cast<const uint2*>(a & ~static_cast<uintptr_t>(7));
+  const int off = static_cast<int>(a & 7);
+  uint32_t v[2 * M];
+#pragma unroll
+  for (int i = 0; i < M; i++) {
+    uint2 x = make_uint2(0u, 0u);
+    if (i < M - 1 || off + 4 * N > 8 * (M - 1)) x = __ldg(base + i);
+    v[2 * i] = x.x;
+    v[2 * i + 1] = x.y;
+  }
+  const bool hi = off >= 4;
+  const unsigned sh = static_cast<unsigned>(off & 3) * 8u;
+#pragma unroll
+  for (int k = 0; k < N; k++) w[k] = __funnelshift_r(hi ? v[k + 1] : v[k], hi ? v[k + 2] : v[k + 1], sh);
+}
+// The N words at p: 16-byte loads when p is 16-byte aligned (4-byte aligned otherwise).
+template <int N>
+__device__ inline void ld_words4(const uint8_t* p, uint32_t (&w)[N]) {
+  static_assert(N % 4 == 0, "whole 16-byte chunks");
+  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; i++) {
+      const uint4 x = __ldg(reinterpret_cast<const uint4*>(p) + i);
+      w[4 * i] = x.x, w[4 * i + 1] = x.y, w[4 * i + 2] = x.z, w[4 * i + 3] = x.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; i++) w[i] = ld32(p + 4 * i);
+  }
+}
 __device__ inline float f16lo(uint32_t v) { return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xffffu))); }
 __device__ inline float f16at(const uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
 __device__ inline int dot8(const int* q, const int* a) {
@@ -130,6 +169,8 @@ __device__ inline int spread4(uint32_t x) {
   return static_cast<int>(((x & 1u) << 4) | ((x & 2u) << 11) | ((x & 4u) << 18) | ((x & 8u) << 25));
 }
 
+// kWide: the quants through ld_words2/ld_words4 (Tuning::mv_wide_loads) instead of 2- or 4-byte loads.
+template <bool kWide>
 struct PQ4_0 {
   static constexpr int kPerBlock = 1, kBlockBytes = kQ4_0Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
@@ -139,11 +180,15 @@ struct PQ4_0 {
   __device__ void load(const uint8_t* row, int64_t pi) {
     const uint8_t* s = row + pi * kQ4_0Bytes;
     d = f16at(s);
+    uint32_t w[4];
+    if (kWide) ld_words2(s + 2, w);
+    else
+#pragma unroll
+      for (int i = 0; i < 4; i++) w[i] = ld2x16(s + 2 + 4 * i);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      const uint32_t w = ld2x16(s + 2 + 4 * i);
-      q[i] = static_cast<int>(w & 0x0f0f0f0fu);
-      q[4 + i] = static_cast<int>((w >> 4) & 0x0f0f0f0fu);
+      q[i] = static_cast<int>(w[i] & 0x0f0f0f0fu);
+      q[4 + i] = static_cast<int>((w[i] >> 4) & 0x0f0f0f0fu);
     }
   }
   __device__ float dot(const int* a, float ad, float as) const {
@@ -220,6 +265,7 @@ struct PQ5_1 {
   }
 };
 
+template <bool kWide>
 struct PQ8_0 {
   static constexpr int kPerBlock = 1, kBlockBytes = kQ8_0Bytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = false;
@@ -229,8 +275,13 @@ struct PQ8_0 {
   __device__ void load(const uint8_t* row, int64_t pi) {
     const uint8_t* s = row + pi * kQ8_0Bytes;
     d = f16at(s);
+    uint32_t w[8];
+    if (kWide) ld_words2(s + 2, w);
+    else
 #pragma unroll
-    for (int i = 0; i < 8; i++) q[i] = static_cast<int>(ld2x16(s + 2 + 4 * i));
+      for (int i = 0; i < 8; i++) w[i] = ld2x16(s + 2 + 4 * i);
+#pragma unroll
+    for (int i = 0; i < 8; i++) q[i] = static_cast<int>(w[i]);
   }
   __device__ float dot(const int* a, float ad, float) const {
     return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a)));
@@ -293,7 +344,7 @@ struct PQ3_K {
   }
 };
 
-template <bool kFive>
+template <bool kFive, bool kWide>
 struct PQ45_K {
   static constexpr int kPerBlock = 8, kBlockBytes = kFive ? kQ5_KBytes : kQ4_KBytes;  // parts per block, bytes
   static constexpr bool kQ8K = true;
@@ -310,10 +361,21 @@ struct PQ45_K {
     q_scale_min_k4(c, s + 4, &sc, &mn);
     const uint8_t* qp = s + (kFive ? 48 : 16) + 32 * (c >> 1);
     const int shift = 4 * (c & 1);
+    uint32_t w[8], h[8];
+    if (kWide) {
+      ld_words4(qp, w);
+      if (kFive) ld_words4(s + 16, h);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        w[i] = ld32(qp + 4 * i);
+        if (kFive) h[i] = ld32(s + 16 + 4 * i);
+      }
+    }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-      uint32_t v = (ld32(qp + 4 * i) >> shift) & 0x0f0f0f0fu;
-      if (kFive) v |= ((ld32(s + 16 + 4 * i) >> c) & 0x01010101u) << 4;
+      uint32_t v = (w[i] >> shift) & 0x0f0f0f0fu;
+      if (kFive) v |= ((h[i] >> c) & 0x01010101u) << 4;
       q[i] = static_cast<int>(v);
     }
   }
@@ -324,6 +386,7 @@ struct PQ45_K {
   }
 };
 
+template <bool kWide>
 struct PQ6_K {
   static constexpr int kPerBlock = 8, kBlockBytes = kQ6_KBytes;  // parts (of 32) per block, bytes
   static constexpr bool kQ8K = true;
@@ -336,15 +399,24 @@ struct PQ6_K {
     const int c = static_cast<int>(pi % 8);
     const int h = c >> 2, r = c & 3;
     d = f16at(s + 208);
-    sc0 = static_cast<int8_t>(s[192 + 8 * h + 2 * r]);
-    sc1 = static_cast<int8_t>(s[192 + 8 * h + 2 * r + 1]);
+    const uint16_t scs = *reinterpret_cast<const uint16_t*>(s + 192 + 8 * h + 2 * r);  // both scales
+    sc0 = static_cast<int8_t>(scs & 0xffu);
+    sc1 = static_cast<int8_t>(scs >> 8);
     const uint8_t* ql = s + 64 * h + 32 * (r & 1);
     const uint8_t* qh = s + 128 + 32 * h;
     const int lshift = 4 * (r >> 1), hshift = 2 * r;
+    uint32_t wl[8], wh[8];
+    if (kWide) {
+      ld_words2(ql, wl);
+      ld_words2(qh, wh);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; i++) wl[i] = ld2x16(ql + 4 * i), wh[i] = ld2x16(qh + 4 * i);
+    }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-      const uint32_t lo = (ld2x16(ql + 4 * i) >> lshift) & 0x0f0f0f0fu;
-      const uint32_t hi = ((ld2x16(qh + 4 * i) >> hshift) & 0x03030303u) << 4;
+      const uint32_t lo = (wl[i] >> lshift) & 0x0f0f0f0fu;
+      const uint32_t hi = ((wh[i] >> hshift) & 0x03030303u) << 4;
       q[i] = static_cast<int>(lo | hi);  // q + 32, 0..63
     }
   }
@@ -503,7 +575,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -516,16 +588,23 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   n = live;
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_warp<PQ4_0>(ps, n, act, cols, s);
+    case DType::Q4_0:
+      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, s);
     case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
     case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
     case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
-    case DType::Q8_0: return launch_mv_q_warp<PQ8_0>(ps, n, act, cols, s);
+    case DType::Q8_0:
+      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, s);
     case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
     case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
-    case DType::Q6_K: return launch_mv_q_warp<PQ6_K>(ps, n, act, cols, s);
+    case DType::Q4_K:
+      return wide ? launch_mv_q_warp<PQ45_K<false, true>>(ps, n, act, cols, s)
+                  : launch_mv_q_warp<PQ45_K<false, false>>(ps, n, act, cols, s);
+    case DType::Q5_K:
+      return wide ? launch_mv_q_warp<PQ45_K<true, true>>(ps, n, act, cols, s)
+                  : launch_mv_q_warp<PQ45_K<true, false>>(ps, n, act, cols, s);
+    case DType::Q6_K:
+      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -36,6 +36,7 @@ describe("CUDA settings from the environment", () => {
       pdl: true,
       attnPerQuery: true,
       mmqCols: undefined,
+      mvWideLoads: true,
     });
     expect(
       readEnv({
@@ -46,6 +47,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_DECODE_ATTN: "tile",
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
+        MINFER_CUDA_MV_WIDE: "0",
       }),
     ).toEqual({
       graphs: false,
@@ -55,6 +57,7 @@ describe("CUDA settings from the environment", () => {
       pdl: false,
       attnPerQuery: false,
       mmqCols: [0, 0],
+      mvWideLoads: false,
     });
     expect(
       readEnv({
@@ -65,6 +68,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_DECODE_ATTN: "vec",
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
+        MINFER_CUDA_MV_WIDE: "1",
       }),
     ).toEqual({
       graphs: true,
@@ -74,12 +78,14 @@ describe("CUDA settings from the environment", () => {
       pdl: true,
       attnPerQuery: true,
       mmqCols: [9, 32],
+      mvWideLoads: true,
     });
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
         /MINFER_CUDA_MMQ must be "0" or a column range/,
       );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
+    expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(
       /MINFER_CUDA_ATTN_PER_QUERY must be "0" or "1"/,

@@ -36,6 +36,11 @@ export interface CudaEnv {
    * kernel's measured defaults, 5-32 columns (3-32 for Q6_K), docs/PERFORMANCE.md.
    */
   readonly mmqCols: readonly [number, number] | undefined;
+  /**
+   * MINFER_CUDA_MV_WIDE=0: the dp4a mat-vec reads weight quants with 2- and 4-byte loads instead of
+   * the default 8- and 16-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
+   */
+  readonly mvWideLoads: boolean;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -73,5 +78,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
+    mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
   };
 }

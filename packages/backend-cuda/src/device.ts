@@ -81,6 +81,7 @@ export class CudaDevice implements Device {
       fuse: env.fuse,
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
+      mvWideLoads: env.mvWideLoads,
       ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
     });
   }

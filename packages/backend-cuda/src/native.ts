@@ -55,6 +55,7 @@ export interface NativeTuning {
   readonly fuse?: boolean;
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
+  readonly mvWideLoads?: boolean;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }
