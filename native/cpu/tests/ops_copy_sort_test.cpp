@@ -1,6 +1,7 @@
 // CPY, SET_ROWS, CONCAT, ARGSORT and TOP_K against straightforward references: every dtype pair,
 // non-contiguous source and destination, Q8_0 destinations, out-of-range SET_ROWS indices.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "ops_test_util.h"
@@ -225,6 +226,49 @@ void test_sort(std::mt19937& rng) {
   EXPECT(e && std::strstr(e, "k = 5"), "top_k k > n: %s", e ? e : "null");
 }
 
+// TOP_K on contiguous rows long enough for the blocked scan: ties (few distinct values), -0 beside
+// +0, ±inf, NaN (above +inf), a row that is all one value, and a maximum that comes last; several
+// threads. The reference: a stable descending sort with NaN first (lower index first on ties).
+void test_top_k_rows(std::mt19937& rng) {
+  const int64_t n = 1000, rows = 7;
+  TT a(DType::F32, {n, rows});
+  std::uniform_int_distribution<int> u(-8, 8);
+  std::uniform_int_distribution<int> pick(0, 199);
+  const double nan = std::nan(""), inf = INFINITY;
+  a.each([&](int64_t i0, int64_t i1, int64_t, int64_t) {
+    double v = u(rng) * 0.25;
+    const int p = pick(rng);
+    if (i1 >= 2 && p == 0) v = nan;
+    if (p == 1) v = inf;
+    if (p == 2) v = -inf;
+    if (p == 3) v = -0.0;
+    if (p == 4) v = 0.0;
+    if (i1 == 0) v = -1.5;                     // all equal: ids 0, 1, 2, …
+    if (i1 == 1) v = i0 == n - 1 ? 9.0 : u(rng) * 0.25;  // the maximum last
+    a.set(i0, i1, 0, 0, v);
+  });
+  auto rank_above = [](double x, double y) {  // x before y (strictly)
+    if (std::isnan(y)) return false;
+    if (std::isnan(x)) return true;
+    return x > y;
+  };
+  for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{333}, n}) {
+    for (int threads : {1, 3}) {
+      TT o(DType::I32, {k, rows});
+      EXPECT(!run_op(Op::TOP_K, {&a}, {&o}, {i32w(static_cast<int32_t>(k))}, SimdLevel::Scalar, threads),
+             "top_k refused");
+      for (int64_t r = 0; r < rows; r++) {
+        std::vector<int> want(n);
+        std::iota(want.begin(), want.end(), 0);
+        std::stable_sort(want.begin(), want.end(), [&](int x, int y) { return rank_above(a.get(x, r), a.get(y, r)); });
+        bool ok = true;
+        for (int64_t i = 0; i < k; i++) ok = ok && o.get(i, r) == want[i];
+        EXPECT(ok, "top_k rows n=%lld k=%lld threads=%d row %lld", (long long)n, (long long)k, threads, (long long)r);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -233,5 +277,6 @@ int main() {
   test_set_rows(rng);
   test_concat(rng);
   test_sort(rng);
+  test_top_k_rows(rng);
   return finish("ops_copy_sort_test");
 }

@@ -44,6 +44,12 @@ export interface BuildOptions extends GraphShape {
   readonly contextSize?: number;
   /** The checked tensors (dtypes, tying) from `loadTensors`. Default: every weight F32, untied. */
   readonly tensors?: ModelTensors;
+  /**
+   * Also output, per logits row, the ids of its `candidates` largest logits (TOP_K: larger logit
+   * first, lower id first on ties), named `CANDIDATES_OUTPUT`, so that a sampler can work on a few
+   * ids instead of the whole vocabulary. An integer in 0…nVocab; default 0 (no such output).
+   */
+  readonly candidates?: number;
 }
 
 /**
@@ -58,6 +64,8 @@ export interface BuiltGraph {
   readonly constants: ReadonlyMap<string, Float32Array>;
   /** F32 [nVocab, nOutputs]. */
   readonly logits: Tensor;
+  /** With `BuildOptions.candidates`: I32 [candidates, nOutputs], each row's best ids, best first. */
+  readonly candidates?: Tensor;
 }
 
 /** One layer's K/V rows: elements per row of K and V, and the cache they live in. */

@@ -55,7 +55,7 @@ export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): 
 
 /** Scaled embeddings, nLayer pre-norm blocks of attention and GeGLU with residuals, final norm, logits of `out_ids`. */
 export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);

@@ -104,7 +104,7 @@ export function kRope(hp: Gemma2Hparams, _il: number, o: { tensors?: ModelTensor
  * residual, norm → GeGLU → norm → residual; final norm; logits of `out_ids`, soft-capped.
  */
 export function buildGraph(hp: Gemma2Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(
     b,

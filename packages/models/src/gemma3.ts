@@ -99,7 +99,7 @@ export function kRope(hp: Gemma3Hparams, il: number): LayerRope {
  * on local layers) → norm → residual, norm → GeGLU → norm → residual; final norm; logits of `out_ids`.
  */
 export function buildGraph(hp: Gemma3Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(
     b,

@@ -69,7 +69,7 @@ export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): 
 
 /** Per layer: norm → attention → norm → residual, norm → SwiGLU (fused gate-up) → norm → residual. */
 export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);

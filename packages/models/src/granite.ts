@@ -101,7 +101,7 @@ export function kRope(hp: GraniteHparams, _il: number, o: { tensors?: ModelTenso
 
 /** llama's graph with the embedding, attention, residual and logit multipliers. */
 export function buildGraph(hp: GraniteHparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);

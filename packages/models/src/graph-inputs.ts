@@ -12,6 +12,12 @@ export const STEP_INPUTS = {
 } as const;
 
 /**
+ * The name of a decode graph's candidate output (`BuildOptions.candidates`): I32 [candidates,
+ * nOutputs], per logits row the ids of its largest logits, larger first, lower id first on ties.
+ */
+export const CANDIDATES_OUTPUT = "result_candidates";
+
+/**
  * Names of one KV cache's per-step inputs: `cells` (I32 [nTokens]: the cell each token's K/V row
  * is written to) and `mask` (F32 [nKv, nTokens]: 0 where a query sees a cell, -Infinity elsewhere)
  * or `spans` (I32 [2, nTokens]: query j sees cells [start_j, end_j)). The full cache's names

@@ -1,6 +1,7 @@
 import { GgufMetadata } from "@minfer/gguf";
 import { DType, Op } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
+import { CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
@@ -29,6 +30,20 @@ describe.each([llama, qwen2, qwen3])("$ARCH buildGraph", (mod) => {
     expect(states).toEqual(["k_cache-0", "v_cache-0", "k_cache-1", "v_cache-1"]);
     const attn = graph.nodes.filter((n) => n.op === Op.ATTENTION);
     expect(attn.map((n) => n.name)).toEqual(["kqv_out-0", "kqv_out-1"]);
+  });
+
+  it("outputs the candidate ids (TOP_K of the logits) only when asked, and refuses a bad count", () => {
+    const o = { nTokens: 3, nKv: 8, nOutputs: 2, tensors };
+    const { graph, logits, candidates } = mod.buildGraph(hp, { ...o, candidates: 4 });
+    expect(candidates).toMatchObject({ name: CANDIDATES_OUTPUT, dtype: DType.I32, ne: [4, 2, 1, 1] });
+    expect(graph.outputs).toEqual([logits, candidates]);
+    expect(candidates!.node!.op).toBe(Op.TOP_K);
+    expect(candidates!.node!.inputs[0]).toBe(logits);
+    expect(mod.buildGraph(hp, { ...o, candidates: 0 }).candidates).toBeUndefined();
+    for (const bad of [-1, 1.5, hp.nVocab + 1])
+      expect(() => mod.buildGraph(hp, { ...o, candidates: bad })).toThrow(
+        expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+      );
   });
 
   it("uses the architecture's RoPE layout and features", () => {

@@ -53,7 +53,7 @@ export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): 
 
 /** Embeddings, nLayer blocks of pre-norm attention and SwiGLU with residuals, final norm, logits of `out_ids`. */
 export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);

@@ -1,6 +1,7 @@
 import { DType, GraphBuilder, type Tensor } from "@minfer/ir";
 import type { BuiltGraph, LayerRope } from "./arch.js";
 import { ModelError } from "./errors.js";
+import { CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import type { ModelTensors } from "./tensors.js";
 
 /**
@@ -13,7 +14,14 @@ export class ModelGraph {
   readonly #weights = new Map<string, Tensor>();
   readonly #constants = new Map<string, { tensor: Tensor; data: Float32Array }>();
 
-  constructor(readonly tensors: ModelTensors | undefined) {}
+  /**
+   * `outputs.candidates`, when > 0, adds to the graph built by {@link finish} the ids of each
+   * logits row's that many largest logits (see `BuildOptions.candidates`).
+   */
+  constructor(
+    readonly tensors: ModelTensors | undefined,
+    readonly outputs: { readonly candidates?: number } = {},
+  ) {}
 
   /** The weight `name` of shape `ne`. */
   weight(name: string, ne: readonly number[]): Tensor {
@@ -64,12 +72,23 @@ export class ModelGraph {
     return out;
   }
 
-  /** Marks `logits` the output and builds: every input is listed by name. */
+  /**
+   * Marks `logits` (F32 [nVocab, nOutputs]) the output, with the candidate ids when asked for
+   * (I32 [candidates, nOutputs], TOP_K of the logits: larger logit first, lower id first on ties,
+   * named {@link CANDIDATES_OUTPUT}), and builds: every input is listed by name.
+   */
   finish(logits: Tensor): BuiltGraph {
     this.b.output(logits);
+    const k = this.outputs.candidates ?? 0;
+    if (!Number.isInteger(k) || k < 0 || k > logits.ne[0])
+      throw new ModelError(
+        "INVALID_ARGUMENT",
+        `candidates must be an integer in 0…${logits.ne[0]} (the vocabulary), got ${String(k)}`,
+      );
+    const candidates = k > 0 ? this.b.output(this.b.topK(logits, k, CANDIDATES_OUTPUT)) : undefined;
     const graph = this.b.build();
     const inputs: Record<string, Tensor> = {};
     for (const t of graph.tensors) if (t.kind === "input") inputs[t.name] = t;
-    return { graph, inputs, constants: this.constants(), logits };
+    return { graph, inputs, constants: this.constants(), logits, ...(candidates ? { candidates } : {}) };
   }
 }

@@ -59,7 +59,7 @@ export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): 
 
 /** Per layer: attention (Q/K normed over the projection) → norm → residual, SwiGLU → norm → residual. */
 export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);

@@ -95,7 +95,7 @@ export function kRope(hp: Phi3Hparams, _il: number, o: { tensors?: ModelTensors;
 
 /** Embeddings, nLayer pre-norm blocks of attention (fused QKV) and SwiGLU (fused gate-up), final norm, logits. */
 export function buildGraph(hp: Phi3Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const group = hp.slidingWindow > 0 ? "swa" : "full";
   const inp = declareInputs(b, o, [group]);

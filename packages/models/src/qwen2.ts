@@ -55,7 +55,7 @@ export function kRope(hp: Hparams, _il: number, o: { tensors?: ModelTensors }): 
 
 /** llama's graph with the Q/K/V biases added after the projections and NeoX RoPE. */
 export function buildGraph(hp: Hparams, o: BuildOptions): BuiltGraph {
-  const g = new ModelGraph(o.tensors);
+  const g = new ModelGraph(o.tensors, o);
   const { b } = g;
   const inp = declareInputs(b, o, ["full"]);
   const rope = kRope(hp, 0, o);
