@@ -12,7 +12,7 @@ import {
 } from "@minfer/scheduler";
 import { type Batch, normalizeBatch } from "./batch.js";
 import { contextSize, DEFAULT_N_UBATCH } from "./context-size.js";
-import { UbatchRunner } from "./decode-step.js";
+import { type OutputsInto, UbatchRunner } from "./decode-step.js";
 import { EngineError } from "./errors.js";
 import { type Built, fused, type GraphParams, type Step } from "./graph-params.js";
 import { KvBuffers } from "./kv-buffers.js";
@@ -63,6 +63,15 @@ export interface ContextOptions {
    * benchmarks, perplexity.
    */
   readonly reuseLogits?: boolean;
+  /**
+   * Also compute in the graph, per logits row, the ids of its `candidates` largest logits (larger
+   * logit first, lower id first on ties: the graph output `CANDIDATES_OUTPUT` of @minfer/models)
+   * and read them back with the logits, as {@link Logits.candidates}: a sampler that can prove
+   * its answer lies among them (`Sampler.sample(row, ids)` of @minfer/sampler) then reads a few
+   * logits instead of the whole vocabulary. The full logits are still read. An integer in
+   * 0…nVocab; default 0 (off).
+   */
+  readonly candidates?: number;
 }
 
 export type { GraphParams } from "./graph-params.js";
@@ -124,6 +133,8 @@ export class Context {
   readonly nUbatch: number;
   readonly nSeqMax: number;
   readonly kvDtype: KvDtype;
+  /** Candidate ids per logits row (see {@link ContextOptions.candidates}); 0 when off. */
+  readonly nCandidates: number;
   readonly model: Model;
   readonly #store: KvStore;
   readonly #buffers: KvBuffers;
@@ -136,6 +147,8 @@ export class Context {
   readonly #reuseLogits: boolean;
   /** With reuseLogits: the buffer every call's logits are read into, grown as needed. */
   #logitsBuf: Float32Array | undefined;
+  /** With reuseLogits and candidates: the buffer every call's candidate ids are read into. */
+  #candidatesBuf: Int32Array | undefined;
   /** With reuseLogits: decode calls so far (a Logits is current while this is its call's). */
   #logitsCall = 0;
   #queue: Promise<unknown> = Promise.resolve();
@@ -155,6 +168,13 @@ export class Context {
     this.nCtx = positive(contextSize(options.nCtx, hp.nCtxTrain), "nCtx");
     this.nUbatch = Math.min(positive(options.nUbatch ?? DEFAULT_N_UBATCH, "nUbatch"), this.nCtx);
     this.nSeqMax = positive(options.nSeqMax ?? 1, "nSeqMax");
+    const k = options.candidates ?? 0;
+    if (typeof k !== "number" || !Number.isInteger(k) || k < 0 || k > hp.nVocab)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `candidates must be an integer in 0…${hp.nVocab} (the vocabulary), got ${String(k)}`,
+      );
+    this.nCandidates = k;
     try {
       this.kvDtype = parseKvDtype(options.kvDtype ?? "f16");
     } catch (e) {
@@ -255,6 +275,7 @@ export class Context {
         kvDtype: this.#kvType,
         contextSize: this.nCtx,
         tensors,
+        ...(this.nCandidates > 0 ? { candidates: this.nCandidates } : {}),
       };
       built = arch.buildGraph(hp, options);
       if (this.#fuse) built = fused(built);
@@ -414,11 +435,13 @@ export class Context {
     // One micro-batch: its logits output becomes the result as is (no copy); several: gathered.
     // With reuseLogits every micro-batch reads its rows into the context's buffer, in place.
     const call = this.#reuseLogits ? ++this.#logitsCall : 0;
-    let data: Float32Array | undefined =
-      !this.#reuseLogits && n > this.nUbatch ? new Float32Array(nOut * nVocab) : undefined;
+    const gather = !this.#reuseLogits && n > this.nUbatch;
+    const k = this.nCandidates;
+    let data: Float32Array | undefined = gather ? new Float32Array(nOut * nVocab) : undefined;
+    let ids: Int32Array | undefined = gather && k > 0 ? new Int32Array(nOut * k) : undefined;
     let row = 0;
     const into = this.#reuseLogits
-      ? (s: Step, rows: number) => this.#logitsInto(s, nOut, row, rows)
+      ? (s: Step, rows: number) => this.#outputsInto(s, nOut, row, rows)
       : undefined;
     let computeMs = 0;
     let ubatches = 0;
@@ -435,8 +458,15 @@ export class Context {
           // the rows are in place already (runner read them at row); a batch with no logits has none
           if (r.outIds.length > 0 && r.logits.buffer !== this.#logitsBuf?.buffer)
             throw new EngineError("INTERNAL", "decode: the logits were not read into the reused buffer");
-        } else if (data === undefined) data = r.logits.subarray(0, r.outIds.length * nVocab);
-        else data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
+          if (r.outIds.length > 0 && r.candidates && r.candidates.buffer !== this.#candidatesBuf?.buffer)
+            throw new EngineError("INTERNAL", "decode: the candidates were not read into the reused buffer");
+        } else if (data === undefined) {
+          data = r.logits.subarray(0, r.outIds.length * nVocab);
+          ids = r.candidates?.subarray(0, r.outIds.length * k);
+        } else {
+          data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
+          if (r.candidates) ids?.set(r.candidates.subarray(0, r.outIds.length * k), row * k);
+        }
         for (let k = 0; k < r.outIds.length; k++) indices[row++] = i0 + r.outIds[k]!;
       }
     } catch (e) {
@@ -449,18 +479,22 @@ export class Context {
       ubatches,
       ...(reports.length ? { reports } : {}),
     };
+    const ids0 = new Int32Array(0);
     if (this.#reuseLogits) {
       const buf = this.#logitsBuf?.subarray(0, nOut * nVocab) ?? new Float32Array(0);
-      return new Logits(nVocab, indices, buf, () => this.#logitsCall === call);
+      const cands = k > 0 ? { k, data: this.#candidatesBuf?.subarray(0, nOut * k) ?? ids0 } : undefined;
+      return new Logits(nVocab, indices, buf, () => this.#logitsCall === call, cands);
     }
-    return new Logits(nVocab, indices, data ?? new Float32Array(0));
+    const cands = k > 0 ? { k, data: ids ?? ids0 } : undefined;
+    return new Logits(nVocab, indices, data ?? new Float32Array(0), undefined, cands);
   }
 
   /**
-   * Where rows [row, row + rows) of this call's `total` rows of logits go: a view of the reused
-   * buffer, which grows (from the step's output device, page-locked on a GPU) to hold `total`.
+   * Where rows [row, row + rows) of this call's `total` rows of logits (and candidate ids) go:
+   * views of the reused buffers, which grow (from the step's output device, page-locked on a GPU)
+   * to hold `total`.
    */
-  #logitsInto(s: Step, total: number, row: number, rows: number): Uint8Array {
+  #outputsInto(s: Step, total: number, row: number, rows: number): OutputsInto {
     const nVocab = this.model.hparams.nVocab;
     if (!this.#logitsBuf || this.#logitsBuf.length < total * nVocab) {
       const bytes = total * nVocab * 4;
@@ -468,7 +502,16 @@ export class Context {
       this.#logitsBuf = new Float32Array(mem.buffer, mem.byteOffset, bytes / 4);
     }
     const buf = this.#logitsBuf;
-    return new Uint8Array(buf.buffer, buf.byteOffset + row * nVocab * 4, rows * nVocab * 4);
+    const logits = new Uint8Array(buf.buffer, buf.byteOffset + row * nVocab * 4, rows * nVocab * 4);
+    const k = this.nCandidates;
+    if (k === 0 || !s.built.candidates) return { logits };
+    if (!this.#candidatesBuf || this.#candidatesBuf.length < total * k) {
+      const bytes = total * k * 4;
+      const mem = s.step.executor.hostMemory(s.built.candidates, bytes);
+      this.#candidatesBuf = new Int32Array(mem.buffer, mem.byteOffset, bytes / 4);
+    }
+    const ids = this.#candidatesBuf;
+    return { logits, candidates: new Uint8Array(ids.buffer, ids.byteOffset + row * k * 4, rows * k * 4) };
   }
 
   // ---- sequences ------------------------------------------------------------------------------

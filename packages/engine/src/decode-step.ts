@@ -1,3 +1,4 @@
+import type { Tensor } from "@minfer/ir";
 import type { KvToken } from "@minfer/kvcache";
 import { type KvGroup, kvInputNames, STEP_INPUTS } from "@minfer/models";
 import type { TimingReport } from "@minfer/scheduler";
@@ -11,6 +12,8 @@ export interface UbatchResult {
   /** Indices (in the micro-batch) of the tokens whose logits are in `logits`. */
   readonly outIds: Int32Array;
   readonly logits: Float32Array;
+  /** With candidates: I32 [candidates, rows] for the rows of `logits` (undefined without). */
+  readonly candidates: Int32Array | undefined;
   readonly computeMs: number;
   readonly report?: TimingReport;
 }
@@ -19,6 +22,12 @@ export interface UbatchResult {
 export function kvWindow(g: KvGroupCache): number {
   const nCtx = g.cache.nCtx;
   return Math.min(nCtx, Math.max(KV_BUCKET, Math.ceil(g.cache.window() / KV_BUCKET) * KV_BUCKET));
+}
+
+/** Where the rows of one micro-batch's outputs go (views of at least their bytes; undefined: new arrays). */
+export interface OutputsInto {
+  readonly logits?: Uint8Array;
+  readonly candidates?: Uint8Array;
 }
 
 /**
@@ -36,15 +45,16 @@ export class UbatchRunner {
   ) {}
 
   /**
-   * One micro-batch [i0, i1) of `b`. `logitsInto(step, rows)`, when given, says where the rows of
-   * logits it asked for go (a view of at least rows·nVocab floats; undefined: a new array).
+   * One micro-batch [i0, i1) of `b`. `outputsInto(step, rows)`, when given, says where the rows of
+   * logits it asked for go (a view of at least rows·nVocab floats) and their candidate ids (rows·k
+   * int32); undefined: new arrays.
    */
   async run(
     b: NormalizedBatch,
     i0: number,
     i1: number,
     done: KvToken[],
-    logitsInto?: (s: Step, rows: number) => Uint8Array | undefined,
+    outputsInto?: (s: Step, rows: number) => OutputsInto,
   ): Promise<UbatchResult> {
     const n = i1 - i0;
     const store = this.store;
@@ -86,8 +96,11 @@ export class UbatchRunner {
     };
     const s = this.get(params);
     const c0 = performance.now();
-    const into = outCount > 0 && s.built.logits ? logitsInto?.(s, outCount) : undefined;
-    const result = await runStep(s, values, into ? new Map([[s.built.logits!, into]]) : undefined);
+    const into = outCount > 0 && s.built.logits ? outputsInto?.(s, outCount) : undefined;
+    const intoMap = new Map<Tensor, Uint8Array>();
+    if (into?.logits) intoMap.set(s.built.logits!, into.logits);
+    if (into?.candidates && s.built.candidates) intoMap.set(s.built.candidates, into.candidates);
+    const result = await runStep(s, values, intoMap.size > 0 ? intoMap : undefined);
     const computeMs = performance.now() - c0;
     for (let k = 0; k < n; k++) {
       const t = batch[k]!;
@@ -99,9 +112,17 @@ export class UbatchRunner {
       bytes.byteOffset % 4 === 0
         ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
         : new Float32Array(bytes.slice().buffer);
+    const ids = s.built.candidates ? result.outputs.get(s.built.candidates)! : undefined;
+    const candidates =
+      ids === undefined
+        ? undefined
+        : ids.byteOffset % 4 === 0
+          ? new Int32Array(ids.buffer, ids.byteOffset, ids.byteLength / 4)
+          : new Int32Array(ids.slice().buffer);
     return {
       outIds: outCount === 0 ? new Int32Array(0) : outIds,
       logits,
+      candidates,
       computeMs,
       ...(result.timing ? { report: result.timing } : {}),
     };

@@ -26,6 +26,8 @@ export interface Built {
   readonly inputs: Readonly<Record<string, Tensor>>;
   readonly constants: ReadonlyMap<string, Float32Array>;
   readonly logits?: Tensor;
+  /** With the context's `candidates`: I32 [candidates, nOutputs], each logits row's best ids. */
+  readonly candidates?: Tensor;
 }
 
 /** A prepared graph and what it was built from. */
@@ -50,7 +52,13 @@ export function fused(b: Built): Built {
   };
   const inputs: Record<string, Tensor> = {};
   for (const [k, t] of Object.entries(b.inputs)) inputs[k] = find(t);
-  return { graph, inputs, constants: b.constants, ...(b.logits ? { logits: find(b.logits) } : {}) };
+  return {
+    graph,
+    inputs,
+    constants: b.constants,
+    ...(b.logits ? { logits: find(b.logits) } : {}),
+    ...(b.candidates ? { candidates: find(b.candidates) } : {}),
+  };
 }
 
 /**

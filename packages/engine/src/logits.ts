@@ -6,29 +6,45 @@ export class Logits {
   readonly nVocab: number;
   /** The batch index of each row, ascending. */
   readonly indices: Int32Array;
+  /** Candidate ids per row (the context's `candidates`); 0 when the context computes none. */
+  readonly nCandidates: number;
   readonly #data: Float32Array;
   readonly #current: (() => boolean) | undefined;
+  readonly #candidates: Int32Array | undefined;
 
   /**
    * `current`, when given, says whether `data` still holds these logits (a context made with
    * `reuseLogits` overwrites them at its next decode); reading them after that throws STALE_LOGITS.
+   * `candidates`: `k` ids per row, row-major (I32 [k, rows]), each row's best ids, best first.
    */
-  constructor(nVocab: number, indices: Int32Array, data: Float32Array, current?: () => boolean) {
+  constructor(
+    nVocab: number,
+    indices: Int32Array,
+    data: Float32Array,
+    current?: () => boolean,
+    candidates?: { readonly k: number; readonly data: Int32Array },
+  ) {
     this.nVocab = nVocab;
     this.indices = indices;
     this.#data = data;
     this.#current = current;
+    this.nCandidates = candidates?.k ?? 0;
+    this.#candidates = candidates?.data;
   }
 
   /** All rows, row-major. */
   get data(): Float32Array {
+    this.#checkCurrent();
+    return this.#data;
+  }
+
+  #checkCurrent(): void {
     if (this.#current && !this.#current())
       throw new EngineError(
         "STALE_LOGITS",
         "these logits were overwritten by a later decode call (the context was made with reuseLogits: " +
           "copy the rows you keep before the next decode)",
       );
-    return this.#data;
   }
 
   /** Rows held. */
@@ -38,6 +54,12 @@ export class Logits {
 
   /** The logits of the batch's token `i` (a view); INVALID_ARGUMENT when it did not ask for them. */
   get(i: number): Float32Array {
+    const r = this.#rowOf(i);
+    return this.data.subarray(r * this.nVocab, (r + 1) * this.nVocab);
+  }
+
+  /** The row of batch token `i`; INVALID_ARGUMENT when it did not ask for logits. */
+  #rowOf(i: number): number {
     const r = this.#row(i);
     if (r < 0) {
       throw new EngineError(
@@ -45,7 +67,25 @@ export class Logits {
         `no logits for batch token ${String(i)}; tokens with logits: ${Array.from(this.indices).join(", ") || "none"}`,
       );
     }
-    return this.data.subarray(r * this.nVocab, (r + 1) * this.nVocab);
+    return r;
+  }
+
+  /**
+   * The candidate ids of batch token `i`'s logits (a view of {@link nCandidates} ids): its largest
+   * logits, larger first, lower id first on ties, as the graph computed them. INVALID_ARGUMENT
+   * when the context computes no candidates (`ContextOptions.candidates`) or token `i` did not ask
+   * for logits; STALE_LOGITS like {@link data}.
+   */
+  candidates(i: number): Int32Array {
+    if (!this.#candidates)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        "these logits have no candidate ids: make the Context with the option candidates: K",
+      );
+    const r = this.#rowOf(i);
+    this.#checkCurrent();
+    const k = this.nCandidates;
+    return this.#candidates.subarray(r * k, (r + 1) * k);
   }
 
   /** Whether batch token `i` has logits. */
