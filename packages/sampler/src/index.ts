@@ -6,6 +6,7 @@
  * token constraints, and JSON Schema → GBNF.
  */
 
+export type { CandidateIds } from "./candidate-ids.js";
 export type { SampleResult, TokenLogprob } from "./chain/logprobs.js";
 export type { ConstraintVocab, TokenConstraint } from "./constraint.js";
 export type { SamplerErrorCode } from "./errors.js";

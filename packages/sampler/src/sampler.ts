@@ -1,3 +1,4 @@
+import { type CandidateIds, candidateBound, idsAbove } from "./candidate-ids.js";
 import { allNegInf, Candidates } from "./chain/candidates.js";
 import { draw } from "./chain/draw.js";
 import { Dry } from "./chain/dry.js";
@@ -48,6 +49,17 @@ const EMPTY = new Uint32Array(0);
  * when one of them is active; the truncation stages work on candidate id lists (a bounded heap for
  * top-k, index sorts only where a stage needs order), all scratch reused from call to call.
  *
+ * **Candidate ids.** `sample(logits, ids)` may be given the row's K best ids (larger logit first,
+ * lower id first on ties, NaN first: a backend's TOP_K, e.g. an engine's `Logits.candidates(i)`),
+ * and then works on those few ids whenever that provably gives the token the whole vocabulary gives
+ * (the same token, the same PRNG draws); otherwise it runs on the whole row. With vK the last id's
+ * logit, no other id exceeds vK; the ids logit bias changed join the set with their new values; when
+ * m of the set lie strictly above vK, they are the m best of the vocabulary. Greedy needs m = 1,
+ * top-k needs m = topK (typical, top-p, min-p, XTC, top-n-sigma and the temperature then work on
+ * those k, as always). The whole row is used for: top-k off (or ≥ the vocabulary) with a
+ * temperature > 0, mirostat, penalties or DRY with a history, fewer than m ids above vK, and — after
+ * the first pick, exactly as without ids — a constraint that rejects it.
+ *
  * **Randomness.** Each non-greedy chain run uses one uniform double for the draw, plus one for XTC
  * when `xtcProbability > 0`; a rejected constraint fast path runs the chain twice. So a seed and the
  * same inputs give the same tokens on every platform.
@@ -64,6 +76,9 @@ export class Sampler {
   private opts: ResolvedSamplerOptions;
   private readonly rng: Xoshiro128;
   private readonly cands = new Candidates();
+  /** Scratch of the candidate-id path: the ids above the bound, sorted. */
+  private above = new Uint32Array(0);
+  private readonly idStats = { onIds: 0, fullRow: 0 };
   private readonly typicalScratch: TypicalScratch = { order: new Float64Array(0), pos: new Uint32Array(0) };
   private readonly counts = new Map<number, number>();
   private readonly history: TokenHistory;
@@ -93,6 +108,14 @@ export class Sampler {
   /** The options in use, defaults filled in; `seed` is the one chosen when none was given. */
   get options(): ResolvedSamplerOptions {
     return this.opts;
+  }
+
+  /**
+   * Of the `sample` calls given candidate ids: how many worked on the ids (`onIds`) and how many on
+   * the whole row (`fullRow`: the ids could not prove the answer). A live view.
+   */
+  get candidateStats(): { readonly onIds: number; readonly fullRow: number } {
+    return this.idStats;
   }
 
   /** Mirostat's current surprise bound mu (bits); `undefined` when mirostat is off. */
@@ -148,12 +171,15 @@ export class Sampler {
   }
 
   /**
-   * A token id drawn from `logits` (one per vocabulary entry), which are not modified. Throws
-   * `INVALID_ARGUMENT` for empty logits, a NaN logit, logits that are all `-Infinity` or a biased id
-   * outside the vocabulary, and `GRAMMAR_DEAD_END` when the constraint allows no token.
+   * A token id drawn from `logits` (one per vocabulary entry), which are not modified. `candidates`,
+   * when given, are the row's best ids, best first (see "Candidate ids" above): the same token as
+   * without them, usually without a pass over the vocabulary. Throws `INVALID_ARGUMENT` for empty
+   * logits, a NaN logit, logits that are all `-Infinity`, a biased id outside the vocabulary, or
+   * candidate ids outside the vocabulary or out of order; `GRAMMAR_DEAD_END` when the constraint
+   * allows no token.
    */
-  sample(logits: Float32Array): number {
-    return this.run(logits, -1).token;
+  sample(logits: Float32Array, candidates?: CandidateIds): number {
+    return this.run(logits, -1, candidates).token;
   }
 
   /**
@@ -169,13 +195,20 @@ export class Sampler {
   }
 
   /** The whole pipeline; `nProbs < 0` skips the log-probabilities. */
-  private run(logits: Float32Array, nProbs: number): SampleResult {
+  private run(logits: Float32Array, nProbs: number, candidates?: CandidateIds): SampleResult {
     checkLogits(logits);
+    // The bound is the unchanged row's; NaN: a candidate's logit is NaN, the full path reports it.
+    const bound = candidates ? candidateBound(logits, candidates) : Number.NaN;
     // Logit bias alone (the common case: an end-of-sequence ban, OpenAI's logit_bias) is applied to
     // the caller's array in place and undone before returning, instead of copying the vocabulary.
     const saved = this.biasInPlace(logits);
     try {
-      return this.runOn(saved ? logits : this.preprocess(logits), logits, nProbs);
+      const work = saved ? logits : this.preprocess(logits);
+      // The candidate path needs the row as the ids were computed from it, but for the bias.
+      const first =
+        candidates && work === logits && !Number.isNaN(bound) ? this.chainOnIds(work, candidates, bound) : -1;
+      if (candidates) this.idStats[first >= 0 ? "onIds" : "fullRow"]++;
+      return this.runOn(work, logits, nProbs, first);
     } finally {
       if (saved) {
         let i = 0;
@@ -202,10 +235,13 @@ export class Sampler {
     return saved;
   }
 
-  /** Stages 4–6 (and the log-probabilities) on `work`: the preprocessed logits. */
-  private runOn(work: Float32Array, logits: Float32Array, nProbs: number): SampleResult {
+  /**
+   * Stages 4–6 (and the log-probabilities) on `work`: the preprocessed logits. `first` ≥ 0 is the
+   * chain's first pick already made on candidate ids (the same token, the same draws).
+   */
+  private runOn(work: Float32Array, logits: Float32Array, nProbs: number, first = -1): SampleResult {
     const top = nProbs >= 0 ? this.logSoftmax.compute(work, nProbs) : [];
-    let token = this.chain(work);
+    let token = first >= 0 ? first : this.chain(work);
     const c = this.opts.constraint;
     if (c && !c.allows(token)) {
       if (work === logits) work = this.copy(logits);
@@ -243,6 +279,33 @@ export class Sampler {
     return this.work;
   }
 
+  /**
+   * Stages 5–6 on the ids the candidate path proves enough (see "Candidate ids"), with the draws
+   * {@link chain} makes; -1, before any draw, when they are not enough. `work` is the row after
+   * logit bias (the only stage 1–3 that ran), `bound` the unchanged row's logit of the last id.
+   */
+  private chainOnIds(work: Float32Array, ids: CandidateIds, bound: number): number {
+    const o = this.opts;
+    if (this.mirostat) return -1;
+    const n = work.length;
+    const greedy = o.temperature <= 0;
+    if (!greedy && !(o.topK > 0 && o.topK < n)) return -1;
+    const need = greedy ? 1 : o.topK;
+    if (ids.length + o.logitBias.size < need) return -1;
+    if (this.above.length < ids.length + o.logitBias.size)
+      this.above = new Uint32Array(ids.length + o.logitBias.size);
+    const m = idsAbove(work, ids, o.logitBias.keys(), bound, this.above);
+    if (m < need) return -1;
+    this.pending = undefined;
+    if (greedy) return this.above[0]!;
+    // The draws of chain(), in its order.
+    const u = this.rng.nextFloat64();
+    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const c = this.cands;
+    c.fillSorted(work, this.above, need);
+    return this.truncateAndDraw(u, u2);
+  }
+
   /** Stages 5–6 on the working logits. */
   private chain(work: Float32Array): number {
     const o = this.opts;
@@ -264,6 +327,13 @@ export class Sampler {
     else if (o.typicalP >= 1 && (o.topP < 1 || o.minP > 0))
       c.fillPrefix(work, o.topP, o.minP, PREFIX_FIRST_K);
     else c.fillAll(work);
+    return this.truncateAndDraw(u, u2);
+  }
+
+  /** typical → top-p → min-p → XTC (uniform `u2`) → top-n-sigma → temperature and the draw (`u`) on the candidates. */
+  private truncateAndDraw(u: number, u2: number): number {
+    const o = this.opts;
+    const c = this.cands;
     typical(c, o.typicalP, this.typicalScratch);
     topP(c, o.topP);
     minP(c, o.minP);

@@ -56,6 +56,16 @@ export class Candidates {
     this.partial = false;
   }
 
+  /** `ids[0..size)`, already sorted larger logit first (lower id on ties), as the set. */
+  fillSorted(logits: Float32Array, ids: Uint32Array, size: number): void {
+    this.logits = logits;
+    this.reserve(size);
+    this.ids.set(ids.subarray(0, size));
+    this.size = size;
+    this.sorted = true;
+    this.partial = false;
+  }
+
   /** Every finite id in vocabulary order (unsorted). Throws for NaN or when nothing is finite. */
   fillAll(logits: Float32Array): void {
     this.logits = logits;
