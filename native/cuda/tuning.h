@@ -41,6 +41,9 @@ struct Tuning {
   // The dp4a mat-vec reads its weight quants with 8-byte (2-byte aligned types) or 16-byte (Q4_K,
   // Q5_K) loads shifted into place, instead of 2- and 4-byte loads (ops/matvec_q.cuh ld_words2).
   bool mv_wide_loads = true;
+  // The mat-vec of 3-4 columns runs two rows per warp (as 1-2 columns do), so that each activation
+  // load serves two rows.
+  bool mv_pairs = false;
 };
 
 }  // namespace minfer::cuda

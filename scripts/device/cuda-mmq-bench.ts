@@ -9,7 +9,9 @@
 // 1.3 µs of it the events; the activation quantization and any split-K reduction included) and the
 // bandwidth the weight's bytes over that time make. (The wall time of a replayed graph is no
 // measure here: each run reads every output back.)
-//   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64]
+//   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64] [VARIANTS]
+// VARIANTS: a comma list of environments, each `default` or NAME=VALUE[+NAME=VALUE] (default
+// "default,MINFER_CUDA_MMQ=0"); one column is measured in every variant but MINFER_CUDA_MMQ=0.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
@@ -26,6 +28,19 @@ const SHAPES: readonly (readonly [number, number, string])[] = [
 const out = process.argv[2] ?? ".";
 const types = (process.argv[3] ?? "Q4_0,Q4_K,Q6_K,Q8_0").split(",");
 const colsList = (process.argv[4] ?? "1,2,4,8,16,32,64").split(",").map(Number);
+const variants = (process.argv[5] ?? "default,MINFER_CUDA_MMQ=0").split(",").map((v) => ({
+  label: v,
+  env: Object.fromEntries(
+    v === "default"
+      ? []
+      : v.split("+").map((kv) => {
+          const eq = kv.indexOf("=");
+          if (eq < 1)
+            throw new Error(`cuda-mmq-bench: a variant is default or NAME=VALUE, not ${JSON.stringify(kv)}`);
+          return [kv.slice(0, eq), kv.slice(eq + 1)];
+        }),
+  ) as Record<string, string>,
+}));
 const MIN_BYTES = 160e6;
 
 /** A [k, m] weight of `dtype`: 64 rows of random values quantized, repeated (bandwidth only). */
@@ -50,11 +65,10 @@ const say = (s: string) => {
   console.log(s);
 };
 say("variant  type  shape (k × m)          cols   node µs    GB/s   (R copies)");
-for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]) {
-  Object.assign(process.env, variant);
+for (const { label, env } of variants) {
+  Object.assign(process.env, env);
   const rt = await cuda.devices()[0]!.init();
-  for (const k of Object.keys(variant)) delete process.env[k];
-  const label = variant.MINFER_CUDA_MMQ === "0" ? "mmq=0" : "default";
+  for (const k of Object.keys(env)) delete process.env[k];
   for (const t of types) {
     const dtype = DType[t as keyof typeof DType] as DType;
     for (const [k, m, role] of SHAPES) {
@@ -69,7 +83,7 @@ for (const variant of [{}, { MINFER_CUDA_MMQ: "0" }] as Record<string, string>[]
         weights.set(`w${i}`, { buffer });
       }
       for (const cols of colsList) {
-        if (cols === 1 && label !== "default") continue;
+        if (cols === 1 && env.MINFER_CUDA_MMQ === "0") continue;
         const b = new GraphBuilder();
         const x = b.input("x", DType.F32, [k, cols]);
         for (let i = 0; i < copies; i++) b.output(b.mulMat(b.weight(`w${i}`, dtype, [k, m]), x));

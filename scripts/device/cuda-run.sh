@@ -269,7 +269,7 @@ for s in "${stages[@]}"; do
       TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-nommq" env MINFER_CUDA_MMQ=0 node "$D/dist/bin.js" bench -m "$f" \
         -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
     done ;;
-  mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ;;
+  mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32

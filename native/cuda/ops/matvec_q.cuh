@@ -556,9 +556,10 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device,
+// and for 3-4 columns too with `pairs` (Tuning::mv_pairs; one activation load serves two rows).
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, bool pairs, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
@@ -567,7 +568,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   const int64_t nc = ps[0].ncols;
   if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
-  if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
+  if (nc <= 4) return two && pairs ? launch_mv_q_nc<Q, 4, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
   return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
 }
 
@@ -575,7 +576,8 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, bool pairs,
+                               cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -589,22 +591,22 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
     case DType::Q4_0:
-      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
+      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, pairs, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, pairs, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, pairs, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, pairs, s);
     case DType::Q8_0:
-      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, pairs, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, pairs, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, pairs, s);
     case DType::Q4_K:
-      return wide ? launch_mv_q_warp<PQ45_K<false, true>>(ps, n, act, cols, s)
-                  : launch_mv_q_warp<PQ45_K<false, false>>(ps, n, act, cols, s);
+      return wide ? launch_mv_q_warp<PQ45_K<false, true>>(ps, n, act, cols, pairs, s)
+                  : launch_mv_q_warp<PQ45_K<false, false>>(ps, n, act, cols, pairs, s);
     case DType::Q5_K:
-      return wide ? launch_mv_q_warp<PQ45_K<true, true>>(ps, n, act, cols, s)
-                  : launch_mv_q_warp<PQ45_K<true, false>>(ps, n, act, cols, s);
+      return wide ? launch_mv_q_warp<PQ45_K<true, true>>(ps, n, act, cols, pairs, s)
+                  : launch_mv_q_warp<PQ45_K<true, false>>(ps, n, act, cols, pairs, s);
     case DType::Q6_K:
-      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, s);
+      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, pairs, s);
     default: return cudaErrorInvalidValue;
   }
 }

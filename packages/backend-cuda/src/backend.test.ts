@@ -37,6 +37,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
+      mvPairs: false,
     });
     expect(
       readEnv({
@@ -48,6 +49,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
+        MINFER_CUDA_MV_PAIRS: "0",
       }),
     ).toEqual({
       graphs: false,
@@ -58,6 +60,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
+      mvPairs: false,
     });
     expect(
       readEnv({
@@ -69,6 +72,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
+        MINFER_CUDA_MV_PAIRS: "1",
       }),
     ).toEqual({
       graphs: true,
@@ -79,6 +83,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
+      mvPairs: true,
     });
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(

@@ -41,6 +41,8 @@ export interface CudaEnv {
    * the default 8- and 16-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
+  /** MINFER_CUDA_MV_PAIRS=1: the mat-vec of 3-4 columns runs two rows per warp (one per warp by default). */
+  readonly mvPairs: boolean;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -79,5 +81,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
+    mvPairs: choice(env, "MINFER_CUDA_MV_PAIRS", ["0", "1"]) === "1",
   };
 }
