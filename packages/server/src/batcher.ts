@@ -21,6 +21,7 @@ export interface BatcherOptions {
   readonly batchSize: number;
   /** Most jobs waiting for a slot; one more is refused with QUEUE_FULL. */
   readonly queueSize: number;
+  /** Of the shared context; `candidates` defaults to {@link BATCHER_CANDIDATES} (0 turns them off). */
   readonly contextOptions?: Omit<ContextOptions, "nCtx" | "nSeqMax">;
   readonly observer?: BatcherObserver;
 }
@@ -46,6 +47,13 @@ export interface SlotInfo {
   readonly cachedTokens: number;
   readonly generated: number;
 }
+
+/**
+ * Candidate ids the batcher's context computes per logits row (its best ids, in the graph), so that
+ * a stream's sampler reads those instead of the whole vocabulary when that gives the same token
+ * (greedy, top-k up to this many; see `Sampler.sample`).
+ */
+export const BATCHER_CANDIDATES = 64;
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -89,6 +97,7 @@ export class Batcher {
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
+      candidates: Math.min(BATCHER_CANDIDATES, model.hparams.nVocab),
       ...options.contextOptions,
       nCtx: this.parallel * this.ctxPerSlot,
       nSeqMax: this.parallel,
@@ -407,7 +416,7 @@ export class Batcher {
         j.pending = -1;
       }
       try {
-        this.#next(slot, j, logits.get(index));
+        this.#next(slot, j, logits.get(index), logits.nCandidates > 0 ? logits.candidates(index) : undefined);
       } catch (e) {
         this.#fail(j, slot, e);
       }
@@ -415,7 +424,7 @@ export class Batcher {
   }
 
   /** Samples a job's next token from its logits; ends the job or leaves the token pending. */
-  #next(slot: Slot, j: Job, row: Float32Array): void {
+  #next(slot: Slot, j: Job, row: Float32Array, ids: Int32Array | undefined): void {
     const spec = j.spec;
     const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
     if (j.tokens.length >= max) {
@@ -431,7 +440,7 @@ export class Batcher {
       token = r.token;
       logprob = r.logprob;
       top = r.top;
-    } else token = spec.sampler.sample(row);
+    } else token = spec.sampler.sample(row, ids);
     if (tok.isEog(token)) {
       this.#end(j, slot, "eog");
       return;

@@ -4,7 +4,7 @@
  */
 
 export type { BatcherOptions, JobFinish, JobResult, JobSpec, SlotInfo, TokenEvent } from "./batcher.js";
-export { Batcher } from "./batcher.js";
+export { BATCHER_CANDIDATES, Batcher } from "./batcher.js";
 export { ApiError } from "./errors.js";
 export type { ServerLimits } from "./limits.js";
 export { SERVER_LIMITS } from "./limits.js";

@@ -1,0 +1,73 @@
+import { Model } from "@minfer/engine";
+import type { DeviceRuntime } from "@minfer/ir";
+import { Sampler, type SamplerOptions } from "@minfer/sampler";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { BATCHER_CANDIDATES, Batcher } from "./batcher.js";
+import { cpuRuntime, STORIES } from "./test-helpers.js";
+
+// The batcher's context computes each row's best ids (candidates) and its samplers use them: the
+// tokens must be those of a batcher whose samplers read the whole row (candidates: 0).
+let runtime: DeviceRuntime;
+let stories: Model;
+beforeAll(async () => {
+  runtime = await cpuRuntime();
+  stories = await Model.load(STORIES, { runtime });
+});
+afterAll(() => {
+  stories?.dispose();
+  runtime?.dispose();
+});
+
+const PROMPTS = ["Once upon a time", "Lily and her mom", "The big red ball", "Tom had a dog"];
+const SAMPLING: SamplerOptions[] = [
+  { temperature: 0, logitBias: { 2: -100 } },
+  { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, logitBias: { 2: -100 } },
+  { temperature: 0.8, topK: 100 }, // more than the candidates: the whole row
+];
+
+async function generate(candidates: number | undefined) {
+  const b = new Batcher(stories, {
+    parallel: 4,
+    ctxPerSlot: 128,
+    batchSize: 512,
+    queueSize: 0,
+    ...(candidates !== undefined ? { contextOptions: { candidates } } : {}),
+  });
+  try {
+    const samplers = PROMPTS.flatMap((_, i) => SAMPLING.map((o) => new Sampler({ ...o, seed: 7 + i })));
+    const tokens: number[][] = [];
+    for (let s = 0; s < SAMPLING.length; s++) {
+      const jobs = PROMPTS.map((p, i) =>
+        b.submit({
+          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          sampler: samplers[i * SAMPLING.length + s]!,
+          maxTokens: 24,
+          cachePrompt: false,
+        }),
+      );
+      for (const r of await Promise.all(jobs)) tokens.push(r.tokens);
+    }
+    return {
+      tokens,
+      stats: samplers.map((s) => ({ ...s.candidateStats })),
+      nCandidates: b.context.nCandidates,
+    };
+  } finally {
+    await b.close();
+  }
+}
+
+it("streams sample from the context's candidate ids, with the tokens of the whole row", async () => {
+  const on = await generate(undefined);
+  const off = await generate(0);
+  expect(on.nCandidates).toBe(BATCHER_CANDIDATES);
+  expect(off.nCandidates).toBe(0);
+  expect(on.tokens).toEqual(off.tokens);
+  for (const t of on.tokens) expect(t.length).toBeGreaterThan(0);
+  // greedy and top-40 used the ids for their samples; top-100 (> 64) read the whole row
+  on.stats.forEach((s, j) => {
+    if (j % SAMPLING.length === 2) expect(s).toMatchObject({ onIds: 0 });
+    else expect(s.onIds).toBeGreaterThan(s.fullRow);
+  });
+  for (const s of off.stats) expect(s).toEqual({ onIds: 0, fullRow: 0 });
+});
