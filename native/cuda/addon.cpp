@@ -257,7 +257,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, mvPairs?: boolean,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec", mmqCols?: [min, max] })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
@@ -285,7 +285,6 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);
     flag("mvWideLoads", &tuning.mv_wide_loads);
-    flag("mvPairs", &tuning.mv_pairs);
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 64, or [0, 0] (off)";

@@ -38,12 +38,12 @@ struct Tuning {
   // whose mat-vec is slow at 3-4 columns, 5 for the others), and at 64 columns the GEMM is as fast.
   int mmq_min_cols = 0;
   int mmq_max_cols = 32;
-  // The dp4a mat-vec reads its weight quants with 8-byte (2-byte aligned types) or 16-byte (Q4_K,
-  // Q5_K) loads shifted into place, instead of 2- and 4-byte loads (ops/matvec_q.cuh ld_words2).
+  // The dp4a mat-vec reads the quants of Q4_0, Q8_0 and Q6_K (2-byte aligned blocks) with 8-byte
+  // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
+  // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5
+  // against 29.3; Q4_0 20.8 against 21.3 (docs/PERFORMANCE.md). For Q4_K, 16-byte loads measured
+  // slower (24.1 against 21.6 us), so its 4-byte loads stay.
   bool mv_wide_loads = true;
-  // The mat-vec of 3-4 columns runs two rows per warp (as 1-2 columns do), so that each activation
-  // load serves two rows.
-  bool mv_pairs = false;
 };
 
 }  // namespace minfer::cuda

@@ -116,6 +116,19 @@ const cases: ConformanceCase[] = [
   attention(516, 1024),
   attention(4096, 4736),
   attentionStreams(16, 256, 100),
+  // the sampler's candidates: the 64 best ids of each logits row (152,064-token vocabulary)
+  repeated("TOP_K [152064] k=64", (b) =>
+    b.topK(
+      once(b, "l", () => b.input("l", F32, [152064])),
+      64,
+    ),
+  ),
+  repeated("TOP_K [152064, 64] k=64", (b) =>
+    b.topK(
+      once(b, "l", () => b.input("l", F32, [152064, 64])),
+      64,
+    ),
+  ),
 ];
 
 const out = process.argv[2] ?? ".";

@@ -173,8 +173,8 @@ for s in "${stages[@]}"; do
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
       --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
   serve-streams) # minfer serve -np K at K concurrent streams beside bench -npl K (SERVE_NPL, default
-    # 16,64), the same file (SERVE_TYPE) and flags, SERVE_ROUNDS interleaved rounds
-    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
+    # 16,64), the same file (SERVE_FILE, else the synthetic SERVE_TYPE) and flags, SERVE_ROUNDS rounds
+    f=${SERVE_FILE:-$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")}
     TAIL_LINES=${TAIL_LINES:-20} step serve-streams node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
       -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" -- -ngl all ;;
   serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { backend as cpuBackend } from "../../packages/backend-cpu/src/index.js";
 import { backend, type CudaDevice, type CudaRuntime } from "../../packages/backend-cuda/src/index.js";
-import { Context, Model } from "../../packages/engine/src/index.js";
+import { Context, type Logits, Model } from "../../packages/engine/src/index.js";
 import { type DeviceRuntime, DType, Op, opQueryProgram, type Shape } from "../../packages/ir/src/index.js";
 
 const report: { diagnostics: string[]; checks: { name: string; ok: boolean; detail?: string }[] } = {
@@ -212,6 +212,58 @@ if (dev) {
         return `${fused.rows.length} steps identical, ${fused.fusedRuns} fused runs`;
       },
     );
+  }
+  // The sampler's candidate ids (the graph's TOP_K of the logits, ContextOptions.candidates) against
+  // a sort of the logits read with them: a 512-token vocabulary (one tile) and, on the quantized
+  // files, the qwen2 vocabulary of 152,064 (the selection rounds), over prompt rows and a step of
+  // several sequences.
+  for (const path of models) {
+    await check(`candidate ids: the 64 best of each logits row (${basename(path)})`, async () => {
+      const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+      const gpu = (await dev.init()) as CudaRuntime;
+      const probe = await Model.load(path, { runtime: cpuRt });
+      const layers = probe.hparams.nLayer;
+      probe.dispose();
+      const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
+      const k = 64;
+      const ctx = new Context(model, {
+        nCtx: 256,
+        nSeqMax: 8,
+        kvUnified: false,
+        reuseLogits: true,
+        candidates: k,
+      });
+      let rowsChecked = 0;
+      try {
+        const expectBest = (l: Logits) => {
+          for (const i of l.indices) {
+            const row = l.get(i);
+            const ids = Array.from(row.keys()).sort((a, b) =>
+              row[a]! > row[b]! ? -1 : row[a]! < row[b]! ? 1 : a - b,
+            );
+            const got = l.candidates(i);
+            for (let j = 0; j < k; j++)
+              if (got[j] !== ids[j])
+                throw new Error(
+                  `row ${i}: candidate ${j} is ${got[j]}, the sort says ${ids[j]} (vocabulary ${row.length})`,
+                );
+            rowsChecked++;
+          }
+        };
+        const prompt = model.tokenizer.encode("Once upon a time, there was a little girl", {
+          addSpecial: true,
+        });
+        expectBest(await ctx.decode({ tokens: prompt, seq: 0, logits: "all" }));
+        const seqs = [0, 1, 2, 3, 4, 5, 6, 7];
+        expectBest(await ctx.decode({ tokens: seqs.map((q) => 100 + 37 * q), seq: seqs, logits: "all" }));
+      } finally {
+        ctx.dispose();
+        model.dispose();
+        gpu.dispose();
+        cpuRt.dispose();
+      }
+      return `${rowsChecked} rows, ${k} ids each, equal to the sort`;
+    });
   }
   rt.dispose();
 }

@@ -129,21 +129,6 @@ __device__ inline void ld_words2(const uint8_t* p, uint32_t (&w)[N]) {
 #pragma unroll
   for (int k = 0; k < N; k++) w[k] = __funnelshift_r(hi ? v[k + 1] : v[k], hi ? v[k + 2] : v[k + 1], sh);
 }
-// The N words at p: 16-byte loads when p is 16-byte aligned (4-byte aligned otherwise).
-template <int N>
-__device__ inline void ld_words4(const uint8_t* p, uint32_t (&w)[N]) {
-  static_assert(N % 4 == 0, "whole 16-byte chunks");
-  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 4; i++) {
-      const uint4 x = __ldg(reinterpret_cast<const uint4*>(p) + i);
-      w[4 * i] = x.x, w[4 * i + 1] = x.y, w[4 * i + 2] = x.z, w[4 * i + 3] = x.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; i++) w[i] = ld32(p + 4 * i);
-  }
-}
 __device__ inline float f16lo(uint32_t v) { return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xffffu))); }
 __device__ inline float f16at(const uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
 __device__ inline int dot8(const int* q, const int* a) {
@@ -169,7 +154,7 @@ __device__ inline int spread4(uint32_t x) {
   return static_cast<int>(((x & 1u) << 4) | ((x & 2u) << 11) | ((x & 4u) << 18) | ((x & 8u) << 25));
 }
 
-// kWide: the quants through ld_words2/ld_words4 (Tuning::mv_wide_loads) instead of 2- or 4-byte loads.
+// kWide: the quants through ld_words2 (Tuning::mv_wide_loads) instead of 2-byte loads.
 template <bool kWide>
 struct PQ4_0 {
   static constexpr int kPerBlock = 1, kBlockBytes = kQ4_0Bytes;  // parts (of 32) per block, bytes
@@ -344,7 +329,7 @@ struct PQ3_K {
   }
 };
 
-template <bool kFive, bool kWide>
+template <bool kFive>
 struct PQ45_K {
   static constexpr int kPerBlock = 8, kBlockBytes = kFive ? kQ5_KBytes : kQ4_KBytes;  // parts per block, bytes
   static constexpr bool kQ8K = true;
@@ -361,21 +346,10 @@ struct PQ45_K {
     q_scale_min_k4(c, s + 4, &sc, &mn);
     const uint8_t* qp = s + (kFive ? 48 : 16) + 32 * (c >> 1);
     const int shift = 4 * (c & 1);
-    uint32_t w[8], h[8];
-    if (kWide) {
-      ld_words4(qp, w);
-      if (kFive) ld_words4(s + 16, h);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; i++) {
-        w[i] = ld32(qp + 4 * i);
-        if (kFive) h[i] = ld32(s + 16 + 4 * i);
-      }
-    }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-      uint32_t v = (w[i] >> shift) & 0x0f0f0f0fu;
-      if (kFive) v |= ((h[i] >> c) & 0x01010101u) << 4;
+      uint32_t v = (ld32(qp + 4 * i) >> shift) & 0x0f0f0f0fu;
+      if (kFive) v |= ((ld32(s + 16 + 4 * i) >> c) & 0x01010101u) << 4;
       q[i] = static_cast<int>(v);
     }
   }
@@ -556,10 +530,11 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device,
-// and for 3-4 columns too with `pairs` (Tuning::mv_pairs; one activation load serves two rows).
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
+// (Two rows for 3-4 columns too measured no faster on the H200: Q4_0 3584 x 18944 at 4 columns
+// 42.3 against 41.2 us, Q4_K 46.2 against 42.8.)
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, bool pairs, cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
@@ -568,7 +543,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   const int64_t nc = ps[0].ncols;
   if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
-  if (nc <= 4) return two && pairs ? launch_mv_q_nc<Q, 4, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
+  if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
   return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
 }
 
@@ -576,8 +551,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, bool pairs,
-                               cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -591,22 +565,18 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
     case DType::Q4_0:
-      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, pairs, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, pairs, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, pairs, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, pairs, s);
+      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
     case DType::Q8_0:
-      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, pairs, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, pairs, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, pairs, s);
-    case DType::Q4_K:
-      return wide ? launch_mv_q_warp<PQ45_K<false, true>>(ps, n, act, cols, pairs, s)
-                  : launch_mv_q_warp<PQ45_K<false, false>>(ps, n, act, cols, pairs, s);
-    case DType::Q5_K:
-      return wide ? launch_mv_q_warp<PQ45_K<true, true>>(ps, n, act, cols, pairs, s)
-                  : launch_mv_q_warp<PQ45_K<true, false>>(ps, n, act, cols, pairs, s);
+      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
     case DType::Q6_K:
-      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, pairs, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, pairs, s);
+      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -37,7 +37,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
-      mvPairs: false,
     });
     expect(
       readEnv({
@@ -49,7 +48,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
-        MINFER_CUDA_MV_PAIRS: "0",
       }),
     ).toEqual({
       graphs: false,
@@ -60,7 +58,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
-      mvPairs: false,
     });
     expect(
       readEnv({
@@ -72,7 +69,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
-        MINFER_CUDA_MV_PAIRS: "1",
       }),
     ).toEqual({
       graphs: true,
@@ -83,7 +79,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
-      mvPairs: true,
     });
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(

@@ -37,12 +37,10 @@ export interface CudaEnv {
    */
   readonly mmqCols: readonly [number, number] | undefined;
   /**
-   * MINFER_CUDA_MV_WIDE=0: the dp4a mat-vec reads weight quants with 2- and 4-byte loads instead of
-   * the default 8- and 16-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
+   * MINFER_CUDA_MV_WIDE=0: the dp4a mat-vec reads Q4_0, Q8_0 and Q6_K quants with 2-byte loads
+   * instead of the default 8-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
-  /** MINFER_CUDA_MV_PAIRS=1: the mat-vec of 3-4 columns runs two rows per warp (one per warp by default). */
-  readonly mvPairs: boolean;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -81,6 +79,5 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
-    mvPairs: choice(env, "MINFER_CUDA_MV_PAIRS", ["0", "1"]) === "1",
   };
 }

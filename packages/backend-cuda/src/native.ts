@@ -56,7 +56,6 @@ export interface NativeTuning {
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
   readonly mvWideLoads?: boolean;
-  readonly mvPairs?: boolean;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }
