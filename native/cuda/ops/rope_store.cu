@@ -201,7 +201,10 @@ __global__ void __launch_bounds__(kThreads) rope_store_kernel(const RopeStoreArg
 // blocks as they fill (decode: 28 x 64 items, then 4 x 64 + 512) instead of one block walking
 // them in order. The q launch ends before the k launch begins, so k's output may reuse memory q
 // read (as the graph's allocator arranges); within a launch the items must be independent
-// (flat_ok). Each block forms the angles it needs itself.
+// (flat_ok). When the two phases touch nothing of each other's either (one_launch_ok), they run as
+// one launch. Each block forms the angles it needs itself.
+// phase 0: the q pairs; 1: the k pairs, k row and v row; 2: both in one launch (the q items
+// first), when no write of one phase touches what the other reads or writes (one_launch_ok).
 __global__ void __launch_bounds__(kThreads) rope_store_flat_kernel(const RopeStoreArgs a, int phase) {
   pdl_begin();
   __shared__ float2 cs[kMaxHalf];
@@ -209,17 +212,28 @@ __global__ void __launch_bounds__(kThreads) rope_store_flat_kernel(const RopeSto
   const int half = p.n_dims / 2;
   const double pos = *reinterpret_cast<const int32_t*>(a.pos.data);
   for (int k = threadIdx.x; k < half; k += blockDim.x) cs[k] = rope_cos_sin(p, a.ff, pos, k);
-  const int64_t row = phase == 1 ? *reinterpret_cast<const int32_t*>(a.idx.data) : 0;
+  const int64_t row = phase != 0 ? *reinterpret_cast<const int32_t*>(a.idx.data) : 0;
   const bool k_ok = row >= 0 && row < a.k_dst.ne[1], v_ok = row >= 0 && row < a.v_dst.ne[1];
-  if (phase == 1 && blockIdx.x == 0 && threadIdx.x == 0) {
+  if (phase != 0 && blockIdx.x == 0 && threadIdx.x == 0) {
     if (!k_ok) report_error(a.err, a.k_node, row);
     if (!v_ok) report_error(a.err, a.v_node, row);
   }
   __syncthreads();
+  int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (phase == 2) {
+    const int64_t q_items = a.q_in.ne[1] * half;
+    if (g < q_items) {
+      const Pair q = pair_of(g, half, p.mode);
+      store_pair(a.q_out, 0, q, rope_rotate(ld(a.q_in, q.j0, q.h, 0), ld(a.q_in, q.j1, q.h, 0), cs[q.i]), nullptr,
+                 a.k_dst, a.q_in.ne[0]);
+      return;
+    }
+    g -= q_items;
+    phase = 1;
+  }
   const Tensor& in = phase == 0 ? a.q_in : a.k_in;
   const Tensor& out = phase == 0 ? a.q_out : a.k_out;
   const int64_t n_pairs = in.ne[1] * half;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (g < n_pairs) {
     const Pair q = pair_of(g, half, p.mode);
     const float2 y = rope_rotate(ld(in, q.j0, q.h, 0), ld(in, q.j1, q.h, 0), cs[q.i]);
@@ -269,6 +283,21 @@ bool flat_ok(const NodeArgs* nodes) {
   }
   return true;
 }
+// Whether the flat kernel's two phases may run as one launch: besides flat_ok, q's output touches
+// none of the k phase's reads or writes, and the k phase's writes none of q's reads.
+bool one_launch_ok(const NodeArgs* nodes) {
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  const Tensor* ff = q.n_inputs == 3 ? q.in[2] : q.in[1];
+  const Tensor* k_side[] = {k.in[0], k.out[0], ks.out[0], vs.out[0], ks.in[2], vs.in[1]};
+  for (const Tensor* t : k_side)
+    if (overlap(*q.out[0], *t)) return false;
+  const Tensor* k_writes[] = {k.out[0], ks.out[0], vs.out[0]};
+  const Tensor* q_reads[] = {q.in[0], q.in[1], ff};
+  for (const Tensor* w : k_writes)
+    for (const Tensor* r : q_reads)
+      if (overlap(*w, *r)) return false;
+  return true;
+}
 }  // namespace
 
 size_t rope_store_match(const NodeArgs* nodes, size_t available) {
@@ -314,6 +343,9 @@ cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
   a.v_node = ctx.node + 3;
   if (tokens == 1 && a.p.n_dims == a.q_in.ne[0] && a.p.n_dims == a.k_in.ne[0] && flat_ok(nodes)) {
     const int64_t half = a.p.n_dims / 2, q_items = a.q_in.ne[1] * half, kv_items = a.k_in.ne[1] * half + a.v_src.ne[0];
+    if (one_launch_ok(nodes))
+      return launch_k(rope_store_flat_kernel, dim3(static_cast<unsigned>((q_items + kv_items + kThreads - 1) / kThreads)),
+                      dim3(kThreads), 0, ctx.stream, a, 2);
     const cudaError_t e = launch_k(rope_store_flat_kernel, dim3(static_cast<unsigned>((q_items + kThreads - 1) / kThreads)),
                                    dim3(kThreads), 0, ctx.stream, a, 0);
     if (e != cudaSuccess) return e;
