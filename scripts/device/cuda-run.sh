@@ -247,8 +247,10 @@ for s in "${stages[@]}"; do
       for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
         f="$M/lq-qwen2-7b-$t.gguf"
         step "mb-$t-$r" minfer bench -m "$f" -p 512 -n 128 -ngl all -r 1 --json
-        # MB_VARIANT (NAME=VALUE of a kernel switch): minfer's generation once more with it
-        [ -n "${MB_VARIANT:-}" ] && step "mbv-$t-$r" env "$MB_VARIANT" node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json
+        # MB_VARIANTS (NAME=VALUE kernel switches, space-separated): minfer's generation once more with each
+        for v in ${MB_VARIANTS:-}; do
+          step "mbv-$t-${v#MINFER_CUDA_}-$r" env "$v" node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json
+        done
         step "lb-$t-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 1 -o json
         if [ "$t" = q4_k_m ]; then
           step "mb-$t-d4096-$r" minfer bench -m "$f" -p 512 -n 128 -d 4096 -ngl all -r 1 --json
