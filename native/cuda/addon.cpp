@@ -257,7 +257,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?: boolean, mvUnroll?: 1 | 2 | 4,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec", mmqCols?: [min, max] })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
@@ -285,12 +285,6 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);
     flag("mvWideLoads", &tuning.mv_wide_loads);
-    Napi::Value unroll = t.Get("mvUnroll");
-    if (!unroll.IsUndefined()) {
-      const double u = unroll.IsNumber() ? unroll.As<Napi::Number>().DoubleValue() : 0;
-      if (u != 1 && u != 2 && u != 4) throw Napi::TypeError::New(info.Env(), "tuning.mvUnroll must be 1, 2 or 4");
-      tuning.mv_unroll = static_cast<int>(u);
-    }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 64, or [0, 0] (off)";

@@ -44,9 +44,6 @@ struct Tuning {
   // against 29.3; Q4_0 20.8 against 21.3 (docs/PERFORMANCE.md). For Q4_K, 16-byte loads measured
   // slower (24.1 against 21.6 us), so its 4-byte loads stay.
   bool mv_wide_loads = true;
-  // The one-column mat-vec issues the loads of this many of a lane's parts (1, 2 or 4) before
-  // their arithmetic, for more loads in flight per warp (ops/matvec_q.cuh mv_q_kernel's U).
-  int mv_unroll = 1;
 };
 
 }  // namespace minfer::cuda

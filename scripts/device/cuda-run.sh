@@ -29,8 +29,7 @@
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
 #                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
 #                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=tile (BENCH_VARIANTS,
-#                       default "tile nofuse nopdl dtile"; also "nowide": MINFER_CUDA_MV_WIDE=0, "unroll2"/"unroll4":
-#                       MINFER_CUDA_MV_UNROLL), and Q4_K_M at BENCH_CTX tokens of context (default
+#                       default "tile nofuse nopdl dtile"; also "nowide": MINFER_CUDA_MV_WIDE=0), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
 #   serve-streams       minfer serve -np K at K streams beside bench -npl K (SERVE_NPL 16,64; SERVE_TYPE)
@@ -293,8 +292,6 @@ for s in "${stages[@]}"; do
         nopdl) step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
         dtile) step "bench-$t-dtile" env MINFER_CUDA_DECODE_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
         nowide) step "bench-$t-nowide" env MINFER_CUDA_MV_WIDE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
-        unroll2 | unroll4) step "bench-$t-$v" env MINFER_CUDA_MV_UNROLL=${v#unroll} node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 \
-          -ngl all --json ;;
         esac
       done
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then

@@ -433,11 +433,10 @@ __device__ inline int batch_weight(const MvBatch& bt) {
 }
 
 // ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R)), min(planes, 65535)) ----------------
-// Each warp runs R consecutive rows, so that one load of the activation codes serves R rows. A lane
-// takes parts lane, lane + 32, …; with U > 1 it issues the loads of U such parts (their weights
-// for all R rows and their activations) before any of their arithmetic, so that more of a warp's
-// loads are in flight at once (Tuning::mv_unroll; one column only).
-template <class Q, int NC, int R, int U>
+// Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
+// (Issuing the loads of two or four of a lane's parts before their arithmetic measured slower on
+// the H200: Q4_0 3584 x 18944 at one column 29.3 and 39.2 against 21.0 us, docs/PERFORMANCE.md.)
+template <class Q, int NC, int R>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
@@ -462,47 +461,32 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
     for (int r = 0; r < R; r++)
 #pragma unroll
       for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
-    for (int64_t pi0 = lane; pi0 < nparts; pi0 += kWarp * U) {
-      int a[U][NC][8];
-      float ad[U][NC], as[U][NC];
-      Q q[U][R];
+    for (int64_t pi = lane; pi < nparts; pi += kWarp) {
+      int a[NC][8];
+      float ad[NC], as[NC];
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int64_t pi = pi0 + static_cast<int64_t>(u) * kWarp;
-        if (U > 1 && pi >= nparts) break;
-#pragma unroll
-        for (int c = 0; c < NC; c++) {
-          const int64_t col = pl.col0 + (c < nc ? c : 0);
-          const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
-          const int4 a0 = ap[0], a1 = ap[1];
-          a[u][c][0] = a0.x, a[u][c][1] = a0.y, a[u][c][2] = a0.z, a[u][c][3] = a0.w;
-          a[u][c][4] = a1.x, a[u][c][5] = a1.y, a[u][c][6] = a1.z, a[u][c][7] = a1.w;
-          if (Q::kQ8K) {
-            ad[u][c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
-            as[u][c] = 0.0f;
-          } else {
-            const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
-            ad[u][c] = ds.x;
-            as[u][c] = ds.y;
-          }
-        }
-        if (U > 1) {
-#pragma unroll
-          for (int r = 0; r < R; r++)
-            if (r < nr) q[u][r].load(wrow + r * p.w_nb1, pi);
+      for (int c = 0; c < NC; c++) {
+        const int64_t col = pl.col0 + (c < nc ? c : 0);
+        const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+        const int4 a0 = ap[0], a1 = ap[1];
+        a[c][0] = a0.x, a[c][1] = a0.y, a[c][2] = a0.z, a[c][3] = a0.w;
+        a[c][4] = a1.x, a[c][5] = a1.y, a[c][6] = a1.z, a[c][7] = a1.w;
+        if (Q::kQ8K) {
+          ad[c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+          as[c] = 0.0f;
+        } else {
+          const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
+          ad[c] = ds.x;
+          as[c] = ds.y;
         }
       }
 #pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int64_t pi = pi0 + static_cast<int64_t>(u) * kWarp;
-        if (U > 1 && pi >= nparts) break;
+      for (int r = 0; r < R; r++) {
+        if (r < nr) {
+          Q q;
+          q.load(wrow + r * p.w_nb1, pi);
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-          if (r < nr) {
-            if (U == 1) q[u][r].load(wrow + r * p.w_nb1, pi);
-#pragma unroll
-            for (int c = 0; c < NC; c++) acc[r][c] += q[u][r].dot(a[u][c], ad[u][c], as[u][c]);
-          }
+          for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
         }
       }
     }
@@ -540,34 +524,26 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 namespace minfer::cuda::mm {
 
-template <class Q, int NC, int R, int U = 1>
+template <class Q, int NC, int R>
 cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel<Q, NC, R, U>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
-}
-
-// One column: parts unrolled by `unroll` (1, 2 or 4; Tuning::mv_unroll).
-template <class Q, int R>
-cudaError_t launch_mv_q_one(const Planes* ps, int n, const int8_t* aq, const void* asc, int unroll, cudaStream_t s) {
-  if (unroll >= 4) return launch_mv_q_nc<Q, 1, R, 4>(ps, n, aq, asc, s);
-  if (unroll == 2) return launch_mv_q_nc<Q, 1, R, 2>(ps, n, aq, asc, s);
-  return launch_mv_q_nc<Q, 1, R, 1>(ps, n, aq, asc, s);
+  return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
 // One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
 // (Two rows for 3-4 columns too measured no faster on the H200: Q4_0 3584 x 18944 at 4 columns
 // 42.3 against 41.2 us, Q4_K 46.2 against 42.8.)
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, int unroll, cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
   for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
   const bool two = rows >= 4096;
   const int64_t nc = ps[0].ncols;
-  if (nc <= 1) return two ? launch_mv_q_one<Q, 2>(ps, n, aq, asc, unroll, s) : launch_mv_q_one<Q, 1>(ps, n, aq, asc, unroll, s);
+  if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
   if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
   return launch_mv_q_nc<Q, 8, 1>(ps, n, aq, asc, s);
@@ -577,8 +553,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, int unroll,
-                               cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -592,18 +567,18 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
     case DType::Q4_0:
-      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, unroll, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, unroll, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, unroll, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, unroll, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, unroll, s);
+      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
     case DType::Q8_0:
-      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, unroll, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, unroll, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, unroll, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, unroll, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, unroll, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, unroll, s);
+      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
     case DType::Q6_K:
-      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, unroll, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, unroll, s);
+      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -37,7 +37,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
-      mvUnroll: 1,
     });
     expect(
       readEnv({
@@ -49,7 +48,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
-        MINFER_CUDA_MV_UNROLL: "2",
       }),
     ).toEqual({
       graphs: false,
@@ -60,7 +58,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
-      mvUnroll: 2,
     });
     expect(
       readEnv({
@@ -72,7 +69,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
-        MINFER_CUDA_MV_UNROLL: "4",
       }),
     ).toEqual({
       graphs: true,
@@ -83,16 +79,12 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
-      mvUnroll: 4,
     });
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
         /MINFER_CUDA_MMQ must be "0" or a column range/,
       );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
-    expect(() => readEnv({ MINFER_CUDA_MV_UNROLL: "3" })).toThrow(
-      /MINFER_CUDA_MV_UNROLL must be "1" or "2" or "4"/,
-    );
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(

@@ -41,11 +41,6 @@ export interface CudaEnv {
    * instead of the default 8-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
-  /**
-   * MINFER_CUDA_MV_UNROLL=1|2|4: how many of a lane's weight parts the one-column mat-vec loads
-   * before their arithmetic (more loads in flight per warp). Default 1.
-   */
-  readonly mvUnroll: 1 | 2 | 4;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -84,6 +79,5 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
-    mvUnroll: Number(choice(env, "MINFER_CUDA_MV_UNROLL", ["1", "2", "4"]) || "1") as 1 | 2 | 4,
   };
 }
