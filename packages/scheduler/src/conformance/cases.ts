@@ -845,8 +845,8 @@ for (const [ne, desc] of [
     tolerance: 0,
   });
 }
-// Rows longer than 4096 with k up to 1024 take CUDA's selection path (per-tile sorts, one or
-// more rounds); "ties": values from 8 levels, so index order decides most of the order.
+// Rows longer than 4096 with k up to 1024 take CUDA's selection path for a vocabulary's
+// candidates; "ties": values from 8 levels, so index order decides most of the order.
 for (const [ne, k, ties] of [
   [[33, 7], 1, false],
   [[33, 7], 5, false],
@@ -855,6 +855,8 @@ for (const [ne, k, ties] of [
   [[9000, 3], 64, true],
   [[20000, 2], 1000, false],
   [[4097, 2], 1, true],
+  [[152064, 2], 64, false],
+  [[30000, 2], 1024, true],
 ] as const) {
   add({
     name: `TOP_K F32 k=${k} ${shape(ne)}${ties ? " ties" : ""}`,
