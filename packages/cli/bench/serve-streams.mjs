@@ -18,7 +18,7 @@
 // so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
 //
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
-//        [--rounds 3] [--bin FILE] [--json] [-- extra minfer flags, e.g. -ngl all -t 2]
+//        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [-- extra minfer flags, e.g. -ngl all -t 2]
 //
 // Node.js 20 or later, no dependencies (node:http and a small SSE reader).
 import { spawn } from "node:child_process";
@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const USAGE =
-  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [-- minfer flags]";
+  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [-- minfer flags]";
 
 // ---------------------------------------------------------------- arguments
 const all = process.argv.slice(2);
@@ -46,6 +46,7 @@ if (argv.includes("-h") || argv.includes("--help")) {
   --rounds N     rounds, bench and serve interleaved; medians are reported (default 3)
   --bin FILE     the minfer CLI (default: packages/cli/dist/bin.js of this checkout)
   --json         the per-round figures as JSON instead of the table
+  --serve-flag F a flag for \`minfer serve\` only (repeatable), e.g. --serve-flag --no-overlap-output
   -- FLAGS       passed to both \`minfer bench\` and \`minfer serve\` (-t, -b, -ngl, --kv-type, -dev);
                  -c is set by this script`);
   process.exit(0);
@@ -74,6 +75,11 @@ const rounds = positive("--rounds", take("--rounds") ?? "3");
 // The server takes at most 64 open connections from one client (@minfer/server's connectionsPerClient).
 if (streams.some((k) => k > 64)) fail("-npl: at most 64 streams (the server's connections per client)");
 const bin = take("--bin") ?? join(here, "..", "dist", "bin.js");
+const serveOnly = [];
+for (let i = argv.indexOf("--serve-flag"); i >= 0; i = argv.indexOf("--serve-flag")) {
+  if (i + 1 >= argv.length) fail("--serve-flag needs a value");
+  serveOnly.push(argv.splice(i, 2)[1]);
+}
 const jsonOut = argv.includes("--json");
 if (jsonOut) argv.splice(argv.indexOf("--json"), 1);
 if (argv.length > 0) fail(`unknown argument ${argv[0]}`);
@@ -127,7 +133,19 @@ async function bench() {
 
 /** Starts `minfer serve -np K` on a free port; resolves with its base URL once it is ready. */
 function startServer(k) {
-  const args = ["serve", "-m", file, "-np", `${k}`, "-c", `${k * (npp + ntg + 8)}`, "--port", "0", ...extra];
+  const args = [
+    "serve",
+    "-m",
+    file,
+    "-np",
+    `${k}`,
+    "-c",
+    `${k * (npp + ntg + 8)}`,
+    "--port",
+    "0",
+    ...extra,
+    ...serveOnly,
+  ];
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "ignore", "pipe"] });
   children.add(child);
   let stderr = "";

@@ -1,7 +1,8 @@
-import { Context, type ContextOptions, type Model } from "@minfer/engine";
-import type { TokenLogprob } from "@minfer/sampler";
+import { Context, type ContextOptions, type Logits, type Model } from "@minfer/engine";
 import { Job, type JobFinish, type JobResult, type JobSpec } from "./job.js";
+import { emitToken, flushText } from "./job-output.js";
 import { ServerError } from "./server-error.js";
+import { composeBatch, type Output, type Slot, type StepBatch, sampleNext } from "./step.js";
 
 export type { JobFinish, JobResult, JobSpec, TokenEvent } from "./job.js";
 
@@ -24,15 +25,11 @@ export interface BatcherOptions {
   /** Of the shared context; `candidates` defaults to {@link BATCHER_CANDIDATES} (0 turns them off). */
   readonly contextOptions?: Omit<ContextOptions, "nCtx" | "nSeqMax">;
   readonly observer?: BatcherObserver;
-}
-
-/** A slot: one sequence of the shared context, idle (its cache kept for reuse) or running a job. */
-interface Slot {
-  readonly id: number;
-  job: Job | undefined;
-  lastUsed: number;
-  /** What the slot's last finished job held, for /slots (as llama-server keeps a slot's last task). */
-  last: { promptTokens: number; cachedTokens: number; generated: number };
+  /**
+   * Deliver each step's token output (detokenizing, stop strings, `onToken`) while the next step
+   * decodes, instead of before it starts. The output is the same either way. Default true.
+   */
+  readonly overlapOutput?: boolean;
 }
 
 /** What /slots shows of a slot. */
@@ -73,6 +70,9 @@ export class Batcher {
   readonly #queue: Job[] = [];
   readonly #model: Model;
   readonly #observer: BatcherObserver;
+  readonly #overlap: boolean;
+  /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
+  #outputs: Output[] = [];
   #running: Promise<void> | undefined;
   #closed = false;
   #clock = 0;
@@ -94,6 +94,7 @@ export class Batcher {
       );
     this.#model = model;
     this.#observer = options.observer ?? {};
+    this.#overlap = options.overlapOutput ?? true;
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
@@ -191,6 +192,8 @@ export class Batcher {
   /** Stops everything (jobs end with "shutdown") and frees the context. */
   async close(): Promise<void> {
     this.#closed = true;
+    // The tokens sampled so far are reported before the jobs end, as they would have been.
+    this.#deliverOutputs();
     for (const j of this.#queue.splice(0)) this.#end(j, undefined, "shutdown");
     for (const s of this.#slots) if (s.job) this.#end(s.job, s, "shutdown");
     while (this.#running) await this.#running;
@@ -221,7 +224,10 @@ export class Batcher {
         }
       }
       const active = this.#slots.filter((s) => s.job);
-      if (active.length === 0) return;
+      if (active.length === 0) {
+        this.#deliverOutputs();
+        return;
+      }
       await this.#step(active);
       // Let the event loop run between steps: new requests, disconnects, health checks.
       await nextTick();
@@ -237,6 +243,10 @@ export class Batcher {
         : j.spec.deadline !== undefined && now > j.spec.deadline
           ? "timeout"
           : undefined;
+    const running = this.#slots.flatMap((s) => (s.job ? [s.job] : []));
+    if (!this.#queue.some(why) && !running.some(why)) return;
+    // The tokens sampled so far are reported first, as without the overlap.
+    this.#deliverOutputs();
     for (let i = this.#queue.length - 1; i >= 0; i--) {
       const r = why(this.#queue[i]!);
       if (r) this.#end(this.#queue.splice(i, 1)[0]!, undefined, r);
@@ -346,69 +356,93 @@ export class Batcher {
     return copies;
   }
 
+  /**
+   * One step: decodes the next token of every generating slot and a chunk of each prefilling
+   * prompt, then chooses each row's next token. With `overlapOutput`, the output of the previous
+   * step's tokens is delivered while this step's decode runs; without, each step delivers its own
+   * tokens' output before the next decode starts.
+   */
   async #step(active: Slot[]): Promise<void> {
-    const tokens: number[] = [];
-    const seqs: number[] = [];
-    const want: boolean[] = [];
-    const rows: { slot: Slot; index: number }[] = [];
-    for (const s of active) {
-      const j = s.job!;
-      if (j.pending < 0) continue;
-      rows.push({ slot: s, index: tokens.length });
-      tokens.push(j.pending);
-      seqs.push(s.id);
-      want.push(true);
+    const batch = composeBatch(active, this.batchSize);
+    if (batch.tokens.length === 0) {
+      // Only jobs ending after their last token's output: nothing to decode.
+      this.#deliverOutputs();
+      return;
     }
-    const generating = tokens.length;
-    let budget = this.batchSize - tokens.length;
-    // Prompts in arrival order, as much of each as the step's budget allows.
-    const prefilling = active
-      .filter((s) => s.job!.pending < 0 && !s.job!.leader)
-      .sort((a, b) => a.job!.queuedAt - b.job!.queuedAt);
-    for (const s of prefilling) {
-      const j = s.job!;
-      j.chunk = 0;
-      if (budget <= 0) continue;
-      const ids = j.spec.ids;
-      const take = Math.min(budget, ids.length - j.nPast);
-      for (let k = 0; k < take; k++) {
-        tokens.push(ids[j.nPast + k]!);
-        seqs.push(s.id);
-        want.push(false);
-      }
-      j.chunk = take;
-      budget -= take;
-      if (j.nPast + take === ids.length) {
-        want[tokens.length - 1] = true;
-        rows.push({ slot: s, index: tokens.length - 1 });
-      }
+    for (const { job } of batch.members) job.inFlight = true;
+    const decoding = this.#startDecode(batch);
+    if (this.#overlap && this.#outputs.length > 0) {
+      // Let the decode reach its native call (it starts on a later microtask), then do the output
+      // work of the previous step's tokens while it runs.
+      await nextTick();
+      this.#deliverOutputs();
     }
-    const t0 = performance.now();
-    let logits: Awaited<ReturnType<Context["decode"]>>;
-    try {
-      logits = await this.context.decode({ tokens, seq: seqs, logits: want });
-    } catch (e) {
+    const done = await decoding;
+    // A client that left during the output (or a deadline passed) ends its job now, before its
+    // next token is sampled, as it would have at the start of this step without the overlap.
+    if (this.#overlap) this.#expire();
+    this.#land(batch.members);
+    if ("error" in done) {
       // The context removed the batch's tokens again; every job in it fails, the others go on.
-      this.#observer.onJobError?.(e);
-      for (const s of active) {
-        const j = s.job;
-        if (j && (j.pending >= 0 || j.chunk > 0)) this.#fail(j, s, e);
-      }
+      this.#observer.onJobError?.(done.error);
+      for (const { slot, job } of batch.members) if (slot.job === job) this.#fail(job, slot, done.error);
       return;
     }
     this.#observer.onStep?.({
-      tokens: tokens.length,
-      promptTokens: tokens.length - generating,
-      generating,
-      ms: performance.now() - t0,
+      tokens: batch.tokens.length,
+      promptTokens: batch.tokens.length - batch.generating,
+      generating: batch.generating,
+      ms: done.ms,
     });
-    for (const s of prefilling) {
+    this.#chooseNext(batch, done.logits);
+    if (!this.#overlap) this.#deliverOutputs();
+  }
+
+  /**
+   * Starts the batch's decode now; the promise settles with its logits and how long it took, or
+   * with its error: it never rejects.
+   */
+  #startDecode(b: StepBatch): Promise<{ logits: Logits; ms: number } | { error: unknown }> {
+    const t0 = performance.now();
+    let p: Promise<Logits>;
+    try {
+      p = this.context.decode({ tokens: b.tokens, seq: b.seq, logits: b.logits });
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    return p.then(
+      (logits) => ({ logits, ms: performance.now() - t0 }),
+      (error: unknown) => ({ error }),
+    );
+  }
+
+  /**
+   * The decode returned: its jobs are no longer in flight. A job that ended meanwhile (a stop
+   * string in the previous token's output, a failure, shutdown) frees its slot now, and the cells
+   * of the tokens this decode added for it are removed: the slot holds what it would have held had
+   * the job ended before this decode.
+   */
+  #land(members: readonly { slot: Slot; job: Job }[]): void {
+    for (const { slot, job } of members) {
+      job.inFlight = false;
+      if (!job.ended || slot.job !== job) continue;
+      this.#release(slot);
+      this.context.seqRm(slot.id, job.clearOnLanding ? 0 : job.nPast, -1);
+    }
+  }
+
+  /**
+   * After the decode: what the next decode needs. Prompts advance by their chunks; each row's job
+   * samples its next token, which becomes pending (or the job ends), and queues that token's output.
+   */
+  #chooseNext(b: StepBatch, logits: Logits): void {
+    for (const s of b.prefilling) {
       const j = s.job;
       if (!j) continue;
       j.nPast += j.chunk;
       if (j.nPast === j.spec.ids.length && j.chunk > 0) j.prefilledAt = performance.now();
     }
-    for (const { slot, index } of rows) {
+    for (const { slot, index } of b.rows) {
       const j = slot.job;
       if (!j) continue;
       if (j.pending >= 0) {
@@ -416,72 +450,46 @@ export class Batcher {
         j.pending = -1;
       }
       try {
-        this.#next(slot, j, logits.get(index), logits.nCandidates > 0 ? logits.candidates(index) : undefined);
+        const ids = logits.nCandidates > 0 ? logits.candidates(index) : undefined;
+        const next = sampleNext(j, logits.get(index), ids, this.#model.tokenizer, this.ctxPerSlot);
+        this.#outputs.push({ slot, job: j, ...next });
+        // A job that ends after its output takes no further decode: its slot is free for the next
+        // job now, as it would be without the overlap.
+        if (next.end) this.#release(slot);
       } catch (e) {
         this.#fail(j, slot, e);
       }
     }
   }
 
-  /** Samples a job's next token from its logits; ends the job or leaves the token pending. */
-  #next(slot: Slot, j: Job, row: Float32Array, ids: Int32Array | undefined): void {
-    const spec = j.spec;
-    const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
-    if (j.tokens.length >= max) {
-      this.#end(j, slot, "length");
-      return;
+  /**
+   * The output work of the queued tokens, in the order they were sampled: text, stop strings,
+   * `onToken`, and the ends that come after them. A failure (the consumer gone) fails that job only.
+   */
+  #deliverOutputs(): void {
+    const outputs = this.#outputs;
+    this.#outputs = [];
+    for (const o of outputs) {
+      const j = o.job;
+      if (j.ended) continue;
+      try {
+        if (o.token && emitToken(j, o.token)) this.#end(j, o.slot, "stop", true);
+        else if (o.end) this.#end(j, o.slot, o.end.finish, o.end.stopped);
+      } catch (e) {
+        this.#fail(j, o.slot, e);
+      }
     }
-    const tok = this.#model.tokenizer;
-    let token: number;
-    let logprob: number | undefined;
-    let top: readonly TokenLogprob[] | undefined;
-    if (spec.nProbs !== undefined) {
-      const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
-      token = r.token;
-      logprob = r.logprob;
-      top = r.top;
-    } else token = spec.sampler.sample(row, ids);
-    if (tok.isEog(token)) {
-      this.#end(j, slot, "eog");
-      return;
-    }
-    spec.sampler.accept(token);
-    j.tokens.push(token);
-    const r = j.stops.push(j.decoder.push(token));
-    j.text += r.text;
-    spec.onToken?.({ token, text: r.text, ...(logprob !== undefined ? { logprob, top: top ?? [] } : {}) });
-    if (r.stopped || spec.sampler.isDone()) {
-      this.#end(j, slot, "stop", true);
-      return;
-    }
-    if (j.tokens.length >= max) {
-      this.#end(j, slot, "length");
-      return;
-    }
-    // Prompt and completion together fill at most the slot's context: with `nPast` tokens decoded
-    // and this one sampled, the slot holds nPast + 1.
-    if (j.nPast + 1 >= this.ctxPerSlot) {
-      this.#end(j, slot, "context");
-      return;
-    }
-    j.pending = token;
   }
 
-  /** Ends a job: flushes held-back text (unless a stop string cut it), frees its slot, resolves. */
+  /**
+   * Ends a job: flushes held-back text (unless a stop string cut it), resolves, frees its slot (once
+   * the decode in flight, if it holds the job, returns). A job ends once.
+   */
   #end(j: Job, slot: Slot | undefined, finish: JobFinish, stopped = false): void {
-    if (!stopped && j.decoder) {
-      const rest = j.stops.push(j.decoder.flush());
-      const tail = rest.stopped ? rest.text : rest.text + j.stops.flush();
-      if (rest.stopped) finish = "stop";
-      j.text += tail;
-      if (tail && finish !== "abort")
-        try {
-          j.spec.onToken?.({ token: -1, text: tail });
-        } catch {
-          // the consumer is gone; the result still resolves
-        }
-    }
-    if (slot) this.#release(slot);
+    if (j.ended) return;
+    j.ended = true;
+    if (!stopped && j.decoder) finish = flushText(j, finish);
+    if (slot) this.#free(slot, j);
     const now = performance.now();
     const started = j.startedAt || now;
     const prefilled = j.prefilledAt || now;
@@ -500,10 +508,18 @@ export class Batcher {
   }
 
   #fail(j: Job, slot: Slot, e: unknown): void {
-    this.#release(slot);
     // What the slot holds may be half a prompt of a failed job: start it afresh next time.
-    this.context.seqRm(slot.id, 0, -1);
+    j.clearOnLanding = true;
+    this.#free(slot, j);
+    j.ended = true;
     j.reject(e);
+  }
+
+  /** Frees a job's slot, or leaves that to {@link #land} while the decode in flight holds the job. */
+  #free(slot: Slot, j: Job): void {
+    if (j.inFlight || slot.job !== j) return;
+    this.#release(slot);
+    if (j.clearOnLanding) this.context.seqRm(slot.id, 0, -1);
   }
 
   #release(slot: Slot): void {

@@ -69,7 +69,14 @@ export class Job {
   nPast = 0;
   cached = 0;
   chunk = 0;
+  /** The sampled token the next decode holds (-1: none). */
   pending = -1;
+  /** The decode in flight holds this job's tokens: its slot and cells stay until that decode returns. */
+  inFlight = false;
+  /** Resolved or rejected; the batcher uses it (and its sampler) no more. */
+  ended = false;
+  /** Ended by a failure while in flight: its slot's cells are all removed when the decode returns. */
+  clearOnLanding = false;
   /** A group-mate whose prefill this job waits for (then copies). */
   leader: Job | undefined;
   readonly tokens: number[] = [];

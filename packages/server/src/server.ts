@@ -69,6 +69,11 @@ export interface ServerOptions {
   }) => void;
   /** Bounds on what one client or request may use (docs/LIMITS.md); unset ones take {@link SERVER_LIMITS}. */
   readonly limits?: Partial<ServerLimits>;
+  /**
+   * Deliver each step's token output (text, stop strings, SSE writes) while the next step decodes
+   * (the batcher's `overlapOutput`). Default true.
+   */
+  readonly overlapOutput?: boolean;
   /** Fastify's logger option (false by default). */
   readonly logger?: boolean | Record<string, unknown>;
 }
@@ -221,6 +226,7 @@ export function createServer(options: ServerOptions): MinferServer {
         batchSize,
         queueSize,
         contextOptions: rest,
+        ...(options.overlapOutput !== undefined ? { overlapOutput: options.overlapOutput } : {}),
         observer: {
           onStep: metricsObserver?.onStep,
           onJobEnd: (r) => {

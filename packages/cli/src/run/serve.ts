@@ -48,6 +48,11 @@ export const serveOptions: OptionSpec[] = [
   },
   { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
   {
+    flags: ["--no-overlap-output"],
+    kind: "boolean",
+    help: "deliver each step's tokens (text, stop strings, SSE writes) before the next decode starts, not while it runs (default: while it runs)",
+  },
+  {
     flags: ["--api-key"],
     kind: "string",
     metavar: "KEY",
@@ -153,6 +158,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     queueSize,
     ...(timeout !== undefined ? { timeoutSeconds: timeout } : {}),
     metrics: Boolean(options.metrics),
+    ...(options.noOverlapOutput ? { overlapOutput: false } : {}),
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     logger: verbose,

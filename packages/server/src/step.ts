@@ -1,0 +1,122 @@
+import type { Tokenizer } from "@minfer/tokenizer";
+import type { Job, JobFinish } from "./job.js";
+import type { Ending, SampledToken } from "./job-output.js";
+
+// The parts of a batcher step that need no batcher state: which tokens a step decodes, and what a
+// row's job does with its logits (the next token, or its end).
+
+/** A slot: one sequence of the shared context, idle (its cache kept for reuse) or running a job. */
+export interface Slot {
+  readonly id: number;
+  job: Job | undefined;
+  lastUsed: number;
+  /** What the slot's last finished job held, for /slots (as llama-server keeps a slot's last task). */
+  last: { promptTokens: number; cachedTokens: number; generated: number };
+}
+
+/** One step's decode: its inputs, the rows it samples and the jobs it holds. */
+export interface StepBatch {
+  readonly tokens: number[];
+  readonly seq: number[];
+  readonly logits: boolean[];
+  /** Rows of logits to sample: each generating slot's, and a prompt's last token's. */
+  readonly rows: { slot: Slot; index: number }[];
+  /** The jobs with tokens in it (in flight while it decodes). */
+  readonly members: { slot: Slot; job: Job }[];
+  prefilling: Slot[];
+  generating: number;
+}
+
+/** A row's outcome whose output is still to come: its token's, and then the job's end, if it ends. */
+export interface Output {
+  readonly slot: Slot;
+  readonly job: Job;
+  readonly token?: SampledToken;
+  readonly end?: Ending;
+}
+
+/** The step's batch: the pending token of each generating slot, then prompt chunks in arrival order. */
+export function composeBatch(active: readonly Slot[], batchSize: number): StepBatch {
+  const b: StepBatch = {
+    tokens: [],
+    seq: [],
+    logits: [],
+    rows: [],
+    members: [],
+    prefilling: [],
+    generating: 0,
+  };
+  for (const s of active) {
+    const j = s.job!;
+    if (j.pending < 0) continue;
+    b.rows.push({ slot: s, index: b.tokens.length });
+    b.members.push({ slot: s, job: j });
+    b.tokens.push(j.pending);
+    b.seq.push(s.id);
+    b.logits.push(true);
+  }
+  b.generating = b.tokens.length;
+  let budget = batchSize - b.tokens.length;
+  // Prompts in arrival order, as much of each as the step's budget allows.
+  b.prefilling = active
+    .filter((s) => s.job!.pending < 0 && !s.job!.leader)
+    .sort((a, c) => a.job!.queuedAt - c.job!.queuedAt);
+  for (const s of b.prefilling) {
+    const j = s.job!;
+    j.chunk = 0;
+    if (budget <= 0) continue;
+    const ids = j.spec.ids;
+    const take = Math.min(budget, ids.length - j.nPast);
+    for (let k = 0; k < take; k++) {
+      b.tokens.push(ids[j.nPast + k]!);
+      b.seq.push(s.id);
+      b.logits.push(false);
+    }
+    j.chunk = take;
+    budget -= take;
+    if (take > 0) b.members.push({ slot: s, job: j });
+    if (j.nPast + take === ids.length) {
+      b.logits[b.tokens.length - 1] = true;
+      b.rows.push({ slot: s, index: b.tokens.length - 1 });
+    }
+  }
+  return b;
+}
+
+/**
+ * Samples a job's next token from its logits and accepts it, leaving it pending for the next
+ * decode; or decides how the job ends: before the token (end of generation, no tokens left) or
+ * after its output (the grammar is complete, max tokens, the slot's context is full). A stop
+ * string is only known once the output is made.
+ */
+export function sampleNext(
+  j: Job,
+  row: Float32Array,
+  ids: Int32Array | undefined,
+  tokenizer: Tokenizer,
+  ctxPerSlot: number,
+): { token?: SampledToken; end?: Ending } {
+  const spec = j.spec;
+  const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
+  const endNow = (finish: JobFinish): { end: Ending } => ({ end: { finish, stopped: false } });
+  if (j.tokens.length >= max) return endNow("length");
+  let token: SampledToken;
+  if (spec.nProbs !== undefined) {
+    const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
+    token = { id: r.token, logprob: r.logprob, top: r.top };
+  } else token = { id: spec.sampler.sample(row, ids) };
+  if (tokenizer.isEog(token.id)) return endNow("eog");
+  spec.sampler.accept(token.id);
+  j.tokens.push(token.id);
+  // Prompt and completion together fill at most the slot's context: with `nPast` tokens decoded
+  // and this one sampled, the slot holds nPast + 1.
+  const end: Ending | undefined = spec.sampler.isDone()
+    ? { finish: "stop", stopped: true }
+    : j.tokens.length >= max
+      ? { finish: "length", stopped: false }
+      : j.nPast + 1 >= ctxPerSlot
+        ? { finish: "context", stopped: false }
+        : undefined;
+  if (!end) j.pending = token.id;
+  return end ? { token, end } : { token };
+}
