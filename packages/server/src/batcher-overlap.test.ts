@@ -222,3 +222,48 @@ it("ends queued jobs as without the overlap", async () => {
   expect(strip(on.first)).toEqual(strip(off.first));
   expect(strip(on.second)).toEqual(strip(off.second));
 });
+
+it("a failed decode fails the jobs it held, after their earlier tokens were reported", async () => {
+  const failing = async (overlapOutput: boolean) => {
+    const b = new Batcher(stories, {
+      parallel: 4,
+      ctxPerSlot: 80,
+      batchSize: 64,
+      queueSize: 4,
+      overlapOutput,
+    });
+    const ctx = b.context as unknown as { decode: (batch: unknown) => Promise<unknown> };
+    const decode = ctx.decode.bind(b.context);
+    let calls = 0;
+    ctx.decode = (batch) => (++calls === 6 ? Promise.reject(new Error("device lost")) : decode(batch));
+    const events: string[][] = [[], [], [], []];
+    const jobs = ["Once upon a time", "Lily and her mom", "The big red ball", "Tom had a dog"].map((p, i) =>
+      b
+        .submit({
+          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          sampler: new Sampler({ temperature: 0, logitBias: { 2: -100 } }),
+          // the first ends (max tokens) before the failed step; the others are in it
+          maxTokens: i === 0 ? 3 : 40,
+          onToken: (e) => events[i]!.push(e.text),
+        })
+        .then(
+          (r) => r.finish,
+          (e: Error) => e.message,
+        ),
+    );
+    const results = await Promise.all(jobs);
+    // the batcher goes on: a new job runs to its end
+    const after = await b.submit({
+      ids: stories.tokenizer.encode("One day", { addSpecial: true }),
+      sampler: new Sampler({ temperature: 0, logitBias: { 2: -100 } }),
+      maxTokens: 5,
+    });
+    await b.close();
+    return { results, events, after: after.text };
+  };
+  const off = await failing(false);
+  const on = await failing(true);
+  expect(on).toEqual(off);
+  expect(off.results).toEqual(["length", "device lost", "device lost", "device lost"]);
+  expect(off.events[1]!.length).toBe(5);
+});
