@@ -35,7 +35,7 @@ async function generate(candidates: number | undefined) {
   });
   try {
     const samplers = PROMPTS.flatMap((_, i) => SAMPLING.map((o) => new Sampler({ ...o, seed: 7 + i })));
-    const tokens: number[][] = [];
+    const tokens: (readonly number[])[] = [];
     for (let s = 0; s < SAMPLING.length; s++) {
       const jobs = PROMPTS.map((p, i) =>
         b.submit({
