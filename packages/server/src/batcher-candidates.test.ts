@@ -1,22 +1,11 @@
-import { Model } from "@minfer/engine";
-import type { DeviceRuntime } from "@minfer/ir";
 import { Sampler, type SamplerOptions } from "@minfer/sampler";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { BATCHER_CANDIDATES, Batcher } from "./batcher.js";
-import { cpuRuntime, STORIES } from "./test-helpers.js";
+import { useStories } from "./test-helpers.js";
 
 // The batcher's context computes each row's best ids (candidates) and its samplers use them: the
 // tokens must be those of a batcher whose samplers read the whole row (candidates: 0).
-let runtime: DeviceRuntime;
-let stories: Model;
-beforeAll(async () => {
-  runtime = await cpuRuntime();
-  stories = await Model.load(STORIES, { runtime });
-});
-afterAll(() => {
-  stories?.dispose();
-  runtime?.dispose();
-});
+const stories = useStories();
 
 const PROMPTS = ["Once upon a time", "Lily and her mom", "The big red ball", "Tom had a dog"];
 const SAMPLING: SamplerOptions[] = [
@@ -26,7 +15,7 @@ const SAMPLING: SamplerOptions[] = [
 ];
 
 async function generate(candidates: number | undefined) {
-  const b = new Batcher(stories, {
+  const b = new Batcher(stories(), {
     parallel: 4,
     ctxPerSlot: 128,
     batchSize: 512,
@@ -39,7 +28,7 @@ async function generate(candidates: number | undefined) {
     for (let s = 0; s < SAMPLING.length; s++) {
       const jobs = PROMPTS.map((p, i) =>
         b.submit({
-          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          ids: stories().tokenizer.encode(p, { addSpecial: true }),
           sampler: samplers[i * SAMPLING.length + s]!,
           maxTokens: 24,
           cachePrompt: false,

@@ -1,25 +1,15 @@
-import { type Context, Model } from "@minfer/engine";
-import type { DeviceRuntime } from "@minfer/ir";
+import type { Context } from "@minfer/engine";
 import { Grammar, Sampler, type SamplerOptions } from "@minfer/sampler";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { Batcher, type JobSpec } from "./batcher.js";
-import { cpuRuntime, STORIES } from "./test-helpers.js";
+import { useStories } from "./test-helpers.js";
 
 // The batcher delivers a step's token output (text, stop strings, onToken) while the next step
 // decodes (overlapOutput, the default). Every job must end exactly as without the overlap: the same
 // events, text, tokens and finish; the slots must hold the same cells afterwards; and no sequence
 // the decode in flight holds may be changed (its cells removed, its slot reused) before it returns.
 
-let runtime: DeviceRuntime;
-let stories: Model;
-beforeAll(async () => {
-  runtime = await cpuRuntime();
-  stories = await Model.load(STORIES, { runtime });
-});
-afterAll(() => {
-  stories?.dispose();
-  runtime?.dispose();
-});
+const stories = useStories();
 
 const PROMPTS = ["Once upon a time", "Lily and her mom", "The big red ball", "Tom had a dog", "One day"];
 
@@ -71,12 +61,12 @@ const CASES: Case[] = [
 
 /** The greedy/seeded text of every case without stop strings, abort or failures (to pick stops from). */
 async function unconstrained(): Promise<string[]> {
-  const b = new Batcher(stories, { parallel: 4, ctxPerSlot: 80, batchSize: 64, queueSize: 16 });
+  const b = new Batcher(stories(), { parallel: 4, ctxPerSlot: 80, batchSize: 64, queueSize: 16 });
   try {
     const rs = await Promise.all(
       CASES.map((c) =>
         b.submit({
-          ids: stories.tokenizer.encode(c.prompt, { addSpecial: true }),
+          ids: stories().tokenizer.encode(c.prompt, { addSpecial: true }),
           sampler: sampler(c),
           maxTokens: 60,
           cachePrompt: false,
@@ -94,7 +84,7 @@ function sampler(c: Case): Sampler {
     temperature: 0,
     ...c.sampling,
     logitBias: { 2: -100 },
-    ...(c.grammar ? { constraint: Grammar.parse(c.grammar).constraint(stories.tokenizer) } : {}),
+    ...(c.grammar ? { constraint: Grammar.parse(c.grammar).constraint(stories().tokenizer) } : {}),
   });
 }
 
@@ -124,7 +114,7 @@ function guard(context: Context): { violations: string[]; flying: Set<number> } 
 }
 
 async function run(overlapOutput: boolean, texts: string[], parallel: number) {
-  const b = new Batcher(stories, {
+  const b = new Batcher(stories(), {
     parallel,
     ctxPerSlot: 80,
     batchSize: 64,
@@ -139,7 +129,7 @@ async function run(overlapOutput: boolean, texts: string[], parallel: number) {
     const jobs = cases.map((c, i) => {
       const abort = new AbortController();
       const spec: JobSpec = {
-        ids: stories.tokenizer.encode(prefix(i) + c.prompt, { addSpecial: true }),
+        ids: stories().tokenizer.encode(prefix(i) + c.prompt, { addSpecial: true }),
         sampler: sampler(c),
         ...(c.maxTokens !== undefined ? { maxTokens: c.maxTokens } : {}),
         ...(c.stops ? { stop: c.stops(texts[i]!) } : {}),
@@ -225,7 +215,7 @@ it("ends queued jobs as without the overlap", async () => {
 
 it("a failed decode fails the jobs it held, after their earlier tokens were reported", async () => {
   const failing = async (overlapOutput: boolean) => {
-    const b = new Batcher(stories, {
+    const b = new Batcher(stories(), {
       parallel: 4,
       ctxPerSlot: 80,
       batchSize: 64,
@@ -240,7 +230,7 @@ it("a failed decode fails the jobs it held, after their earlier tokens were repo
     const jobs = ["Once upon a time", "Lily and her mom", "The big red ball", "Tom had a dog"].map((p, i) =>
       b
         .submit({
-          ids: stories.tokenizer.encode(p, { addSpecial: true }),
+          ids: stories().tokenizer.encode(p, { addSpecial: true }),
           sampler: new Sampler({ temperature: 0, logitBias: { 2: -100 } }),
           // the first ends (max tokens) before the failed step; the others are in it
           maxTokens: i === 0 ? 3 : 40,
@@ -254,7 +244,7 @@ it("a failed decode fails the jobs it held, after their earlier tokens were repo
     const results = await Promise.all(jobs);
     // the batcher goes on: a new job runs to its end
     const after = await b.submit({
-      ids: stories.tokenizer.encode("One day", { addSpecial: true }),
+      ids: stories().tokenizer.encode("One day", { addSpecial: true }),
       sampler: new Sampler({ temperature: 0, logitBias: { 2: -100 } }),
       maxTokens: 5,
     });

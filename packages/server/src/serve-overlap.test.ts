@@ -1,23 +1,12 @@
-import { Model } from "@minfer/engine";
-import type { DeviceRuntime } from "@minfer/ir";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { cpuRuntime, type Running, STORIES, start } from "./test-helpers.js";
+import { expect, it } from "vitest";
+import { type Running, start, useStories } from "./test-helpers.js";
 
 // The same requests, sent at once, to a server whose batcher overlaps the token output with the
 // next decode (the default) and to one that does not: every response body (the SSE chunks as the
 // client reads them, the JSON answers) must be the same byte for byte, less ids and timestamps.
 // Stop strings end streams mid-batch while the others go on; one client leaves mid-stream.
 
-let runtime: DeviceRuntime;
-let stories: Model;
-beforeAll(async () => {
-  runtime = await cpuRuntime();
-  stories = await Model.load(STORIES, { runtime });
-});
-afterAll(() => {
-  stories?.dispose();
-  runtime?.dispose();
-});
+const stories = useStories();
 
 const NO_EOS = { logit_bias: { "2": -100 } };
 const SEEDED = { temperature: 0.8, top_k: 40, seed: 9, ...NO_EOS };
@@ -98,7 +87,12 @@ async function send(r: Running, body: Record<string, unknown>, leaveAfter?: numb
 }
 
 async function serve(overlapOutput: boolean) {
-  const r = await start({ model: stories, parallel: 12, contextOptions: { nCtx: 12 * 128 }, overlapOutput });
+  const r = await start({
+    model: stories(),
+    parallel: 12,
+    contextOptions: { nCtx: 12 * 128 },
+    overlapOutput,
+  });
   try {
     const text = async (prompt: string, sampling: Record<string, unknown>) => {
       const body = await (await r.post("/v1/completions", { prompt, max_tokens: 60, ...sampling })).json();

@@ -2,9 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { backend } from "@minfer/backend-cpu";
+import { Model } from "@minfer/engine";
 import { GgufValueType, readGguf, synthesizeModel, writeGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import OpenAI from "openai";
+import { afterAll, beforeAll } from "vitest";
 import { createServer, type MinferServer, type ServerOptions } from "./index.js";
 
 // Shared by the server's tests: fixture paths, a synthetic Qwen3 model carrying the real Qwen3
@@ -19,6 +21,27 @@ export const CHAT_MODEL = here("../../cli/models/minfer-default-7m-f16.gguf");
 
 export async function cpuRuntime(): Promise<DeviceRuntime> {
   return backend.devices()[0]!.init({ threads: 2 });
+}
+
+/**
+ * stories260K on a 2-thread CPU runtime for the calling test file: loaded in beforeAll, freed in
+ * afterAll. Call the returned getter inside the tests.
+ */
+export function useStories(): () => Model {
+  let runtime: DeviceRuntime | undefined;
+  let model: Model | undefined;
+  beforeAll(async () => {
+    runtime = await cpuRuntime();
+    model = await Model.load(STORIES, { runtime });
+  });
+  afterAll(() => {
+    model?.dispose();
+    runtime?.dispose();
+  });
+  return () => {
+    if (!model) throw new Error("useStories: the model is read before beforeAll loaded it");
+    return model;
+  };
 }
 
 /**
