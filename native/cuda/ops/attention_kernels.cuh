@@ -62,7 +62,7 @@ struct AttnParams {
   int rows;       // group * n_q
   int br, bc;     // rows per block, cells per tile
   int n_splits;   // KV chunks (grid.z); 1: write the output directly
-  int chunk;      // cells per chunk (a multiple of bc)
+  int chunk;      // cells per split of the whole cache (the plan; the tile kernel cuts its rows' spans itself)
   int mask_kind;  // 0 F32 mask, 1 F16 mask, 2 spans
   bool aligned;   // every pointer and stride is a multiple of its element size (else byte loads)
   bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
@@ -316,12 +316,20 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   }
   __syncthreads();
   if (tid == 0) {
+    // The union of the rows' spans is cut into the splits on the device, in whole tiles (as the
+    // decode kernel cuts it), so that a graph planned for the whole cache spreads the cells in use
+    // over every split instead of leaving all but the splits that hold them empty.
     const int2 u = span_union(lo_s, hi_s, n_rows, p.n_kv);
     const int lo = u.x, hi = u.y;
-    const int64_t c_begin = static_cast<int64_t>(split) * p.chunk;
-    const int64_t c_end = min(static_cast<int64_t>(p.n_kv), c_begin + p.chunk);
-    range_s[0] = static_cast<int>(max(static_cast<int64_t>(lo), c_begin));
-    range_s[1] = static_cast<int>(min(static_cast<int64_t>(hi), c_end));
+    int b = 0, e = 0;
+    if (lo < hi) {
+      const int per = (hi - lo + p.n_splits - 1) / p.n_splits;
+      const int chunk = (per + bc - 1) / bc * bc;
+      b = static_cast<int>(min(static_cast<int64_t>(hi), lo + static_cast<int64_t>(split) * chunk));
+      e = min(hi, b + chunk);
+    }
+    range_s[0] = b;
+    range_s[1] = e;
   }
   __syncthreads();
   const int c_lo = range_s[0], c_hi = range_s[1];
