@@ -94,6 +94,23 @@ std::string staged_to_host(Stage* st, uint8_t* dst, const uint8_t* src, size_t b
   return "";
 }
 
+// A copy under kStagedMin is one cudaMemcpy from pageable memory, which returns once the driver
+// has staged the source, before the transfer has necessarily reached the device (CUDA's "API
+// synchronization behavior"). Kernels on the legacy stream would wait for it, but executors run on
+// non-blocking streams: each such copy records its device's upload event on the legacy stream
+// after itself, and an executor's stream waits for that event (wait_for_uploads). (Seen on the
+// H200 while another process used the GPU: op-conformance cases read inputs of 20-64 KB before
+// their transfer landed.)
+struct Uploads {
+  std::mutex mu;
+  cudaEvent_t done = nullptr;  // recorded after the device's last small copy
+};
+
+Uploads* uploads_of(int device) {
+  static Uploads uploads[kMaxStages];
+  return device >= 0 && device < kMaxStages ? &uploads[device] : nullptr;
+}
+
 __global__ void self_test_kernel(int32_t* out, int n, int seed) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = seed + 2 * i;
@@ -155,11 +172,27 @@ std::string copy_to_device(int device, void* dst, const void* src, size_t bytes)
   Stage* st = bytes >= kStagedMin ? stage_of(device) : nullptr;
   if (!st) {
     MINFER_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    Uploads* u = uploads_of(device);
+    if (!u) {  // a device index beyond the table: wait for the transfer here
+      MINFER_CUDA_TRY(cudaStreamSynchronize(0));
+      return "";
+    }
+    std::lock_guard<std::mutex> lock(u->mu);
+    if (!u->done) MINFER_CUDA_TRY(cudaEventCreateWithFlags(&u->done, cudaEventDisableTiming));
+    MINFER_CUDA_TRY(cudaEventRecord(u->done, 0));
     return "";
   }
   std::lock_guard<std::mutex> lock(st->mu);
   if (std::string e = stage_init(st); !e.empty()) return e;
   return staged_to_device(st, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
+}
+
+std::string wait_for_uploads(int device, void* stream) {
+  Uploads* u = uploads_of(device);
+  if (!u) return "";
+  std::lock_guard<std::mutex> lock(u->mu);
+  if (u->done) MINFER_CUDA_TRY(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), u->done, 0));
+  return "";
 }
 
 // Whether p is page-locked host memory (cudaHostAlloc / cudaHostRegister): a copy into it needs

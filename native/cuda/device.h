@@ -27,6 +27,10 @@ std::string mem_info(int device, size_t* free, size_t* total);
 std::string alloc(int device, size_t bytes, void** ptr);
 std::string release(int device, void* ptr);
 std::string copy_to_device(int device, void* dst, const void* src, size_t bytes);
+// Makes `stream` (a cudaStream_t) wait, on the device, for every copy_to_device of `device` made
+// before this call. Executors call it before their first launch: their non-blocking streams do not
+// wait for the legacy stream the copies use.
+std::string wait_for_uploads(int device, void* stream);
 std::string copy_to_host(int device, void* dst, const void* src, size_t bytes);
 // Page-locked host memory (zero-filled) for reads that are one DMA transfer; release_host frees it.
 std::string alloc_host(int device, size_t bytes, void** ptr);

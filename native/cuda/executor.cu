@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "device.h"
 #include "executor.h"
 #include "kernel.h"
 #include "pdl.cuh"
@@ -318,6 +319,7 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
   Impl& m = *impl_;
   if (!m.stream) return err(ExecCode::CudaError, "the executor did not start (see the error of its creation)");
   MINFER_EXEC_TRY(cudaSetDevice(device_));
+  if (const std::string w = wait_for_uploads(device_, m.stream); !w.empty()) return err(ExecCode::CudaError, w);
 
   if (node_micros || !m.use_graphs) {
     Loaded l;

@@ -19,6 +19,7 @@
 #   memcheck-vec        memcheck of the op suite with that kernel
 #   conformance-noperq  the op suite with several queries' decode attention on the tile/mma kernels
 #                       (MINFER_CUDA_ATTN_PER_QUERY=0); memcheck-noperq: the same under memcheck
+#   conformance-busy    the op suite while another process keeps the GPU busy (PyTorch, BUSY_SECONDS)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
 #   wait-synth          waits until presynth has written every file
@@ -29,10 +30,12 @@
 #   bench               minfer bench -p 512 -n 128 -ngl all per BENCH_TYPES (default "q4_k_m q4_0
 #                       q8_0"), each also with MINFER_CUDA_ATTN=tile and (generation) with
 #                       MINFER_CUDA_FUSE=0, MINFER_CUDA_PDL=0 and MINFER_CUDA_DECODE_ATTN=tile (BENCH_VARIANTS,
-#                       default "tile nofuse nopdl dtile"; also "nowide": MINFER_CUDA_MV_WIDE=0), and Q4_K_M at BENCH_CTX tokens of context (default
+#                       default "tile nofuse nopdl dtile"; also "nowide": MINFER_CUDA_MV_WIDE=0, or any NAME=VALUE), and Q4_K_M at BENCH_CTX tokens of context (default
 #                       4096; empty: skip)
 #   serve               1/4/16 concurrent streams through `minfer serve -ngl all` (SERVE_TYPE)
-#   serve-streams       minfer serve -np K at K streams beside bench -npl K (SERVE_NPL 16,64; SERVE_TYPE)
+#   serve-streams       minfer serve -np K at K streams beside bench -npl K (SERVE_NPL 16,64; SERVE_TYPE;
+#                       SERVE_FLAGS: flags for minfer serve only); serve-streams-nooverlap: with
+#                       --no-overlap-output
 #   serve-noperq        serve with MINFER_CUDA_ATTN_PER_QUERY=0
 #   split               -ngl 14 of 28 layers (CUDA and CPU in one graph)
 #   ncu                 Nsight Compute metrics (speed of light, memory, occupancy) of NCU_KERNELS (a
@@ -40,6 +43,8 @@
 #   ncu-step            the GPU time of every kernel in about two decode steps (PROFILE_TYPE), by ncu
 #   nsys                Nsight Systems timeline of 2 x 32 decode steps (PROFILE_TYPE): kernel sums and
 #                       the per-kernel trace as CSV, when nsys is installed
+#   hf-train, hf-wait   a second trained checkpoint (train.py, HF_TRAIN_ARGS) in the background, packed
+#                       into OUT/hf/hf.tar.part-NN; hf-wait waits for it
 #   hf-archs            transformers' tiny checkpoints of issue 20's architectures (reference_archs.py),
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
@@ -50,8 +55,8 @@
 #   side-by-side        minfer bench / llama-bench and bench -npl / llama-batched-bench on those files,
 #                       ROUNDS interleaved rounds
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
-#   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BENCH_TYPES, BATCH_NPL, BATCH_REPS),
-#                       with and without MINFER_CUDA_MMQ=0
+#   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BATCH_TYPES else BENCH_TYPES, BATCH_NPL,
+#                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -139,12 +144,35 @@ for s in "${stages[@]}"; do
     step conformance-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node "$D/dist/conformance.js" "$OUT/noperq" --vs-cpu ;;
   memcheck-noperq) step memcheck-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
+  conformance-busy) mkdir -p "$OUT/busy" # the op suite while another process keeps the GPU and its copy
+    # engines busy (BUSY_SECONDS of pinned host-to-device copies and matrix products in PyTorch)
+    python3 -c "import sys, time, torch
+x = torch.empty(64 << 20, dtype=torch.uint8).pin_memory(); y = torch.empty(64 << 20, dtype=torch.uint8, device='cuda')
+a = torch.randn(4096, 4096, device='cuda'); t = time.time()
+while time.time() - t < float(sys.argv[1]): y.copy_(x, non_blocking=True); a = a @ a; a /= a.norm()
+torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
+    busy=$!
+    sleep 5
+    step conformance-busy node "$D/dist/conformance.js" "$OUT/busy"
+    kill $busy 2>/dev/null; wait $busy 2>/dev/null ;;
   memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/conformance.js" ;;
   memcheck-smoke) step memcheck-smoke compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth small q4_k)" ;;
+  hf-train) # a second trained checkpoint for issue 21's fidelity (examples/train-default-model/train.py
+    # with HF_TRAIN_ARGS; the corpus .device/brown.txt carried), in the background: float16
+    # safetensors and the tokenizer packed into $FINAL/hf.tar.part-NN (15 MB parts); hf-wait waits
+    mkdir -p "$FINAL/hf"
+    (python3 examples/train-default-model/train.py --corpus .device/brown.txt --out /tmp/minfer-hf2 \
+      ${HF_TRAIN_ARGS:---hidden 384 --intermediate 1024 --layers 6 --heads 6 --kv-heads 2 --vocab 8192 --seed 7 --time-limit 150} \
+      >"$OUT/hf-train.log" 2>&1 &&
+      python3 -c "import sys,torch; from safetensors.torch import load_file, save_file; p=sys.argv[1]; t=load_file(p); save_file({k: v.half().contiguous() for k, v in t.items()}, p, metadata={'format': 'pt'})" \
+        /tmp/minfer-hf2/model.safetensors >>"$OUT/hf-train.log" 2>&1 &&
+      tar -cf - -C /tmp minfer-hf2 | split -b 15M -d - "$FINAL/hf/hf.tar.part-"
+      echo "hf-train rc=$?" >>"$OUT/hf-train.log"; touch /tmp/minfer-hf2.done) & ;;
+  hf-wait) while [ ! -e /tmp/minfer-hf2.done ]; do sleep 2; done; tail -n 12 "$OUT/hf-train.log" ;;
   wait-synth) # until every presynth file is written (benches after this share no cores with it)
     while ls "$M"/*.busy >/dev/null 2>&1; do sleep 2; done ;;
   fidelity | fidelity-tile) # fidelity-tile: prompt attention on the f32 tile kernel (MINFER_CUDA_ATTN=tile)
@@ -172,11 +200,16 @@ for s in "${stages[@]}"; do
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" --ngl all -m "$f" \
       --skip-llama --streams 1,4,16 -n 64 -t 8 ;;
-  serve-streams) # minfer serve -np K at K concurrent streams beside bench -npl K (SERVE_NPL, default
-    # 16,64), the same file (SERVE_FILE, else the synthetic SERVE_TYPE) and flags, SERVE_ROUNDS rounds
+  serve-streams | serve-streams-nooverlap) # minfer serve -np K at K concurrent streams beside bench -npl K
+    # (SERVE_NPL, default 16,64), the same file (SERVE_FILE, else the synthetic SERVE_TYPE) and flags,
+    # SERVE_ROUNDS rounds; -nooverlap: the server without --overlap-output (each step's output delivered
+    # before the next step is planned); SERVE_FLAGS: more flags for minfer serve only
     f=${SERVE_FILE:-$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")}
-    TAIL_LINES=${TAIL_LINES:-20} step serve-streams node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
-      -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" -- -ngl all ;;
+    flags=${SERVE_FLAGS-}
+    [ "$s" = serve-streams-nooverlap ] && flags="$flags --no-overlap-output"
+    TAIL_LINES=${TAIL_LINES:-20} step "$s" node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
+      -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" \
+      $(for x in $flags; do printf -- '--serve-flag %s ' "$x"; done) -- -ngl all ;;
   serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
     step serve-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node packages/server/bench/serve-bench.mjs --bin "$D/dist/bin.js" \
@@ -265,13 +298,15 @@ for s in "${stages[@]}"; do
     STEP_TIMEOUT=${STEP_TIMEOUT:-600} TAIL_LINES=40 step ppl-llamacpp env NGL=all THREADS=16 OUT=/tmp/minfer-ppl \
       MINFER_BIN="$D/dist/bin.js" MODEL="$D/fixtures/minfer-default-7m-f16.gguf" TEXT="${PPL_TEXT:?PPL_TEXT}" \
       node scripts/fidelity/perplexity-vs-llamacpp.mjs /tmp/llamacpp/build/bin ;;
-  batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, with the int8
-    # tensor-core products (default) and without (MINFER_CUDA_MMQ=0)
-    for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
+  batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, by default and with
+    # each of BATCH_VARIANTS (NAME=VALUE kernel switches, default MINFER_CUDA_MMQ=0: no int8 tensor-core products)
+    for t in ${BATCH_TYPES:-${BENCH_TYPES:-q4_k_m q4_0 q8_0}}; do
       f=$(synth qwen2-7b "$t")
       TAIL_LINES=${TAIL_LINES:-8} step "batched-$t" minfer bench -m "$f" -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
-      TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-nommq" env MINFER_CUDA_MMQ=0 node "$D/dist/bin.js" bench -m "$f" \
-        -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
+      for v in ${BATCH_VARIANTS-MINFER_CUDA_MMQ=0}; do
+        TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-$v" env "$v" node "$D/dist/bin.js" bench -m "$f" \
+          -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
+      done
     done ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
@@ -292,6 +327,7 @@ for s in "${stages[@]}"; do
         nopdl) step "bench-$t-nopdl" env MINFER_CUDA_PDL=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
         dtile) step "bench-$t-dtile" env MINFER_CUDA_DECODE_ATTN=tile node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
         nowide) step "bench-$t-nowide" env MINFER_CUDA_MV_WIDE=0 node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;
+        *=*) step "bench-$t-$v" env "$v" node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all --json ;;  # NAME=VALUE
         esac
       done
       if [ "$t" = q4_k_m ] && [ -n "${BENCH_CTX-4096}" ]; then
