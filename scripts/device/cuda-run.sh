@@ -294,9 +294,9 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       done
     done ;;
   ppl-llamacpp) # issue 21's fidelity on CUDA: minfer perplexity beside llama-perplexity on the built-in
-    # model (scripts/fidelity/perplexity-vs-llamacpp.mjs; PPL_TEXT: the text file, carried)
+    # model or PPL_MODEL (scripts/fidelity/perplexity-vs-llamacpp.mjs; PPL_TEXT: the text file, carried)
     STEP_TIMEOUT=${STEP_TIMEOUT:-600} TAIL_LINES=40 step ppl-llamacpp env NGL=all THREADS=16 OUT=/tmp/minfer-ppl \
-      MINFER_BIN="$D/dist/bin.js" MODEL="$D/fixtures/minfer-default-7m-f16.gguf" TEXT="${PPL_TEXT:?PPL_TEXT}" \
+      MINFER_BIN="$D/dist/bin.js" MODEL="${PPL_MODEL:-$D/fixtures/minfer-default-7m-f16.gguf}" TEXT="${PPL_TEXT:?PPL_TEXT}" \
       node scripts/fidelity/perplexity-vs-llamacpp.mjs /tmp/llamacpp/build/bin ;;
   batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, by default and with
     # each of BATCH_VARIANTS (NAME=VALUE kernel switches, default MINFER_CUDA_MMQ=0: no int8 tensor-core products)
