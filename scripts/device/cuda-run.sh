@@ -19,6 +19,8 @@
 #   memcheck-vec        memcheck of the op suite with that kernel
 #   conformance-noperq  the op suite with several queries' decode attention on the tile/mma kernels
 #                       (MINFER_CUDA_ATTN_PER_QUERY=0); memcheck-noperq: the same under memcheck
+#   conformance-env     the op suite with the kernel switches CONF_ENV (NAME=VALUE …); memcheck-env:
+#                       the same under memcheck
 #   conformance-busy    the op suite while another process keeps the GPU busy (PyTorch, BUSY_SECONDS)
 #   memcheck            the op suite under compute-sanitizer --tool memcheck
 #   memcheck-smoke      the smoke run (fused launches of stories260K and quantized files) under memcheck
@@ -143,6 +145,10 @@ for s in "${stages[@]}"; do
   conformance-noperq) mkdir -p "$OUT/noperq"
     step conformance-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 node "$D/dist/conformance.js" "$OUT/noperq" --vs-cpu ;;
   memcheck-noperq) step memcheck-noperq env MINFER_CUDA_ATTN_PER_QUERY=0 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 node "$D/dist/conformance.js" ;;
+  conformance-env) mkdir -p "$OUT/env" # the op suite with the kernel switches CONF_ENV (NAME=VALUE ...)
+    step conformance-env env ${CONF_ENV:?CONF_ENV} node "$D/dist/conformance.js" "$OUT/env" --vs-cpu ;;
+  memcheck-env) step memcheck-env env ${CONF_ENV:?CONF_ENV} compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   conformance-busy) mkdir -p "$OUT/busy" # the op suite while another process keeps the GPU and its copy
     # engines busy (BUSY_SECONDS of pinned host-to-device copies and matrix products in PyTorch)
