@@ -285,13 +285,6 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);
     flag("mvWideLoads", &tuning.mv_wide_loads);
-    Napi::Value split = t.Get("mvSplit");
-    if (!split.IsUndefined()) {
-      const double v = split.IsNumber() ? split.As<Napi::Number>().DoubleValue() : -1;
-      if (!(v == 0 || v == 1 || v == 2 || v == 4))
-        throw Napi::TypeError::New(info.Env(), "tuning.mvSplit must be 0 (per shape), 1, 2 or 4");
-      tuning.mv_split = static_cast<int>(v);
-    }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 64, or [0, 0] (off)";

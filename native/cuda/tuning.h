@@ -44,10 +44,6 @@ struct Tuning {
   // against 29.3; Q4_0 20.8 against 21.3 (docs/PERFORMANCE.md). For Q4_K, 16-byte loads measured
   // slower (24.1 against 21.6 us), so its 4-byte loads stay.
   bool mv_wide_loads = true;
-  // Warps per row of the quantized mat-vec at one or two columns (ops/matvec_q.cuh mv_split_for):
-  // 0 chooses per shape (more warps for matrices of few rows, e.g. qwen2-7b's q/k/v, o and down
-  // projections), 1 is one warp per row or two (the kernel before), 2 or 4 force that many.
-  int mv_split = 0;
 };
 
 }  // namespace minfer::cuda

@@ -389,9 +389,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
-      if (mv_q_aligned(p))
-        return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, ctx.tuning.mv_split,
-                           ctx.stream);
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
@@ -494,9 +492,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
       if (!mv_q_aligned(batch[n])) break;
       n++;
     }
-    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads,
-                                    ctx.tuning.mv_split, ctx.stream);
-        e != cudaSuccess)
+    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads, ctx.stream); e != cudaSuccess)
       return e;
     i += n;
   }

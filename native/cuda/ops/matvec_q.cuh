@@ -432,28 +432,23 @@ __device__ inline int batch_weight(const MvBatch& bt) {
   return wi;
 }
 
-// ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R/S)), min(planes, 65535)) --------------
-// Each warp runs R consecutive rows, so that one load of the activation codes serves R rows. With S
-// > 1, S warps of a block share each row, warp `sub` of them taking parts sub·32 + lane, step S·32,
-// and their sums are added through shared memory: more warps, each with a shorter chain of loads,
-// for matrices of few rows whose warps would not fill the device (Tuning::mv_split).
+// ---- the quantized mat-vec: grid (Σ ceil(M / (kMvWarps·R)), min(planes, 65535)) ----------------
+// Each warp runs R consecutive rows, so that one load of the activation codes serves R rows.
 // (Issuing the loads of two or four of a lane's parts before their arithmetic measured slower on
 // the H200: Q4_0 3584 x 18944 at one column 29.3 and 39.2 against 21.0 us, docs/PERFORMANCE.md.)
-template <class Q, int NC, int R, int S = 1>
+template <class Q, int NC, int R>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
-  static_assert(kMvWarps % S == 0, "S divides the block's warps");
   pdl_begin();
   const int wi = batch_weight(bt);
   const Planes& p = bt.p[wi];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, sub = warp % S;
-  const int64_t row0 = ((static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * (kMvWarps / S) + warp / S) * R;
-  if (S == 1 && row0 >= p.M) return;  // (with S > 1 every warp reaches the block's barriers)
-  const int nr = row0 >= p.M ? 0 : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t row0 = ((static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * kMvWarps + threadIdx.x / kWarp) * R;
+  if (row0 >= p.M) return;
+  const int nr = p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
   const int nc = static_cast<int>(p.ncols);
-  __shared__ float red[S > 1 ? kMvWarps : 1][R][NC];
   for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
     const Plane pl = plane_of(p, z);
     if (!pl.ok) {
@@ -466,7 +461,7 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
     for (int r = 0; r < R; r++)
 #pragma unroll
       for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
-    for (int64_t pi = sub * kWarp + lane; nr > 0 && pi < nparts; pi += S * kWarp) {
+    for (int64_t pi = lane; pi < nparts; pi += kWarp) {
       int a[NC][8];
       float ad[NC], as[NC];
 #pragma unroll
@@ -499,16 +494,8 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
     for (int r = 0; r < R; r++)
 #pragma unroll
       for (int c = 0; c < NC; c++) {
-        float s = warp_sum(acc[r][c]);
-        if (S > 1) {  // the row's S warps: their sums in order of sub, added by the first
-          if (lane == 0) red[warp][r][c] = s;
-          __syncthreads();
-          s = 0.0f;
-          if (sub == 0 && lane == 0)
-            for (int k = 0; k < S; k++) s += red[warp + k][r][c];
-          __syncthreads();
-        }
-        if (lane == 0 && sub == 0 && c < nc && r < nr)
+        const float s = warp_sum(acc[r][c]);
+        if (lane == 0 && c < nc && r < nr)
           reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = plus_c(p, z, c, row0 + r, s);
       }
   }
@@ -537,43 +524,25 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 namespace minfer::cuda::mm {
 
-template <class Q, int NC, int R, int S = 1>
+template <class Q, int NC, int R>
 cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   MvBatch bt;
-  if (!make_batch(ps, n, kMvWarps / S * R, &bt)) return cudaErrorInvalidConfiguration;
+  if (!make_batch(ps, n, kMvWarps * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel<Q, NC, R, S>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
+  return launch_k(mv_q_kernel<Q, NC, R>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// Warps per row for `rows` rows of K: split = 0 (auto) takes the fewest of 1, 2 and 4 that give
-// about two waves of warps on the H200 (132 multiprocessors of 40 resident warps at this kernel's
-// registers) while each warp keeps at least 32 parts; otherwise split as given.
-inline int mv_split_for(int split, int64_t rows, int64_t K) {
-  if (split == 1 || split == 2 || split == 4) return split;
-  int s = 1;
-  while (s < 4 && rows * s < 10000 && K / 32 >= 2 * s * kWarp) s *= 2;
-  return s;
-}
-
-// One or two columns: `split` warps per row (mv_split_for) where that is more than one; else one
-// warp per R rows, R = 2 for one or two columns when there are rows enough to fill the device.
+// One warp per R rows: R = 2 for one or two columns when there are rows enough to fill the device.
 // (Two rows for 3-4 columns too measured no faster on the H200: Q4_0 3584 x 18944 at 4 columns
 // 42.3 against 41.2 us, Q4_K 46.2 against 42.8.)
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, int split, cudaStream_t s) {
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
   for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
   const bool two = rows >= 4096;
   const int64_t nc = ps[0].ncols;
-  if (nc <= 2) {
-    const int sp = mv_split_for(split, rows, ps[0].K);
-    if (sp == 4)
-      return nc <= 1 ? launch_mv_q_nc<Q, 1, 1, 4>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1, 4>(ps, n, aq, asc, s);
-    if (sp == 2)
-      return nc <= 1 ? launch_mv_q_nc<Q, 1, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1, 2>(ps, n, aq, asc, s);
-  }
   if (nc <= 1) return two ? launch_mv_q_nc<Q, 1, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 1, 1>(ps, n, aq, asc, s);
   if (nc <= 2) return two ? launch_mv_q_nc<Q, 2, 2>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, 2, 1>(ps, n, aq, asc, s);
   if (nc <= 4) return launch_mv_q_nc<Q, 4, 1>(ps, n, aq, asc, s);
@@ -584,8 +553,7 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
 // mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
 // launch.
-inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, int split,
-                               cudaStream_t s) {
+inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
   Planes ps[kMaxMvBatch];
   int live = 0;
@@ -599,18 +567,18 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
     case DType::Q4_0:
-      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, split, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, split, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, split, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, split, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, split, s);
+      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, s);
+    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, s);
+    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, s);
+    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, s);
     case DType::Q8_0:
-      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, split, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, split, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, split, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, split, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, split, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, split, s);
+      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, s);
+    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, s);
+    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, s);
+    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, s);
+    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, s);
     case DType::Q6_K:
-      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, split, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, split, s);
+      return wide ? launch_mv_q_warp<PQ6_K<true>>(ps, n, act, cols, s) : launch_mv_q_warp<PQ6_K<false>>(ps, n, act, cols, s);
     default: return cudaErrorInvalidValue;
   }
 }

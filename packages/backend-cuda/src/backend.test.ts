@@ -37,7 +37,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
-      mvSplit: 0,
     });
     expect(
       readEnv({
@@ -49,7 +48,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
-        MINFER_CUDA_MV_SPLIT: "1",
       }),
     ).toEqual({
       graphs: false,
@@ -60,7 +58,6 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
-      mvSplit: 1,
     });
     expect(
       readEnv({
@@ -72,7 +69,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
-        MINFER_CUDA_MV_SPLIT: "4",
       }),
     ).toEqual({
       graphs: true,
@@ -83,11 +79,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
-      mvSplit: 4,
     });
-    expect(readEnv({ MINFER_CUDA_MV_SPLIT: "auto" }).mvSplit).toBe(0);
-    expect(readEnv({ MINFER_CUDA_MV_SPLIT: "2" }).mvSplit).toBe(2);
-    expect(() => readEnv({ MINFER_CUDA_MV_SPLIT: "3" })).toThrow(/MINFER_CUDA_MV_SPLIT must be "auto" or "1" or "2" or "4"/);
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
         /MINFER_CUDA_MMQ must be "0" or a column range/,

@@ -41,12 +41,6 @@ export interface CudaEnv {
    * instead of the default 8-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
-  /**
-   * MINFER_CUDA_MV_SPLIT: warps per row of the quantized mat-vec at one or two activation columns,
-   * `auto` (the default: more warps for matrices of few rows, native/cuda/ops/matvec_q.cuh
-   * mv_split_for), `1` (one warp per row or two, the kernel before), `2` or `4`.
-   */
-  readonly mvSplit: 0 | 1 | 2 | 4;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -62,11 +56,6 @@ function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined
       `MINFER_CUDA_MMQ must be "0" or a column range MIN-MAX with 2 <= MIN <= MAX <= 64, not ${JSON.stringify(v)}`,
     );
   return [lo, hi];
-}
-
-function mvSplit(env: NodeJS.ProcessEnv): 0 | 1 | 2 | 4 {
-  const v = choice(env, "MINFER_CUDA_MV_SPLIT", ["auto", "1", "2", "4"]);
-  return v === "" || v === "auto" ? 0 : (Number(v) as 1 | 2 | 4);
 }
 
 function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[]): string {
@@ -90,6 +79,5 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
-    mvSplit: mvSplit(env),
   };
 }

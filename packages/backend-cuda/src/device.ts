@@ -82,7 +82,6 @@ export class CudaDevice implements Device {
       pdl: env.pdl,
       attnPerQuery: env.attnPerQuery,
       mvWideLoads: env.mvWideLoads,
-      mvSplit: env.mvSplit,
       ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
     });
   }

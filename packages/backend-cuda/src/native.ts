@@ -56,8 +56,6 @@ export interface NativeTuning {
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
   readonly mvWideLoads?: boolean;
-  /** Warps per row of the quantized mat-vec at one or two columns: 0 per shape, 1, 2 or 4. */
-  readonly mvSplit?: 0 | 1 | 2 | 4;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }
