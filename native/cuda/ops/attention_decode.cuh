@@ -129,17 +129,9 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   }
   __syncthreads();
   if (tid == 0) {
-    const int2 u = span_union(lo_s, hi_s, R, p.n_kv);
-    const int lo = u.x, hi = u.y;
-    int b = 0, e = 0;
-    if (lo < hi) {
-      const int per = (hi - lo + p.n_splits - 1) / p.n_splits;
-      const int chunk = (per + kTile - 1) / kTile * kTile;
-      b = min(hi, lo + split * chunk);
-      e = min(hi, b + chunk);
-    }
-    range_s[0] = b;
-    range_s[1] = e;
+    const int2 r = split_cells(span_union(lo_s, hi_s, R, p.n_kv), p.n_splits, split, kTile);
+    range_s[0] = r.x;
+    range_s[1] = r.y;
   }
   __syncthreads();
   const int c_lo = range_s[0], c_hi = range_s[1];

@@ -146,6 +146,16 @@ __device__ inline int2 span_union(const int* lo_s, const int* hi_s, int n, int n
   return make_int2(lo, hi);
 }
 
+// The cells [x, y) of split `split` of n_splits when the span union u is cut into equal chunks of
+// whole tiles of `tile` cells (empty when u is).
+__device__ inline int2 split_cells(int2 u, int n_splits, int split, int tile) {
+  if (u.x >= u.y) return make_int2(0, 0);
+  const int per = (u.y - u.x + n_splits - 1) / n_splits;
+  const int chunk = (per + tile - 1) / tile * tile;
+  const int b = static_cast<int>(min(static_cast<int64_t>(u.y), u.x + static_cast<int64_t>(split) * chunk));
+  return make_int2(b, min(u.y, b + chunk));
+}
+
 // A cell's score from q·k and its mask value mv: -inf for a hidden cell (mv == -inf, tested before
 // the score, as on the CPU), else dot · scale, softcapped when softcap != 0, plus mv.
 __device__ inline float cell_score(const AttnParams& p, float dot, float mv) {
@@ -319,17 +329,9 @@ __global__ void attn_tile_kernel(const AttnParams p) {
     // The union of the rows' spans is cut into the splits on the device, in whole tiles (as the
     // decode kernel cuts it), so that a graph planned for the whole cache spreads the cells in use
     // over every split instead of leaving all but the splits that hold them empty.
-    const int2 u = span_union(lo_s, hi_s, n_rows, p.n_kv);
-    const int lo = u.x, hi = u.y;
-    int b = 0, e = 0;
-    if (lo < hi) {
-      const int per = (hi - lo + p.n_splits - 1) / p.n_splits;
-      const int chunk = (per + bc - 1) / bc * bc;
-      b = static_cast<int>(min(static_cast<int64_t>(hi), lo + static_cast<int64_t>(split) * chunk));
-      e = min(hi, b + chunk);
-    }
-    range_s[0] = b;
-    range_s[1] = e;
+    const int2 r = split_cells(span_union(lo_s, hi_s, n_rows, p.n_kv), p.n_splits, split, bc);
+    range_s[0] = r.x;
+    range_s[1] = r.y;
   }
   __syncthreads();
   const int c_lo = range_s[0], c_hi = range_s[1];
