@@ -159,8 +159,14 @@ while time.time() - t < float(sys.argv[1]): y.copy_(x, non_blocking=True); a = a
 torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     busy=$!
     sleep 5
-    step conformance-busy node "$D/dist/conformance.js" "$OUT/busy"
-    kill $busy 2>/dev/null; wait $busy 2>/dev/null ;;
+    if kill -0 "$busy" 2>/dev/null; then
+      step conformance-busy node "$D/dist/conformance.js" "$OUT/busy"
+    else # no load, no test: say so and fail the run
+      echo "== conformance-busy: the GPU load did not start (busy/load.log):" | tee -a "$OUT/run.log"
+      tail -n 5 "$OUT/busy/load.log"
+      status=1
+    fi
+    kill "$busy" 2>/dev/null; wait "$busy" 2>/dev/null ;;
   memcheck-vec) step memcheck-vec env MINFER_CUDA_DECODE_ATTN=vec compute-sanitizer --tool memcheck --error-exitcode 9 \
       --print-limit 20 node "$D/dist/conformance.js" ;;
   memcheck) step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
@@ -169,7 +175,7 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth small q4_k)" ;;
   hf-train) # a second trained checkpoint for issue 21's fidelity (examples/train-default-model/train.py
     # with HF_TRAIN_ARGS; the corpus .device/brown.txt carried), in the background: float16
-    # safetensors and the tokenizer packed into $FINAL/hf.tar.part-NN (15 MB parts); hf-wait waits
+    # safetensors and the tokenizer packed into $FINAL/hf/hf.tar.part-NN (15 MB parts); hf-wait waits
     mkdir -p "$FINAL/hf"
     (python3 examples/train-default-model/train.py --corpus .device/brown.txt --out /tmp/minfer-hf2 \
       ${HF_TRAIN_ARGS:---hidden 384 --intermediate 1024 --layers 6 --heads 6 --kv-heads 2 --vocab 8192 --seed 7 --time-limit 150} \

@@ -281,11 +281,11 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   }
   const int64_t tiles = (n_kv + plan.bc - 1) / plan.bc;
   const int64_t tiles_per_split = std::max<int64_t>(1, (tiles + n_splits - 1) / n_splits);
-  p.chunk = static_cast<int>(std::min<int64_t>(tiles_per_split * plan.bc, std::max<int64_t>(n_kv, 1)));
-  n_splits = static_cast<int>(std::max<int64_t>(1, (n_kv + p.chunk - 1) / p.chunk));
+  // (the splits of the whole cache; each block cuts its rows' span union into as many: split_cells)
+  const int64_t chunk = std::min<int64_t>(tiles_per_split * plan.bc, std::max<int64_t>(n_kv, 1));
+  n_splits = static_cast<int>(std::max<int64_t>(1, (n_kv + chunk - 1) / chunk));
   p.n_splits = n_splits;
   p.part = n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
-  if (n_kv == 0) p.chunk = 0;
 
   const dim3 grid(static_cast<unsigned>(plan.row_tiles), static_cast<unsigned>(n_kv_head), static_cast<unsigned>(n_splits));
   cudaError_t e;

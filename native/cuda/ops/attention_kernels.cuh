@@ -62,7 +62,6 @@ struct AttnParams {
   int rows;       // group * n_q
   int br, bc;     // rows per block, cells per tile
   int n_splits;   // KV chunks (grid.z); 1: write the output directly
-  int chunk;      // cells per split of the whole cache (the plan; the tile kernel cuts its rows' spans itself)
   int mask_kind;  // 0 F32 mask, 1 F16 mask, 2 spans
   bool aligned;   // every pointer and stride is a multiple of its element size (else byte loads)
   bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
