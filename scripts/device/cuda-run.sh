@@ -10,7 +10,7 @@
 #   export PATH=$PWD/.nd/bin:$PATH && bash scripts/device/cuda-run.sh STAGE…
 #
 # Stages (in the order given; with none: smoke conformance memcheck fidelity bench):
-#   presynth            start writing the BENCH_TYPES qwen2-7b files in the background (first)
+#   presynth            start writing the BENCH_TYPES (or PRESYNTH_TYPES) qwen2-7b files in the background (first)
 #   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
 #   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
 #                       backend per case (OUT/vs-cpu.json)
@@ -49,6 +49,8 @@
 #                       into OUT/hf/hf.tar.part-NN; hf-wait waits for it
 #   hf-archs            transformers' tiny checkpoints of issue 20's architectures (reference_archs.py),
 #                       converted by minfer and run on the CPU and CUDA against transformers
+#   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
+#                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
@@ -130,7 +132,7 @@ presynth() {
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 for s in "${stages[@]}"; do
   case $s in
-  presynth) presynth ${BENCH_TYPES:-q4_k_m q4_0 q8_0} ;;
+  presynth) presynth ${PRESYNTH_TYPES:-${BENCH_TYPES:-q4_k_m q4_0 q8_0}} ;;
   smoke) # fused launches checked on stories260K and on quantized files (Q8A and Q8K activations)
     step smoke node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth tiny q8_0)" "$(synth small q4_k)" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
@@ -271,6 +273,22 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
         --format csv -o "$OUT/nsysb" /tmp/minfer-nsysb.nsys-rep
     else
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
+  ncu-pair) # the GPU time of every kernel of about two decode steps of llama-bench and of minfer on
+    # one file (NCU_FILE, default minfer's qwen2-7b PROFILE_TYPE; after llamacpp-build), without
+    # Nsight Compute's cache flushes (--cache-control none), as CSV: OUT/ncu-llama.csv, OUT/ncu-minfer.csv
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+    if [ -z "$NCU" ]; then
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    else
+      step ncu-minfer env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --csv --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
+        node "$D/dist/bin.js" bench -m "$f" -p 0 -n 16 -r 1 -ngl all
+      while [ ! -f /tmp/llamacpp/build.done ]; do sleep 5; done
+      step ncu-llama "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
+        /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 0 -n 16 -r 1 -ngl 99 -fa 1
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
   llamacpp-build) # llama.cpp for the side-by-side stages, in the background (about 6 minutes; carry

@@ -10,7 +10,8 @@
 // super-block) against up to NC columns: integer dot products with __dp4a, then the CPU vec_dot's
 // per-block float formula. mv_q_kernel gives each lane of a warp one part of R rows at a time.
 // (Measured and dropped on the H200, docs/PERFORMANCE.md: staging blocks in shared memory, a thread
-// block per row, coalesced word loads shared among lanes; each was slower.)
+// block per row, coalesced word loads shared among lanes, a warp's cp.async copies of its next 32
+// parts in 2-4 stages (session 16); each was slower.)
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
