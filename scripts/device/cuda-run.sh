@@ -276,7 +276,7 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     fi ;;
   ncu-pair) # the GPU time of every kernel of about two decode steps of llama-bench and of minfer on
     # one file (NCU_FILE, default minfer's qwen2-7b PROFILE_TYPE; after llamacpp-build), without
-    # Nsight Compute's cache flushes (--cache-control none), as CSV: OUT/ncu-llama.csv, OUT/ncu-minfer.csv
+    # Nsight Compute's cache flushes (--cache-control none), as CSV: OUT/ncu-minfer.log, OUT/ncu-llama.log
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
     if [ -z "$NCU" ]; then
@@ -285,10 +285,16 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       step ncu-minfer env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --csv --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
         node "$D/dist/bin.js" bench -m "$f" -p 0 -n 16 -r 1 -ngl all
-      while [ ! -f /tmp/llamacpp/build.done ]; do sleep 5; done
-      step ncu-llama "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-        --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
-        /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 0 -n 16 -r 1 -ngl 99 -fa 1
+      # (waits for a build in progress; without one, says so and fails the run)
+      while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
+      if [ -f /tmp/llamacpp/build.done ]; then
+        step ncu-llama "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+          --launch-skip "${NCU_SKIP:-1000}" --launch-count "${NCU_COUNT:-700}" \
+          /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 0 -n 16 -r 1 -ngl 99 -fa 1
+      else
+        echo "ncu-pair: no llama.cpp build in /tmp/llamacpp (run llamacpp-build first; see llamacpp-build.log)" | tee -a "$OUT/run.log"
+        status=1
+      fi
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
   llamacpp-build) # llama.cpp for the side-by-side stages, in the background (about 6 minutes; carry

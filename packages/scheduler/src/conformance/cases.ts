@@ -165,25 +165,19 @@ for (const [a, tokens] of [
 // Decode shapes of one and two columns (CUDA's dp4a mat-vec, ops/matvec_q.cuh): k of 128 parts of
 // 32, four per lane, with rows 4-byte aligned for every type (Q3_K and Q6_K too); and more than
 // 4096 rows (two rows a warp), not a multiple of the 8 rows a block takes.
-for (const a of WEIGHT_DTYPES.filter(isQuantized))
-  for (const tokens of [1, 2]) {
-    add({
-      name: `MUL_MAT a=${n(a)} b=F32 decode ${shape([4096, 40])}×${shape([4096, tokens])}`,
-      op: "MUL_MAT",
-      dtypes: [n(a), "F32"],
-      build: (b) => b.output(b.mulMat(b.weight("w", a, [4096, 40]), b.input("x", F32, [4096, tokens]))),
-      tolerance: tol(a),
-    });
-  }
-for (const a of [DType.Q4_0, DType.Q8_0, DType.Q4_K, DType.Q6_K])
-  for (const tokens of [1, 2])
-    add({
-      name: `MUL_MAT a=${n(a)} b=F32 many-rows ${shape([512, 4100])}×${shape([512, tokens])}`,
-      op: "MUL_MAT",
-      dtypes: [n(a), "F32"],
-      build: (b) => b.output(b.mulMat(b.weight("w", a, [512, 4100]), b.input("x", F32, [512, tokens]))),
-      tolerance: tol(a),
-    });
+for (const [label, k, m, types] of [
+  ["decode", 4096, 40, WEIGHT_DTYPES.filter(isQuantized)],
+  ["many-rows", 512, 4100, [DType.Q4_0, DType.Q8_0, DType.Q4_K, DType.Q6_K]],
+] as const)
+  for (const a of types)
+    for (const tokens of [1, 2])
+      add({
+        name: `MUL_MAT a=${n(a)} b=F32 ${label} ${shape([k, m])}×${shape([k, tokens])}`,
+        op: "MUL_MAT",
+        dtypes: [n(a), "F32"],
+        build: (b) => b.output(b.mulMat(b.weight("w", a, [k, m]), b.input("x", F32, [k, tokens]))),
+        tolerance: tol(a),
+      });
 for (const d of FLOAT_DTYPES)
   for (const [k, m, tokens] of [
     [33, 17, 1],
