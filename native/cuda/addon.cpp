@@ -25,10 +25,15 @@ struct Buffer {
   int busy = 0;  // executes in flight that use it (touched on the JavaScript thread only)
 };
 
-// An executor handle: the executor, and executes in flight (JavaScript thread only).
+// An executor handle: the executor, and executes in flight (JavaScript thread only); for a run
+// of launchReplay, the buffers it marked busy and the host arrays its downloads land in (kept
+// alive until pollReplay sees it finish).
 struct ExecutorHandle {
   std::unique_ptr<Executor> executor;
   int busy = 0;
+  std::vector<Buffer*> replay_buffers;
+  std::vector<Napi::Reference<Napi::Value>> replay_keep;
+  bool replaying = false;
 };
 
 void throw_coded(Napi::Env env, const char* code, const std::string& message) {
@@ -257,8 +262,8 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?: boolean,
-//                 attnDecode?: "auto" | "tile" | "vec", mmqCols?: [min, max] })
+// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
+//                 attnDecode?: "auto" | "tile" | "vec", mmqCols?: [min, max], decodeRows?: number })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -285,6 +290,16 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);
     flag("mvWideLoads", &tuning.mv_wide_loads);
+    flag("stepTimes", &tuning.step_times);
+    flag("ropeBlock", &tuning.rope_block);
+    flag("fusedCombine", &tuning.fused_combine);
+    Napi::Value rows = t.Get("decodeRows");
+    if (!rows.IsUndefined()) {
+      const double r = rows.IsNumber() ? rows.As<Napi::Number>().DoubleValue() : -1;
+      if (!(r >= 1 && r <= 64 && r == static_cast<int>(r)))
+        throw Napi::TypeError::New(info.Env(), "tuning.decodeRows must be an integer in [1, 64]");
+      tuning.decode_rows = static_cast<int>(r);
+    }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 64, or [0, 0] (off)";
@@ -323,10 +338,20 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
   o.Set("graphsCached", static_cast<double>(h->executor->graphs_cached()));
   o.Set("graphReplays", static_cast<double>(h->executor->graph_replays()));
   o.Set("graphCaptures", static_cast<double>(h->executor->graph_captures()));
+  o.Set("threadReplays", static_cast<double>(h->executor->launches()));
   o.Set("graphFailures", static_cast<double>(h->executor->graph_failures()));
   o.Set("fusedRuns", static_cast<double>(h->executor->fused_runs()));
   const std::string last = h->executor->last_graph_error();
   if (!last.empty()) o.Set("lastGraphError", last);
+  const Executor::StepTimes t = h->executor->step_times();
+  if (t.runs > 0) {
+    Napi::Object st = Napi::Object::New(info.Env());
+    st.Set("runs", static_cast<double>(t.runs));
+    st.Set("gpuMicros", t.gpu_us);
+    st.Set("executeMicros", t.execute_us);
+    st.Set("launchMicros", t.launch_us);
+    o.Set("stepTimes", st);
+  }
   return o;
 }
 
@@ -334,9 +359,9 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
 class ExecuteWorker : public Napi::AsyncWorker {
  public:
   ExecuteWorker(Napi::Env env, ExecutorHandle* h, std::vector<uint8_t> program, std::vector<Buffer*> buffers,
-                bool profile)
+                bool profile, uint64_t id)
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(h),
-        program_(std::move(program)), buffers_(std::move(buffers)), profile_(profile) {
+        program_(std::move(program)), buffers_(std::move(buffers)), profile_(profile), id_(id) {
     handle_->busy++;
     for (Buffer* b : buffers_) b->busy++;
     for (Buffer* b : buffers_) bindings_.push_back({static_cast<uint8_t*>(b->ptr), b->size, false});
@@ -346,7 +371,7 @@ class ExecuteWorker : public Napi::AsyncWorker {
 
   void Execute() override {
     status_ = handle_->executor->execute(program_.data(), program_.size(), bindings_, profile_ ? &micros_ : nullptr,
-                                         &stats_);
+                                         &stats_, id_);
   }
 
   void OnOK() override {
@@ -387,35 +412,149 @@ class ExecuteWorker : public Napi::AsyncWorker {
   std::vector<Buffer*> buffers_;
   std::vector<minfer::program::BufferBinding> bindings_;
   bool profile_;
+  uint64_t id_;
   ExecStatus status_;
   ExecStats stats_;
   std::vector<double> micros_;
 };
 
-// execute(executor, program, buffers, profile) → Promise<{ nodeMicros?, graph }>
+// The program buffers argument: CUDA buffers on the executor's device.
+std::vector<Buffer*> program_buffers(const Napi::CallbackInfo& info, size_t i, ExecutorHandle* h) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsArray()) throw Napi::TypeError::New(env, "buffers must be an array of CUDA buffers");
+  Napi::Array a = info[i].As<Napi::Array>();
+  std::vector<Buffer*> buffers;
+  for (uint32_t k = 0; k < a.Length(); k++) {
+    Napi::Value v = a.Get(k);
+    if (!v.IsExternal()) throw Napi::TypeError::New(env, "buffers[" + std::to_string(k) + "] is not a CUDA buffer");
+    Buffer* b = v.As<Napi::External<Buffer>>().Data();
+    if (b == nullptr || b->ptr == nullptr) throw_coded(env, "DISPOSED", "buffers[" + std::to_string(k) + "] was freed");
+    if (b->device != h->executor->device())
+      throw_coded(env, "WRONG_DEVICE", "buffers[" + std::to_string(k) + "] is on device " + std::to_string(b->device) +
+                                           ", the executor on " + std::to_string(h->executor->device()));
+    buffers.push_back(b);
+  }
+  return buffers;
+}
+
+// A program id: a positive integer below 2^53 (0 or absent: none).
+uint64_t id_arg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined()) return 0;
+  return size_arg(info, i, "program id");
+}
+
+// execute(executor, program, buffers, profile, id?) → Promise<{ nodeMicros?, graph }>
 Napi::Value Execute(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ExecutorHandle* h = executor_arg(info, 0);
   size_t length = 0;
   const uint8_t* bytes = bytes_arg(info, 1, &length);
-  if (info.Length() < 3 || !info[2].IsArray()) throw Napi::TypeError::New(env, "buffers must be an array of CUDA buffers");
-  Napi::Array a = info[2].As<Napi::Array>();
-  std::vector<Buffer*> buffers;
-  for (uint32_t i = 0; i < a.Length(); i++) {
-    Napi::Value v = a.Get(i);
-    if (!v.IsExternal()) throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] is not a CUDA buffer");
-    Buffer* b = v.As<Napi::External<Buffer>>().Data();
-    if (b == nullptr || b->ptr == nullptr) throw_coded(env, "DISPOSED", "buffers[" + std::to_string(i) + "] was freed");
-    if (b->device != h->executor->device())
-      throw_coded(env, "WRONG_DEVICE", "buffers[" + std::to_string(i) + "] is on device " + std::to_string(b->device) +
-                                           ", the executor on " + std::to_string(h->executor->device()));
-    buffers.push_back(b);
-  }
+  std::vector<Buffer*> buffers = program_buffers(info, 2, h);
   const bool profile = info.Length() > 3 && info[3].IsBoolean() && info[3].As<Napi::Boolean>().Value();
-  auto* w = new ExecuteWorker(env, h, std::vector<uint8_t>(bytes, bytes + length), std::move(buffers), profile);
+  const uint64_t id = id_arg(info, 4);
+  auto* w = new ExecuteWorker(env, h, std::vector<uint8_t>(bytes, bytes + length), std::move(buffers), profile, id);
   Napi::Promise p = w->promise();
   w->Queue();
   return p;
+}
+
+// launchReplay(executor, id, length, buffers, uploads, downloads) → boolean. uploads: [buffer,
+// offset, typed array] each; downloads: [buffer, offset, length, page-locked Uint8Array] each.
+// true: program `id` (of `length` bytes, executed before with that id) was captured over these
+// buffers and now runs — the uploads first, the downloads after it — and pollReplay says when it
+// has finished. false: nothing was done (see Executor::launch); the caller runs it the usual way.
+Napi::Value LaunchReplay(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExecutorHandle* h = executor_arg(info, 0);
+  const uint64_t id = id_arg(info, 1);
+  const size_t length = size_arg(info, 2, "program length");
+  std::vector<Buffer*> buffers = program_buffers(info, 3, h);
+  if (h->replaying) return Napi::Boolean::New(env, false);
+  auto list = [&](size_t i, const char* what) {
+    if (info.Length() <= i || !info[i].IsArray()) throw Napi::TypeError::New(env, std::string(what) + " must be an array");
+    return info[i].As<Napi::Array>();
+  };
+  auto region = [&](Napi::Array item, const char* what, uint32_t k, size_t bytes, Buffer** out) -> size_t {
+    Napi::Value hv = item.Get(0u), ov = item.Get(1u);
+    if (!hv.IsExternal() || !ov.IsNumber()) throw Napi::TypeError::New(env, std::string(what) + "[" + std::to_string(k) + "] is malformed");
+    Buffer* b = hv.As<Napi::External<Buffer>>().Data();
+    if (b == nullptr || b->ptr == nullptr) throw_coded(env, "DISPOSED", std::string(what) + "[" + std::to_string(k) + "]: the buffer was freed");
+    if (b->device != h->executor->device()) throw_coded(env, "WRONG_DEVICE", std::string(what) + "[" + std::to_string(k) + "]: the buffer is on another device");
+    const double o = ov.As<Napi::Number>().DoubleValue();
+    if (!(o >= 0 && o <= 9007199254740991.0) || o != static_cast<double>(static_cast<uint64_t>(o)))
+      throw Napi::RangeError::New(env, std::string(what) + "[" + std::to_string(k) + "]: offset must be a non-negative integer");
+    const size_t offset = static_cast<size_t>(o);
+    if (offset > b->size || bytes > b->size - offset)
+      throw Napi::RangeError::New(env, std::string(what) + "[" + std::to_string(k) + "]: offset + length is past the end of the buffer");
+    *out = b;
+    return offset;
+  };
+  std::vector<Executor::Upload> ups;
+  Napi::Array ua = list(4, "uploads");
+  for (uint32_t k = 0; k < ua.Length(); k++) {
+    Napi::Value v = ua.Get(k);
+    if (!v.IsArray() || v.As<Napi::Array>().Length() != 3 || !v.As<Napi::Array>().Get(2u).IsTypedArray())
+      throw Napi::TypeError::New(env, "uploads[" + std::to_string(k) + "] must be [buffer, offset, typed array]");
+    Napi::Array item = v.As<Napi::Array>();
+    Napi::TypedArray t = item.Get(2u).As<Napi::TypedArray>();
+    Buffer* b = nullptr;
+    const size_t offset = region(item, "uploads", k, t.ByteLength(), &b);
+    ups.push_back({static_cast<uint8_t*>(b->ptr) + offset,
+                   static_cast<const uint8_t*>(t.ArrayBuffer().Data()) + t.ByteOffset(), t.ByteLength()});
+  }
+  std::vector<Executor::Download> downs;
+  std::vector<Napi::Value> keep;
+  Napi::Array da = list(5, "downloads");
+  for (uint32_t k = 0; k < da.Length(); k++) {
+    Napi::Value v = da.Get(k);
+    if (!v.IsArray() || v.As<Napi::Array>().Length() != 4 || !v.As<Napi::Array>().Get(3u).IsTypedArray())
+      throw Napi::TypeError::New(env, "downloads[" + std::to_string(k) + "] must be [buffer, offset, length, Uint8Array]");
+    Napi::Array item = v.As<Napi::Array>();
+    Napi::Value lv = item.Get(2u);
+    const double ld = lv.IsNumber() ? lv.As<Napi::Number>().DoubleValue() : -1;
+    if (!(ld >= 0 && ld <= 9007199254740991.0) || ld != static_cast<double>(static_cast<uint64_t>(ld)))
+      throw Napi::RangeError::New(env, "downloads[" + std::to_string(k) + "]: length must be a non-negative integer");
+    const size_t bytes = static_cast<size_t>(ld);
+    Napi::TypedArray into = item.Get(3u).As<Napi::TypedArray>();
+    if (into.ByteLength() < bytes)
+      throw Napi::RangeError::New(env, "downloads[" + std::to_string(k) + "]: the host array is shorter than length");
+    Buffer* b = nullptr;
+    const size_t offset = region(item, "downloads", k, bytes, &b);
+    uint8_t* dst = static_cast<uint8_t*>(into.ArrayBuffer().Data()) + into.ByteOffset();
+    if (bytes > 0 && !is_pinned(dst)) return Napi::Boolean::New(env, false);  // a DMA needs page-locked memory
+    downs.push_back({dst, static_cast<const uint8_t*>(b->ptr) + offset, bytes});
+    keep.push_back(into.ArrayBuffer());
+  }
+  std::vector<minfer::program::BufferBinding> bindings;
+  for (Buffer* b : buffers) bindings.push_back({static_cast<uint8_t*>(b->ptr), b->size, false});
+  bool launched = false;
+  const ExecStatus s = h->executor->launch(id, length, bindings, ups, downs, &launched);
+  if (!s.ok()) throw_coded(env, exec_code_name(s.code), s.message);
+  if (!launched) return Napi::Boolean::New(env, false);
+  h->replaying = true;
+  h->busy++;
+  for (Buffer* b : buffers) b->busy++;
+  h->replay_buffers = std::move(buffers);
+  h->replay_keep.clear();
+  for (Napi::Value& v : keep) h->replay_keep.push_back(Napi::Persistent(v));
+  return Napi::Boolean::New(env, true);
+}
+
+// pollReplay(executor) → false while the launched run is on the GPU, true when it has finished;
+// throws its error (code OUT_OF_RANGE, CUDA_ERROR, …) when it failed.
+Napi::Value PollReplay(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ExecutorHandle* h = executor_arg(info, 0);
+  if (!h->replaying) throw_coded(env, "INVALID_ARGUMENT", "pollReplay: no run was launched");
+  ExecStatus s;
+  if (!h->executor->poll(&s)) return Napi::Boolean::New(env, false);
+  h->replaying = false;
+  h->busy--;
+  for (Buffer* b : h->replay_buffers) b->busy--;
+  h->replay_buffers.clear();
+  h->replay_keep.clear();
+  if (!s.ok()) throw_coded(env, exec_code_name(s.code), s.message);
+  return Napi::Boolean::New(env, true);
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -434,6 +573,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("disposeExecutor", Napi::Function::New(env, DisposeExecutor));
   exports.Set("executorStats", Napi::Function::New(env, ExecutorStats));
   exports.Set("execute", Napi::Function::New(env, Execute));
+  exports.Set("launchReplay", Napi::Function::New(env, LaunchReplay));
+  exports.Set("pollReplay", Napi::Function::New(env, PollReplay));
   return exports;
 }
 

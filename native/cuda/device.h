@@ -32,6 +32,8 @@ std::string copy_to_device(int device, void* dst, const void* src, size_t bytes)
 // wait for the legacy stream the copies use.
 std::string wait_for_uploads(int device, void* stream);
 std::string copy_to_host(int device, void* dst, const void* src, size_t bytes);
+// Whether p is page-locked host memory (alloc_host, cudaHostRegister): a DMA can land there.
+bool is_pinned(const void* p);
 // Page-locked host memory (zero-filled) for reads that are one DMA transfer; release_host frees it.
 std::string alloc_host(int device, size_t bytes, void** ptr);
 std::string release_host(void* ptr);

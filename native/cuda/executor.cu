@@ -2,6 +2,8 @@
 // data-dependent error reporting. Every CUDA status is checked and named.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -102,6 +104,7 @@ ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::Buffe
     for (size_t i = 0; i < n;) {
       const size_t run = fused_match(&out->args[i], n - i);
       out->fused[i] = static_cast<uint8_t>(run);
+      if (run > 1) out->scratch = std::max(out->scratch, fused_scratch_bytes(&out->args[i], run));
       i += run > 1 ? run : 1;
     }
   }
@@ -154,6 +157,17 @@ struct Executor::Impl {
   int sm_count = 0;
   int cc_major = 0;
   Tuning tuning;
+  cudaEvent_t time0 = nullptr, time1 = nullptr;  // Tuning::step_times: around an execute's launches
+  // launch()'s own state: its run in flight, its error record, events and upload staging.
+  bool inflight = false;
+  const Loaded* inflight_program = nullptr;
+  DeviceError* fast_err = nullptr;  // pinned
+  cudaEvent_t fast_done = nullptr, fast_t0 = nullptr, fast_t1 = nullptr;
+  std::chrono::steady_clock::time_point fast_host0;
+  uint8_t* staging = nullptr;  // pinned
+  size_t staging_capacity = 0;
+  static constexpr int kCounters = 16384;
+  unsigned* counters = nullptr;  // LaunchContext::counters, zeroed once
 
   // A program seen before: its bytes and buffers (the key), runs, and its graph once captured.
   struct Entry {
@@ -164,6 +178,7 @@ struct Executor::Impl {
     std::unique_ptr<Loaded> loaded;  // parsed and checked once: a replay skips both
     cudaGraphExec_t exec = nullptr;
     bool no_graph = false;  // capture failed once: this program launches directly from now on
+    uint64_t id = 0;        // the caller's name for the program (execute's id), 0: none
   };
   std::list<Entry> entries;  // most recently used first
   static constexpr size_t kMaxEntries = 64;
@@ -182,7 +197,15 @@ struct Executor::Impl {
     if (scratch) cudaFree(scratch);
     for (void* p : retired) cudaFree(p);
     if (err_dev) cudaFree(err_dev);
+    if (counters) cudaFree(counters);
     if (err_host) cudaFreeHost(err_host);
+    if (fast_err) cudaFreeHost(fast_err);
+    if (staging) cudaFreeHost(staging);
+    if (fast_done) cudaEventDestroy(fast_done);
+    if (fast_t0) cudaEventDestroy(fast_t0);
+    if (fast_t1) cudaEventDestroy(fast_t1);
+    if (time0) cudaEventDestroy(time0);
+    if (time1) cudaEventDestroy(time1);
     if (stream) cudaStreamDestroy(stream);
   }
 
@@ -198,7 +221,7 @@ struct Executor::Impl {
     const PdlScope pdl(tuning.pdl && cc_major >= 9);
     // A fused run is one launch: its time goes to its first node (the others record ~0).
     for (size_t i = 0; i < l.args.size();) {
-      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, tuning};
+      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, tuning, counters, kCounters};
       const size_t run = l.fused[i] > 1 ? l.fused[i] : 1;
       const cudaError_t e = run > 1 ? fused_launch(&l.args[i], run, ctx) : l.kernels[i]->launch(l.args[i], ctx);
       if (e != cudaSuccess) {
@@ -300,6 +323,16 @@ Executor::Executor(int device, bool use_graphs, Tuning tuning, ExecStatus* statu
     MINFER_EXEC_TRY(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
     MINFER_EXEC_TRY(cudaMalloc(&m.err_dev, sizeof(DeviceError)));
     MINFER_EXEC_TRY(cudaMallocHost(&m.err_host, sizeof(DeviceError)));
+    MINFER_EXEC_TRY(cudaMallocHost(&m.fast_err, sizeof(DeviceError)));
+    MINFER_EXEC_TRY(cudaEventCreateWithFlags(&m.fast_done, cudaEventDisableTiming));
+    MINFER_EXEC_TRY(cudaMalloc(&m.counters, sizeof(unsigned) * Impl::kCounters));
+    MINFER_EXEC_TRY(cudaMemset(m.counters, 0, sizeof(unsigned) * Impl::kCounters));
+    if (tuning.step_times) {
+      MINFER_EXEC_TRY(cudaEventCreate(&m.time0));
+      MINFER_EXEC_TRY(cudaEventCreate(&m.time1));
+      MINFER_EXEC_TRY(cudaEventCreate(&m.fast_t0));
+      MINFER_EXEC_TRY(cudaEventCreate(&m.fast_t1));
+    }
     return ExecStatus{};
   }();
 }
@@ -314,7 +347,8 @@ size_t Executor::graphs_cached() const {
 }
 
 ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers,
-                             std::vector<double>* node_micros, ExecStats* stats) {
+                             std::vector<double>* node_micros, ExecStats* stats, uint64_t id) {
+  const auto host0 = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   Impl& m = *impl_;
   if (!m.stream) return err(ExecCode::CudaError, "the executor did not start (see the error of its creation)");
@@ -390,7 +424,30 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
     key.push_back(b.size);
   }
   const uint64_t hash = hash_bytes(hash_bytes(1469598103934665603ull, bytes, length), key.data(), key.size() * 8);
+  const bool timed = m.time0 != nullptr;
+  std::chrono::steady_clock::time_point launched;
+  // The launches are between the two events; the GPU time is theirs, the host's from entry on.
+  auto mark_start = [&]() -> ExecStatus {
+    if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.time0, m.stream));
+    return ExecStatus{};
+  };
+  auto finish_timed = [&](const Loaded& l) -> ExecStatus {
+    if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.time1, m.stream));
+    launched = std::chrono::steady_clock::now();
+    ExecStatus s = m.finish(l);
+    if (!s.ok() || !timed) return s;
+    float gpu_ms = 0;
+    MINFER_EXEC_TRY(cudaEventElapsedTime(&gpu_ms, m.time0, m.time1));
+    const auto done = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> tl(times_mu_);
+    times_.runs++;
+    times_.gpu_us += gpu_ms * 1000.0;
+    times_.execute_us += std::chrono::duration<double, std::micro>(done - host0).count();
+    times_.launch_us += std::chrono::duration<double, std::micro>(launched - host0).count();
+    return s;
+  };
   Impl::Entry* e = m.find(hash, bytes, length, key);
+  if (e && id != 0) e->id = id;
   if (!e) {
     auto l = std::make_unique<Loaded>();
     ExecStatus s = load(bytes, length, buffers, l.get(), m.tuning.fuse);
@@ -398,22 +455,27 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
     if (l->args.empty()) return ExecStatus{};
     s = m.ensure_scratch(l->scratch);
     if (!s.ok()) return s;
+    s = mark_start();
+    if (!s.ok()) return s;
     s = m.enqueue(*l, nullptr);
     if (!s.ok()) return s;
     for (uint8_t run : l->fused) fused_runs_ += run > 1 ? 1 : 0;
     e = m.remember(hash, bytes, length, std::move(key));
+    e->id = id;
     e->loaded = std::move(l);
     e->runs++;
-    return m.finish(*e->loaded);
+    return finish_timed(*e->loaded);
   }
   const Loaded& l = *e->loaded;
   if (e->exec) {
+    if (const ExecStatus t = mark_start(); !t.ok()) return t;
     MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
     replays_++;
     if (stats) stats->graph_replayed = true;
   } else if (!e->no_graph) {
     ExecStatus s = m.capture(l, e);
     if (s.ok()) {
+      if (const ExecStatus t = mark_start(); !t.ok()) return t;
       MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
       captures_++;
       if (stats) stats->graph_captured = true;
@@ -426,15 +488,114 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
       graph_failures_++;
       last_graph_error_ = s.message;
       if (stats) stats->graph_failed = true;
+      if (const ExecStatus t = mark_start(); !t.ok()) return t;
       s = m.enqueue(l, nullptr);
       if (!s.ok()) return s;
     }
   } else {
+    if (const ExecStatus t = mark_start(); !t.ok()) return t;
     ExecStatus s = m.enqueue(l, nullptr);
     if (!s.ok()) return s;
   }
   e->runs++;
-  return m.finish(l);
+  return finish_timed(l);
+}
+
+ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::BufferBinding>& buffers,
+                            const std::vector<Upload>& uploads, const std::vector<Download>& downloads, bool* launched) {
+  *launched = false;
+  const auto host0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  Impl& m = *impl_;
+  if (!lock.owns_lock() || m.inflight || !m.stream || id == 0) return ExecStatus{};
+  // The program by its id, over the same buffers, captured already.
+  Impl::Entry* e = nullptr;
+  for (auto it = m.entries.begin(); it != m.entries.end(); ++it) {
+    if (it->id != id || it->bytes.size() != length || !it->exec || it->buffers.size() != buffers.size() * 2) continue;
+    bool same = true;
+    for (size_t i = 0; i < buffers.size() && same; i++)
+      same = it->buffers[2 * i] == reinterpret_cast<uint64_t>(buffers[i].data) && it->buffers[2 * i + 1] == buffers[i].size;
+    if (!same) continue;
+    m.entries.splice(m.entries.begin(), m.entries, it);
+    e = &m.entries.front();
+    break;
+  }
+  if (!e) return ExecStatus{};
+  size_t up_bytes = 0;
+  for (const Upload& u : uploads) up_bytes += (u.bytes + 255) & ~size_t{255};
+  MINFER_EXEC_TRY(cudaSetDevice(device_));
+  if (up_bytes > m.staging_capacity) {
+    // (a run of this executor may still read the old staging: wait for the stream first)
+    MINFER_EXEC_TRY(cudaStreamSynchronize(m.stream));
+    if (m.staging) MINFER_EXEC_TRY(cudaFreeHost(m.staging));
+    m.staging = nullptr;
+    m.staging_capacity = 0;
+    size_t want = 64 << 10;
+    while (want < up_bytes) want *= 2;
+    MINFER_EXEC_TRY(cudaMallocHost(&m.staging, want));
+    m.staging_capacity = want;
+  }
+  if (const std::string w = wait_for_uploads(device_, m.stream); !w.empty()) return err(ExecCode::CudaError, w);
+  const bool timed = m.fast_t0 != nullptr;
+  size_t at = 0;
+  for (const Upload& u : uploads) {
+    if (u.bytes == 0) continue;
+    std::memcpy(m.staging + at, u.src, u.bytes);
+    MINFER_EXEC_TRY(cudaMemcpyAsync(u.dst, m.staging + at, u.bytes, cudaMemcpyHostToDevice, m.stream));
+    at += (u.bytes + 255) & ~size_t{255};
+  }
+  if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t0, m.stream));
+  MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
+  if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t1, m.stream));
+  for (const Download& d : downloads)
+    if (d.bytes > 0) MINFER_EXEC_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDeviceToHost, m.stream));
+  MINFER_EXEC_TRY(cudaMemcpyAsync(m.fast_err, m.err_dev, sizeof(DeviceError), cudaMemcpyDeviceToHost, m.stream));
+  MINFER_EXEC_TRY(cudaEventRecord(m.fast_done, m.stream));
+  replays_++;
+  launches_++;
+  e->runs++;
+  m.inflight = true;
+  m.inflight_program = e->loaded.get();
+  m.fast_host0 = host0;
+  *launched = true;
+  if (timed) {
+    std::lock_guard<std::mutex> tl(times_mu_);
+    times_.launch_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host0).count();
+  }
+  return ExecStatus{};
+}
+
+bool Executor::poll(ExecStatus* status) {
+  Impl& m = *impl_;
+  *status = ExecStatus{};
+  if (!m.inflight) {
+    *status = err(ExecCode::CudaError, "poll: no launched run");
+    return true;
+  }
+  const cudaError_t q = cudaEventQuery(m.fast_done);
+  if (q == cudaErrorNotReady) return false;
+  m.inflight = false;
+  if (q != cudaSuccess) {
+    *status = cuda_fail("cudaEventQuery", q);
+    return true;
+  }
+  if (m.fast_err->code != 0) {
+    const Loaded& l = *m.inflight_program;
+    const int node = m.fast_err->node;
+    const int32_t op = node >= 0 && static_cast<size_t>(node) < l.args.size() ? static_cast<int32_t>(l.args[node].op) : -1;
+    *status = err(ExecCode::OutOfRange, pf::node_prefix(node, op) + "an index read from an input is out of range (" +
+                                            std::to_string(m.fast_err->detail) + ")");
+  }
+  if (m.fast_t0) {
+    float gpu_ms = 0;
+    const cudaError_t t = cudaEventElapsedTime(&gpu_ms, m.fast_t0, m.fast_t1);
+    if (t != cudaSuccess && status->ok()) *status = cuda_fail("cudaEventElapsedTime", t);
+    std::lock_guard<std::mutex> tl(times_mu_);
+    times_.runs++;
+    times_.gpu_us += gpu_ms * 1000.0;
+    times_.execute_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - m.fast_host0).count();
+  }
+  return true;
 }
 
 }  // namespace minfer::cuda

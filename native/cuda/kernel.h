@@ -66,6 +66,10 @@ struct LaunchContext {
   void* scratch;     // device scratch of at least scratch_bytes(args) bytes (nullptr when 0)
   int sm_count;      // multiprocessors of the device
   Tuning tuning;     // kernel variants chosen for this executor
+  // Zeroed device counters a kernel may use to find the last of its blocks (each kernel leaves
+  // them zero again: the executor allocates them once), and how many there are.
+  unsigned* counters;
+  int n_counters;
 };
 
 struct KernelDef {
@@ -96,6 +100,8 @@ inline size_t no_scratch(const NodeArgs&) { return 0; }
 // takes (0: none; at most `available`); fused_launch enqueues it, ctx.node being the first node.
 size_t fused_match(const NodeArgs* nodes, size_t available);
 cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx);
+// Bytes of scratch a fused run needs (0: the largest of its nodes' own is enough).
+size_t fused_scratch_bytes(const NodeArgs* nodes, size_t count);
 
 // A printf-formatted message in a thread-local buffer, for `check` to return.
 const char* check_fail(const char* format, ...) __attribute__((format(printf, 1, 2)));

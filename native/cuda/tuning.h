@@ -44,6 +44,25 @@ struct Tuning {
   // against 29.3; Q4_0 20.8 against 21.3 (docs/PERFORMANCE.md). For Q4_K, 16-byte loads measured
   // slower (24.1 against 21.6 us), so its 4-byte loads stay.
   bool mv_wide_loads = true;
+  // Time every execute (MINFER_CUDA_STEP_TIMES=1): the GPU time from its first node to its last
+  // (two events around the launch) and the host time inside execute, summed in the executor's
+  // stats, so the host's part of a step (the GPU idle between steps) can be measured. Off by
+  // default: two event records and a query per execute.
+  bool step_times = false;
+  // Decode attention (ops/attention_decode.cuh): rows of a kv head per block (the largest divisor
+  // of its rows not above this, one query's rows with attn_per_query). One row a block gives each
+  // block the shortest chain and the grid the most blocks (K/V is read once per block, from L2 after
+  // the first): on the H200, qwen2-7b Q4_0 tg128 329 against 289-302 tok/s for all 7 rows of a kv
+  // head in one block (docs/PERFORMANCE.md).
+  int decode_rows = 1;
+  // RoPE of q and k with the K/V stores of one decode token (ops/rope_store.cu): one block that
+  // loads every input before it stores anything, instead of the flat kernel's one or two launches.
+  bool rope_block = true;
+  // Decode attention over several splits of blocks of one or two rows merges them in the last block
+  // of each row group to finish (a device counter finds it) instead of in a combine kernel launched
+  // after it. (With more rows a block, the last block's merge of each row one after another cost
+  // more than the launch: 289-302 against 334 tok/s with 7 rows, docs/PERFORMANCE.md.)
+  bool fused_combine = true;
 };
 
 }  // namespace minfer::cuda

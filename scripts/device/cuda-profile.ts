@@ -13,8 +13,43 @@ import { readGguf } from "../../packages/gguf/src/index.js";
 import type { TimingReport } from "../../packages/scheduler/src/index.js";
 
 const [out, path] = process.argv.slice(2) as [string, string];
+// every execute timed natively (GPU time between events, host time inside execute): see stepLine
+process.env.MINFER_CUDA_STEP_TIMES ??= "1";
 const cpuRt = await cpu.devices()[0]!.init();
 const gpuRt = (await cuda.devices()[0]!.init()) as CudaRuntime;
+
+// Host time of the runtime's calls as JavaScript awaits them (writes and reads are synchronous
+// copies; execute hands the program to a worker thread and resolves when the stream is done).
+const calls = { write: 0, execute: 0, read: 0, executeWithIo: 0 };
+for (const name of ["write", "execute", "read", "executeWithIo"] as const) {
+  const f = (gpuRt[name] as (...a: unknown[]) => Promise<unknown>).bind(gpuRt);
+  (gpuRt as unknown as Record<string, unknown>)[name] = async (...a: unknown[]) => {
+    const t = performance.now();
+    try {
+      return await f(...a);
+    } finally {
+      calls[name] += performance.now() - t;
+    }
+  };
+}
+type Snap = { calls: typeof calls; times: NonNullable<ReturnType<CudaRuntime["graphStats"]>["stepTimes"]> };
+const snap = (): Snap => ({
+  calls: { ...calls },
+  times: gpuRt.graphStats().stepTimes ?? { runs: 0, gpuMicros: 0, executeMicros: 0, launchMicros: 0 },
+});
+// Per step between two snapshots: where the wall time of a decode step went.
+function stepLine(a: Snap, b: Snap, steps: number, wallMs: number): string {
+  const per = (x: number) => (x / steps).toFixed(3);
+  const runs = b.times.runs - a.times.runs;
+  const gpu = (b.times.gpuMicros - a.times.gpuMicros) / 1000;
+  return (
+    `wall ${per(wallMs)} ms per step; executeWithIo awaited ${per(b.calls.executeWithIo - a.calls.executeWithIo)} ` +
+    `(writes, execute and reads in one call; within it or apart:) writes ${per(b.calls.write - a.calls.write)}, execute awaited ` +
+    `${per(b.calls.execute - a.calls.execute)} (inside it: ${per((b.times.executeMicros - a.times.executeMicros) / 1000)}, ` +
+    `until launched ${per((b.times.launchMicros - a.times.launchMicros) / 1000)}), reads ${per(b.calls.read - a.calls.read)}; ` +
+    `GPU ${per(gpu)} (${runs} executes timed), so the GPU waits ${per(wallMs - gpu)} ms a step`
+  );
+}
 const meta = (await readGguf(path)).metadata;
 const nLayer = meta.integer(`${meta.architecture}.block_count`);
 const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpuRt, layers: nLayer } });
@@ -83,10 +118,12 @@ for (const streams of streamCounts) {
   let mTotal = 0;
   let mCompute = 0;
   let graphsBefore = gpuRt.graphStats();
+  let mSnap = snap();
   for (let i = 0; i < 32; i++) {
     await multiPlain.decode(step(i));
     if (i < 2) {
       graphsBefore = gpuRt.graphStats();
+      mSnap = snap();
       continue; // new shapes: graph build, capture
     }
     mTotal += multiPlain.lastTiming.totalMs;
@@ -102,6 +139,7 @@ for (const streams of streamCounts) {
   };
   lines.push(
     `== ${streams} sequences without profiling: ${(mTotal / 30).toFixed(3)} ms per step, ${(mCompute / 30).toFixed(3)} ms in execute+copies, graphs over the 30 steps ${JSON.stringify(delta)}`,
+    `   ${stepLine(mSnap, snap(), 30, mTotal)}`,
   );
   multiPlain.dispose();
 }
@@ -134,18 +172,23 @@ for (const rows of [1, 16, 64]) {
 
 const plain = new Context(model, { nCtx: 1024, reuseLogits: true });
 await plain.decode({ tokens: tokens(64, 9), logits: "last" });
+await plain.decode({ tokens: tokens(1, 99), logits: "last" }); // captures the step's graph
 let total = 0;
 let compute = 0;
 const steps = 128;
+const s0 = snap();
+const w0 = performance.now();
 for (let i = 0; i < steps; i++) {
   await plain.decode({ tokens: tokens(1, 100 + i), logits: "last" });
   total += plain.lastTiming.totalMs;
   compute += plain.lastTiming.computeMs;
 }
+const loopMs = performance.now() - w0;
 lines.splice(
   0,
   0,
   `== decode without profiling: ${(total / steps).toFixed(3)} ms per step, ${(compute / steps).toFixed(3)} ms in execute+copies, graphs ${JSON.stringify(gpuRt.graphStats())}`,
+  `   ${stepLine(s0, snap(), steps, loopMs)} (wall: the loop's, decode calls back to back)`,
 );
 plain.dispose();
 const text = lines.join("\n");

@@ -159,6 +159,126 @@ if (dev) {
     if (!same) throw new Error(`differs: cuda ${hex(got)} … cpu ${hex(want)} …`);
     return true;
   });
+  // executeWithIo's replay on the JavaScript thread (launchReplay / pollReplay): a one-node
+  // GET_ROWS whose indices are uploaded with it; the third run replays on this thread. A bad
+  // index there fails that run (OUT_OF_RANGE, naming the node) and leaves the runtime usable.
+  await check(
+    "replay on the JavaScript thread: uploads, graph, reads; an index error; then again",
+    async () => {
+      const cuda = rt as CudaRuntime;
+      const rows = 64;
+      const width = 32;
+      const f32 = (n: number, m: number) => ({
+        dtype: DType.F32,
+        ne: [n, m, 1, 1] as Shape,
+        nb: [4, 4 * n, 4 * n * m, 4 * n * m] as Shape,
+      });
+      const i32 = { dtype: DType.I32, ne: [3, 1, 1, 1] as Shape, nb: [4, 12, 12, 12] as Shape };
+      const q = opQueryProgram({
+        op: Op.GET_ROWS,
+        params: [],
+        inputs: [f32(width, rows), i32],
+        outputs: [f32(width, 3)],
+      });
+      if ("error" in q) throw new Error(q.error.message);
+      const bufs = q.bufferSizes.map((n, i) => cuda.allocate(n, `g${i}`));
+      const table = Float32Array.from({ length: width * rows }, (_, i) => i * 0.5);
+      await cuda.write(bufs[0]!, 0, table);
+      const into = cuda.allocateHost(q.bufferSizes[2]!);
+      const run = (idx: number[]) =>
+        cuda.executeWithIo(
+          q.program,
+          bufs,
+          [{ buffer: bufs[1]!, offset: 0, data: Int32Array.from(idx) }],
+          [{ buffer: bufs[2]!, offset: 0, length: q.bufferSizes[2]!, into }],
+        );
+      const expectRows = async (idx: number[]) => {
+        const out = new Float32Array((await run(idx))[0]!.slice().buffer);
+        for (let r = 0; r < 3; r++)
+          for (let c = 0; c < width; c++)
+            if (out[r * width + c] !== table[idx[r]! * width + c])
+              throw new Error(`rows ${idx}: element ${r},${c} differs`);
+      };
+      const before = cuda.graphStats().threadReplays;
+      await expectRows([1, 2, 3]); // first run, then capture
+      await expectRows([60, 0, 7]);
+      await expectRows([5, 63, 5]); // replayed on this thread
+      const onThread = cuda.graphStats().threadReplays - before;
+      if (onThread < 1) throw new Error(`no run replayed on the JavaScript thread (${onThread})`);
+      let code = "";
+      try {
+        await run([2, 64, 1]);
+      } catch (e) {
+        code = `${(e as { code?: string }).code}: ${(e as Error).message}`;
+      }
+      if (!/OUT_OF_RANGE/.test(code) || !/node 0 \(GET_ROWS\)/.test(code))
+        throw new Error(`bad index: ${code || "no error"}`);
+      await expectRows([9, 8, 7]);
+      for (const b of bufs) b.dispose();
+      return `${cuda.graphStats().threadReplays - before} runs replayed on this thread; a bad index: ${code}`;
+    },
+  );
+  // Greedy decoding with executeWithIo's replay on the JavaScript thread (reused, page-locked
+  // logits) against MINFER_CUDA_POLL=0 (a worker thread waits for each step): identical logits.
+  for (const path of [
+    new URL("../fixtures/stories260K.gguf", import.meta.url).pathname,
+    ...process.argv.slice(3, 4),
+  ]) {
+    await check(
+      `replay on the JavaScript thread: logits bit-identical to MINFER_CUDA_POLL=0 (${basename(path)})`,
+      async () => {
+        const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+        const decode = async (poll: boolean) => {
+          const before = process.env.MINFER_CUDA_POLL;
+          process.env.MINFER_CUDA_POLL = poll ? "1" : "0";
+          const gpu = (await dev.init()) as CudaRuntime;
+          if (before === undefined) delete process.env.MINFER_CUDA_POLL;
+          else process.env.MINFER_CUDA_POLL = before;
+          const probe = await Model.load(path, { runtime: cpuRt });
+          const layers = probe.hparams.nLayer;
+          probe.dispose();
+          const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
+          const ctx = new Context(model, { nCtx: 128, reuseLogits: true });
+          const rows: Float32Array[] = [];
+          let logits = (
+            await ctx.decode({
+              tokens: model.tokenizer.encode("Once upon a time", { addSpecial: true }),
+              logits: "last",
+            })
+          )
+            .last()
+            .slice();
+          for (let i = 0; i < 24; i++) {
+            rows.push(logits);
+            let best = 0;
+            for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
+            logits = (await ctx.decode({ tokens: [best], logits: "last" })).last().slice();
+          }
+          const onThread = gpu.graphStats().threadReplays;
+          ctx.dispose();
+          model.dispose();
+          gpu.dispose();
+          return { rows, onThread };
+        };
+        const polled = await decode(true);
+        const waited = await decode(false);
+        cpuRt.dispose();
+        if (polled.onThread === 0) throw new Error("no step was replayed on the JavaScript thread");
+        if (waited.onThread !== 0)
+          throw new Error(`MINFER_CUDA_POLL=0 still replayed ${waited.onThread} steps on the thread`);
+        for (let i = 0; i < polled.rows.length; i++) {
+          const a = new Uint32Array(polled.rows[i]!.buffer);
+          const b = new Uint32Array(waited.rows[i]!.buffer);
+          const at = a.findIndex((v, k) => v !== b[k]);
+          if (at >= 0)
+            throw new Error(
+              `step ${i}: logit ${at} differs (${polled.rows[i]![at]} vs ${waited.rows[i]![at]})`,
+            );
+        }
+        return `${polled.rows.length} steps identical, ${polled.onThread} replayed on the thread`;
+      },
+    );
+  }
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).
   const models = [

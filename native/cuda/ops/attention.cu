@@ -55,6 +55,7 @@
 #include "attention_decode.cuh"
 #include "attention_kernels.cuh"
 #include "attention_mma.cuh"
+#include "fused.h"
 
 namespace minfer::cuda {
 namespace {
@@ -200,7 +201,10 @@ cudaError_t launch_tiles_v(DType vt, const AttnParams& p, dim3 grid, size_t smem
 
 bool is_aligned(const void* ptr, int64_t a) { return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(a) == 0; }
 
-cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
+// act: with one query, the decode kernel also writes its output as Q8A there (fused.h); *quantized
+// says whether it did.
+cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
+  if (quantized) *quantized = false;
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
   const Plan plan = plan_attention(args);
   if (!plan.ok) return cudaErrorInvalidValue;
@@ -261,11 +265,25 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   if (want_decode && decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned,
                                   per_query ? p.group : plan.rows)) {
     p.per_query = per_query;
+    p.dec_rows = decode_rows_per_block(per_query ? p.group : p.rows, ctx.tuning.decode_rows);
+    // blocks of one split: kv heads times the row groups of dec_rows (per query: of one query)
+    const int64_t groups = n_kv_head * ((per_query ? p.group : p.rows) / p.dec_rows);
     p.n_splits = !ctx.scratch ? 1
-                 : per_query  ? per_query_splits(n_kv, n_kv_head, n_q, p.hd, ctx.sm_count,
+                 : per_query  ? per_query_splits(n_kv, groups, n_q, p.hd, ctx.sm_count,
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv))
-                              : decode_splits(n_kv, n_kv_head, p.hd, ctx.sm_count);
+                              : decode_splits(n_kv, groups, p.hd, ctx.sm_count);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+    // the splits merged by their last block (one counter per kv head and row group) or by the
+    // combine kernel
+    const bool fused = ctx.tuning.fused_combine && p.n_splits > 1 && p.dec_rows <= 2 && ctx.counters &&
+                       n_kv_head * (p.rows / p.dec_rows) <= ctx.n_counters;
+    p.counters = fused ? ctx.counters : nullptr;
+    if (act && n_q == 1 && hdv % 32 == 0) {
+      const size_t qs = (static_cast<size_t>(n_head * hdv) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
+      p.act_q = reinterpret_cast<int8_t*>(act);
+      p.act_d = reinterpret_cast<float2*>(act + qs);
+      if (quantized) *quantized = true;
+    }
     return launch_decode(p, ctx.stream);
   }
   if (ctx.tuning.attn_mma &&
@@ -304,7 +322,15 @@ cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaSuccess;
 }
 
+cudaError_t launch_attention(const NodeArgs& args, const LaunchContext& ctx) {
+  return launch_attention_into(args, ctx, nullptr, nullptr);
+}
+
 const Registrar attention_kernel(program::Op::ATTENTION, {check_attention, scratch_attention, launch_attention});
 
 }  // namespace
+
+cudaError_t attention_launch_quantizing(const NodeArgs& attn, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
+  return launch_attention_into(attn, ctx, act, quantized);
+}
 }  // namespace minfer::cuda

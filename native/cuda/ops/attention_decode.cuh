@@ -98,9 +98,10 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   __shared__ int lo_s[kDecMaxRows], hi_s[kDecMaxRows], range_s[2];
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
-  // Rows of this block: all of the kv head's, or with per_query those of query blockIdx.z (row0 on).
+  // Rows of this block: dec_rows of the kv head's rows from row0 (all of them, one query's with
+  // per_query, or fewer: Tuning::decode_rows).
   const int split = blockIdx.x, kvh = blockIdx.y;
-  const int row0 = p.per_query ? static_cast<int>(blockIdx.z) * p.group : 0, R = p.per_query ? p.group : p.rows;
+  const int row0 = static_cast<int>(blockIdx.z) * p.dec_rows, R = p.dec_rows;
   const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;
   const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
 
@@ -239,33 +240,66 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
     }
   }
 
+  if (p.n_splits == 1) {
+#pragma unroll
+    for (int r = 0; r < kDecMaxRows; r++) {
+      if (r >= R) break;
+      const int j = (row0 + r) / p.group, h = kvh * p.group + (row0 + r) % p.group;
+      const float l = l_s[r];
+      const float out = l > 0.0f ? acc[r] * (1.0f / l) : 0.0f;
+      *reinterpret_cast<float*>(p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2 +
+                                static_cast<int64_t>(tid) * p.o_nb0) = out;
+      if (p.act_q) q8a_warp_block(out, p.act_q + h * HD + tid, p.act_d + (h * HD + tid) / 32);
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < kDecMaxRows; r++) {
     if (r >= R) break;
-    if (p.n_splits == 1) {
-      const int j = (row0 + r) / p.group, h = kvh * p.group + (row0 + r) % p.group;
-      const float l = l_s[r];
-      *reinterpret_cast<float*>(p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2 +
-                                static_cast<int64_t>(tid) * p.o_nb0) = l > 0.0f ? acc[r] * (1.0f / l) : 0.0f;
-    } else {
-      float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + row0 + r) * (HD + 2);
-      if (tid == 0) {
-        part[0] = m_s[r];
-        part[1] = l_s[r];
-      }
-      part[2 + tid] = acc[r];
+    float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + row0 + r) * (HD + 2);
+    if (tid == 0) {
+      part[0] = m_s[r];
+      part[1] = l_s[r];
     }
+    part[2 + tid] = acc[r];
   }
+  if (!p.counters) return;  // attn_combine_kernel merges the splits
+  // The last split of this (kv head, row group) to finish merges them: every thread's partials are
+  // made visible device-wide before the block counts itself, and the last block reads after it.
+  __shared__ bool last_s;
+  __shared__ float cw_s[kMaxSplits];
+  __shared__ float inv_s;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    unsigned* c = p.counters + static_cast<int64_t>(kvh) * gridDim.z + blockIdx.z;
+    const bool last = atomicAdd(c, 1u) == static_cast<unsigned>(p.n_splits - 1);
+    if (last) *c = 0;  // every split has counted: zero for the next launch
+    last_s = last;
+  }
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  for (int r = 0; r < R; r++) combine_row(p, kvh, row0 + r, cw_s, &inv_s);
+}
+
+// Rows per block of the decode kernel: the largest divisor of `all` (a kv head's rows, or one
+// query's) not above `want` (all of them when want <= 0 or want >= all).
+inline int decode_rows_per_block(int all, int want) {
+  if (want <= 0 || want >= all) return all;
+  int r = want;
+  while (all % r != 0) r--;
+  return r;
 }
 
 // Launches the decode kernel with p.n_splits splits (p.part set when more than one) and the
 // combine kernel after it.
 inline cudaError_t launch_decode(const AttnParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.n_splits), static_cast<unsigned>(p.n_kv_head),
-                  static_cast<unsigned>(p.per_query ? p.n_q : 1));
+                  static_cast<unsigned>(p.rows / p.dec_rows));
   const cudaError_t e = p.hd == 128 ? launch_k(attn_decode_kernel<128>, grid, dim3(128), 0, stream, p)
                                     : launch_k(attn_decode_kernel<64>, grid, dim3(64), 0, stream, p);
-  if (e != cudaSuccess || p.n_splits <= 1) return e;
+  if (e != cudaSuccess || p.n_splits <= 1 || p.counters) return e;
   return launch_k(attn_combine_kernel, dim3(static_cast<unsigned>(p.rows), static_cast<unsigned>(p.n_kv_head)),
                   dim3(kCombineThreads), 0, stream, p);
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "../cuda_util.cuh"
+#include "act_quant.cuh"
 #include "../kernel.h"
 
 namespace minfer::cuda::attn {
@@ -68,6 +69,11 @@ struct AttnParams {
   bool hd4;       // hd % 4 == 0: q rows read as float4
   bool v_sep;     // the V tile has its own shared buffer and is loaded with the K tile
   bool per_query; // decode kernel: a block takes one query's rows (grid.z = query), not all rows
+  int dec_rows;   // decode kernel: rows of a kv head per block (divides rows; grid.z = rows / dec_rows)
+  int8_t* act_q;   // one query (decode kernel, its merge): the output also quantized as Q8A
+  float2* act_d;   // (act_quant.cuh: codes of element h·hdv + d, one {d, d·Σq} per 32); nullptr: not
+  unsigned* counters;  // decode kernel with splits: zeroed, one per (kv head, grid.z) — the last
+                       // split to finish merges them (nullptr: attn_combine_kernel does)
   float scale, softcap;
   float* part;    // partials (n_splits > 1): [split][kv head][row][m, l, acc[hdv]]
   DeviceError* err;
@@ -464,15 +470,14 @@ __global__ void attn_tile_kernel(const AttnParams p) {
   }
 }
 
-// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y): warp 0 forms the split
+// Merges the splits of row `row` of kv head `kvh` with the block's threads: warp 0 forms the split
 // weights e^(m_s - M) and the total l (up to four splits a lane), then each thread sums its dims
-// over the splits that saw a cell (a split with weight 0 is not read: decode leaves most splits empty).
-__global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
-  pdl_begin();
+// over the splits that saw a cell (a split with weight 0 is not read: decode leaves most splits
+// empty). w_s holds kMaxSplits floats; the block's threads all call it (it has barriers). The
+// partials are read past L1 (__ldcg): the decode kernel's last block reads what others wrote.
+__device__ inline void combine_row(const AttnParams& p, int kvh, int row, float* w_s, float* inv_s) {
   constexpr int kPerLane = kMaxSplits / kWarp;
-  __shared__ float w_s[kMaxSplits];
-  __shared__ float inv_s;
-  const int row = blockIdx.x, kvh = blockIdx.y, tid = threadIdx.x;
+  const int tid = threadIdx.x;
   const int64_t stride = static_cast<int64_t>(p.n_kv_head) * p.rows * (p.hdv + 2);
   const float* part0 = p.part + (static_cast<int64_t>(kvh) * p.rows + row) * (p.hdv + 2);
   if (tid < kWarp) {
@@ -481,8 +486,8 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const Att
 #pragma unroll
     for (int i = 0; i < kPerLane; i++) {
       const int s = tid + i * kWarp;
-      m[i] = s < p.n_splits ? part0[s * stride] : -INFINITY;
-      l[i] = s < p.n_splits ? part0[s * stride + 1] : 0.0f;
+      m[i] = s < p.n_splits ? __ldcg(part0 + s * stride) : -INFINITY;
+      l[i] = s < p.n_splits ? __ldcg(part0 + s * stride + 1) : 0.0f;
       mx = fmaxf(mx, m[i]);
     }
     mx = warp_max(mx);
@@ -494,21 +499,32 @@ __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const Att
       lsum += w * l[i];
     }
     const float l_total = warp_sum(lsum);
-    if (tid == 0) inv_s = l_total > 0.0f ? 1.0f / l_total : 0.0f;
+    if (tid == 0) *inv_s = l_total > 0.0f ? 1.0f / l_total : 0.0f;
   }
   __syncthreads();
   const int j = row / p.group, h = kvh * p.group + row % p.group;
   uint8_t* orow = p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2;
-  const float inv = inv_s;
+  const float inv = *inv_s;
   for (int d = tid; d < p.hdv; d += blockDim.x) {
     float a = 0.0f;
 #pragma unroll 8
     for (int s = 0; s < p.n_splits; s++) {
       const float w = w_s[s];
-      if (w != 0.0f) a = fmaf(w, part0[s * stride + 2 + d], a);
+      if (w != 0.0f) a = fmaf(w, __ldcg(part0 + s * stride + 2 + d), a);
     }
     st_f32(orow + static_cast<int64_t>(d) * p.o_nb0, a * inv, p.aligned);
+    // (hdv and blockDim are multiples of 32: a warp's lanes are all here, on one block of 32)
+    if (p.act_q) q8a_warp_block(a * inv, p.act_q + h * p.hdv + d, p.act_d + (h * p.hdv + d) / 32);
   }
+  __syncthreads();  // w_s and inv_s are rewritten by the next row
+}
+
+// Merges the splits of one row (blockIdx.x) of one kv head (blockIdx.y).
+__global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const AttnParams p) {
+  pdl_begin();
+  __shared__ float w_s[kMaxSplits];
+  __shared__ float inv_s;
+  combine_row(p, blockIdx.y, blockIdx.x, w_s, &inv_s);
 }
 
 }  // namespace minfer::cuda::attn

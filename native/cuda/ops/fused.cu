@@ -10,8 +10,13 @@ size_t fused_match(const NodeArgs* nodes, size_t available) {
     case program::Op::RMS_NORM_MUL:
     case program::Op::SWIGLU:
     case program::Op::GEGLU: return producer_matvec_match(nodes, available);
+    case program::Op::ATTENTION: return attn_matvec_match(nodes, available);
     default: return 0;
   }
+}
+
+size_t fused_scratch_bytes(const NodeArgs* nodes, size_t count) {
+  return nodes[0].op == program::Op::ATTENTION && count == 2 ? attn_matvec_scratch(nodes) : 0;
 }
 
 cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx) {
@@ -20,6 +25,7 @@ cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContex
     case program::Op::RMS_NORM_MUL:
     case program::Op::SWIGLU:
     case program::Op::GEGLU: return count == 2 ? producer_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
+    case program::Op::ATTENTION: return count == 2 ? attn_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
     default: return cudaErrorInvalidValue;
   }
 }

@@ -20,6 +20,14 @@ cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx);
 size_t producer_matvec_match(const NodeArgs* nodes, size_t available);
 cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx);
 
+// ATTENTION of one query, then the matmul reading its output (the o projection): the attention's
+// last writer (its decode kernel's store or its splits' merge) also quantizes the output into the
+// matmul's Q8A activation region; the attention's own scratch moves past the matmul's.
+// (attn_matvec.cu)
+size_t attn_matvec_match(const NodeArgs* nodes, size_t available);
+cudaError_t attn_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx);
+size_t attn_matvec_scratch(const NodeArgs* nodes);
+
 // ---- the pieces those use, from the ops' own files ----
 
 // Activation formats of the quantized mat-vec (ops/matvec_q.cuh ActFmt).
@@ -40,6 +48,10 @@ cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ct
 // elementwise.cu: SWIGLU or GEGLU of a single contiguous row (a multiple of the format's block),
 // likewise.
 bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt);
+// attention.cu: ATTENTION as its kernel runs it; with `act` (Q8A codes, then the scales) the
+// decode kernel also writes its output quantized there and *quantized says so (the kernels of
+// long caches and prefill do not: then *quantized is false and act is untouched).
+cudaError_t attention_launch_quantizing(const NodeArgs& attn, const LaunchContext& ctx, uint8_t* act, bool* quantized);
 cudaError_t gated_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
 
 }  // namespace minfer::cuda

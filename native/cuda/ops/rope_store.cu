@@ -14,7 +14,8 @@
 // token the nodes' order holds and memory reused between them is fine; with several tokens no
 // output may overlap another node's input or output. Anything else runs unfused. One token whose
 // heads rotate whole (decode) takes two wide launches instead (rope_store_flat_kernel: the q
-// pairs, then the k pairs and the k and v rows), when the second's writes are independent.
+// pairs, then the k pairs and the k and v rows), when the second's writes are independent, or
+// (by default, MINFER_CUDA_ROPE_BLOCK=0 turns it off) one block that loads everything first.
 // SET_ROWS's rules hold: an index out of range is reported for its node and not written, and of
 // two tokens with the same index the later one is stored.
 #include <cstring>
@@ -244,9 +245,99 @@ __global__ void __launch_bounds__(kThreads) rope_store_flat_kernel(const RopeSto
                *reinterpret_cast<const float*>(a.v_src.data + c * a.v_src.nb[0]));
   }
 }
+// One token, one block (rope_block_ok): every value the four nodes read (the q and k rows, the v
+// row, the angles, the cell) is loaded into shared memory first, then after one barrier the
+// rotated pairs and the rows are stored. All reads precede all writes, so an output may reuse the
+// memory of any input (the k RoPE's output over q's input, as the allocator arranges it); what
+// must hold is that no node reads what an earlier one wrote, and no two writes meet. One launch
+// with one load and one store latency, against the flat kernel's two launches when those overlap.
+constexpr int kBlockThreads = 1024;
+constexpr int64_t kBlockMaxFloats = 10240;  // q, k and v rows held in shared memory (40 KB)
+__global__ void __launch_bounds__(kBlockThreads) rope_store_block_kernel(const RopeStoreArgs a) {
+  pdl_begin();
+  extern __shared__ float sm[];
+  __shared__ float2 cs[kMaxHalf];
+  __shared__ int64_t row_s;
+  __shared__ bool k_ok_s, v_ok_s;
+  const RopeParams& p = a.p;
+  const int half = p.n_dims / 2, tid = threadIdx.x;
+  const int64_t hd = a.q_in.ne[0], nq = a.q_in.ne[1] * hd, nk = a.k_in.ne[1] * hd, nv = a.v_src.ne[0];
+  float* q_s = sm;
+  float* k_s = sm + nq;
+  float* v_s = k_s + nk;
+  const double pos = *reinterpret_cast<const int32_t*>(a.pos.data);
+  if (tid < half) cs[tid] = rope_cos_sin(p, a.ff, pos, tid);
+  if (tid == 0) {
+    const int64_t row = *reinterpret_cast<const int32_t*>(a.idx.data);
+    const bool k_ok = row >= 0 && row < a.k_dst.ne[1], v_ok = row >= 0 && row < a.v_dst.ne[1];
+    if (!k_ok) report_error(a.err, a.k_node, row);
+    if (!v_ok) report_error(a.err, a.v_node, row);
+    row_s = row;
+    k_ok_s = k_ok;
+    v_ok_s = v_ok;
+  }
+  // Loads kBatch at a time into registers, then into shared memory (the loads stay in flight together).
+  const int64_t total = nq + nk + nv;
+  for (int64_t i0 = 0; i0 < total; i0 += static_cast<int64_t>(kBatch) * kBlockThreads) {
+    float x[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; b++) {
+      const int64_t i = i0 + static_cast<int64_t>(b) * kBlockThreads + tid;
+      if (i < nq) x[b] = ld(a.q_in, i % hd, i / hd, 0);
+      else if (i < nq + nk) x[b] = ld(a.k_in, (i - nq) % hd, (i - nq) / hd, 0);
+      else if (i < total) x[b] = *reinterpret_cast<const float*>(a.v_src.data + (i - nq - nk) * a.v_src.nb[0]);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; b++) {
+      const int64_t i = i0 + static_cast<int64_t>(b) * kBlockThreads + tid;
+      if (i < total) sm[i] = x[b];
+    }
+  }
+  __syncthreads();
+  const int64_t row = row_s;
+  uint8_t* kd = k_ok_s ? a.k_dst.data + row * a.k_dst.nb[1] : nullptr;
+  const int64_t q_pairs = a.q_in.ne[1] * half, k_pairs = a.k_in.ne[1] * half;
+  for (int64_t w = tid; w < q_pairs + k_pairs + nv; w += kBlockThreads) {
+    if (w < q_pairs) {
+      const Pair q = pair_of(w, half, p.mode);
+      store_pair(a.q_out, 0, q, rope_rotate(q_s[q.h * hd + q.j0], q_s[q.h * hd + q.j1], cs[q.i]), nullptr, a.k_dst, hd);
+    } else if (w < q_pairs + k_pairs) {
+      const Pair q = pair_of(w - q_pairs, half, p.mode);
+      store_pair(a.k_out, 0, q, rope_rotate(k_s[q.h * hd + q.j0], k_s[q.h * hd + q.j1], cs[q.i]), kd, a.k_dst, hd);
+    } else if (v_ok_s) {
+      const int64_t c = w - q_pairs - k_pairs;
+      store_elem(a.v_dst.data + row * a.v_dst.nb[1] + c * a.v_dst.nb[0], a.v_dst.dtype, v_s[c]);
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
+// Whether the single-block kernel may run the four nodes of one token (rope_store_block_kernel):
+// heads rotated whole, the rows fit its shared memory, and — since it reads everything first —
+// no node reads what an earlier node writes (q's output against k's, the stores' and v's reads,
+// k's output against the stores' other reads) and no two writes overlap.
+bool rope_block_ok(const NodeArgs* nodes) {
+  const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
+  const Tensor* ff = q.n_inputs == 3 ? q.in[2] : q.in[1];
+  const Tensor &qo = *q.out[0], &ko = *k.out[0], &kd = *ks.out[0], &vd = *vs.out[0];
+  const int64_t floats = q.in[0]->ne[1] * q.in[0]->ne[0] + k.in[0]->ne[1] * k.in[0]->ne[0] + vs.in[1]->ne[0];
+  if (floats > kBlockMaxFloats) return false;
+  const Tensor* later_reads_of_q[] = {k.in[0], ks.in[2], vs.in[1]};
+  for (const Tensor* r : later_reads_of_q)
+    if (overlap(qo, *r)) return false;
+  if (overlap(ko, *ks.in[2]) || overlap(ko, *vs.in[1]) || overlap(kd, *vs.in[1]) || overlap(kd, *vs.in[2])) return false;
+  const Tensor* writes[] = {&qo, &ko, &kd, &vd};
+  const Tensor* node_reads[] = {q.in[1], ff, ks.in[2]};  // positions, factors and cells are read by every phase
+  for (int w = 0; w < 4; w++) {
+    for (int x = w + 1; x < 4; x++)
+      if (overlap(*writes[w], *writes[x])) return false;
+    for (const Tensor* r : node_reads)
+      if (overlap(*writes[w], *r)) return false;
+  }
+  return true;
+}
 // Whether no write of the four nodes touches another write or anything read, except a RoPE
 // rotating in place: then their elements may be computed in any order, by any block.
 bool independent_io(const NodeArgs* nodes) {
@@ -341,6 +432,11 @@ cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
   a.err = ctx.err;
   a.k_node = ctx.node + 2;
   a.v_node = ctx.node + 3;
+  if (tokens == 1 && a.p.n_dims == a.q_in.ne[0] && a.p.n_dims == a.k_in.ne[0] && ctx.tuning.rope_block &&
+      rope_block_ok(nodes)) {
+    const size_t smem = static_cast<size_t>(a.q_in.ne[1] * a.q_in.ne[0] + a.k_in.ne[1] * a.k_in.ne[0] + a.v_src.ne[0]) * 4;
+    return launch_k(rope_store_block_kernel, dim3(1), dim3(kBlockThreads), smem, ctx.stream, a);
+  }
   if (tokens == 1 && a.p.n_dims == a.q_in.ne[0] && a.p.n_dims == a.k_in.ne[0] && flat_ok(nodes)) {
     const int64_t half = a.p.n_dims / 2, q_items = a.q_in.ne[1] * half, kv_items = a.k_in.ne[1] * half + a.v_src.ne[0];
     if (one_launch_ok(nodes))

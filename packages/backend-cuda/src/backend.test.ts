@@ -37,6 +37,11 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
+      stepTimes: false,
+      decodeRows: 1,
+      ropeBlock: true,
+      fusedCombine: true,
+      replayOnThread: true,
     });
     expect(
       readEnv({
@@ -48,6 +53,11 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
+        MINFER_CUDA_STEP_TIMES: "0",
+        MINFER_CUDA_DECODE_ROWS: "64",
+        MINFER_CUDA_ROPE_BLOCK: "0",
+        MINFER_CUDA_FUSED_COMBINE: "0",
+        MINFER_CUDA_POLL: "0",
       }),
     ).toEqual({
       graphs: false,
@@ -58,6 +68,11 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
+      stepTimes: false,
+      decodeRows: 64,
+      ropeBlock: false,
+      fusedCombine: false,
+      replayOnThread: false,
     });
     expect(
       readEnv({
@@ -69,6 +84,11 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
+        MINFER_CUDA_STEP_TIMES: "1",
+        MINFER_CUDA_DECODE_ROWS: "1",
+        MINFER_CUDA_ROPE_BLOCK: "1",
+        MINFER_CUDA_FUSED_COMBINE: "1",
+        MINFER_CUDA_POLL: "1",
       }),
     ).toEqual({
       graphs: true,
@@ -79,6 +99,11 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
+      stepTimes: true,
+      decodeRows: 1,
+      ropeBlock: true,
+      fusedCombine: true,
+      replayOnThread: true,
     });
     for (const bad of ["1-8", "8-4", "2-65", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
@@ -86,6 +111,13 @@ describe("CUDA settings from the environment", () => {
       );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
+    expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
+      /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
+    );
+    for (const bad of ["0", "65", "-1", "2.5", "x"])
+      expect(() => readEnv({ MINFER_CUDA_DECODE_ROWS: bad })).toThrow(
+        /MINFER_CUDA_DECODE_ROWS must be an integer in 1-64/,
+      );
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(
       /MINFER_CUDA_ATTN_PER_QUERY must be "0" or "1"/,
@@ -371,5 +403,73 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     expect(producer({ cols: 2 })).toBe(0); // two rows: not a decode row
     expect(producer({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
     expect(producer({ readsOther: true })).toBe(0); // the product reads something else
+  });
+
+  // ATTENTION of one decode query (F16 cache, spans), then the o projection over its heads'
+  // outputs: the attention writes the product's Q8A activations.
+  function attnThenProduct(
+    o: { queries?: number; hdv?: number; wtype?: DType; mul?: Op; readsOther?: boolean } = {},
+  ) {
+    const nq = o.queries ?? 1;
+    const hd = o.hdv ?? 128;
+    const heads = 4;
+    const wtype = o.wtype ?? DType.Q4_0;
+    const k = hd * heads;
+    const wRow = wtype === DType.Q4_0 ? (k / 32) * 18 : 4 * k;
+    const t = (dtype: DType, buffer: number, ne: number[], esize: number) => {
+      const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
+      const nb = [esize, esize * n[0], esize * n[0] * n[1], esize * n[0] * n[1] * n[2]] as [
+        number,
+        number,
+        number,
+        number,
+      ];
+      return { dtype, buffer, offset: 0, ne: n, nb };
+    };
+    const weight = {
+      dtype: wtype,
+      buffer: 5,
+      offset: 0,
+      ne: [k, 16, 1, 1] as [number, number, number, number],
+      nb: [wtype === DType.Q4_0 ? 18 : 4, wRow, wRow * 16, wRow * 16] as [number, number, number, number],
+    };
+    const sizes = [
+      4 * k * nq,
+      2 * hd * 2 * 64,
+      2 * hd * 2 * 64,
+      8 * nq,
+      4 * k * nq,
+      wRow * 16,
+      64 * nq,
+      4 * k * nq,
+    ];
+    const program = encodeProgram({
+      bufferSizes: sizes,
+      tensors: [
+        t(DType.F32, 0, [hd, heads, nq], 4), // 0 q
+        t(DType.F16, 1, [hd, 2, 64], 2), // 1 k cache (2 kv heads, 64 cells)
+        t(DType.F16, 2, [hd, 2, 64], 2), // 2 v cache
+        t(DType.I32, 3, [2, nq], 4), // 3 spans
+        t(DType.F32, 4, [hd, heads, nq], 4), // 4 attention output
+        t(DType.F32, 4, [k, nq], 4), // 5 its heads as one column per query
+        weight, // 6
+        t(DType.F32, 6, [16, nq], 4), // 7 the product
+        t(DType.F32, 7, [k, nq], 4), // 8 another activation
+      ],
+      nodes: [
+        { op: Op.ATTENTION, inputs: [0, 1, 2, 3], outputs: [4], params: [1 / Math.sqrt(hd), 0] },
+        { op: o.mul ?? Op.MUL_MAT, inputs: [6, o.readsOther ? 8 : 5], outputs: [7], params: [] },
+      ],
+    });
+    return fusedRuns!(program, sizes);
+  }
+
+  it("has decode attention quantize the activations of the o projection's mat-vec, only then", () => {
+    expect(attnThenProduct()).toBe(1);
+    expect(attnThenProduct({ hdv: 64 })).toBe(1);
+    expect(attnThenProduct({ queries: 2 })).toBe(0); // two queries: two columns
+    expect(attnThenProduct({ hdv: 48 })).toBe(0); // heads not whole blocks of 32
+    expect(attnThenProduct({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
+    expect(attnThenProduct({ readsOther: true })).toBe(0); // the product reads something else
   });
 });

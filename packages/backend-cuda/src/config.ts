@@ -41,6 +41,45 @@ export interface CudaEnv {
    * instead of the default 8-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
+  /**
+   * MINFER_CUDA_STEP_TIMES=1: every execute is timed (its GPU time between two events, the host
+   * time inside it) and the sums appear in the runtime's `graphStats().stepTimes`. Off by default.
+   */
+  readonly stepTimes: boolean;
+  /**
+   * MINFER_CUDA_DECODE_ROWS: rows of a kv head per block of the decode attention kernel (the
+   * largest divisor of the rows not above it), 1-64; unset: 1 (64: all of a kv head's rows, one
+   * query's with several queries, in one block, as before).
+   */
+  readonly decodeRows: number;
+  /**
+   * MINFER_CUDA_ROPE_BLOCK=0: a decode token's RoPE and K/V stores run on the flat kernel (one or
+   * two wide launches) instead of the default single block that loads everything first.
+   */
+  readonly ropeBlock: boolean;
+  /**
+   * MINFER_CUDA_FUSED_COMBINE=0: decode attention over several splits merges them in a kernel of
+   * its own instead of in the last split's block to finish (the default).
+   */
+  readonly fusedCombine: boolean;
+  /**
+   * MINFER_CUDA_POLL=0: a step that replays a captured graph is handed to a worker thread that
+   * waits for it, as a first run is, instead of being enqueued on the JavaScript thread and polled
+   * between event-loop turns (the default; CudaRuntime.executeWithIo).
+   */
+  readonly replayOnThread: boolean;
+}
+
+function intIn(env: NodeJS.ProcessEnv, name: string, lo: number, hi: number, unset: number): number {
+  const v = env[name] ?? "";
+  if (v === "") return unset;
+  const n = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+  if (!(n >= lo && n <= hi))
+    throw new CudaBackendError(
+      "INVALID_ARGUMENT",
+      `${name} must be an integer in ${lo}-${hi}, not ${JSON.stringify(v)}`,
+    );
+  return n;
 }
 
 function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined {
@@ -79,5 +118,10 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
+    stepTimes: choice(env, "MINFER_CUDA_STEP_TIMES", ["0", "1"]) === "1",
+    decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
+    ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
+    fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
+    replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",
   };
 }

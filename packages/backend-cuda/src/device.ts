@@ -75,15 +75,26 @@ export class CudaDevice implements Device {
    */
   async init(_options: DeviceInitOptions = {}): Promise<CudaRuntime> {
     const env = readEnv();
-    return new CudaRuntime(this, this.#addon, this.info.index, env.graphs, {
-      attnMma: env.attnMma,
-      attnDecode: env.attnDecode,
-      fuse: env.fuse,
-      pdl: env.pdl,
-      attnPerQuery: env.attnPerQuery,
-      mvWideLoads: env.mvWideLoads,
-      ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
-    });
+    return new CudaRuntime(
+      this,
+      this.#addon,
+      this.info.index,
+      env.graphs,
+      {
+        attnMma: env.attnMma,
+        attnDecode: env.attnDecode,
+        fuse: env.fuse,
+        pdl: env.pdl,
+        attnPerQuery: env.attnPerQuery,
+        mvWideLoads: env.mvWideLoads,
+        stepTimes: env.stepTimes,
+        decodeRows: env.decodeRows,
+        ropeBlock: env.ropeBlock,
+        fusedCombine: env.fusedCombine,
+        ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
+      },
+      { replayOnThread: env.replayOnThread },
+    );
   }
 
   /** Runs a tiny kernel on the device and checks what it wrote: the addon's code runs here. */

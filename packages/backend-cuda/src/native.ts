@@ -56,6 +56,14 @@ export interface NativeTuning {
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
   readonly mvWideLoads?: boolean;
+  /** Time every execute (GPU and host), summed in the executor's stats. */
+  readonly stepTimes?: boolean;
+  /** Decode attention: rows of a kv head per block (0: all of them). */
+  readonly decodeRows?: number;
+  /** A decode token's RoPE + K/V stores on one block that loads everything first. */
+  readonly ropeBlock?: boolean;
+  /** Decode attention's splits merged by the last block to finish (no combine kernel). */
+  readonly fusedCombine?: boolean;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }
@@ -73,11 +81,24 @@ export interface NativeExecutorStats {
   readonly graphsCached: number;
   readonly graphReplays: number;
   readonly graphCaptures: number;
+  /** Of the replays, those enqueued on the JavaScript thread by launchReplay (executeWithIo). */
+  readonly threadReplays: number;
   /** Programs whose CUDA graph capture failed: they launch directly (lastGraphError says why). */
   readonly graphFailures: number;
   /** Runs of adjacent nodes launched as one fused kernel, in the programs loaded so far. */
   readonly fusedRuns: number;
   readonly lastGraphError?: string;
+  /**
+   * With `stepTimes`: executes timed since the executor started, and their summed GPU time (from
+   * the first launch to the last node's end), host time inside execute (from entry to return, off
+   * the JavaScript thread), and host time from entry until the launches were enqueued (µs).
+   */
+  readonly stepTimes?: {
+    readonly runs: number;
+    readonly gpuMicros: number;
+    readonly executeMicros: number;
+    readonly launchMicros: number;
+  };
 }
 
 export interface NativeAddon {
@@ -100,13 +121,33 @@ export interface NativeAddon {
   /** BUSY while an execute is in flight. */
   disposeExecutor(executor: NativeExecutor): void;
   executorStats(executor: NativeExecutor): NativeExecutorStats;
-  /** Rejects with an Error whose `code` is BAD_PROGRAM, OUT_OF_RANGE, UNSUPPORTED_SHAPE, CUDA_ERROR, … */
+  /**
+   * Rejects with an Error whose `code` is BAD_PROGRAM, OUT_OF_RANGE, UNSUPPORTED_SHAPE, CUDA_ERROR, …
+   * `id` (a positive integer) names the program for launchReplay: one id, one program's bytes.
+   */
   execute(
     executor: NativeExecutor,
     program: Uint8Array,
     buffers: readonly NativeBuffer[],
     profile: boolean,
+    id?: number,
   ): Promise<NativeExecuteResult>;
+  /**
+   * Runs program `id` (`length` bytes) on the calling thread without waiting, when it was captured
+   * before over these buffers: the uploads, the graph, then the downloads into page-locked memory.
+   * false: nothing was done (not captured yet, another run in flight, a download into pageable
+   * memory). After true, pollReplay until it returns true.
+   */
+  launchReplay(
+    executor: NativeExecutor,
+    id: number,
+    length: number,
+    buffers: readonly NativeBuffer[],
+    uploads: readonly (readonly [NativeBuffer, number, ArrayBufferView])[],
+    downloads: readonly (readonly [NativeBuffer, number, number, Uint8Array])[],
+  ): boolean;
+  /** false while the launched run is on the GPU; true when done; throws its error (with a `code`). */
+  pollReplay(executor: NativeExecutor): boolean;
 }
 
 export type NativeLoad =

@@ -1,5 +1,13 @@
 import { open } from "node:fs/promises";
-import type { BackendBuffer, Device, DeviceRuntime, ExecuteOptions, ExecuteResult } from "@minfer/ir";
+import type {
+  BackendBuffer,
+  Device,
+  DeviceRead,
+  DeviceRuntime,
+  DeviceWrite,
+  ExecuteOptions,
+  ExecuteResult,
+} from "@minfer/ir";
 import { CudaBackendError, fromNative } from "./errors.js";
 import type {
   NativeAddon,
@@ -48,6 +56,18 @@ export class CudaBuffer implements BackendBuffer {
 }
 
 const CHUNK = 64 << 20;
+/** How long a replayed run is polled on every turn of the event loop before polling every ms. */
+const SPIN_MS = 50;
+
+/** Options of a {@link CudaRuntime} beyond the kernel variants. */
+export interface CudaRuntimeOptions {
+  /**
+   * executeWithIo replays a captured step on the JavaScript thread (uploads, graph, downloads
+   * enqueued at once, never waited on) and polls for its end between event-loop turns, instead
+   * of handing each step to a worker thread. Default: true (MINFER_CUDA_POLL=0 turns it off).
+   */
+  readonly replayOnThread?: boolean;
+}
 
 /**
  * A started CUDA device: buffers, copies, and an executor (a stream, device scratch and the CUDA
@@ -60,6 +80,13 @@ export class CudaRuntime implements DeviceRuntime {
   readonly #addon: NativeAddon;
   readonly #index: number;
   readonly #executor: NativeExecutor;
+  readonly #replayOnThread: boolean;
+  /** Each program array's id (execute and launchReplay name programs by it). */
+  readonly #ids = new WeakMap<Uint8Array, number>();
+  #nextId = 1;
+  /** The run launchReplay started, while it has not been seen to finish (every execute waits for it). */
+  #replay: Promise<unknown> = Promise.resolve();
+  #inflight = false;
   #disposed = false;
 
   constructor(
@@ -68,10 +95,12 @@ export class CudaRuntime implements DeviceRuntime {
     index: number,
     useGraphs: boolean,
     tuning: NativeTuning = {},
+    options: CudaRuntimeOptions = {},
   ) {
     this.device = device;
     this.#addon = addon;
     this.#index = index;
+    this.#replayOnThread = (options.replayOnThread ?? true) && useGraphs;
     try {
       this.#executor = addon.createExecutor(index, useGraphs, tuning);
     } catch (e) {
@@ -188,8 +217,15 @@ export class CudaRuntime implements DeviceRuntime {
   ): Promise<ExecuteResult> {
     this.#live();
     const natives = buffers.map((b) => this.#own(b).handle());
+    await this.#idle();
     try {
-      const r = await this.#addon.execute(this.#executor, program, natives, options.profile === true);
+      const r = await this.#addon.execute(
+        this.#executor,
+        program,
+        natives,
+        options.profile === true,
+        this.#id(program),
+      );
       if (r.graph === "failed") {
         // Correct but slower: never silent. Once per program (the executor does not retry it).
         const why = this.#addon.executorStats(this.#executor).lastGraphError ?? "unknown";
@@ -202,6 +238,89 @@ export class CudaRuntime implements DeviceRuntime {
     } catch (e) {
       throw fromNative(e, `${this.device.name}: execute`);
     }
+  }
+
+  /** A program array's id: programs are not changed once executed (the scheduler encodes each once). */
+  #id(program: Uint8Array): number {
+    let id = this.#ids.get(program);
+    if (id === undefined) {
+      id = this.#nextId++;
+      this.#ids.set(program, id);
+    }
+    return id;
+  }
+
+  /**
+   * The writes, the program and the reads in one call (DeviceRuntime.executeWithIo). A program
+   * that ran before over the same buffers replays its CUDA graph from this thread: the writes go
+   * through page-locked staging, the reads land in `into` when that is page-locked
+   * (`allocateHost`), and the run's end is polled between event-loop turns — no worker thread, so
+   * no thread hand-offs around a step. Otherwise (or with MINFER_CUDA_POLL=0) it writes, executes
+   * and reads one after another.
+   */
+  async executeWithIo(
+    program: Uint8Array,
+    buffers: readonly BackendBuffer[],
+    writes: readonly DeviceWrite[],
+    reads: readonly DeviceRead[],
+  ): Promise<Uint8Array[]> {
+    this.#live();
+    await this.#idle();
+    if (this.#replayOnThread && reads.every((r) => r.into !== undefined && r.into.byteLength >= r.length)) {
+      const natives = buffers.map((b) => this.#own(b).handle());
+      let launched = false;
+      try {
+        launched = this.#addon.launchReplay(
+          this.#executor,
+          this.#id(program),
+          program.byteLength,
+          natives,
+          writes.map((w) => [this.#own(w.buffer).handle(), w.offset, w.data] as const),
+          reads.map((r) => [this.#own(r.buffer).handle(), r.offset, r.length, r.into!] as const),
+        );
+      } catch (e) {
+        throw fromNative(e, `${this.device.name}: execute`);
+      }
+      if (launched) {
+        this.#inflight = true;
+        const done = this.#waitReplay().finally(() => {
+          this.#inflight = false;
+        });
+        this.#replay = done;
+        await done;
+        return reads.map((r) => r.into!.subarray(0, r.length));
+      }
+    }
+    for (const w of writes) await this.write(w.buffer, w.offset, w.data);
+    await this.execute(program, buffers);
+    const out: Uint8Array[] = [];
+    for (const r of reads) out.push(await this.read(r.buffer, r.offset, r.length, r.into));
+    return out;
+  }
+
+  /** Until no replayed run is in flight (its error is its caller's, not this one's). */
+  async #idle(): Promise<void> {
+    while (this.#inflight) await this.#replay.catch(() => {});
+  }
+
+  /** Resolves when the launched run has finished: polled every event-loop turn, then every ms. */
+  #waitReplay(): Promise<void> {
+    const t0 = performance.now();
+    return new Promise<void>((resolve, reject) => {
+      const tick = () => {
+        let done: boolean;
+        try {
+          done = this.#addon.pollReplay(this.#executor);
+        } catch (e) {
+          reject(fromNative(e, `${this.device.name}: execute`));
+          return;
+        }
+        if (done) resolve();
+        else if (performance.now() - t0 < SPIN_MS) setImmediate(tick);
+        else setTimeout(tick, 1);
+      };
+      tick();
+    });
   }
 
   /** Stops the executor (BUSY while an execute runs); buffers are freed by their owners. */

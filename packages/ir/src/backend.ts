@@ -102,6 +102,21 @@ export interface ExecuteResult {
   readonly nodeMicros?: Float64Array;
 }
 
+/** A write of host bytes into a device buffer (see {@link DeviceRuntime.executeWithIo}). */
+export interface DeviceWrite {
+  readonly buffer: BackendBuffer;
+  readonly offset: number;
+  readonly data: ArrayBufferView;
+}
+
+/** A read of device bytes, into `into` (at least `length` bytes) or a new array. */
+export interface DeviceRead {
+  readonly buffer: BackendBuffer;
+  readonly offset: number;
+  readonly length: number;
+  readonly into?: Uint8Array;
+}
+
 /** A started device: buffers, transfers and program execution. */
 export interface DeviceRuntime {
   readonly device: Device;
@@ -128,5 +143,17 @@ export interface DeviceRuntime {
     buffers: readonly BackendBuffer[],
     options?: ExecuteOptions,
   ): Promise<ExecuteResult>;
+  /**
+   * Optional: the writes, the program, then the reads, as one call — what a step that runs on one
+   * device does. The results are those of `write` for each of `writes` in order, `execute`, and
+   * `read` for each of `reads`; a GPU enqueues all three on its stream at once. Resolves to the
+   * bytes read (a view of `into` where given), in the order of `reads`.
+   */
+  executeWithIo?(
+    program: Uint8Array,
+    buffers: readonly BackendBuffer[],
+    writes: readonly DeviceWrite[],
+    reads: readonly DeviceRead[],
+  ): Promise<Uint8Array[]>;
   dispose(): void;
 }

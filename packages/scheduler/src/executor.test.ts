@@ -1,3 +1,4 @@
+import type { DeviceRuntime } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 import { SchedulerError } from "./errors.js";
 import { referenceBackend } from "./reference-device.js";
@@ -48,5 +49,51 @@ describe("Executor", () => {
       .executor.run(new Map([[graph.tensors[0]!, Float32Array.of(0, 2, -2, 4)]]));
     const silu = (v: number) => v / (1 + Math.exp(-v));
     expect([...r.float32(graph.outputs[0]!)]).toEqual([0, 1, -1, 2].map((v) => Math.fround(silu(v))));
+  });
+
+  // A device whose runtime takes a step's writes, program and reads as one call (as CUDA does):
+  // the executor hands them over in one executeWithIo, with the same results.
+  it("gives a one-device step its writes, program and reads in one executeWithIo call", async () => {
+    const base = await referenceBackend().devices()[0]!.init();
+    const calls: string[] = [];
+    const oneCall: DeviceRuntime = {
+      device: base.device,
+      allocate: (bytes, label) => base.allocate(bytes, label),
+      mapFile: (...a) => base.mapFile(...a),
+      write: (b, o, d) => {
+        calls.push("write");
+        return base.write(b, o, d);
+      },
+      read: (b, o, n, into) => {
+        calls.push("read");
+        return base.read(b, o, n, into);
+      },
+      execute: (p, bufs, o) => {
+        calls.push("execute");
+        return base.execute(p, bufs, o);
+      },
+      async executeWithIo(program, buffers, writes, reads) {
+        calls.push(`io:${writes.length}w:${reads.length}r`);
+        for (const w of writes) await base.write(w.buffer, w.offset, w.data);
+        await base.execute(program, buffers);
+        return Promise.all(reads.map((r) => base.read(r.buffer, r.offset, r.length, r.into)));
+      },
+      dispose: () => base.dispose(),
+    };
+    const graph = chainGraph(2, 4);
+    const x = new Map([[graph.tensors[0]!, Float32Array.of(0, 2, -2, 4)]]);
+    const into = new Uint8Array(64);
+    const out = graph.outputs[0]!;
+    const r = await new Scheduler({ runtimes: [oneCall] }).prepare(graph).executor.run(x, {
+      outputsInto: new Map([[out, into]]),
+    });
+    expect(calls).toEqual(["io:1w:1r"]);
+    const plain = await new Scheduler({ runtimes: [base] }).prepare(graph).executor.run(x);
+    expect([...r.float32(out)]).toEqual([...plain.float32(out)]);
+    expect(r.outputs.get(out)!.buffer).toBe(into.buffer); // read into the caller's array
+    // profiling measures each node: the separate calls
+    calls.length = 0;
+    await new Scheduler({ runtimes: [oneCall] }).prepare(graph).executor.run(x, { profile: true });
+    expect(calls).toEqual(["write", "execute", "read"]);
   });
 });

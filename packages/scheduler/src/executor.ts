@@ -1,4 +1,4 @@
-import type { BackendBuffer, DeviceRuntime, Tensor } from "@minfer/ir";
+import type { BackendBuffer, DeviceRuntime, DeviceWrite, Tensor } from "@minfer/ir";
 import { SchedulerError } from "./errors.js";
 import type { BufferRef, ExecutionPlan, Location } from "./plan.js";
 import { decodeValues } from "./reference/dtype-io.js";
@@ -89,6 +89,18 @@ export class Executor {
   ): Promise<RunResult> {
     const profile = options.profile ?? this.#options.profile ?? false;
     const { plan } = this;
+    const first = plan.steps[0];
+    const only = plan.steps.length === 1 && first?.kind === "split" ? first : undefined;
+    const runtime = only ? this.#runtime(only.device) : undefined;
+    // One program on one device that reads its inputs and writes its outputs there: the writes,
+    // the program and the reads go to the device as one call where it has one (executeWithIo).
+    const oneCall =
+      !profile &&
+      only !== undefined &&
+      runtime?.executeWithIo !== undefined &&
+      [...plan.inputs.values()].every((ls) => ls.every((l) => l.device === only.device)) &&
+      [...plan.outputs.values()].every((l) => l.device === only.device);
+    const writes: DeviceWrite[] = [];
     for (const [t, locations] of plan.inputs) {
       const data = inputs.get(t);
       if (!data) {
@@ -104,12 +116,32 @@ export class Executor {
           `input "${t.name}" needs ${locations[0]!.bytes} bytes, ${data.byteLength} were given`,
           { tensor: t.name, expected: locations[0]!.bytes, got: data.byteLength },
         );
-      for (const loc of locations)
-        await this.#runtime(loc.device).write(this.#buffer(loc.buffer), loc.offset, data);
+      for (const loc of locations) {
+        if (oneCall) writes.push({ buffer: this.#buffer(loc.buffer), offset: loc.offset, data });
+        else await this.#runtime(loc.device).write(this.#buffer(loc.buffer), loc.offset, data);
+      }
     }
     for (const t of inputs.keys())
       if (!plan.inputs.has(t) && !plan.assignment.graph.tensors.includes(t))
         throw new SchedulerError("INVALID_ARGUMENT", `input "${t.name}" is not a tensor of this graph`);
+    if (oneCall && only !== undefined) {
+      const outs = [...plan.outputs];
+      const bytes = await runtime!.executeWithIo!(
+        only.program,
+        only.slots.map((s) => this.#buffer(s)),
+        writes,
+        outs.map(([t, loc]) => {
+          const into = options.outputsInto?.get(t);
+          return {
+            buffer: this.#buffer(loc.buffer),
+            offset: loc.offset,
+            length: loc.bytes,
+            ...(into ? { into } : {}),
+          };
+        }),
+      );
+      return this.#result(new Map(outs.map(([t], i) => [t, bytes[i]!])), undefined);
+    }
 
     const rows: TimingRow[] = [];
     for (const step of plan.steps) {
@@ -146,6 +178,10 @@ export class Executor {
 
     const outputs = new Map<Tensor, Uint8Array>();
     for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc, options.outputsInto?.get(t)));
+    return this.#result(outputs, profile ? timingReport(rows) : undefined);
+  }
+
+  #result(outputs: Map<Tensor, Uint8Array>, timing: TimingReport | undefined): RunResult {
     const get = (t: Tensor) => {
       const b = outputs.get(t);
       if (!b) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);
@@ -153,7 +189,7 @@ export class Executor {
     };
     return {
       outputs,
-      timing: profile ? timingReport(rows) : undefined,
+      timing,
       values: (t) => decodeValues(t, get(t)),
       float32: (t) => Float32Array.from(decodeValues(t, get(t))),
     };

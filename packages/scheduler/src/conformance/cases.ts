@@ -607,16 +607,21 @@ for (const mode of ["normal", "neox"] as const)
       }
 // An attention layer's cache writes as the model graphs emit them (a GPU runs the four as one
 // launch): ROPE q, ROPE k (partial), k's rows and v into F16 caches at the tokens' cells.
+// (Whole heads of one token, nDims = 128, is the decode step's: a GPU's single-block kernel.)
 for (const mode of ["normal", "neox"] as const)
-  for (const tokens of [1, 5]) {
+  for (const [tokens, nDims] of [
+    [1, 64],
+    [5, 64],
+    [1, 128],
+  ] as const) {
     add({
-      name: `ROPE ${mode} partial nDims=64 q/k + k/v cache stores [128, 4/2, ${tokens}]`,
+      name: `ROPE ${mode} ${nDims < 128 ? "partial " : ""}nDims=${nDims} q/k + k/v cache stores [128, 4/2, ${tokens}]`,
       op: "ROPE",
       dtypes: ["F32", "I32", "F16"],
       build: (b) => {
         const pos = b.input("pos", I32, [tokens]);
         const cells = b.input("cells", I32, [tokens]);
-        const p = { mode, nDims: 64, freqBase: 10000 } as const;
+        const p = { mode, nDims, freqBase: 10000 } as const;
         const q = b.rope(b.input("q", F32, [128, 4, tokens]), pos, p);
         const k = b.rope(b.input("k", F32, [128, 2, tokens]), pos, p);
         const kc = b.setRows(b.state("k_cache", F16, [256, 16]), b.reshape(k, [256, tokens]), cells);
@@ -683,6 +688,18 @@ const attnShapes = [
     nKvHead: 1,
     nQ: 1,
     nKv: 2300,
+    softcap: 0,
+  },
+  // Several queries of a GQA group each (a GPU's per-query decode blocks, and blocks of part of
+  // a group's rows with MINFER_CUDA_DECODE_ROWS).
+  {
+    tag: "decode 3 queries GQA 4:2 hd 128",
+    hd: 128,
+    hdv: 128,
+    nHead: 8,
+    nKvHead: 2,
+    nQ: 3,
+    nKv: 200,
     softcap: 0,
   },
   {
