@@ -49,11 +49,13 @@ struct Tuning {
   // stats, so the host's part of a step (the GPU idle between steps) can be measured. Off by
   // default: two event records and a query per execute.
   bool step_times = false;
-  // Decode attention (ops/attention_decode.cuh): rows of a kv head per block (the largest divisor
-  // of its rows not above this, one query's rows with attn_per_query). One row a block gives each
-  // block the shortest chain and the grid the most blocks (K/V is read once per block, from L2 after
-  // the first): on the H200, qwen2-7b Q4_0 tg128 329 against 289-302 tok/s for all 7 rows of a kv
-  // head in one block (docs/PERFORMANCE.md).
+  // Decode attention of one query (ops/attention_decode.cuh): rows of a kv head per block (the
+  // largest divisor of its rows not above this). One row a block gives each block the shortest
+  // chain and the grid the most blocks (K/V is read once per block, from L2 after the first): on
+  // the H200, llama-quantize's qwen2-7b Q4_0 tg128 367.6 against 349.6 tok/s for all 7 rows of a kv
+  // head in one block (docs/PERFORMANCE.md). Several queries (attn_per_query) keep one query's
+  // rows a block: their grid is large already, and rows apart multiplied their K/V reads (a step
+  // of 64 sequences lost 12%).
   int decode_rows = 1;
   // RoPE of q and k with the K/V stores of one decode token (ops/rope_store.cu): one block that
   // loads every input before it stores anything, instead of the flat kernel's one or two launches.

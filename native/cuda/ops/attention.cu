@@ -265,7 +265,9 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
   if (want_decode && decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned,
                                   per_query ? p.group : plan.rows)) {
     p.per_query = per_query;
-    p.dec_rows = decode_rows_per_block(per_query ? p.group : p.rows, ctx.tuning.decode_rows);
+    // (several queries: one query's rows a block, as measured best for serving; one query: fewer
+    // rows a block, Tuning::decode_rows, since its grid is otherwise a handful of blocks)
+    p.dec_rows = per_query ? p.group : decode_rows_per_block(p.rows, ctx.tuning.decode_rows);
     // blocks of one split: kv heads times the row groups of dec_rows (per query: of one query)
     const int64_t groups = n_kv_head * ((per_query ? p.group : p.rows) / p.dec_rows);
     p.n_splits = !ctx.scratch ? 1

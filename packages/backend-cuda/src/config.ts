@@ -47,9 +47,9 @@ export interface CudaEnv {
    */
   readonly stepTimes: boolean;
   /**
-   * MINFER_CUDA_DECODE_ROWS: rows of a kv head per block of the decode attention kernel (the
-   * largest divisor of the rows not above it), 1-64; unset: 1 (64: all of a kv head's rows, one
-   * query's with several queries, in one block, as before).
+   * MINFER_CUDA_DECODE_ROWS: rows of a kv head per block of the decode attention kernel for one
+   * query (the largest divisor of the rows not above it), 1-64; unset: 1 (64: all of a kv head's
+   * rows in one block, as before). Several queries keep one query's rows a block.
    */
   readonly decodeRows: number;
   /**
