@@ -84,9 +84,8 @@ export class CudaRuntime implements DeviceRuntime {
   /** Each program array's id (execute and launchReplay name programs by it). */
   readonly #ids = new WeakMap<Uint8Array, number>();
   #nextId = 1;
-  /** The run launchReplay started, while it has not been seen to finish (every execute waits for it). */
-  #replay: Promise<unknown> = Promise.resolve();
-  #inflight = false;
+  /** The end of the last execute or executeWithIo asked for: each runs after the one before. */
+  #tail: Promise<unknown> = Promise.resolve();
   #disposed = false;
 
   constructor(
@@ -217,7 +216,21 @@ export class CudaRuntime implements DeviceRuntime {
   ): Promise<ExecuteResult> {
     this.#live();
     const natives = buffers.map((b) => this.#own(b).handle());
-    await this.#idle();
+    return this.#serial(() => this.#execute(program, natives, options));
+  }
+
+  /** Runs f after every execute asked for before it has ended (a replayed step is polled, not awaited natively). */
+  #serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(f, f);
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  async #execute(
+    program: Uint8Array,
+    natives: NativeBuffer[],
+    options: ExecuteOptions,
+  ): Promise<ExecuteResult> {
     try {
       const r = await this.#addon.execute(
         this.#executor,
@@ -265,42 +278,33 @@ export class CudaRuntime implements DeviceRuntime {
     reads: readonly DeviceRead[],
   ): Promise<Uint8Array[]> {
     this.#live();
-    await this.#idle();
-    if (this.#replayOnThread && reads.every((r) => r.into !== undefined && r.into.byteLength >= r.length)) {
-      const natives = buffers.map((b) => this.#own(b).handle());
-      let launched = false;
-      try {
-        launched = this.#addon.launchReplay(
-          this.#executor,
-          this.#id(program),
-          program.byteLength,
-          natives,
-          writes.map((w) => [this.#own(w.buffer).handle(), w.offset, w.data] as const),
-          reads.map((r) => [this.#own(r.buffer).handle(), r.offset, r.length, r.into!] as const),
-        );
-      } catch (e) {
-        throw fromNative(e, `${this.device.name}: execute`);
+    const natives = buffers.map((b) => this.#own(b).handle());
+    return this.#serial(async () => {
+      if (this.#replayOnThread && reads.every((r) => r.into !== undefined && r.into.byteLength >= r.length)) {
+        let launched = false;
+        try {
+          launched = this.#addon.launchReplay(
+            this.#executor,
+            this.#id(program),
+            program.byteLength,
+            natives,
+            writes.map((w) => [this.#own(w.buffer).handle(), w.offset, w.data] as const),
+            reads.map((r) => [this.#own(r.buffer).handle(), r.offset, r.length, r.into!] as const),
+          );
+        } catch (e) {
+          throw fromNative(e, `${this.device.name}: execute`);
+        }
+        if (launched) {
+          await this.#waitReplay();
+          return reads.map((r) => r.into!.subarray(0, r.length));
+        }
       }
-      if (launched) {
-        this.#inflight = true;
-        const done = this.#waitReplay().finally(() => {
-          this.#inflight = false;
-        });
-        this.#replay = done;
-        await done;
-        return reads.map((r) => r.into!.subarray(0, r.length));
-      }
-    }
-    for (const w of writes) await this.write(w.buffer, w.offset, w.data);
-    await this.execute(program, buffers);
-    const out: Uint8Array[] = [];
-    for (const r of reads) out.push(await this.read(r.buffer, r.offset, r.length, r.into));
-    return out;
-  }
-
-  /** Until no replayed run is in flight (its error is its caller's, not this one's). */
-  async #idle(): Promise<void> {
-    while (this.#inflight) await this.#replay.catch(() => {});
+      for (const w of writes) await this.write(w.buffer, w.offset, w.data);
+      await this.#execute(program, natives, {});
+      const out: Uint8Array[] = [];
+      for (const r of reads) out.push(await this.read(r.buffer, r.offset, r.length, r.into));
+      return out;
+    });
   }
 
   /** Resolves when the launched run has finished: polled every event-loop turn, then every ms. */
