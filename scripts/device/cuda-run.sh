@@ -61,6 +61,8 @@
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
 #   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BATCH_TYPES else BENCH_TYPES, BATCH_NPL,
 #                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
+#   ab                  generation of one file by default and with each of AB_VARIANTS, AB_ROUNDS interleaved rounds:
+#                       every sample and each variant's median (AB_FILE, AB_ARGS; see the stage)
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -343,6 +345,23 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
         TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-$v" env "$v" node "$D/dist/bin.js" bench -m "$f" \
           -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
       done
+    done ;;
+  ab) # generation (bench -p 0 -n 128, AB_ARGS to change) of AB_FILE (else the synthetic PROFILE_TYPE) by default and
+    # with each of AB_VARIANTS (NAME=VALUE kernel switches, several joined by commas), AB_ROUNDS interleaved rounds
+    # (default 3) of one run each; prints every variant's samples and median t/s
+    f=${AB_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+    : >"$OUT/ab.txt"
+    for r in $(seq 1 "${AB_ROUNDS:-3}"); do
+      for v in default ${AB_VARIANTS:-}; do
+        e=(); [ "$v" != default ] && IFS=, read -ra e <<<"$v"
+        ts=$(env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" ${AB_ARGS:--p 0 -n 128} -ngl all -r 1 --json 2>>"$OUT/ab.log" |
+          grep -E '"avg_ts"' | tail -n 1 | tr -dc '0-9.')
+        echo "$v $ts" | tee -a "$OUT/ab.txt" >>"$OUT/run.log"
+      done
+    done
+    for v in default ${AB_VARIANTS:-}; do # the median of each variant's rounds
+      echo "ab median: $v $(awk -v v="$v" '$1 == v {print $2}' "$OUT/ab.txt" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') t/s" |
+        tee -a "$OUT/run.log"
     done ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
