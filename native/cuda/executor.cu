@@ -264,7 +264,9 @@ struct Executor::Impl {
   }
 
   Entry* remember(uint64_t hash, const uint8_t* bytes, size_t length, std::vector<uint64_t> key) {
-    if (entries.size() >= kMaxEntries) {
+    // (the least recently used goes; never the program of a launched run not yet polled, which
+    // launch() moved to the front: its Loaded is what poll() names errors by)
+    if (entries.size() >= kMaxEntries && !(inflight && entries.back().loaded.get() == inflight_program)) {
       if (entries.back().exec) cudaGraphExecDestroy(entries.back().exec);
       entries.pop_back();
     }
