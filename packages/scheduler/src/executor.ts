@@ -41,11 +41,23 @@ export class Executor {
   readonly plan: ExecutionPlan;
   readonly #context: ExecutionContext;
   readonly #options: ExecutorOptions;
+  /** The plan's one step when it runs on one device with its inputs and outputs there. */
+  readonly #oneDevice: Extract<ExecutionPlan["steps"][number], { kind: "split" }> | undefined;
 
   constructor(plan: ExecutionPlan, context: ExecutionContext, options: ExecutorOptions = {}) {
     this.plan = plan;
     this.#context = context;
     this.#options = options;
+    // One program on one device that reads its inputs and writes its outputs there: the writes,
+    // the program and the reads go to the device as one call where it has one (executeWithIo).
+    const first = plan.steps[0];
+    const only = plan.steps.length === 1 && first?.kind === "split" ? first : undefined;
+    this.#oneDevice =
+      only &&
+      [...plan.inputs.values()].every((ls) => ls.every((l) => l.device === only.device)) &&
+      [...plan.outputs.values()].every((l) => l.device === only.device)
+        ? only
+        : undefined;
   }
 
   #runtime(device: string): DeviceRuntime {
@@ -89,17 +101,9 @@ export class Executor {
   ): Promise<RunResult> {
     const profile = options.profile ?? this.#options.profile ?? false;
     const { plan } = this;
-    const first = plan.steps[0];
-    const only = plan.steps.length === 1 && first?.kind === "split" ? first : undefined;
+    const only = this.#oneDevice;
     const runtime = only ? this.#runtime(only.device) : undefined;
-    // One program on one device that reads its inputs and writes its outputs there: the writes,
-    // the program and the reads go to the device as one call where it has one (executeWithIo).
-    const oneCall =
-      !profile &&
-      only !== undefined &&
-      runtime?.executeWithIo !== undefined &&
-      [...plan.inputs.values()].every((ls) => ls.every((l) => l.device === only.device)) &&
-      [...plan.outputs.values()].every((l) => l.device === only.device);
+    const oneCall = !profile && only !== undefined && runtime?.executeWithIo !== undefined;
     const writes: DeviceWrite[] = [];
     for (const [t, locations] of plan.inputs) {
       const data = inputs.get(t);

@@ -12,6 +12,32 @@ describe("GraphCache", () => {
     expect(cacheKey({ tokens: 1 })).not.toBe(cacheKey({ tokens: 2 }));
   });
 
+  it("answers a repeated lookup from the last one, and anything else by its key", () => {
+    const built: string[] = [];
+    const cache = new GraphCache<Record<string, unknown>>({
+      build: (p) => {
+        built.push(cacheKey(p));
+        return { key: cacheKey(p) } as never;
+      },
+      prepare: (g) => g as never,
+      maxEntries: 2,
+    });
+    const a = cache.get({ tokens: 1, window: 32 });
+    expect(cache.get({ window: 32, tokens: 1 })).toBe(a); // the same parameters in another order
+    expect(cache.get({ tokens: 1, window: 32, extra: undefined })).toBe(a); // JSON drops undefined
+    const b = cache.get({ tokens: 2, window: 32 });
+    expect(b).not.toBe(a);
+    expect(cache.get({ tokens: 1, window: 32 })).toBe(a); // by its key again
+    expect(cache.get({ tokens: 1, window: 32, nested: { x: 1 } })).not.toBe(a); // not flat: keyed
+    cache.get({ tokens: 3, window: 32 }); // evicts b (two entries at most)
+    cache.get({ tokens: 2, window: 32 }); // rebuilt
+    expect(built).toHaveLength(5);
+    cache.clear();
+    cache.get({ tokens: 2, window: 32 });
+    expect(built).toHaveLength(6); // cleared: built again, not answered from the last lookup
+    expect(cache.stats()).toEqual({ builds: 6, hits: 3, entries: 1 });
+  });
+
   it("a steady decode loop builds once and allocates nothing per step", async () => {
     const runtime = await referenceBackend().devices()[0]!.init();
     let allocations = 0;
