@@ -96,7 +96,9 @@ export class GraphCache<P extends object> {
 
   /** The last lookup's parameters (a copy, when flat), key and graph. */
   #remember(params: P, key: string, graph: PreparedGraph): void {
-    this.#last = isFlat(params) ? { params: { ...(params as Record<string, unknown>) }, key, graph } : undefined;
+    this.#last = isFlat(params)
+      ? { params: { ...(params as Record<string, unknown>) }, key, graph }
+      : undefined;
   }
 
   stats(): GraphCacheStats {
