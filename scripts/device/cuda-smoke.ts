@@ -218,118 +218,80 @@ if (dev) {
       return `${cuda.graphStats().threadReplays - before} runs replayed on this thread; a bad index: ${code}`;
     },
   );
+  // 24 greedy steps of `path` with every layer on a runtime started under `env` (NAME, VALUE; the
+  // variable is restored after), the logits of each step, and the runtime's stats at the end.
+  const greedy = async (path: string, env: [string, string], reuseLogits: boolean) => {
+    const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+    const before = process.env[env[0]];
+    process.env[env[0]] = env[1];
+    const gpu = (await dev.init()) as CudaRuntime;
+    if (before === undefined) delete process.env[env[0]];
+    else process.env[env[0]] = before;
+    const probe = await Model.load(path, { runtime: cpuRt });
+    const layers = probe.hparams.nLayer;
+    probe.dispose();
+    const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
+    const ctx = new Context(model, { nCtx: 128, reuseLogits });
+    const step = async (tokens: ArrayLike<number>) =>
+      (await ctx.decode({ tokens, logits: "last" })).last().slice();
+    const rows: Float32Array[] = [];
+    let logits = await step(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
+    for (let i = 0; i < 24; i++) {
+      rows.push(logits);
+      let best = 0;
+      for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
+      logits = await step([best]);
+    }
+    const stats = gpu.graphStats();
+    ctx.dispose();
+    model.dispose();
+    gpu.dispose();
+    cpuRt.dispose();
+    return { rows, stats };
+  };
+  // Throws naming the first step and logit whose bits differ.
+  const sameBits = (a: Float32Array[], b: Float32Array[]) => {
+    for (let i = 0; i < a.length; i++) {
+      const x = new Uint32Array(a[i]!.buffer);
+      const y = new Uint32Array(b[i]!.buffer);
+      const at = x.findIndex((v, k) => v !== y[k]);
+      if (at >= 0) throw new Error(`step ${i}: logit ${at} differs (${a[i]![at]} vs ${b[i]![at]})`);
+    }
+  };
+  const stories = new URL("../fixtures/stories260K.gguf", import.meta.url).pathname;
+  const models = [stories, ...process.argv.slice(3)];
   // Greedy decoding with executeWithIo's replay on the JavaScript thread (reused, page-locked
   // logits) against MINFER_CUDA_POLL=0 (a worker thread waits for each step): identical logits.
-  for (const path of [
-    new URL("../fixtures/stories260K.gguf", import.meta.url).pathname,
-    ...process.argv.slice(3, 4),
-  ]) {
+  for (const path of [stories, ...process.argv.slice(3, 4)]) {
     await check(
       `replay on the JavaScript thread: logits bit-identical to MINFER_CUDA_POLL=0 (${basename(path)})`,
       async () => {
-        const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
-        const decode = async (poll: boolean) => {
-          const before = process.env.MINFER_CUDA_POLL;
-          process.env.MINFER_CUDA_POLL = poll ? "1" : "0";
-          const gpu = (await dev.init()) as CudaRuntime;
-          if (before === undefined) delete process.env.MINFER_CUDA_POLL;
-          else process.env.MINFER_CUDA_POLL = before;
-          const probe = await Model.load(path, { runtime: cpuRt });
-          const layers = probe.hparams.nLayer;
-          probe.dispose();
-          const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
-          const ctx = new Context(model, { nCtx: 128, reuseLogits: true });
-          const rows: Float32Array[] = [];
-          let logits = (
-            await ctx.decode({
-              tokens: model.tokenizer.encode("Once upon a time", { addSpecial: true }),
-              logits: "last",
-            })
-          )
-            .last()
-            .slice();
-          for (let i = 0; i < 24; i++) {
-            rows.push(logits);
-            let best = 0;
-            for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
-            logits = (await ctx.decode({ tokens: [best], logits: "last" })).last().slice();
-          }
-          const onThread = gpu.graphStats().threadReplays;
-          ctx.dispose();
-          model.dispose();
-          gpu.dispose();
-          return { rows, onThread };
-        };
-        const polled = await decode(true);
-        const waited = await decode(false);
-        cpuRt.dispose();
-        if (polled.onThread === 0) throw new Error("no step was replayed on the JavaScript thread");
-        if (waited.onThread !== 0)
-          throw new Error(`MINFER_CUDA_POLL=0 still replayed ${waited.onThread} steps on the thread`);
-        for (let i = 0; i < polled.rows.length; i++) {
-          const a = new Uint32Array(polled.rows[i]!.buffer);
-          const b = new Uint32Array(waited.rows[i]!.buffer);
-          const at = a.findIndex((v, k) => v !== b[k]);
-          if (at >= 0)
-            throw new Error(
-              `step ${i}: logit ${at} differs (${polled.rows[i]![at]} vs ${waited.rows[i]![at]})`,
-            );
-        }
-        return `${polled.rows.length} steps identical, ${polled.onThread} replayed on the thread`;
+        const polled = await greedy(path, ["MINFER_CUDA_POLL", "1"], true);
+        const waited = await greedy(path, ["MINFER_CUDA_POLL", "0"], true);
+        if (polled.stats.threadReplays === 0)
+          throw new Error("no step was replayed on the JavaScript thread");
+        if (waited.stats.threadReplays !== 0)
+          throw new Error(
+            `MINFER_CUDA_POLL=0 still replayed ${waited.stats.threadReplays} steps on the thread`,
+          );
+        sameBits(polled.rows, waited.rows);
+        return `${polled.rows.length} steps identical, ${polled.stats.threadReplays} replayed on the thread`;
       },
     );
   }
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).
-  const models = [
-    new URL("../fixtures/stories260K.gguf", import.meta.url).pathname,
-    ...process.argv.slice(3),
-  ];
   for (const path of models) {
     await check(
       `fused launches: logits bit-identical to MINFER_CUDA_FUSE=0 (${basename(path)})`,
       async () => {
-        const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
-        const decode = async (fuse: boolean) => {
-          const before = process.env.MINFER_CUDA_FUSE;
-          process.env.MINFER_CUDA_FUSE = fuse ? "1" : "0";
-          const gpu = (await dev.init()) as CudaRuntime;
-          if (before === undefined) delete process.env.MINFER_CUDA_FUSE;
-          else process.env.MINFER_CUDA_FUSE = before;
-          const probe = await Model.load(path, { runtime: cpuRt });
-          const layers = probe.hparams.nLayer;
-          probe.dispose();
-          const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
-          const ctx = new Context(model, { nCtx: 128 });
-          const rows: Float32Array[] = [];
-          let logits = await ctx.eval(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
-          for (let i = 0; i < 24; i++) {
-            rows.push(logits.slice());
-            let best = 0;
-            for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
-            logits = await ctx.eval([best]);
-          }
-          const fusedRuns = gpu.graphStats().fusedRuns;
-          ctx.dispose();
-          model.dispose();
-          gpu.dispose();
-          return { rows, fusedRuns };
-        };
-        const fused = await decode(true);
-        const plain = await decode(false);
-        cpuRt.dispose();
-        if (fused.fusedRuns === 0) throw new Error("no fused run was found in the model's programs");
-        if (plain.fusedRuns !== 0) throw new Error(`MINFER_CUDA_FUSE=0 still fused ${plain.fusedRuns} runs`);
-        for (let i = 0; i < fused.rows.length; i++) {
-          const a = new Uint32Array(fused.rows[i]!.buffer);
-          const b = new Uint32Array(plain.rows[i]!.buffer);
-          const at = a.findIndex((v, k) => v !== b[k]);
-          if (at >= 0)
-            throw new Error(
-              `step ${i}: logit ${at} differs (${fused.rows[i]![at]} vs ${plain.rows[i]![at]})`,
-            );
-        }
-        return `${fused.rows.length} steps identical, ${fused.fusedRuns} fused runs`;
+        const fused = await greedy(path, ["MINFER_CUDA_FUSE", "1"], false);
+        const plain = await greedy(path, ["MINFER_CUDA_FUSE", "0"], false);
+        if (fused.stats.fusedRuns === 0) throw new Error("no fused run was found in the model's programs");
+        if (plain.stats.fusedRuns !== 0)
+          throw new Error(`MINFER_CUDA_FUSE=0 still fused ${plain.stats.fusedRuns} runs`);
+        sameBits(fused.rows, plain.rows);
+        return `${fused.rows.length} steps identical, ${fused.stats.fusedRuns} fused runs`;
       },
     );
   }

@@ -264,7 +264,6 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                            (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells);
   if (want_decode && decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned,
                                   per_query ? p.group : plan.rows)) {
-    p.per_query = per_query;
     // (several queries: one query's rows a block, as measured best for serving; one query: fewer
     // rows a block, Tuning::decode_rows, since its grid is otherwise a handful of blocks)
     p.dec_rows = per_query ? p.group : decode_rows_per_block(p.rows, ctx.tuning.decode_rows);

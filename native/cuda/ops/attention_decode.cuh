@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
 
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   // Rows of this block: dec_rows of the kv head's rows from row0 (all of them, one query's with
-  // per_query, or fewer: Tuning::decode_rows).
+  // Tuning::attn_per_query, or fewer: Tuning::decode_rows).
   const int split = blockIdx.x, kvh = blockIdx.y;
   const int row0 = static_cast<int>(blockIdx.z) * p.dec_rows, R = p.dec_rows;
   const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;

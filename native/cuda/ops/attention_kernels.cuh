@@ -68,7 +68,6 @@ struct AttnParams {
   bool k_vec, v_vec;  // k/v rows may be read in 16-byte units (Q8_0: 2-byte units); see vec_rows
   bool hd4;       // hd % 4 == 0: q rows read as float4
   bool v_sep;     // the V tile has its own shared buffer and is loaded with the K tile
-  bool per_query; // decode kernel: a block takes one query's rows (grid.z = query), not all rows
   int dec_rows;   // decode kernel: rows of a kv head per block (divides rows; grid.z = rows / dec_rows)
   int8_t* act_q;   // one query (decode kernel, its merge): the output also quantized as Q8A
   float2* act_d;   // (act_quant.cuh: codes of element h·hdv + d, one {d, d·Σq} per 32); nullptr: not
