@@ -167,6 +167,53 @@ describe("masks and spans", () => {
     }
   });
 
+  it("prompts of many tokens per sequence (found once, searched per query) match the reference rule, with regions and moved positions", () => {
+    const rnd = prng(77);
+    let nonNull = 0;
+    for (let trial = 0; trial < 150; trial++) {
+      const nSeq = 1 + Math.floor(rnd() * 3);
+      const regions = rnd() < 0.5;
+      const kv = new KvCache({ nCtx: 30 * nSeq, nSeqMax: nSeq, seqRegions: regions });
+      const next = new Array(nSeq).fill(0);
+      for (let s = 0; s < nSeq; s++) {
+        const n = 4 + Math.floor(rnd() * 12);
+        put(kv, tokens(s, 0, n));
+        next[s] = n;
+        const r = rnd();
+        if (r < 0.15)
+          kv.seqAdd(s, 2, -1, 3); // positions jump: still ascending along the cells
+        else if (r < 0.3)
+          kv.seqAdd(s, 0, 3, 20); // the first cells move past the others: descending
+        else if (r < 0.4)
+          kv.seqDiv(s, 0, -1, 2); // pairs of cells share a position
+        else if (r < 0.55) kv.seqRm(s, 1 + Math.floor(rnd() * (n - 1)), -1);
+        next[s] = Math.max(0, kv.seqPosMax(s) + 1);
+      }
+      if (!regions && nSeq > 1 && rnd() < 0.3) {
+        kv.seqRm(1, 0, 2); // sequence 1 takes sequence 0's first two cells: not its own run
+        kv.seqCp(0, 1, 0, 2);
+        next[1] = Math.max(0, kv.seqPosMax(1) + 1);
+      }
+      const batch: KvToken[] = [];
+      for (let s = 0; s < nSeq; s++) {
+        const n = 1 + Math.floor(rnd() * 8);
+        if (kv.used() + batch.length + n <= kv.nCtx - 4) batch.push(...tokens(s, next[s], next[s] + n));
+      }
+      if (batch.length === 0) continue;
+      let cells: Int32Array;
+      try {
+        cells = put(kv, batch);
+      } catch {
+        continue; // a region too full for this batch
+      }
+      const sw = rnd() < 0.6 ? 0 : 1 + Math.floor(rnd() * 8);
+      checkAgainstRef(kv, batch, cells, { nKv: kv.window(), slidingWindow: sw });
+      checkAgainstRef(kv, batch, cells, { nKv: kv.nCtx, causal: rnd() < 0.8 });
+      if (kv.spans(batch, cells, { nKv: kv.nCtx }) !== null) nonNull++;
+    }
+    expect(nonNull).toBeGreaterThan(50); // most trials took the span path, not only its refusals
+  });
+
   it("window() covers every used cell; a window too small is an error naming the cell", () => {
     const kv = new KvCache({ nCtx: 16, nSeqMax: 2 });
     expect(kv.window()).toBe(0);

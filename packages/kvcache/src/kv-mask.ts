@@ -1,6 +1,7 @@
 import { KvCacheError } from "./errors.js";
 import type { KvBatch } from "./kv-batch.js";
 import type { KvCells } from "./kv-cells.js";
+import { type SeqRuns, resetRuns, runOf, seqRuns } from "./kv-seq-runs.js";
 
 /** The bits of an F16 -Infinity. */
 export const F16_NEG_INF = 0xfc00;
@@ -220,13 +221,25 @@ export function attentionSpans(
   // cells are one run, so `out` is untouched when the answer is null.
   if (spanScratch.length < 2 * nQ) spanScratch = new Int32Array(2 * nQ);
   const found = spanScratch;
+  // A sequence with several queries in the batch (a prompt): its cells found once (its region's,
+  // with sequence regions, when every cell of it lies there), each query's run by binary search
+  // (kv-seq-runs.ts). A sequence's only query (a decode step) scans, as finding the cells would.
+  const perSeq = nQ > 1 ? queriesPerSeq(batch) : null;
+  const runs = new Map<number, SeqRuns | null>();
+  resetRuns();
   for (let q = 0; q < nQ; q++) {
     const t = batch[q]!;
     queryBits(bits, t.seqIds);
-    // With sequence regions a query of one sequence usually sees only its own region: scan that
-    // (R cells instead of nKv), and take the answer when every cell of the sequence lies in it
-    // (seqCp can give a sequence cells of another region; then the whole window is scanned).
-    const r = region > 0 && t.seqIds.length === 1 ? regionRun(cells, pos, t, bits, v, region) : undefined;
+    let r: [number, number] | null | undefined;
+    const seq = t.seqIds.length === 1 ? t.seqIds[0]! : -1;
+    if (seq >= 0 && perSeq !== null && perSeq.get(seq)! > 1) {
+      let sr = runs.get(seq);
+      if (sr === undefined) {
+        sr = seqCells(cells, pos, seq, bits, v.nKv, region);
+        runs.set(seq, sr);
+      }
+      if (sr !== null) r = runOf(sr, t.pos, v.causal, v.w);
+    } else if (seq >= 0 && region > 0) r = regionRun(cells, pos, t, bits, v, region);
     if (r === null) return null;
     let start = -1;
     let end = -1;
@@ -246,6 +259,27 @@ export function attentionSpans(
   out ??= new Int32Array(2 * nQ);
   out.set(found.subarray(0, 2 * nQ));
   return out;
+}
+
+/**
+ * A sequence's cells for its queries' spans: its region's when every cell it owns lies there, else
+ * the window's; null when their positions decrease along the cells (the queries then scan).
+ */
+function seqCells(
+  cells: KvCells,
+  pos: Int32Array,
+  seq: number,
+  bits: Uint32Array,
+  nKv: number,
+  region: number,
+): SeqRuns | null {
+  const count = cells.seqCount(seq);
+  if (region > 0) {
+    const lo = seq * region;
+    const r = seqRuns(cells, pos, bits, lo, Math.min(lo + region, nKv), count);
+    if (r === null || r.cells.length === count) return r;
+  }
+  return seqRuns(cells, pos, bits, 0, nKv, count);
 }
 
 /**
@@ -280,6 +314,16 @@ function regionRun(
   }
   if (owned !== cells.seqCount(seq)) return undefined;
   return broken ? null : [start, end];
+}
+
+/** How many queries of the batch belong to each one-sequence query's sequence. */
+function queriesPerSeq(batch: KvBatch): Map<number, number> {
+  const m = new Map<number, number>();
+  for (let q = 0; q < batch.length; q++) {
+    const ids = batch[q]!.seqIds;
+    if (ids.length === 1) m.set(ids[0]!, (m.get(ids[0]!) ?? 0) + 1);
+  }
+  return m;
 }
 
 /** attentionSpans' working array (grown as needed; its contents never outlive a call). */
