@@ -1,7 +1,7 @@
 import { KvCacheError } from "./errors.js";
 import type { KvBatch } from "./kv-batch.js";
 import type { KvCells } from "./kv-cells.js";
-import { type SeqRuns, resetRuns, runOf, seqRuns } from "./kv-seq-runs.js";
+import { resetRuns, runOf, type SeqRuns, seqRuns } from "./kv-seq-runs.js";
 
 /** The bits of an F16 -Infinity. */
 export const F16_NEG_INF = 0xfc00;
