@@ -262,8 +262,9 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
-//                 attnDecode?: "auto" | "tile" | "vec", mmqCols?: [min, max], decodeRows?: number })
+// createExecutor(device, useGraphs, tuning?: { attnMma?, attnFlash?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
+//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
+//                 attnWarps?: 1 | 2 | 4 })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -284,7 +285,15 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       if (v == "auto") tuning.attn_decode = DecodeAttn::Auto;
       else if (v == "tile") tuning.attn_decode = DecodeAttn::Tile;
       else if (v == "vec") tuning.attn_decode = DecodeAttn::Vec;
-      else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\" or \"vec\"");
+      else if (v == "flash") tuning.attn_decode = DecodeAttn::Flash;
+      else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\", \"vec\" or \"flash\"");
+    }
+    flag("attnFlash", &tuning.attn_flash);
+    Napi::Value warps = t.Get("attnWarps");
+    if (!warps.IsUndefined()) {
+      const double w = warps.IsNumber() ? warps.As<Napi::Number>().DoubleValue() : -1;
+      if (!(w == 1 || w == 2 || w == 4)) throw Napi::TypeError::New(info.Env(), "tuning.attnWarps must be 1, 2 or 4");
+      tuning.attn_warps = static_cast<int>(w);
     }
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);

@@ -6,15 +6,23 @@ namespace minfer::cuda {
 
 // Which kernel runs decode attention (few rows, F16 k/v, head size 64 or 128).
 enum class DecodeAttn {
-  Auto,  // Vec for caches of at most kDecAutoMaxCells cells (ops/attention_decode.cuh), Tile beyond
+  Auto,  // Vec for caches of at most kDecAutoMaxCells cells (ops/attention_decode.cuh), Flash beyond
   Tile,  // the f32 tile kernel (ops/attention_kernels.cuh)
   Vec,   // the decode kernel (ops/attention_decode.cuh)
+  Flash, // the tensor-core kernel with tiles copied ahead, one warp a block, cells split over many
+         // blocks (ops/attention_flash.cuh); Auto takes it beyond kDecAutoMaxCells
 };
 
 struct Tuning {
   // ATTENTION over many rows (prefill) with F16 k/v and head size 64 or 128: the tensor-core kernel
   // (ops/attention_mma.cuh: q and P rounded to f16, f32 accumulation) instead of the f32 tile kernel.
   bool attn_mma = true;
+  // ... on ops/attention_flash.cuh (K/V tiles copied ahead with cp.async into two stages, ldmatrix
+  // fragments, any number of rows, cells split over blocks when the grid is small) instead of
+  // ops/attention_mma.cuh (each tile loaded, waited for and V transposed into shared memory; 64 rows
+  // or more). attn_warps: warps (16 rows each) of a prefill block, 1, 2 or 4.
+  bool attn_flash = true;
+  int attn_warps = 4;
   // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128. On the H200 (qwen2-7b
   // Q4_0, tg128) the decode kernel measured 273 against 260 tok/s at depth 0 and 231 against 249 at
   // depth 4096, where its narrow V loads from memory lose to the tile kernel's (docs/PERFORMANCE.md).

@@ -4,6 +4,8 @@
 // profiling, the mean wall time of a decode step (1 and B sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
 //   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP]]
+// PROFILE_DEPTH=D (environment): also a 512-token micro-batch and a decode step after D tokens of
+// context, profiled by op, and the same two timed without profiling (wall against GPU time).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
@@ -86,6 +88,50 @@ lines.push(
   tg.format(),
 );
 prof.dispose();
+
+// At depth: where a 512-token micro-batch and a decode step go after PROFILE_DEPTH tokens.
+const depth = Number(process.env.PROFILE_DEPTH ?? 0);
+if (depth > 0) {
+  const fill = async (c: Context) => {
+    for (let p = 0; p < depth; p += 512)
+      await c.decode({ tokens: tokens(Math.min(512, depth - p), 40 + p), logits: "none" });
+  };
+  const deep = new Context(model, { nCtx: depth + 1024, profile: true });
+  await fill(deep);
+  await deep.decode({ tokens: tokens(512, 7), logits: "last" });
+  const dpp = deep.lastTiming.reports![0]!;
+  lines.push(`== pp512 at depth ${depth}, total ${(dpp.totalMicros / 1000).toFixed(2)} ms`, byOp(dpp));
+  for (let i = 0; i < 3; i++) await deep.decode({ tokens: tokens(1, 8 + i), logits: "last" });
+  const dtg = deep.lastTiming.reports![0]!;
+  lines.push(
+    `== one decode step at depth ${depth + 515}, total ${(dtg.totalMicros / 1000).toFixed(3)} ms`,
+    byOp(dtg),
+  );
+  deep.dispose();
+  const plainDeep = new Context(model, { nCtx: depth + 1024, reuseLogits: true });
+  await fill(plainDeep);
+  // 512-token batches at depth: each one removed again (seqRm) so the next sees the same depth
+  const ppMs: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const a = snap();
+    const t0 = performance.now();
+    await plainDeep.decode({ tokens: tokens(512, 50 + i), logits: "last" });
+    const wall = performance.now() - t0;
+    if (i > 0) ppMs.push(wall);
+    if (i === 3) lines.push(`== pp512 at depth ${depth} without profiling: ${stepLine(a, snap(), 1, wall)}`);
+    plainDeep.seqRm(0, depth, -1);
+  }
+  lines.push(`   pp512 wall ms (3 runs): ${ppMs.map((x) => x.toFixed(2)).join(", ")}`);
+  await plainDeep.decode({ tokens: tokens(1, 60), logits: "last" });
+  await plainDeep.decode({ tokens: tokens(1, 61), logits: "last" });
+  const a = snap();
+  const t0 = performance.now();
+  for (let i = 0; i < 32; i++) await plainDeep.decode({ tokens: tokens(1, 62 + i), logits: "last" });
+  lines.push(
+    `== decode at depth ${depth} without profiling: ${stepLine(a, snap(), 32, performance.now() - t0)}`,
+  );
+  plainDeep.dispose();
+}
 
 // Several sequences decoding together (as `minfer serve -np B` and `minfer bench -npl B` step them):
 // for each B of the third argument (default "16,64") each sequence gets a prompt of the fourth

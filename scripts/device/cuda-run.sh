@@ -354,13 +354,15 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     for r in $(seq 1 "${AB_ROUNDS:-3}"); do
       for v in default ${AB_VARIANTS:-}; do
         e=(); [ "$v" != default ] && IFS=, read -ra e <<<"$v"
+        # every test's t/s in the order bench prints them (pp then tg), joined by "/"
         ts=$(env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" ${AB_ARGS:--p 0 -n 128} -ngl all -r 1 --json 2>>"$OUT/ab.log" |
-          grep -E '"avg_ts"' | tail -n 1 | tr -dc '0-9.')
+          grep -E '"avg_ts"' | tr -dc '0-9.\n' | paste -sd/)
         echo "$v $ts" | tee -a "$OUT/ab.txt" >>"$OUT/run.log"
       done
     done
-    for v in default ${AB_VARIANTS:-}; do # the median of each variant's rounds
-      echo "ab median: $v $(awk -v v="$v" '$1 == v {print $2}' "$OUT/ab.txt" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') t/s" |
+    for v in default ${AB_VARIANTS:-}; do # the median of each variant's rounds, per test
+      echo "ab median: $v $(awk -v v="$v" '$1 == v {n = split($2, x, "/"); for (i = 1; i <= n; i++) print i, x[i]}' "$OUT/ab.txt" |
+        sort -k1,1n -k2,2n | awk '{a[$1] = a[$1] " " $2; c[$1]++} END {for (i = 1; i in a; i++) {split(substr(a[i], 2), y, " "); printf "%s%s", (i > 1 ? "/" : ""), y[int((c[i] + 1) / 2)]}}') t/s" |
         tee -a "$OUT/run.log"
     done ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;

@@ -53,6 +53,7 @@
 #include "../cuda_util.cuh"
 #include "../kernel.h"
 #include "attention_decode.cuh"
+#include "attention_flash.cuh"
 #include "attention_kernels.cuh"
 #include "attention_mma.cuh"
 #include "fused.h"
@@ -286,6 +287,20 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
       if (quantized) *quantized = true;
     }
     return launch_decode(p, ctx.stream);
+  }
+  const bool flash_ok = flash_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned);
+  // Decode beyond the decode kernel's caches (or asked for): the flash kernel, a warp a block, the
+  // cells split over enough blocks to fill the GPU.
+  const bool flash_decode = plan.rows <= kDecMaxRows && (ctx.tuning.attn_decode == DecodeAttn::Flash ||
+                                                         (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv > kDecAutoMaxCells));
+  const bool flash_prefill = plan.rows > kDecMaxRows && ctx.tuning.attn_mma && ctx.tuning.attn_flash;
+  if (flash_ok && (flash_decode || flash_prefill)) {
+    int warps = flash_decode ? 1 : std::max(1, std::min(ctx.tuning.attn_warps, 4));
+    while (warps > 1 && 16 * (warps / 2) >= plan.rows) warps /= 2;  // no block of only empty warps
+    const int64_t blocks = (plan.rows + 16 * warps - 1) / (16 * warps) * n_kv_head;
+    p.n_splits = plan.max_splits > 1 && ctx.scratch ? flash_splits(n_kv, blocks, ctx.sm_count, plan.max_splits) : 1;
+    p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+    return launch_flash(p, warps, ctx.stream);
   }
   if (ctx.tuning.attn_mma &&
       mma_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned, plan.rows))

@@ -31,6 +31,8 @@ describe("CUDA settings from the environment", () => {
     expect(readEnv({})).toEqual({
       graphs: true,
       attnMma: true,
+      attnFlash: true,
+      attnWarps: 4,
       attnDecode: "auto",
       fuse: true,
       pdl: true,
@@ -47,6 +49,8 @@ describe("CUDA settings from the environment", () => {
       readEnv({
         MINFER_CUDA_GRAPHS: "0",
         MINFER_CUDA_ATTN: "tile",
+        MINFER_CUDA_ATTN_FLASH: "0",
+        MINFER_CUDA_ATTN_WARPS: "2",
         MINFER_CUDA_FUSE: "0",
         MINFER_CUDA_PDL: "0",
         MINFER_CUDA_DECODE_ATTN: "tile",
@@ -62,6 +66,8 @@ describe("CUDA settings from the environment", () => {
     ).toEqual({
       graphs: false,
       attnMma: false,
+      attnFlash: false,
+      attnWarps: 2,
       attnDecode: "tile",
       fuse: false,
       pdl: false,
@@ -78,9 +84,11 @@ describe("CUDA settings from the environment", () => {
       readEnv({
         MINFER_CUDA_GRAPHS: "1",
         MINFER_CUDA_ATTN: "mma",
+        MINFER_CUDA_ATTN_FLASH: "1",
+        MINFER_CUDA_ATTN_WARPS: "1",
         MINFER_CUDA_FUSE: "1",
         MINFER_CUDA_PDL: "1",
-        MINFER_CUDA_DECODE_ATTN: "vec",
+        MINFER_CUDA_DECODE_ATTN: "flash",
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
@@ -93,7 +101,9 @@ describe("CUDA settings from the environment", () => {
     ).toEqual({
       graphs: true,
       attnMma: true,
-      attnDecode: "vec",
+      attnFlash: true,
+      attnWarps: 1,
+      attnDecode: "flash",
       fuse: true,
       pdl: true,
       attnPerQuery: true,
@@ -123,7 +133,10 @@ describe("CUDA settings from the environment", () => {
       /MINFER_CUDA_ATTN_PER_QUERY must be "0" or "1"/,
     );
     expect(() => readEnv({ MINFER_CUDA_DECODE_ATTN: "x" })).toThrow(
-      /MINFER_CUDA_DECODE_ATTN must be "auto" or "tile" or "vec"/,
+      /MINFER_CUDA_DECODE_ATTN must be "auto" or "tile" or "vec" or "flash"/,
+    );
+    expect(() => readEnv({ MINFER_CUDA_ATTN_WARPS: "3" })).toThrow(
+      /MINFER_CUDA_ATTN_WARPS must be "1" or "2" or "4"/,
     );
   });
 });

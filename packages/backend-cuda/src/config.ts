@@ -11,9 +11,18 @@ export interface CudaEnv {
    */
   readonly attnMma: boolean;
   /**
+   * MINFER_CUDA_ATTN_FLASH=0: prefill attention on tensor cores runs the earlier kernel
+   * (ops/attention_mma.cuh: each K/V tile loaded and waited for) instead of ops/attention_flash.cuh
+   * (tiles copied ahead into two stages). MINFER_CUDA_ATTN_WARPS (1, 2 or 4; default 4): warps of
+   * 16 rows a prefill block of the flash kernel.
+   */
+  readonly attnFlash: boolean;
+  readonly attnWarps: 1 | 2 | 4;
+  /**
    * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
-   * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel; `auto` (the default) takes `vec`
-   * for caches of up to 2048 cells and `tile` for longer ones (docs/PERFORMANCE.md).
+   * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel, `flash` ops/attention_flash.cuh
+   * (tensor cores, a warp a block, the cells split over many blocks); `auto` (the default) takes
+   * `vec` for caches of up to 2048 cells and `flash` for longer ones (docs/PERFORMANCE.md).
    */
   readonly attnDecode: DecodeAttn;
   /** MINFER_CUDA_FUSE=0: every node is its own launch (no fused RoPE + KV-store kernel). */
@@ -112,7 +121,10 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
-    attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec"]) || "auto") as DecodeAttn,
+    attnFlash: choice(env, "MINFER_CUDA_ATTN_FLASH", ["0", "1"]) !== "0",
+    attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
+    attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
+      "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",
     pdl: choice(env, "MINFER_CUDA_PDL", ["0", "1"]) !== "0",
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",

@@ -82,6 +82,8 @@ export class CudaDevice implements Device {
       env.graphs,
       {
         attnMma: env.attnMma,
+        attnFlash: env.attnFlash,
+        attnWarps: env.attnWarps,
         attnDecode: env.attnDecode,
         fuse: env.fuse,
         pdl: env.pdl,

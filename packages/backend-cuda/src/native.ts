@@ -46,11 +46,13 @@ export interface NativeCheck {
 }
 
 /** Which kernel runs decode attention (see native/cuda/tuning.h and config.ts). */
-export type DecodeAttn = "auto" | "tile" | "vec";
+export type DecodeAttn = "auto" | "tile" | "vec" | "flash";
 
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
   readonly attnMma?: boolean;
+  readonly attnFlash?: boolean;
+  readonly attnWarps?: 1 | 2 | 4;
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;
