@@ -41,11 +41,10 @@ struct Tuning {
   // Quantized products of mmq_min_cols..mmq_max_cols activation columns (one plane) run on the
   // int8 tensor-core kernel (ops/mmq.cuh) instead of the dp4a mat-vec (up to 8 columns) or the
   // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off; the kernel takes 2..64
-  // (kMmqMaxCols). The defaults are where it measured faster on the H200 (qwen2-7b's shapes,
-  // docs/PERFORMANCE.md): mmq_min_cols 0 means per weight type (mmq_default_min_cols: 3 for Q6_K,
-  // whose mat-vec is slow at 3-4 columns, 5 for the others), and at 64 columns the GEMM is as fast.
+  // (kMmqMaxCols). mmq_min_cols 0 and mmq_max_cols -1 mean the per-type defaults measured on the
+  // H200 (ops/mmq.cuh mmq_default_min_cols / mmq_default_max_cols, docs/PERFORMANCE.md).
   int mmq_min_cols = 0;
-  int mmq_max_cols = 32;
+  int mmq_max_cols = -1;
   // The dp4a mat-vec reads the quants of Q4_0, Q8_0 and Q6_K (2-byte aligned blocks) with 8-byte
   // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
   // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5

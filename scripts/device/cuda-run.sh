@@ -236,7 +236,8 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
   ncu)
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     if [ -n "$NCU" ]; then
-      step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
+      # (NCU_EXTRA: more ncu flags, e.g. --kernel-name-base demangled to tell template arguments apart)
+      step ncu env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none ${NCU_EXTRA:-} --kernel-name "regex:${NCU_KERNELS:-mv_q}" --launch-skip "${NCU_SKIP:-120}" \
         --launch-count "${NCU_COUNT:-8}" ${NCU_SECTIONS:---section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
         --section LaunchStats} node "$D/dist/bin.js" bench -m "$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")" ${NCU_BENCH:--p 0 -n 4} -r 1 -ngl all
     else

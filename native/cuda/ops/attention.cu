@@ -298,7 +298,8 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     int warps = flash_decode ? 1 : std::max(1, std::min(ctx.tuning.attn_warps, 4));
     while (warps > 1 && 16 * (warps / 2) >= plan.rows) warps /= 2;  // no block of only empty warps
     const int64_t blocks = (plan.rows + 16 * warps - 1) / (16 * warps) * n_kv_head;
-    p.n_splits = plan.max_splits > 1 && ctx.scratch ? flash_splits(n_kv, blocks, ctx.sm_count, plan.max_splits) : 1;
+    p.n_splits =
+        plan.max_splits > 1 && ctx.scratch ? flash_splits(n_kv, blocks, ctx.sm_count, plan.max_splits, flash_decode) : 1;
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_flash(p, warps, ctx.stream);
   }

@@ -158,6 +158,27 @@ __global__ void gated_kernel(Tensor g, Tensor u, Tensor o) {
   }
 }
 
+// SWIGLU / GEGLU of three contiguous tensors (a prompt's FFN: 512 × 18944 elements), four elements a
+// thread a step with 16-byte loads: the strided kernel above works out 64-bit addresses of every
+// element and measured 117 us for that shape on the H200, three times its memory time.
+template <bool kGelu>
+__global__ void gated_flat_kernel(const float4* g, const float4* u, float4* o,
+                                  int64_t n4) {
+  pdl_begin();
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float4 a = g[i], b = u[i];
+    o[i] = make_float4(gate_act<kGelu>(a.x) * b.x, gate_act<kGelu>(a.y) * b.y, gate_act<kGelu>(a.z) * b.z,
+                       gate_act<kGelu>(a.w) * b.w);
+  }
+}
+
+// Whether t's elements are one dense run of floats starting on a 16-byte boundary.
+bool dense16(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.nb[0] == 4 && t.nb[1] == t.ne[0] * 4 &&
+         t.nb[2] == t.nb[1] * t.ne[1] && t.nb[3] == t.nb[2] * t.ne[2];
+}
+
 // ---- launches ----
 
 // The 2-D grid for `rows` rows of `ne0` elements; false when there is nothing to do.
@@ -191,6 +212,14 @@ cudaError_t launch_unary(const NodeArgs& args, const LaunchContext& ctx) {
 
 template <bool kGelu>
 cudaError_t launch_gated(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor &g = *args.in[0], &u = *args.in[1], &o = *args.out[0];
+  const int64_t n = g.ne[0] * g.ne[1] * g.ne[2] * g.ne[3];
+  if (n > 0 && n % 4 == 0 && dense16(g) && dense16(u) && dense16(o)) {
+    const int64_t n4 = n / 4, blocks = ceil_div(n4, kThreads);
+    return launch_k(gated_flat_kernel<kGelu>, dim3(static_cast<unsigned>(blocks < 8192 ? blocks : 8192)), dim3(kThreads), 0,
+                    ctx.stream, reinterpret_cast<const float4*>(g.data), reinterpret_cast<const float4*>(u.data),
+                    reinterpret_cast<float4*>(o.data), n4);
+  }
   dim3 grid;
   if (!row_grid(*args.in[0], &grid)) return cudaSuccess;
   return launch_k(gated_kernel<kGelu>, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);

@@ -287,8 +287,9 @@ enum class Path { Generic, MvQ8A, MvQ8K, MvF32, Gemm, Tiled, Mmq };
 bool mmq_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
   const int64_t n = b->ne[1];
   const int lo = t.mmq_min_cols == 0 ? mmq_default_min_cols(w->dtype) : std::max(t.mmq_min_cols, 2);
+  const int hi = t.mmq_max_cols < 0 ? mmq_default_max_cols(w->dtype) : t.mmq_max_cols;
   return !id && mmq_dtype(w->dtype) && w->ne[2] == 1 && w->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 && n >= lo &&
-         n <= std::min<int64_t>(t.mmq_max_cols, kMmqMaxCols) && mmq_weight_aligned(w->data, w->nb[1]);
+         n <= std::min<int64_t>(hi, kMmqMaxCols) && mmq_weight_aligned(w->data, w->nb[1]);
 }
 
 Path choose_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {

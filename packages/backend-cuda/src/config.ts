@@ -42,7 +42,8 @@ export interface CudaEnv {
    * MINFER_CUDA_MMQ: the activation-column counts whose quantized products run on the int8
    * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-64, or `0` for none (the
    * dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond). Unset (undefined here): the
-   * kernel's measured defaults, 5-32 columns (3-32 for Q6_K), docs/PERFORMANCE.md.
+   * kernel's measured defaults per weight type: 3-64 columns for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0,
+   * 3-32 for Q6_K, 5-32 for the other K-quants (docs/PERFORMANCE.md).
    */
   readonly mmqCols: readonly [number, number] | undefined;
   /**
