@@ -314,12 +314,13 @@ ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id,
   ActRegions r;
   const int64_t K = b->ne[0], cols = total_cols(b);
   size_t off = 0;
-  size_t gemm = 0;
+  size_t gemm = 0, mmq = 0;  // (the int8 kernel's weights of a node may share a launch: their partials side by side)
   for (int i = 0; i < n; i++) {
     const Tensor* w = ws[i];
     switch (choose_path(w, b, id, t)) {
       case Path::Mmq:
-        gemm = std::max(gemm, mmq_partial_bytes(w->ne[1], K, b->ne[1]));
+        mmq += mmq_partial_bytes(w->ne[1], K, b->ne[1]);
+        gemm = std::max(gemm, mmq);
         [[fallthrough]];
       case Path::MvQ8A:
         if (r.q8a == SIZE_MAX) {
@@ -386,7 +387,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
   switch (path) {
     case Path::Mmq:
       if (mmq_takes(p))
-        return launch_mmq(p, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
+        return launch_mmq(&p, 1, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
@@ -461,7 +462,8 @@ size_t scratch_mul_mat_multi(const NodeArgs& args) {
 
 // Each weight's planes, with its addend c_i (when the node has them) added as MUL_MAT_ADD's planes
 // add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc. Neighbouring
-// weights of one dtype on the quantized mat-vec (q/k/v, gate/up in decode) share one launch.
+// weights of one dtype on the quantized mat-vec (q/k/v, gate/up in decode) share one launch, and so
+// do those on the int8 tensor-core kernel (several sequences decoding together).
 cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bool prequantized) {
   const Tensor* x = args.in[0];
   const int nw = args.n_outputs;
@@ -477,10 +479,25 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
   auto batchable = [&](const Planes& p, Path path) {
     return (path == Path::MvQ8A || path == Path::MvQ8K) && mv_q_aligned(p);
   };
+  static_assert(kMmqMaxBatch >= 3, "MUL_MAT_MULTI has up to three weights");
   for (int i = 0; i < nw;) {
     Planes batch[kMaxMvBatch];
     batch[0] = planes(i);
     const Path path = choose_path(args.in[1 + i], x, false, ctx.tuning);
+    if (path == Path::Mmq && mmq_takes(batch[0])) {
+      int n = 1;
+      while (i + n < nw && args.in[1 + i + n]->dtype == batch[0].wtype &&
+             choose_path(args.in[1 + i + n], x, false, ctx.tuning) == Path::Mmq) {
+        batch[n] = planes(i + n);
+        if (!mmq_takes(batch[n])) break;
+        n++;
+      }
+      if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
+          e != cudaSuccess)
+        return e;
+      i += n;
+      continue;
+    }
     if (!batchable(batch[0], path)) {
       if (cudaError_t e = run_planes(batch[0], args.in[1 + i], x, false, r, scratch, ctx); e != cudaSuccess) return e;
       i++;

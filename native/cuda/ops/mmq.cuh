@@ -251,17 +251,30 @@ struct MmqTile {
   static constexpr int kSmemBytes = kStages * kStageBytes;
 };
 
-struct MmqArgs {
-  Planes p;            // one plane (p.n_planes == 1, no ids); p.c: MUL_MAT_ADD's addend
-  const int8_t* aq;    // Q8A codes: column n at aq + n·K
-  const float2* ads;   // Q8A {d, d·Σq}: column n, part j at ads[n·K/32 + j]
-  float* partial;      // split-K partials [splits][N][M] (nullptr when splits == 1)
-  int tiles;           // k-tiles of the whole row
-  int tiles_per_split;
+// One weight of a launch. Several weights against the same activations (MUL_MAT_MULTI's q/k/v or
+// gate/up) share one launch: their blocks fill one grid, so the last wave of one weight's blocks is
+// filled by the next weight's (q/k/v of qwen2-7b at 64 columns: 560 + 112 + 112 blocks, three
+// short waves as one launch, five apart). Each weight keeps its own split count (mmq_plan of its
+// shape), so the sums are those of a launch of its own.
+struct MmqOne {
+  Planes p;              // one plane (p.n_planes == 1, no ids); p.c: MUL_MAT_ADD's addend
+  float* partial;        // split-K partials [splits][N][M] (nullptr when splits == 1)
+  int64_t mblocks;       // blocks of kRows rows
+  int tiles_per_split, splits;
   const uint8_t* w_end;  // end of the plane's last weight row (no 16-byte chunk reads past it)
 };
+constexpr int kMmqMaxBatch = 3;
 
-// ---- the kernel: grid (ceil(M / kRows), splits), 256 threads -----------------------------------
+struct MmqArgs {
+  MmqOne w[kMmqMaxBatch];
+  int64_t first[kMmqMaxBatch + 1];  // weight i owns blocks [first[i], first[i + 1]) of grid.x
+  int n;
+  const int8_t* aq;    // Q8A codes: column n at aq + n·K
+  const float2* ads;   // Q8A {d, d·Σq}: column n, part j at ads[n·K/32 + j]
+  int tiles;           // k-tiles of the whole row (one K for every weight)
+};
+
+// ---- the kernel: grid (Σ over the weights of ceil(M / kRows) × splits), 256 threads -----------------
 
 template <class Q, int NT>
 __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_constant__ MmqArgs a) {
@@ -269,13 +282,18 @@ __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_consta
   using S = MmqShape<NT>;
   using T = MmqTile<Q, NT>;
   extern __shared__ __align__(16) uint8_t smem[];
-  const Planes& p = a.p;
+  int wi = 0;
+  while (wi + 1 < a.n && static_cast<int64_t>(blockIdx.x) >= a.first[wi + 1]) wi++;
+  const MmqOne& one = a.w[wi];
+  const Planes& p = one.p;
+  const int64_t local = static_cast<int64_t>(blockIdx.x) - a.first[wi];
+  const int split_idx = static_cast<int>(local / one.mblocks);
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, t = lane % 4;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * S::kRows;
+  const int64_t m0 = (local % one.mblocks) * S::kRows;
   const int64_t K = p.K, nparts = K / 32;
   const int ncols = static_cast<int>(p.ncols);
-  const int tile0 = static_cast<int>(blockIdx.y) * a.tiles_per_split;
-  const int ntiles = min(a.tiles_per_split, a.tiles - tile0);
+  const int tile0 = split_idx * one.tiles_per_split;
+  const int ntiles = min(one.tiles_per_split, a.tiles - tile0);
   if (ntiles <= 0) return;
 
   auto stage_ptr = [&](int s) { return smem + static_cast<size_t>(s) * T::kStageBytes; };
@@ -301,10 +319,10 @@ __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_consta
       if (q * 16 >= off + bytes) continue;
       const uint8_t* chunk = src - off + 16 * q;
       uint8_t* dst = st + r * T::kRowBytes + 16 * q;
-      if (chunk + 16 <= a.w_end) {
+      if (chunk + 16 <= one.w_end) {
         cp_async16(dst, chunk);
       } else {  // the end of the plane: no read past its last byte
-        for (int b = 0; b < 16 && chunk + b < a.w_end; b += 2)
+        for (int b = 0; b < 16 && chunk + b < one.w_end; b += 2)
           *reinterpret_cast<uint16_t*>(dst + b) = *reinterpret_cast<const uint16_t*>(chunk + b);
       }
     }
@@ -415,7 +433,7 @@ __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_consta
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[j][e] += red[(((k - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e];
 
-  const bool split = gridDim.y > 1;
+  const bool split = one.splits > 1;
 #pragma unroll
   for (int j = 0; j < NT / 8; j++)
 #pragma unroll
@@ -424,7 +442,7 @@ __global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_consta
       const int col = 8 * j + 2 * t + (e & 1);
       if (row >= p.M || col >= ncols) continue;
       if (split)
-        a.partial[(static_cast<int64_t>(blockIdx.y) * ncols + col) * p.M + row] = acc[j][e];
+        one.partial[(static_cast<int64_t>(split_idx) * ncols + col) * p.M + row] = acc[j][e];
       else
         reinterpret_cast<float*>(p.out + col * p.o_nb1)[row] = plus_c(p, 0, col, row, acc[j][e]);
     }
@@ -473,10 +491,12 @@ inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
   return pl;
 }
 
-// Bytes of split-K partials for an M×K weight against N columns (0 without a split).
+// Bytes of split-K partials for an M×K weight against N columns (0 without a split), rounded up
+// so that the partials of the weights of one launch lie one after another (mmq_batch_partial_bytes).
 inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N) {
   const MmqPlan pl = mmq_plan(M, K, N);
-  return pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+  const size_t b = pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+  return (b + 255) & ~static_cast<size_t>(255);
 }
 
 // Whether the MMQ kernel takes planes p: a supported dtype, one plane, 2..64 columns, weights
@@ -491,7 +511,7 @@ inline bool mmq_takes(const Planes& p) {
 }
 
 template <class Q, int NT>
-cudaError_t launch_mmq_nt(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
+cudaError_t launch_mmq_nt(const MmqArgs& a, cudaStream_t s) {
   constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
   static_assert(smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
   if (smem > 48 * 1024) {
@@ -499,51 +519,71 @@ cudaError_t launch_mmq_nt(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
         cudaFuncSetAttribute(mmq_kernel<Q, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  const dim3 grid(static_cast<unsigned>(pl.mblocks), static_cast<unsigned>(pl.splits));
-  return launch_k(mmq_kernel<Q, NT>, grid, dim3(kMmqThreads), smem, s, a);
+  return launch_k(mmq_kernel<Q, NT>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
 }
 
 template <class Q>
-cudaError_t launch_mmq_q(const MmqArgs& a, const MmqPlan& pl, cudaStream_t s) {
-  const int64_t n = a.p.ncols;
-  if (n <= 8) return launch_mmq_nt<Q, 8>(a, pl, s);
-  if (n <= 16) return launch_mmq_nt<Q, 16>(a, pl, s);
-  if (n <= 32) return launch_mmq_nt<Q, 32>(a, pl, s);
-  return launch_mmq_nt<Q, 64>(a, pl, s);
+cudaError_t launch_mmq_q(const MmqArgs& a, cudaStream_t s) {
+  const int64_t n = a.w[0].p.ncols;
+  if (n <= 8) return launch_mmq_nt<Q, 8>(a, s);
+  if (n <= 16) return launch_mmq_nt<Q, 16>(a, s);
+  if (n <= 32) return launch_mmq_nt<Q, 32>(a, s);
+  return launch_mmq_nt<Q, 64>(a, s);
 }
 
-// Planes p (mmq_takes) against the Q8A region `act` filled for p.ncols columns; `partial`: scratch
-// of mmq_partial_bytes(M, K, N) bytes.
-inline cudaError_t launch_mmq(const Planes& p, const uint8_t* act, float* partial, cudaStream_t s) {
-  if (!mmq_takes(p)) return cudaErrorInvalidValue;
-  const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols);
-  if (pl.mblocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+// Weights ps[0..n) (1 <= n <= kMmqMaxBatch; each mmq_takes, one dtype, K and column count) against
+// the Q8A region `act` filled for their columns, in one launch; `partial`: scratch of the sum of
+// their mmq_partial_bytes, weight i's partials after those of weights 0..i-1.
+inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s) {
+  if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
   MmqArgs a{};
-  a.p = p;
+  a.n = n;
   a.aq = reinterpret_cast<const int8_t*>(act);
-  a.ads = reinterpret_cast<const float2*>(act + qs_bytes(p.K, p.ncols));
-  a.partial = pl.splits > 1 ? partial : nullptr;
-  a.tiles = pl.tiles;
-  a.tiles_per_split = pl.tiles_per_split;
-  a.w_end = p.w + (p.M - 1) * p.w_nb1 + p.K / qblock_elems(p.wtype) * qblock_bytes(p.wtype);
-  if (pl.splits > 1 && !partial) return cudaErrorInvalidValue;
+  a.ads = reinterpret_cast<const float2*>(act + qs_bytes(ps[0].K, ps[0].ncols));
+  size_t off = 0;
+  int64_t blocks = 0;
+  for (int i = 0; i < n; i++) {
+    const Planes& p = ps[i];
+    if (!mmq_takes(p) || p.wtype != ps[0].wtype || p.K != ps[0].K || p.ncols != ps[0].ncols) return cudaErrorInvalidValue;
+    const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols);
+    MmqOne& one = a.w[i];
+    one.p = p;
+    one.mblocks = pl.mblocks;
+    one.tiles_per_split = pl.tiles_per_split;
+    one.splits = pl.splits;
+    one.w_end = p.w + (p.M - 1) * p.w_nb1 + p.K / qblock_elems(p.wtype) * qblock_bytes(p.wtype);
+    if (pl.splits > 1) {
+      if (!partial) return cudaErrorInvalidValue;
+      one.partial = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(partial) + off);
+      off += mmq_partial_bytes(p.M, p.K, p.ncols);
+    }
+    a.tiles = pl.tiles;
+    a.first[i] = blocks;
+    blocks += pl.mblocks * pl.splits;
+  }
+  a.first[n] = blocks;
+  if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
   cudaError_t e;
-  switch (p.wtype) {
-    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, pl, s); break;
-    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, pl, s); break;
-    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, pl, s); break;
-    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, pl, s); break;
-    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, pl, s); break;
-    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, pl, s); break;
-    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, pl, s); break;
-    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, pl, s); break;
-    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, pl, s); break;
+  switch (ps[0].wtype) {
+    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, s); break;
+    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, s); break;
+    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, s); break;
+    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, s); break;
+    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, s); break;
+    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, s); break;
+    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, s); break;
+    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, s); break;
+    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, s); break;
     default: return cudaErrorInvalidValue;
   }
-  if (e != cudaSuccess || pl.splits == 1) return e;
-  const int64_t total = p.M * p.ncols;
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(total, 256), 65535));
-  return launch_k(mmq_reduce_kernel, dim3(blocks), dim3(256), 0, s, p, static_cast<const float*>(partial), pl.splits);
+  for (int i = 0; i < n && e == cudaSuccess; i++) {
+    const MmqOne& one = a.w[i];
+    if (one.splits == 1) continue;
+    const int64_t total = one.p.M * one.p.ncols;
+    const unsigned rb = static_cast<unsigned>(std::min<int64_t>(ceil_div(total, 256), 65535));
+    e = launch_k(mmq_reduce_kernel, dim3(rb), dim3(256), 0, s, one.p, static_cast<const float*>(one.partial), one.splits);
+  }
+  return e;
 }
 
 }  // namespace minfer::cuda::mm
