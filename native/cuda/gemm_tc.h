@@ -25,6 +25,7 @@ struct GemmArgs {
   float* out;
   int64_t out_col;
   int64_t M, N, K;
+  int stages = 2;  // shared-memory stages of the k-tile pipeline, 2 or 3 (Tuning::gemm_stages)
 };
 
 // Whether gemm_tc handles this weight dtype and shape (K a multiple of 32).

@@ -45,6 +45,9 @@ struct Tuning {
   // H200 (ops/mmq.cuh mmq_default_min_cols / mmq_default_max_cols, docs/PERFORMANCE.md).
   int mmq_min_cols = 0;
   int mmq_max_cols = -1;
+  // Shared-memory stages of the f16 tensor-core GEMM's k-tile pipeline (ops/gemm_tc.cu): 2, or 3
+  // with B copied and A loaded two k-tiles ahead (to be measured against 2 on the H200).
+  int gemm_stages = 2;
   // The dp4a mat-vec reads the quants of Q4_0, Q8_0 and Q6_K (2-byte aligned blocks) with 8-byte
   // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
   // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5

@@ -388,13 +388,18 @@ struct KArgs {
   DType wtype;  // for the generic loader
 };
 
-template <int BN>
+template <int BN, int STAGES = 2>
 constexpr int smem_bytes() {
-  return 2 * (kBM + BN) * kBK * 2;
+  return STAGES * (kBM + BN) * kBK * 2;
 }
 
-template <DType T, int BN>
+// STAGES 2: the next k-tile's B copy and A loads are issued before this tile's MMAs and must land
+// by their end. STAGES 3 (Tuning::gemm_stages): B is copied two tiles ahead, and A's registers are
+// loaded two tiles ahead too (tile t + 1's, loaded a tile earlier, are stored into their stage at
+// the top of tile t, then tile t + 2's loads go out), so each load has a whole tile of MMAs to land.
+template <DType T, int BN, int STAGES = 2>
 __global__ void __launch_bounds__(kThreads, 2) gemm_kernel(const KArgs p) {
+  static_assert(STAGES == 2 || STAGES == 3, "two or three stages");
   constexpr int WN_WARPS = BN == 128 ? 4 : 2;
   constexpr int WM_WARPS = 8 / WN_WARPS;
   constexpr int WM = kBM / WM_WARPS;  // 64 or 32
@@ -404,8 +409,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_kernel(const KArgs p) {
   constexpr int B_COPIES = BN * 8 / kThreads;  // 16-byte copies per thread per B tile
 
   extern __shared__ __align__(128) uint8_t smem[];
-  __half* sA = reinterpret_cast<__half*>(smem);  // [2][kBM * kBK]
-  __half* sB = sA + 2 * kBM * kBK;                // [2][BN * kBK]
+  __half* sA = reinterpret_cast<__half*>(smem);  // [STAGES][kBM * kBK]
+  __half* sB = sA + STAGES * kBM * kBK;           // [STAGES][BN * kBK]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp % WM_WARPS, wn = warp / WM_WARPS;
@@ -439,22 +444,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_kernel(const KArgs p) {
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
-  if (kt0 < kt1) {
-    load_b(kt0, 0);
-    ld.load(arow, static_cast<int64_t>(kt0) * kBK, ah, p.K);
-    ld.store(sA, ar, ah, static_cast<int64_t>(kt0) * kBK, p.K);
-    cp_async_wait_all();
-    __syncthreads();
-  }
-
-  for (int kt = kt0; kt < kt1; kt++) {
-    const int stage = (kt - kt0) & 1;
-    const bool next = kt + 1 < kt1;
-    const int64_t knext = static_cast<int64_t>(kt + 1) * kBK;
-    if (next) {
-      load_b(kt + 1, stage ^ 1);
-      ld.load(arow, knext, ah, p.K);
-    }
+  // One k-tile's MMAs from stage `stage`.
+  auto mmas = [&](int stage) {
     const __half* a_s = sA + stage * kBM * kBK;
     const __half* b_s = sB + stage * BN * kBK;
 #pragma unroll
@@ -476,11 +467,56 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_kernel(const KArgs p) {
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) mma_16816(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
     }
+  };
+
+  if constexpr (STAGES == 3) {
+    // Stage of tile t: (t - kt0) % 3, for A and B alike.
+    if (kt0 < kt1) {
+      load_b(kt0, 0);
+      if (kt0 + 1 < kt1) load_b(kt0 + 1, 1);
+      else cp_async_commit();  // (an empty group keeps the wait counts below)
+      ld.load(arow, static_cast<int64_t>(kt0) * kBK, ah, p.K);
+      ld.store(sA, ar, ah, static_cast<int64_t>(kt0) * kBK, p.K);
+      if (kt0 + 1 < kt1) ld.load(arow, static_cast<int64_t>(kt0 + 1) * kBK, ah, p.K);
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // tile kt0's B
+      __syncthreads();
+    }
+    int stage = 0;
+    for (int kt = kt0; kt < kt1; kt++) {
+      const int s1 = stage == 2 ? 0 : stage + 1, s2 = s1 == 2 ? 0 : s1 + 1;
+      if (kt + 2 < kt1) load_b(kt + 2, s2);
+      else cp_async_commit();
+      if (kt + 1 < kt1) ld.store(sA + s1 * kBM * kBK, ar, ah, static_cast<int64_t>(kt + 1) * kBK, p.K);
+      if (kt + 2 < kt1) ld.load(arow, static_cast<int64_t>(kt + 2) * kBK, ah, p.K);
+      mmas(stage);
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // tile kt + 1's B (kt + 2's may fly)
+      __syncthreads();
+      stage = s1;
+    }
+  } else {
+  if (kt0 < kt1) {
+    load_b(kt0, 0);
+    ld.load(arow, static_cast<int64_t>(kt0) * kBK, ah, p.K);
+    ld.store(sA, ar, ah, static_cast<int64_t>(kt0) * kBK, p.K);
+    cp_async_wait_all();
+    __syncthreads();
+  }
+
+  for (int kt = kt0; kt < kt1; kt++) {
+    const int stage = (kt - kt0) & 1;
+    const bool next = kt + 1 < kt1;
+    const int64_t knext = static_cast<int64_t>(kt + 1) * kBK;
+    if (next) {
+      load_b(kt + 1, stage ^ 1);
+      ld.load(arow, knext, ah, p.K);
+    }
+    mmas(stage);
     if (next) {
       ld.store(sA + (stage ^ 1) * kBM * kBK, ar, ah, knext, p.K);
       cp_async_wait_all();
     }
     __syncthreads();
+  }
   }
 
   // Epilogue: c0,c1 at (row g, cols 2q, 2q+1), c2,c3 at (row g+8, same cols); g = lane/4, q = lane%4.
@@ -634,32 +670,33 @@ int weight_align(DType t) {
   }
 }
 
-template <DType T, int BN>
+template <DType T, int BN, int STAGES>
 cudaError_t launch_t(const KArgs& k, dim3 grid, cudaStream_t stream) {
   static bool configured[64] = {};  // the >48 KiB shared-memory opt-in, once per device
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
   if (dev < 0 || dev >= 64 || !configured[dev]) {
-    e = cudaFuncSetAttribute(gemm_kernel<T, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<BN>());
+    e = cudaFuncSetAttribute(gemm_kernel<T, BN, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem_bytes<BN, STAGES>());
     if (e != cudaSuccess) return e;
     if (dev >= 0 && dev < 64) configured[dev] = true;
   }
-  gemm_kernel<T, BN><<<grid, kThreads, smem_bytes<BN>(), stream>>>(k);
+  gemm_kernel<T, BN, STAGES><<<grid, kThreads, smem_bytes<BN, STAGES>(), stream>>>(k);
   return cudaGetLastError();
 }
 
-template <int BN>
+template <int BN, int STAGES>
 cudaError_t launch_bn(DType t, const KArgs& k, dim3 grid, cudaStream_t stream) {
   switch (t) {
-    case DType::Q4_K: return launch_t<DType::Q4_K, BN>(k, grid, stream);
-    case DType::Q6_K: return launch_t<DType::Q6_K, BN>(k, grid, stream);
-    case DType::Q4_0: return launch_t<DType::Q4_0, BN>(k, grid, stream);
-    case DType::Q8_0: return launch_t<DType::Q8_0, BN>(k, grid, stream);
-    case DType::F16: return launch_t<DType::F16, BN>(k, grid, stream);
-    case DType::BF16: return launch_t<DType::BF16, BN>(k, grid, stream);
-    case DType::F32: return launch_t<DType::F32, BN>(k, grid, stream);
-    default: return launch_t<kGeneric, BN>(k, grid, stream);
+    case DType::Q4_K: return launch_t<DType::Q4_K, BN, STAGES>(k, grid, stream);
+    case DType::Q6_K: return launch_t<DType::Q6_K, BN, STAGES>(k, grid, stream);
+    case DType::Q4_0: return launch_t<DType::Q4_0, BN, STAGES>(k, grid, stream);
+    case DType::Q8_0: return launch_t<DType::Q8_0, BN, STAGES>(k, grid, stream);
+    case DType::F16: return launch_t<DType::F16, BN, STAGES>(k, grid, stream);
+    case DType::BF16: return launch_t<DType::BF16, BN, STAGES>(k, grid, stream);
+    case DType::F32: return launch_t<DType::F32, BN, STAGES>(k, grid, stream);
+    default: return launch_t<kGeneric, BN, STAGES>(k, grid, stream);
   }
 }
 
@@ -720,7 +757,10 @@ cudaError_t gemm_tc(const GemmArgs& a, void* scratch, cudaStream_t stream) {
   }
   const dim3 grid(static_cast<unsigned>(ceil_div(a.N, p.bn)), static_cast<unsigned>(ceil_div(a.M, kBM)),
                   static_cast<unsigned>(p.splits));
-  e = p.bn == 128 ? launch_bn<128>(a.wtype, k, grid, stream) : launch_bn<64>(a.wtype, k, grid, stream);
+  if (a.stages == 3)
+    e = p.bn == 128 ? launch_bn<128, 3>(a.wtype, k, grid, stream) : launch_bn<64, 3>(a.wtype, k, grid, stream);
+  else
+    e = p.bn == 128 ? launch_bn<128, 2>(a.wtype, k, grid, stream) : launch_bn<64, 2>(a.wtype, k, grid, stream);
   if (e != cudaSuccess) return e;
   if (p.splits > 1) {
     const int64_t total = a.M * a.N;

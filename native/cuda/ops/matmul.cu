@@ -422,6 +422,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
         g.M = p.M;
         g.N = N;
         g.K = K;
+        g.stages = ctx.tuning.gemm_stages;
         if (cudaError_t e = gemm_tc(g, scratch + r.gemm, ctx.stream); e != cudaSuccess) return e;
       }
       // gemm_tc has no epilogue: MUL_MAT_ADD's c is added once its products are complete.

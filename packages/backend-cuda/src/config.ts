@@ -19,6 +19,11 @@ export interface CudaEnv {
   readonly attnFlash: boolean;
   readonly attnWarps: 1 | 2 | 4;
   /**
+   * MINFER_CUDA_GEMM_STAGES (2 or 3; default 2): shared-memory stages of the f16 tensor-core GEMM of
+   * prompts (ops/gemm_tc.cu); 3 copies B and loads A two k-tiles ahead.
+   */
+  readonly gemmStages: 2 | 3;
+  /**
    * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
    * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel, `flash` ops/attention_flash.cuh
    * (tensor cores, a warp a block, the cells split over many blocks); `auto` (the default) takes
@@ -124,6 +129,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnMma: attn !== "tile",
     attnFlash: choice(env, "MINFER_CUDA_ATTN_FLASH", ["0", "1"]) !== "0",
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
+    gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",

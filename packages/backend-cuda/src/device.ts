@@ -84,6 +84,7 @@ export class CudaDevice implements Device {
         attnMma: env.attnMma,
         attnFlash: env.attnFlash,
         attnWarps: env.attnWarps,
+        gemmStages: env.gemmStages,
         attnDecode: env.attnDecode,
         fuse: env.fuse,
         pdl: env.pdl,

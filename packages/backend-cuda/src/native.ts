@@ -53,6 +53,7 @@ export interface NativeTuning {
   readonly attnMma?: boolean;
   readonly attnFlash?: boolean;
   readonly attnWarps?: 1 | 2 | 4;
+  readonly gemmStages?: 2 | 3;
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;
