@@ -262,7 +262,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, attnFlash?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, attnFlash?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3 })
 // → handle
@@ -289,6 +289,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\", \"vec\" or \"flash\"");
     }
     flag("attnFlash", &tuning.attn_flash);
+    flag("topkChunks", &tuning.topk_chunks);
     Napi::Value warps = t.Get("attnWarps");
     if (!warps.IsUndefined()) {
       const double w = warps.IsNumber() ? warps.As<Napi::Number>().DoubleValue() : -1;

@@ -3,9 +3,9 @@
 // step of each count of sequences (events between the nodes, captured with them into one graph), summed by op; and, without
 // profiling, the mean wall time of a decode step (1 and B sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
-//   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP]]
-// PROFILE_DEPTH=D (environment): also a 512-token micro-batch and a decode step after D tokens of
-// context, profiled by op, and the same two timed without profiling (wall against GPU time).
+//   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP [DEPTH]]]
+// DEPTH > 0: also a 512-token micro-batch and a decode step after DEPTH tokens of context,
+// profiled by op, and the same two timed without profiling (wall against GPU time).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cpu } from "../../packages/backend-cpu/src/index.js";
@@ -89,8 +89,8 @@ lines.push(
 );
 prof.dispose();
 
-// At depth: where a 512-token micro-batch and a decode step go after PROFILE_DEPTH tokens.
-const depth = Number(process.env.PROFILE_DEPTH ?? 0);
+// At depth: where a 512-token micro-batch and a decode step go after DEPTH tokens.
+const depth = Number(process.argv[6] ?? 0);
 if (depth > 0) {
   const fill = async (c: Context) => {
     for (let p = 0; p < depth; p += 512)

@@ -219,12 +219,15 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
   serve-streams | serve-streams-nooverlap) # minfer serve -np K at K concurrent streams beside bench -npl K
     # (SERVE_NPL, default 16,64), the same file (SERVE_FILE, else the synthetic SERVE_TYPE) and flags,
     # SERVE_ROUNDS rounds; -nooverlap: the server without --overlap-output (each step's output delivered
-    # before the next step is planned); SERVE_FLAGS: more flags for minfer serve only
+    # before the next step is planned); SERVE_FLAGS: more flags for minfer serve only; SERVE_PROFILE=1:
+    # the server's JavaScript CPU profile of each K (node --cpu-prof) into OUT/serve-prof
     f=${SERVE_FILE:-$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")}
     flags=${SERVE_FLAGS-}
     [ "$s" = serve-streams-nooverlap ] && flags="$flags --no-overlap-output"
+    nflags=""
+    [ "${SERVE_PROFILE:-0}" = 1 ] && mkdir -p "$OUT/serve-prof" && nflags="--serve-node-flag --cpu-prof --serve-node-flag --cpu-prof-dir=$OUT/serve-prof"
     TAIL_LINES=${TAIL_LINES:-20} step "$s" node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
-      -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" \
+      -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" $nflags \
       $(for x in $flags; do printf -- '--serve-flag %s ' "$x"; done) -- -ngl all ;;
   serve-noperq) # the same with MINFER_CUDA_ATTN_PER_QUERY=0 (the child server inherits it)
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")
@@ -371,7 +374,9 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
     TAIL_LINES=80 step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
-  profile) step profile node "$D/dist/cuda-profile.js" "$OUT" "${PROFILE_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}" "${STREAMS:-16,64}" ;;
+  profile) # (PROFILE_DEPTH: also a prompt micro-batch and a decode step after that many tokens)
+    step profile node "$D/dist/cuda-profile.js" "$OUT" "${PROFILE_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}" \
+      "${STREAMS:-16,64}" 128 "${PROFILE_DEPTH:-0}" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")

@@ -7,8 +7,9 @@
 //   rows of up to kTile elements: one block per row, entirely in shared memory;
 //   longer rows (a vocabulary for top-k): keys in scratch, the network's stages whose partners are
 //   within a tile of kTile run in shared memory, the longer-range ones as one launch per stage.
-// TOP_K of a row longer than kTile with k <= kSelectMaxK (a vocabulary's best candidates) selects
-// instead: each block sorts one tile of kTile keys in shared memory and keeps its first k, and
+// TOP_K of a row longer than kTile with k <= kChunkMaxK may take the chunk bests instead
+// (Tuning::topk_chunks; see chunk_select_kernel). Else, with k <= kSelectMaxK (a vocabulary's best
+// candidates), it selects: each block sorts one tile of kTile keys in shared memory and keeps its first k, and
 // rounds of the same over the kept keys reduce each row to one tile, whose first k are the answer
 // (the keys are unique, so the k smallest keys of a row are the k smallest of its tiles' bests).
 // Other TOP_K sorts the whole row and keeps the first k.
@@ -169,6 +170,85 @@ __global__ void select_tile_kernel(Tensor a, const uint64_t* src, int64_t n, uin
   }
 }
 
+// ---- TOP_K by chunk bests (Tuning::topk_chunks) ----
+// The row is cut into chunks of kChunk elements and each chunk's best key is found (one warp a
+// chunk). The k best of those C bests are k distinct elements, so the row's k-th best key is at
+// most the k-th best chunk best T, and every key ≤ T lies in one of those k chunks (any other
+// chunk's keys are all above its best, which is above T). A block per row sorts the C bests in
+// shared memory, gathers the keys ≤ T of the k chosen chunks (at most k·kChunk), sorts them and
+// writes the first k: the same answer as sorting the row, reading the row about 1 + k·kChunk/n
+// times instead of sorting tiles of 4096 keys (1017 us for 64 rows of 152,064 on the H200,
+// session 15).
+constexpr int kChunk = 128;
+constexpr int kChunkMaxK = 64;      // candidates ≤ kChunkMaxK · kChunk = 8192 keys
+constexpr int kChunkMaxC = 4096;    // chunk bests sorted in shared memory at once (rows ≤ 524,288)
+constexpr int kChunkCap = kChunkMaxK * kChunk;
+
+__global__ void chunk_best_kernel(Tensor a, uint64_t* best, int64_t n_chunks) {
+  const int64_t n = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
+  const int lane = threadIdx.x % kWarp;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) + threadIdx.x / kWarp;
+  if (c >= n_chunks) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    uint64_t m = kPad;
+#pragma unroll
+    for (int j = 0; j < kChunk / kWarp; j++) {
+      const int64_t i = c * kChunk + j * kWarp + lane;
+      if (i < n) {
+        const uint64_t key = sort_key(*row_elem(a, r, i), i, true);
+        m = key < m ? key : m;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const uint64_t x = __shfl_xor_sync(0xffffffffu, m, o);
+      m = x < m ? x : m;
+    }
+    if (lane == 0) best[r * n_chunks + c] = m;
+  }
+}
+
+// Bitonic sort of s[0..n2) ascending (n2 a power of two) by the block's threads.
+__device__ inline void block_sort(uint64_t* s, int n2) {
+  for (int k = 2; k <= n2; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int t = threadIdx.x; t < n2 / 2; t += blockDim.x) compare_exchange(s, 0, t, k, j);
+      __syncthreads();
+    }
+}
+
+__global__ void chunk_select_kernel(Tensor a, const uint64_t* best, int64_t n_chunks, int k, Tensor o) {
+  extern __shared__ uint64_t sm[];
+  uint64_t* bs = sm;                 // [c2] chunk bests
+  uint64_t* cand = sm + kChunkMaxC;  // [kChunkCap] candidate keys
+  __shared__ int chosen[kChunkMaxK];
+  __shared__ int count;
+  const int64_t n = a.ne[0], r = blockIdx.x;
+  int c2 = 1;
+  while (c2 < n_chunks) c2 <<= 1;
+  for (int i = threadIdx.x; i < c2; i += blockDim.x) bs[i] = i < n_chunks ? best[r * n_chunks + i] : kPad;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  block_sort(bs, c2);
+  const uint64_t t_key = bs[k - 1];
+  for (int i = threadIdx.x; i < k; i += blockDim.x) chosen[i] = static_cast<int>((bs[i] & 0xffffffffu) / kChunk);
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < k * kChunk; idx += blockDim.x) {
+    const int64_t i = static_cast<int64_t>(chosen[idx / kChunk]) * kChunk + idx % kChunk;
+    if (i >= n) continue;
+    const uint64_t key = sort_key(*row_elem(a, r, i), i, true);
+    if (key <= t_key) cand[atomicAdd(&count, 1)] = key;
+  }
+  __syncthreads();
+  const int m = count;  // k ≤ m ≤ k·kChunk
+  int m2 = 1;
+  while (m2 < m) m2 <<= 1;
+  for (int i = m + threadIdx.x; i < m2; i += blockDim.x) cand[i] = kPad;
+  __syncthreads();
+  block_sort(cand, m2);
+  for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
+}
+
 __global__ void write_indices_kernel(const uint64_t* keys, Tensor o, int64_t n_pow2, int64_t k_out) {
   const int64_t total = k_out * o.ne[1] * o.ne[2] * o.ne[3];
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
@@ -204,11 +284,20 @@ bool by_selection(const NodeArgs& args, bool top_k) {
   return top_k && args.in[0]->ne[0] > kTile && param_i32(args, program::param::TOP_K::k) <= kSelectMaxK;
 }
 
+// Whether TOP_K can take the chunk-best path (Tuning::topk_chunks decides whether it does).
+bool chunks_fit(const NodeArgs& args) {
+  const int64_t n = args.in[0]->ne[0], k = param_i32(args, program::param::TOP_K::k), c = ceil_div(n, kChunk);
+  return n > kTile && k <= kChunkMaxK && c >= k && c <= kChunkMaxC && n <= INT32_MAX;
+}
+
 size_t sort_scratch_impl(const NodeArgs& args, bool top_k) {
   const int64_t n = args.in[0]->ne[0], rows = n_rows(*args.in[0]);
   if (by_selection(args, top_k)) {  // two ping-pong buffers of the first round's kept keys
     const int64_t kept = select_kept(n, param_i32(args, program::param::TOP_K::k));
-    return static_cast<size_t>(2 * kept * rows) * sizeof(uint64_t);
+    const size_t tiles = static_cast<size_t>(2 * kept * rows) * sizeof(uint64_t);
+    // (or the chunk bests, when the tuning takes that path: scratch is sized for either)
+    const size_t chunks = chunks_fit(args) ? static_cast<size_t>(ceil_div(n, kChunk) * rows) * sizeof(uint64_t) : 0;
+    return tiles > chunks ? tiles : chunks;
   }
   const int64_t n_pow2 = next_pow2(n);
   if (n_pow2 <= kTile) return 0;
@@ -236,12 +325,36 @@ cudaError_t launch_select(const NodeArgs& args, const LaunchContext& ctx) {
   }
 }
 
+cudaError_t launch_chunk_select(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor &a = *args.in[0], &o = *args.out[0];
+  const int64_t n = a.ne[0], rows = n_rows(a), c = ceil_div(n, kChunk);
+  const int k = param_i32(args, program::param::TOP_K::k);
+  uint64_t* best = static_cast<uint64_t*>(ctx.scratch);
+  constexpr int kWarps = 8;
+  chunk_best_kernel<<<dim3(static_cast<unsigned>(ceil_div(c, kWarps)), static_cast<unsigned>(rows < 65535 ? rows : 65535)),
+                      kWarps * kWarp, 0, ctx.stream>>>(a, best, c);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  constexpr size_t smem = static_cast<size_t>(kChunkMaxC + kChunkCap) * sizeof(uint64_t);
+  static bool configured[64] = {};  // the >48 KiB shared-memory opt-in, once per device
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (dev < 0 || dev >= 64 || !configured[dev]) {
+    if (cudaError_t e = cudaFuncSetAttribute(chunk_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+        e != cudaSuccess)
+      return e;
+    if (dev >= 0 && dev < 64) configured[dev] = true;
+  }
+  chunk_select_kernel<<<static_cast<unsigned>(rows), kThreads, smem, ctx.stream>>>(a, best, c, k, o);
+  return cudaGetLastError();
+}
+
 template <bool kTopK>
 cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor &a = *args.in[0], &o = *args.out[0];
   const int64_t n = a.ne[0], rows = n_rows(a);
   if (n <= 0 || rows <= 0) return cudaSuccess;
   const bool desc = kTopK || param_i32(args, program::param::ARGSORT::descending) != 0;
+  if (kTopK && ctx.tuning.topk_chunks && chunks_fit(args) && rows <= INT32_MAX) return launch_chunk_select(args, ctx);
   if (by_selection(args, kTopK)) return launch_select(args, ctx);
   const int64_t k_out = kTopK ? param_i32(args, program::param::TOP_K::k) : n;
   const int64_t n_pow2 = next_pow2(n);

@@ -24,6 +24,12 @@ export interface CudaEnv {
    */
   readonly gemmStages: 2 | 3;
   /**
+   * MINFER_CUDA_TOPK=chunks: TOP_K of long rows (the candidate ids of a vocabulary) from the best
+   * of each 128-element chunk, then the keys of the k best chunks sorted (ops/sort.cu), instead of
+   * the default `tiles` (sorts of 4096 keys, kept k per tile, in rounds).
+   */
+  readonly topkChunks: boolean;
+  /**
    * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
    * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel, `flash` ops/attention_flash.cuh
    * (tensor cores, a warp a block, the cells split over many blocks); `auto` (the default) takes
@@ -130,6 +136,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnFlash: choice(env, "MINFER_CUDA_ATTN_FLASH", ["0", "1"]) !== "0",
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
+    topkChunks: choice(env, "MINFER_CUDA_TOPK", ["tiles", "chunks"]) === "chunks",
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",

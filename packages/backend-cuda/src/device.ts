@@ -85,6 +85,7 @@ export class CudaDevice implements Device {
         attnFlash: env.attnFlash,
         attnWarps: env.attnWarps,
         gemmStages: env.gemmStages,
+        topkChunks: env.topkChunks,
         attnDecode: env.attnDecode,
         fuse: env.fuse,
         pdl: env.pdl,

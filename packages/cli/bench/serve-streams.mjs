@@ -18,7 +18,8 @@
 // so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
 //
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
-//        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [-- extra minfer flags, e.g. -ngl all -t 2]
+//        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …]
+//        [-- extra minfer flags, e.g. -ngl all -t 2]
 //
 // Node.js 20 or later, no dependencies (node:http and a small SSE reader).
 import { spawn } from "node:child_process";
@@ -29,7 +30,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const USAGE =
-  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [-- minfer flags]";
+  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …] [-- minfer flags]";
 
 // ---------------------------------------------------------------- arguments
 const all = process.argv.slice(2);
@@ -47,6 +48,8 @@ if (argv.includes("-h") || argv.includes("--help")) {
   --bin FILE     the minfer CLI (default: packages/cli/dist/bin.js of this checkout)
   --json         the per-round figures as JSON instead of the table
   --serve-flag F a flag for \`minfer serve\` only (repeatable), e.g. --serve-flag --no-overlap-output
+  --serve-node-flag F
+                 a Node.js flag of the server process (repeatable), e.g. --serve-node-flag --cpu-prof
   -- FLAGS       passed to both \`minfer bench\` and \`minfer serve\` (-t, -b, -ngl, --kv-type, -dev);
                  -c is set by this script`);
   process.exit(0);
@@ -79,6 +82,13 @@ const serveOnly = [];
 for (let i = argv.indexOf("--serve-flag"); i >= 0; i = argv.indexOf("--serve-flag")) {
   if (i + 1 >= argv.length) fail("--serve-flag needs a value");
   serveOnly.push(argv.splice(i, 2)[1]);
+}
+// Node.js flags of the server process only (e.g. --cpu-prof --cpu-prof-dir=DIR: the server's
+// JavaScript profile, written when it exits on the SIGTERM that ends each K).
+const serveNode = [];
+for (let i = argv.indexOf("--serve-node-flag"); i >= 0; i = argv.indexOf("--serve-node-flag")) {
+  if (i + 1 >= argv.length) fail("--serve-node-flag needs a value");
+  serveNode.push(argv.splice(i, 2)[1]);
 }
 const jsonOut = argv.includes("--json");
 if (jsonOut) argv.splice(argv.indexOf("--json"), 1);
@@ -146,7 +156,9 @@ function startServer(k) {
     ...extra,
     ...serveOnly,
   ];
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...serveNode, bin, ...args], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   children.add(child);
   let stderr = "";
   const ready = new Promise((resolve, reject) => {
