@@ -16,6 +16,8 @@
 // made PP tokens long with the server's /tokenize (BOS counted); temperature 0, max_tokens TG,
 // cache_prompt false, and the end-of-sequence token biased by -100 (the server has no ignore_eos)
 // so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
+// Step ms / gap ms: from the server's /metrics over the timed wave, the mean decode step and the
+// mean host gap between steps (sampling, planning, output the overlap does not cover).
 //
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
 //        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …]
@@ -153,6 +155,7 @@ function startServer(k) {
     `${k * (npp + ntg + 8)}`,
     "--port",
     "0",
+    "--metrics", // the step histograms (stepMetrics)
     ...extra,
     ...serveOnly,
   ];
@@ -369,6 +372,22 @@ async function wave(api, k, bias) {
   };
 }
 
+/**
+ * The server's step histograms (GET /metrics): count and sum of the decode steps' times and of
+ * the host's gaps between them (undefined when the server does not report them).
+ */
+async function stepMetrics(api) {
+  const r = await api.request("GET", "/metrics");
+  if (r.status !== 200) return undefined;
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(r.text)?.[1] ?? Number.NaN);
+  return {
+    steps: value("minfer_decode_step_seconds_count"),
+    stepS: value("minfer_decode_step_seconds_sum"),
+    gaps: value("minfer_decode_step_gap_seconds_count"),
+    gapS: value("minfer_decode_step_gap_seconds_sum"),
+  };
+}
+
 async function serve(k) {
   const server = startServer(k);
   let api;
@@ -376,7 +395,16 @@ async function serve(k) {
     api = client(await server.ready, k);
     const bias = await eosBias(api);
     await wave(api, k, bias); // warmup: the server builds the graphs of these shapes
-    return await wave(api, k, bias);
+    const m0 = await stepMetrics(api);
+    const w = await wave(api, k, bias);
+    const m1 = await stepMetrics(api);
+    // Per step of the timed wave: the decode's time and the host's gap before it (what the
+    // device waited for between steps), in ms.
+    if (m0 && m1) {
+      w.stepMs = ((m1.stepS - m0.stepS) / (m1.steps - m0.steps)) * 1000;
+      w.gapMs = ((m1.gapS - m0.gapS) / (m1.gaps - m0.gaps)) * 1000;
+    }
+    return w;
   } finally {
     api?.close();
     await server.stop();
@@ -440,6 +468,8 @@ const rows = streams.map((k) => {
     serve_ttft_max: m(s, (x) => x.ttftMax),
     serve_speed_tg: serveTg,
     serve_over_bench_tg: serveTg / benchTg,
+    serve_step_ms: m(s, (x) => x.stepMs ?? Number.NaN),
+    serve_gap_ms: m(s, (x) => x.gapMs ?? Number.NaN),
     serve_prompt_tokens: m(s, (x) => x.promptTokens),
     serve_tokens_min: Math.min(...s.map((x) => x.tokensMin)),
     serve_chunks_vs_tokens: `${s.reduce((a, x) => a + x.chunks, 0)}/${s.reduce((a, x) => a + x.tokens, 0)}`,
@@ -465,6 +495,8 @@ if (jsonOut) {
     "bench S_TG t/s",
     "serve S_TG t/s",
     "serve/bench",
+    "serve step ms",
+    "serve gap ms",
     "serve tokens",
   ];
   const cellsOf = (x) => [
@@ -477,6 +509,8 @@ if (jsonOut) {
     x.bench_speed_tg.toFixed(2),
     x.serve_speed_tg.toFixed(2),
     x.serve_over_bench_tg.toFixed(2),
+    x.serve_step_ms.toFixed(3),
+    x.serve_gap_ms.toFixed(3),
     `≥${x.serve_tokens_min}/stream`,
   ];
   const body = rows.map(cellsOf);

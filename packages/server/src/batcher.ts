@@ -8,7 +8,19 @@ export type { JobFinish, JobResult, JobSpec, TokenEvent } from "./job.js";
 
 /** What the batcher reports to an observer (metrics, logs). */
 export interface BatcherObserver {
-  onStep?(info: { tokens: number; promptTokens: number; generating: number; ms: number }): void;
+  /**
+   * After each decode step: its tokens, how long the decode took (`ms`, from the call to its
+   * logits), and `gapMs`, the time since the step before it returned (sampling, output not
+   * overlapped, the event loop's turn, planning: what the device waits for between steps); absent
+   * for the first step after the batcher was idle.
+   */
+  onStep?(info: {
+    tokens: number;
+    promptTokens: number;
+    generating: number;
+    ms: number;
+    gapMs?: number;
+  }): void;
   onJobEnd?(result: JobResult): void;
   onJobError?(error: unknown): void;
 }
@@ -74,6 +86,8 @@ export class Batcher {
   /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
   #outputs: Output[] = [];
   #running: Promise<void> | undefined;
+  /** When the last decode returned (performance.now()); undefined while the batcher is idle. */
+  #lastDecodeEnd: number | undefined;
   #closed = false;
   #clock = 0;
 
@@ -226,6 +240,7 @@ export class Batcher {
       const active = this.#slots.filter((s) => s.job);
       if (active.length === 0) {
         this.#deliverOutputs();
+        this.#lastDecodeEnd = undefined; // idle: the next step's gap is not host work
         return;
       }
       await this.#step(active);
@@ -370,6 +385,7 @@ export class Batcher {
       return;
     }
     for (const { job } of batch.members) job.inFlight = true;
+    const gapMs = this.#lastDecodeEnd === undefined ? undefined : performance.now() - this.#lastDecodeEnd;
     const decoding = this.#startDecode(batch);
     if (this.#overlap && this.#outputs.length > 0) {
       // Let the decode reach its native call (it starts on a later microtask), then do the output
@@ -378,6 +394,7 @@ export class Batcher {
       this.#deliverOutputs();
     }
     const done = await decoding;
+    this.#lastDecodeEnd = performance.now();
     // A client that left during the output (or a deadline passed) ends its job now, before its
     // next token is sampled, as it would have at the start of this step without the overlap.
     if (this.#overlap) this.#expire();
@@ -393,6 +410,7 @@ export class Batcher {
       promptTokens: batch.tokens.length - batch.generating,
       generating: batch.generating,
       ms: done.ms,
+      ...(gapMs === undefined ? {} : { gapMs }),
     });
     this.#chooseNext(batch, done.logits);
     if (!this.#overlap) this.#deliverOutputs();

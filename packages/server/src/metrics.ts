@@ -21,6 +21,8 @@ export class ServerMetrics {
   readonly #queueWait: Histogram;
   readonly #batchTokens: Histogram;
   readonly #steps: Counter;
+  readonly #stepDecode: Histogram;
+  readonly #stepGap: Histogram;
   #batcher: Batcher | undefined;
 
   constructor() {
@@ -83,6 +85,19 @@ export class ServerMetrics {
       registers,
     });
     this.#steps = new Counter({ name: "minfer_decode_steps_total", help: "Decode steps run", registers });
+    const stepBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+    this.#stepDecode = new Histogram({
+      name: "minfer_decode_step_seconds",
+      help: "Time of a decode step, from the call to its logits",
+      buckets: stepBuckets,
+      registers,
+    });
+    this.#stepGap = new Histogram({
+      name: "minfer_decode_step_gap_seconds",
+      help: "Time between a decode step's return and the next step's start while generating (sampling, planning, output the overlap does not cover): what the device waits for",
+      buckets: stepBuckets,
+      registers,
+    });
     const self = this;
     const gauge = (name: string, help: string, read: (b: Batcher) => number) =>
       new Gauge({
@@ -139,6 +154,8 @@ export class ServerMetrics {
       onStep: (s) => {
         this.#steps.inc();
         this.#batchTokens.observe(s.tokens);
+        this.#stepDecode.observe(s.ms / 1000);
+        if (s.gapMs !== undefined) this.#stepGap.observe(s.gapMs / 1000);
       },
       onJobEnd: (r: JobResult) => {
         this.#promptTokens.inc(r.promptTokens);

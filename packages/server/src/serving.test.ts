@@ -78,7 +78,7 @@ describe("continuous batching", () => {
   });
 
   it("jobs submitted together advance together: one decode per step for all of them", async () => {
-    const steps: { tokens: number; generating: number }[] = [];
+    const steps: { tokens: number; generating: number; gapMs?: number }[] = [];
     const b = new Batcher(stories, {
       parallel: 8,
       ctxPerSlot: 256,
@@ -100,6 +100,10 @@ describe("continuous batching", () => {
       expect(steps).toHaveLength(32);
       expect(steps[0]!.generating).toBe(0);
       for (const st of steps.slice(1)) expect(st).toMatchObject({ tokens: 8, generating: 8 });
+      // The host's gap before each step: none before the first (the batcher was idle), a time
+      // before every other.
+      expect(steps[0]!.gapMs).toBeUndefined();
+      for (const st of steps.slice(1)) expect(st.gapMs).toBeGreaterThanOrEqual(0);
       // Each equals the same job alone.
       for (const [i, p] of STORY_PROMPTS.entries()) {
         const solo = await b.submit({
@@ -110,6 +114,11 @@ describe("continuous batching", () => {
         });
         expect(solo.tokens).toEqual(results[i]!.tokens);
       }
+      // Each solo job started on an idle batcher: its first step has no gap, its others have one.
+      expect(steps).toHaveLength(32 * (1 + STORY_PROMPTS.length));
+      for (let i = 32; i < steps.length; i++)
+        if (i % 32 === 0) expect(steps[i]!.gapMs).toBeUndefined();
+        else expect(steps[i]!.gapMs).toBeGreaterThanOrEqual(0);
     } finally {
       await b.close();
     }
@@ -483,6 +492,11 @@ describe("/props, /slots, /metrics", () => {
       expect(value("minfer_kv_cells_used")).toBeGreaterThan(5);
       expect(value("minfer_queue_waiting")).toBe(0);
       expect(text).toContain("minfer_decode_batch_tokens_bucket");
+      // Every step's decode time, and the host gap before every step but the first after idle.
+      const steps = value("minfer_decode_steps_total");
+      expect(steps).toBeGreaterThanOrEqual(4);
+      expect(value("minfer_decode_step_seconds_count")).toBe(steps);
+      expect(value("minfer_decode_step_gap_seconds_count")).toBe(steps - 1);
       expect(text).toContain("minfer_time_to_first_token_seconds_count 1");
       expect((await fetch(`${off.url}/metrics`)).status).toBe(501);
     } finally {
