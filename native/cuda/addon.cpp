@@ -264,7 +264,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 
 // createExecutor(device, useGraphs, tuning?: { attnMma?, attnFlash?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
-//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3 })
+//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3 })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -295,6 +295,12 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       const double w = warps.IsNumber() ? warps.As<Napi::Number>().DoubleValue() : -1;
       if (!(w == 1 || w == 2 || w == 4)) throw Napi::TypeError::New(info.Env(), "tuning.attnWarps must be 1, 2 or 4");
       tuning.attn_warps = static_cast<int>(w);
+    }
+    Napi::Value mblocks = t.Get("mmqBlocks");
+    if (!mblocks.IsUndefined()) {
+      const double g = mblocks.IsNumber() ? mblocks.As<Napi::Number>().DoubleValue() : -1;
+      if (!(g == 2 || g == 3)) throw Napi::TypeError::New(info.Env(), "tuning.mmqBlocks must be 2 or 3");
+      tuning.mmq_blocks = static_cast<int>(g);
     }
     Napi::Value stages = t.Get("gemmStages");
     if (!stages.IsUndefined()) {

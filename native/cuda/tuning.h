@@ -48,6 +48,9 @@ struct Tuning {
   // Shared-memory stages of the f16 tensor-core GEMM's k-tile pipeline (ops/gemm_tc.cu): 2, or 3
   // with B copied and A loaded two k-tiles ahead (to be measured against 2 on the H200).
   int gemm_stages = 2;
+  // Blocks an SM fits of the int8 kernel at 8 and 16 columns (ops/mmq.cuh MINB): 2 (128 registers a
+  // thread) or 3 (80; a few spill for Q6_K and Q3_K), to be measured.
+  int mmq_blocks = 2;
   // TOP_K of long rows (a vocabulary's candidate ids) from each 128-element chunk's best, the k best
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).

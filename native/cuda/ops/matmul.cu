@@ -387,7 +387,8 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
   switch (path) {
     case Path::Mmq:
       if (mmq_takes(p))
-        return launch_mmq(&p, 1, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
+        return launch_mmq(&p, 1, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
+                          ctx.tuning.mmq_blocks);
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
@@ -493,7 +494,8 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
         if (!mmq_takes(batch[n])) break;
         n++;
       }
-      if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream);
+      if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
+                                     ctx.tuning.mmq_blocks);
           e != cudaSuccess)
         return e;
       i += n;

@@ -276,8 +276,12 @@ struct MmqArgs {
 
 // ---- the kernel: grid (Σ over the weights of ceil(M / kRows) × splits), 256 threads -----------------
 
-template <class Q, int NT>
-__global__ void __launch_bounds__(kMmqThreads, 2) mmq_kernel(const __grid_constant__ MmqArgs a) {
+// MINB: blocks an SM must fit (registers: 128 a thread for 2, 80 for 3). Three (Tuning::mmq_blocks,
+// for 8 and 16 columns) trade registers for a third block of warps to hide the loads' latency
+// (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler); to be
+// measured against two.
+template <class Q, int NT, int MINB = 2>
+__global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_constant__ MmqArgs a) {
   pdl_begin();
   using S = MmqShape<NT>;
   using T = MmqTile<Q, NT>;
@@ -510,31 +514,33 @@ inline bool mmq_takes(const Planes& p) {
          mmq_weight_aligned(p.w, p.w_nb1) && p.o_nb1 % 4 == 0 && p.M > 0;
 }
 
-template <class Q, int NT>
+template <class Q, int NT, int MINB>
 cudaError_t launch_mmq_nt(const MmqArgs& a, cudaStream_t s) {
   constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
   static_assert(smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
   if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(mmq_kernel<Q, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    const cudaError_t e = cudaFuncSetAttribute(mmq_kernel<Q, NT, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  return launch_k(mmq_kernel<Q, NT>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
+  return launch_k(mmq_kernel<Q, NT, MINB>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
 }
 
 template <class Q>
-cudaError_t launch_mmq_q(const MmqArgs& a, cudaStream_t s) {
+cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {
   const int64_t n = a.w[0].p.ncols;
-  if (n <= 8) return launch_mmq_nt<Q, 8>(a, s);
-  if (n <= 16) return launch_mmq_nt<Q, 16>(a, s);
-  if (n <= 32) return launch_mmq_nt<Q, 32>(a, s);
-  return launch_mmq_nt<Q, 64>(a, s);
+  if (n <= 8) return three ? launch_mmq_nt<Q, 8, 3>(a, s) : launch_mmq_nt<Q, 8, 2>(a, s);
+  if (n <= 16) return three ? launch_mmq_nt<Q, 16, 3>(a, s) : launch_mmq_nt<Q, 16, 2>(a, s);
+  if (n <= 32) return launch_mmq_nt<Q, 32, 2>(a, s);
+  return launch_mmq_nt<Q, 64, 2>(a, s);
 }
 
 // Weights ps[0..n) (1 <= n <= kMmqMaxBatch; each mmq_takes, one dtype, K and column count) against
 // the Q8A region `act` filled for their columns, in one launch; `partial`: scratch of the sum of
-// their mmq_partial_bytes, weight i's partials after those of weights 0..i-1.
-inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s) {
+// their mmq_partial_bytes, weight i's partials after those of weights 0..i-1. `min_blocks` 3: the
+// kernels of 8 and 16 columns built to fit three blocks an SM (Tuning::mmq_blocks).
+inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s,
+                              int min_blocks = 2) {
   if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
   MmqArgs a{};
   a.n = n;
@@ -563,17 +569,18 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
   }
   a.first[n] = blocks;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  const bool three = min_blocks == 3;
   cudaError_t e;
   switch (ps[0].wtype) {
-    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, s); break;
-    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, s); break;
-    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, s); break;
-    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, s); break;
-    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, s); break;
-    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, s); break;
-    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, s); break;
-    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, s); break;
-    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, s); break;
+    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, three, s); break;
+    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, three, s); break;
+    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, three, s); break;
+    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, three, s); break;
+    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, three, s); break;
+    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, three, s); break;
+    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, three, s); break;
+    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, three, s); break;
+    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, three, s); break;
     default: return cudaErrorInvalidValue;
   }
   for (int i = 0; i < n && e == cudaSuccess; i++) {

@@ -24,6 +24,11 @@ export interface CudaEnv {
    */
   readonly gemmStages: 2 | 3;
   /**
+   * MINFER_CUDA_MMQ_BLOCKS (2 or 3; default 2): the int8 tensor-core kernel of 8 and 16 columns
+   * built to fit that many blocks an SM (fewer registers a thread for 3).
+   */
+  readonly mmqBlocks: 2 | 3;
+  /**
    * MINFER_CUDA_TOPK=chunks: TOP_K of long rows (the candidate ids of a vocabulary) from the best
    * of each 128-element chunk, then the keys of the k best chunks sorted (ops/sort.cu), instead of
    * the default `tiles` (sorts of 4096 keys, kept k per tile, in rounds).
@@ -136,6 +141,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnFlash: choice(env, "MINFER_CUDA_ATTN_FLASH", ["0", "1"]) !== "0",
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
+    mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,
     topkChunks: choice(env, "MINFER_CUDA_TOPK", ["tiles", "chunks"]) === "chunks",
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,

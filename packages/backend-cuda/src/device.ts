@@ -85,6 +85,7 @@ export class CudaDevice implements Device {
         attnFlash: env.attnFlash,
         attnWarps: env.attnWarps,
         gemmStages: env.gemmStages,
+        mmqBlocks: env.mmqBlocks,
         topkChunks: env.topkChunks,
         attnDecode: env.attnDecode,
         fuse: env.fuse,
