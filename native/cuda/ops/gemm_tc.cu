@@ -494,29 +494,29 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_kernel(const KArgs p) {
       stage = s1;
     }
   } else {
-  if (kt0 < kt1) {
-    load_b(kt0, 0);
-    ld.load(arow, static_cast<int64_t>(kt0) * kBK, ah, p.K);
-    ld.store(sA, ar, ah, static_cast<int64_t>(kt0) * kBK, p.K);
-    cp_async_wait_all();
-    __syncthreads();
-  }
-
-  for (int kt = kt0; kt < kt1; kt++) {
-    const int stage = (kt - kt0) & 1;
-    const bool next = kt + 1 < kt1;
-    const int64_t knext = static_cast<int64_t>(kt + 1) * kBK;
-    if (next) {
-      load_b(kt + 1, stage ^ 1);
-      ld.load(arow, knext, ah, p.K);
-    }
-    mmas(stage);
-    if (next) {
-      ld.store(sA + (stage ^ 1) * kBM * kBK, ar, ah, knext, p.K);
+    if (kt0 < kt1) {
+      load_b(kt0, 0);
+      ld.load(arow, static_cast<int64_t>(kt0) * kBK, ah, p.K);
+      ld.store(sA, ar, ah, static_cast<int64_t>(kt0) * kBK, p.K);
       cp_async_wait_all();
+      __syncthreads();
     }
-    __syncthreads();
-  }
+
+    for (int kt = kt0; kt < kt1; kt++) {
+      const int stage = (kt - kt0) & 1;
+      const bool next = kt + 1 < kt1;
+      const int64_t knext = static_cast<int64_t>(kt + 1) * kBK;
+      if (next) {
+        load_b(kt + 1, stage ^ 1);
+        ld.load(arow, knext, ah, p.K);
+      }
+      mmas(stage);
+      if (next) {
+        ld.store(sA + (stage ^ 1) * kBM * kBK, ar, ah, knext, p.K);
+        cp_async_wait_all();
+      }
+      __syncthreads();
+    }
   }
 
   // Epilogue: c0,c1 at (row g, cols 2q, 2q+1), c2,c3 at (row g+8, same cols); g = lane/4, q = lane%4.
