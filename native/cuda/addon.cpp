@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
@@ -262,7 +263,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, attnFlash?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3 })
 // → handle
@@ -288,26 +289,22 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       else if (v == "flash") tuning.attn_decode = DecodeAttn::Flash;
       else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\", \"vec\" or \"flash\"");
     }
-    flag("attnFlash", &tuning.attn_flash);
     flag("topkChunks", &tuning.topk_chunks);
-    Napi::Value warps = t.Get("attnWarps");
-    if (!warps.IsUndefined()) {
-      const double w = warps.IsNumber() ? warps.As<Napi::Number>().DoubleValue() : -1;
-      if (!(w == 1 || w == 2 || w == 4)) throw Napi::TypeError::New(info.Env(), "tuning.attnWarps must be 1, 2 or 4");
-      tuning.attn_warps = static_cast<int>(w);
-    }
-    Napi::Value mblocks = t.Get("mmqBlocks");
-    if (!mblocks.IsUndefined()) {
-      const double g = mblocks.IsNumber() ? mblocks.As<Napi::Number>().DoubleValue() : -1;
-      if (!(g == 2 || g == 3)) throw Napi::TypeError::New(info.Env(), "tuning.mmqBlocks must be 2 or 3");
-      tuning.mmq_blocks = static_cast<int>(g);
-    }
-    Napi::Value stages = t.Get("gemmStages");
-    if (!stages.IsUndefined()) {
-      const double g = stages.IsNumber() ? stages.As<Napi::Number>().DoubleValue() : -1;
-      if (!(g == 2 || g == 3)) throw Napi::TypeError::New(info.Env(), "tuning.gemmStages must be 2 or 3");
-      tuning.gemm_stages = static_cast<int>(g);
-    }
+    // An integer tuning that takes one of a few values.
+    auto one_of = [&](const char* name, std::initializer_list<int> allowed, const char* values, int* out) {
+      Napi::Value a = t.Get(name);
+      if (a.IsUndefined()) return;
+      const double v = a.IsNumber() ? a.As<Napi::Number>().DoubleValue() : -1;
+      for (int x : allowed)
+        if (v == x) {
+          *out = x;
+          return;
+        }
+      throw Napi::TypeError::New(info.Env(), std::string("tuning.") + name + " must be " + values);
+    };
+    one_of("attnWarps", {1, 2, 4}, "1, 2 or 4", &tuning.attn_warps);
+    one_of("mmqBlocks", {2, 3}, "2 or 3", &tuning.mmq_blocks);
+    one_of("gemmStages", {2, 3}, "2 or 3", &tuning.gemm_stages);
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);
     flag("attnPerQuery", &tuning.attn_per_query);

@@ -1,4 +1,4 @@
-// Tensor-core PTX shared by the kernels that use mma.sync (ops/gemm_tc.cu, ops/attention_mma.cuh).
+// Tensor-core PTX shared by the kernels that use mma.sync (ops/gemm_tc.cu, ops/attention_flash.cuh).
 #pragma once
 #include <cuda_fp16.h>
 

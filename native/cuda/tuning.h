@@ -15,13 +15,11 @@ enum class DecodeAttn {
 
 struct Tuning {
   // ATTENTION over many rows (prefill) with F16 k/v and head size 64 or 128: the tensor-core kernel
-  // (ops/attention_mma.cuh: q and P rounded to f16, f32 accumulation) instead of the f32 tile kernel.
+  // (ops/attention_flash.cuh: K/V tiles copied ahead into two stages, q and P rounded to f16, f32
+  // accumulation) instead of the f32 tile kernel. attn_warps: warps (16 rows each) of a block, 1, 2
+  // or 4. (It replaced ops/attention_mma.cuh, which loaded each tile and waited for it: pp512 at
+  // depth 4096 11349 against 8813 tok/s on the H200, docs/PERFORMANCE.md session 18.)
   bool attn_mma = true;
-  // ... on ops/attention_flash.cuh (K/V tiles copied ahead with cp.async into two stages, ldmatrix
-  // fragments, any number of rows, cells split over blocks when the grid is small) instead of
-  // ops/attention_mma.cuh (each tile loaded, waited for and V transposed into shared memory; 64 rows
-  // or more). attn_warps: warps (16 rows each) of a prefill block, 1, 2 or 4.
-  bool attn_flash = true;
   int attn_warps = 4;
   // ATTENTION over few rows (decode) with F16 k/v and head size 64 or 128. On the H200 (qwen2-7b
   // Q4_0, tg128) the decode kernel measured 273 against 260 tok/s at depth 0 and 231 against 249 at

@@ -1,10 +1,10 @@
 // ATTENTION on CUDA: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
 // (the semantics of native/cpu/attention.cpp, which this mirrors; see check_attention there).
 //
-// Design. Prefill on tensor cores has a kernel of its own (many rows, F16 k/v: attention_mma.cuh;
-// MINFER_CUDA_ATTN=tile turns it off), and so has decode (few rows, F16 k/v, head size 64/128:
-// attention_decode.cuh) for caches of up to kDecAutoMaxCells cells (MINFER_CUDA_DECODE_ATTN=tile|vec
-// forces a choice; see tuning.h). Everything else runs the f32 tile kernel (attn_tile_kernel), in
+// Design. Prefill on tensor cores has a kernel of its own (F16 k/v, head size 64/128:
+// attention_flash.cuh; MINFER_CUDA_ATTN=tile turns it off), and so has decode (few rows, F16 k/v,
+// head size 64/128: attention_decode.cuh up to kDecAutoMaxCells cells, attention_flash.cuh beyond;
+// MINFER_CUDA_DECODE_ATTN=tile|vec|flash forces a choice; see tuning.h). Everything else runs the f32 tile kernel (attn_tile_kernel), in
 // flash-attention style:
 //
 //  * A block owns one kv head, a tile of up to `br` ROWS and a CHUNK of the KV cells. The rows of a
@@ -55,7 +55,6 @@
 #include "attention_decode.cuh"
 #include "attention_flash.cuh"
 #include "attention_kernels.cuh"
-#include "attention_mma.cuh"
 #include "fused.h"
 
 namespace minfer::cuda {
@@ -293,7 +292,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
   // cells split over enough blocks to fill the GPU.
   const bool flash_decode = plan.rows <= kDecMaxRows && (ctx.tuning.attn_decode == DecodeAttn::Flash ||
                                                          (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv > kDecAutoMaxCells));
-  const bool flash_prefill = plan.rows > kDecMaxRows && ctx.tuning.attn_mma && ctx.tuning.attn_flash;
+  const bool flash_prefill = plan.rows > kDecMaxRows && ctx.tuning.attn_mma;
   if (flash_ok && (flash_decode || flash_prefill)) {
     int warps = flash_decode ? 1 : std::max(1, std::min(ctx.tuning.attn_warps, 4));
     while (warps > 1 && 16 * (warps / 2) >= plan.rows) warps /= 2;  // no block of only empty warps
@@ -303,9 +302,6 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_flash(p, warps, ctx.stream);
   }
-  if (ctx.tuning.attn_mma &&
-      mma_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned, plan.rows))
-    return launch_mma(p, ctx.stream);
 
   // Splits: enough blocks for about two waves, never more than the scratch holds.
   const int64_t base = plan.row_tiles * n_kv_head;

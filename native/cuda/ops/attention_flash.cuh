@@ -1,9 +1,9 @@
 // Tensor-core ATTENTION with the K/V tiles copied ahead (included by attention.cu only): F16 k/v,
-// head size 64 or 128 (hd == hdv), no softcap. Prefill (W = 4 or 2 warps a block, Tuning::attn_flash,
+// head size 64 or 128 (hd == hdv), no softcap. Prefill (W = 4, 2 or 1 warps a block, Tuning::attn_mma,
 // attn_warps) and decode at long caches (W = 1 and the cells split over many blocks:
 // DecodeAttn::Flash, and Auto beyond kDecAutoMaxCells).
 //
-// The arithmetic is attention_mma.cuh's: a block owns 16 rows per warp of one kv head (row =
+// The arithmetic (that of the attention_mma.cuh it replaced): a block owns 16 rows per warp of one kv head (row =
 // query * group + head in group, so the q heads sharing a kv head share each K/V tile), q is
 // rounded to f16 once, scores come from mma.sync m16n8k16 with f32 accumulation, each row's online
 // softmax lives in registers (the 4 threads of a row meet by shuffles), and P (rounded to f16)
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(W * 32) attn_flash_kernel(const AttnParams p) 
   }
 }
 
-// Whether attn_flash_kernel takes the node: as attention_mma.cuh's mma_takes, any number of rows.
+// Whether attn_flash_kernel takes the node (any number of rows).
 inline bool flash_takes(DType kt, DType vt, int64_t hd, int64_t hdv, float softcap, bool vec, bool aligned) {
   return kt == DType::F16 && vt == DType::F16 && hd == hdv && (hd == 64 || hd == 128) && softcap == 0.0f && vec &&
          aligned;

@@ -89,6 +89,15 @@ __device__ inline void compare_exchange(uint64_t* s, int64_t base, int64_t t, in
   }
 }
 
+// Bitonic sort of s[0..n2) ascending (n2 a power of two) by the block's threads.
+__device__ inline void block_sort(uint64_t* s, int n2) {
+  for (int k = 2; k <= n2; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int t = threadIdx.x; t < n2 / 2; t += blockDim.x) compare_exchange(s, 0, t, k, j);
+      __syncthreads();
+    }
+}
+
 // ---- rows of up to kTile: one block per row in shared memory ----
 
 __global__ void sort_small_kernel(Tensor a, Tensor o, int n_pow2, int k_out, bool desc) {
@@ -97,11 +106,7 @@ __global__ void sort_small_kernel(Tensor a, Tensor o, int n_pow2, int k_out, boo
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     for (int i = threadIdx.x; i < n_pow2; i += blockDim.x) s[i] = i < n ? sort_key(*row_elem(a, r, i), i, desc) : kPad;
     __syncthreads();
-    for (int k = 2; k <= n_pow2; k <<= 1)
-      for (int j = k >> 1; j > 0; j >>= 1) {
-        for (int t = threadIdx.x; t < n_pow2 / 2; t += blockDim.x) compare_exchange(s, 0, t, k, j);
-        __syncthreads();
-      }
+    block_sort(s, n_pow2);
     for (int i = threadIdx.x; i < k_out; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(s[i] & 0xffffffffu);
     __syncthreads();  // s is refilled for the next row
   }
@@ -157,11 +162,7 @@ __global__ void select_tile_kernel(Tensor a, const uint64_t* src, int64_t n, uin
     for (int i = threadIdx.x; i < kTile; i += blockDim.x)
       s[i] = i >= count ? kPad : src ? src[r * n + first + i] : sort_key(*row_elem(a, r, first + i), first + i, true);
     __syncthreads();
-    for (int kk = 2; kk <= kTile; kk <<= 1)
-      for (int j = kk >> 1; j > 0; j >>= 1) {
-        for (int t = threadIdx.x; t < kTile / 2; t += blockDim.x) compare_exchange(s, 0, t, kk, j);
-        __syncthreads();
-      }
+    block_sort(s, kTile);
     for (int i = threadIdx.x; i < keep; i += blockDim.x) {
       if (final_round) *out_elem(o, r, i) = static_cast<int32_t>(s[i] & 0xffffffffu);
       else dst[r * n_out + tile * k + i] = s[i];
@@ -206,15 +207,6 @@ __global__ void chunk_best_kernel(Tensor a, uint64_t* best, int64_t n_chunks) {
     }
     if (lane == 0) best[r * n_chunks + c] = m;
   }
-}
-
-// Bitonic sort of s[0..n2) ascending (n2 a power of two) by the block's threads.
-__device__ inline void block_sort(uint64_t* s, int n2) {
-  for (int k = 2; k <= n2; k <<= 1)
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int t = threadIdx.x; t < n2 / 2; t += blockDim.x) compare_exchange(s, 0, t, k, j);
-      __syncthreads();
-    }
 }
 
 __global__ void chunk_select_kernel(Tensor a, const uint64_t* best, int64_t n_chunks, int k, Tensor o) {

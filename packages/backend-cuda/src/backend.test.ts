@@ -31,7 +31,6 @@ describe("CUDA settings from the environment", () => {
     expect(readEnv({})).toEqual({
       graphs: true,
       attnMma: true,
-      attnFlash: true,
       attnWarps: 4,
       gemmStages: 2,
       mmqBlocks: 2,
@@ -52,7 +51,6 @@ describe("CUDA settings from the environment", () => {
       readEnv({
         MINFER_CUDA_GRAPHS: "0",
         MINFER_CUDA_ATTN: "tile",
-        MINFER_CUDA_ATTN_FLASH: "0",
         MINFER_CUDA_ATTN_WARPS: "2",
         MINFER_CUDA_GEMM_STAGES: "3",
         MINFER_CUDA_MMQ_BLOCKS: "3",
@@ -72,7 +70,6 @@ describe("CUDA settings from the environment", () => {
     ).toEqual({
       graphs: false,
       attnMma: false,
-      attnFlash: false,
       attnWarps: 2,
       gemmStages: 3,
       mmqBlocks: 3,
@@ -93,7 +90,6 @@ describe("CUDA settings from the environment", () => {
       readEnv({
         MINFER_CUDA_GRAPHS: "1",
         MINFER_CUDA_ATTN: "mma",
-        MINFER_CUDA_ATTN_FLASH: "1",
         MINFER_CUDA_ATTN_WARPS: "1",
         MINFER_CUDA_GEMM_STAGES: "2",
         MINFER_CUDA_MMQ_BLOCKS: "2",
@@ -113,7 +109,6 @@ describe("CUDA settings from the environment", () => {
     ).toEqual({
       graphs: true,
       attnMma: true,
-      attnFlash: true,
       attnWarps: 1,
       gemmStages: 2,
       mmqBlocks: 2,

@@ -10,13 +10,7 @@ export interface CudaEnv {
    * default `mma` (tensor cores; q and the softmax weights rounded to f16).
    */
   readonly attnMma: boolean;
-  /**
-   * MINFER_CUDA_ATTN_FLASH=0: prefill attention on tensor cores runs the earlier kernel
-   * (ops/attention_mma.cuh: each K/V tile loaded and waited for) instead of ops/attention_flash.cuh
-   * (tiles copied ahead into two stages). MINFER_CUDA_ATTN_WARPS (1, 2 or 4; default 4): warps of
-   * 16 rows a prefill block of the flash kernel.
-   */
-  readonly attnFlash: boolean;
+  /** MINFER_CUDA_ATTN_WARPS (1, 2 or 4; default 4): warps of 16 rows a prompt-attention block. */
   readonly attnWarps: 1 | 2 | 4;
   /**
    * MINFER_CUDA_GEMM_STAGES (2 or 3; default 2): shared-memory stages of the f16 tensor-core GEMM of
@@ -138,7 +132,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
-    attnFlash: choice(env, "MINFER_CUDA_ATTN_FLASH", ["0", "1"]) !== "0",
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
     mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,

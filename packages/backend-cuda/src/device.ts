@@ -82,7 +82,6 @@ export class CudaDevice implements Device {
       env.graphs,
       {
         attnMma: env.attnMma,
-        attnFlash: env.attnFlash,
         attnWarps: env.attnWarps,
         gemmStages: env.gemmStages,
         mmqBlocks: env.mmqBlocks,

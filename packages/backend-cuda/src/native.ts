@@ -51,7 +51,6 @@ export type DecodeAttn = "auto" | "tile" | "vec" | "flash";
 /** Kernel variants of an executor (see native/cuda/tuning.h). */
 export interface NativeTuning {
   readonly attnMma?: boolean;
-  readonly attnFlash?: boolean;
   readonly attnWarps?: 1 | 2 | 4;
   readonly gemmStages?: 2 | 3;
   readonly mmqBlocks?: 2 | 3;
