@@ -51,6 +51,7 @@
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
+#   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
@@ -299,6 +300,28 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
           /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 0 -n 16 -r 1 -ngl 99 -fa 1
       else
         echo "ncu-pair: no llama.cpp build in /tmp/llamacpp (run llamacpp-build first; see llamacpp-build.log)" | tee -a "$OUT/run.log"
+        status=1
+      fi
+    fi ;;
+  ncu-pair-batched) # as ncu-pair, for batched decode: minfer bench -npl NCU_NPL (default 4) beside
+    # llama-batched-bench at the same count, NCU_COUNT launches from NCU_SKIP (default 4000: past the
+    # prompt's micro-batches, inside the decode steps) of each; OUT/ncub-minfer.log, OUT/ncub-llama.log
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+    n=${NCU_NPL:-4}
+    ncu_args=(--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv
+      --launch-skip "${NCU_SKIP:-4000}" --launch-count "${NCU_COUNT:-1400}")
+    if [ -z "$NCU" ]; then
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    else
+      step ncub-minfer env MINFER_CUDA_GRAPHS=0 "$NCU" "${ncu_args[@]}" \
+        node "$D/dist/bin.js" bench -m "$f" -npl "$n" -npp 128 -ntg 64 -r 1 -ngl all
+      while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
+      if [ -f /tmp/llamacpp/build.done ]; then
+        step ncub-llama "$NCU" "${ncu_args[@]}" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 \
+          -ub 512 -npp 128 -ntg 64 -npl "$n" -ngl 99 -fa on
+      else
+        echo "ncu-pair-batched: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
         status=1
       fi
     fi ;;
