@@ -321,14 +321,14 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
-      const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 64, or [0, 0] (off)";
+      const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 8192, or [0, 0] (off)";
       if (!mmq.IsArray() || mmq.As<Napi::Array>().Length() != 2) throw Napi::TypeError::New(info.Env(), bad);
       Napi::Array arr = mmq.As<Napi::Array>();
       Napi::Value lo = arr.Get(0u), hi = arr.Get(1u);
       if (!lo.IsNumber() || !hi.IsNumber()) throw Napi::TypeError::New(info.Env(), bad);
       const double a = lo.As<Napi::Number>().DoubleValue(), b = hi.As<Napi::Number>().DoubleValue();
       const bool off = a == 0 && b == 0;
-      if (!off && !(a >= 2 && a <= b && b <= 64 && a == static_cast<int>(a) && b == static_cast<int>(b)))
+      if (!off && !(a >= 2 && a <= b && b <= 8192 && a == static_cast<int>(a) && b == static_cast<int>(b)))
         throw Napi::TypeError::New(info.Env(), bad);
       tuning.mmq_min_cols = off ? 1 : static_cast<int>(a);
       tuning.mmq_max_cols = off ? 0 : static_cast<int>(b);

@@ -38,8 +38,8 @@ struct Tuning {
   bool pdl = true;
   // Quantized products of mmq_min_cols..mmq_max_cols activation columns (one plane) run on the
   // int8 tensor-core kernel (ops/mmq.cuh) instead of the dp4a mat-vec (up to 8 columns) or the
-  // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off; the kernel takes 2..64
-  // (kMmqMaxCols). mmq_min_cols 0 and mmq_max_cols -1 mean the per-type defaults measured on the
+  // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off; the kernel takes
+  // 2..8192 (kMmqMaxCols; beyond 64 in column tiles of 64, a prompt's micro-batch). mmq_min_cols 0 and mmq_max_cols -1 mean the per-type defaults measured on the
   // H200 (ops/mmq.cuh mmq_default_min_cols / mmq_default_max_cols, docs/PERFORMANCE.md).
   int mmq_min_cols = 0;
   int mmq_max_cols = -1;

@@ -1,7 +1,7 @@
 // Quantized matrix products of a few activation columns on int8 tensor cores (included by
 // ops/matmul.cu only): a step of several sequences decoding together (serving) and small prompts.
 //
-//   out[m + n·o_col] = Σ_k W(k, m) · x[k, n]      m < M, n < N (2 ≤ N ≤ 64), one 2-D plane
+//   out[m + n·o_col] = Σ_k W(k, m) · x[k, n]      m < M, n < N (2 ≤ N ≤ kMmqMaxCols), one 2-D plane
 //
 // Activations are the Q8A codes of matvec_q.cuh (int8 per element, {d, d·Σq} per 32), for every
 // weight type: the K-quants too, so that each 32-element chunk of a weight row is one integer dot
@@ -24,6 +24,9 @@
 // in flight (two for 64 columns; cp.async, one __syncthreads per tile). Rows past M and columns
 // past N read row M−1 and column N−1 and are not stored.
 //
+// Columns: up to 64 in one column tile (NT of 8, 16, 32 or 64, the smallest that holds N); more
+// (a prompt) in tiles of 64, each a block of its own, the blocks of one row range next to each other
+// in the grid so that they run together and read its weights from L2 after the first.
 // Split-K: when the M blocks alone cannot fill the device (512-row K/V projections, the 3584-row
 // products of a 7B model), blockIdx.y takes a contiguous range of k-tiles and writes its partial
 // product to scratch; mmq_reduce_kernel adds the partials in a fixed order (deterministic, no
@@ -45,7 +48,10 @@ constexpr int kMmqThreads = 256;           // 8 warps
 // Opt-in shared memory of a block on the smallest GPU the prebuilt targets (sm_86 / sm_89: 99 KB;
 // sm_80 163 KB, sm_90 227 KB): every variant fits it.
 constexpr int kMmqMaxSmem = 99 * 1024;
-constexpr int kMmqMaxCols = 64;            // the widest column tile
+constexpr int kMmqTileCols = 64;           // the widest column tile
+// The most columns a product on the kernel may have: beyond kMmqTileCols, blocks take column tiles
+// of 64 (a prompt's micro-batch; Tuning::mmq_max_cols up to this).
+constexpr int kMmqMaxCols = 8192;
 constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
 constexpr int kMmqMaxSplits = 32;
 
@@ -260,6 +266,7 @@ struct MmqOne {
   Planes p;              // one plane (p.n_planes == 1, no ids); p.c: MUL_MAT_ADD's addend
   float* partial;        // split-K partials [splits][N][M] (nullptr when splits == 1)
   int64_t mblocks;       // blocks of kRows rows
+  int64_t ctiles;        // column tiles of NT columns
   int tiles_per_split, splits;
   const uint8_t* w_end;  // end of the plane's last weight row (no 16-byte chunk reads past it)
 };
@@ -274,7 +281,7 @@ struct MmqArgs {
   int tiles;           // k-tiles of the whole row (one K for every weight)
 };
 
-// ---- the kernel: grid (Σ over the weights of ceil(M / kRows) × splits), 256 threads -----------------
+// ---- the kernel: grid (Σ over the weights of ceil(M / kRows) × column tiles × splits), 256 threads ---
 
 // MINB: blocks an SM must fit (registers: 128 a thread for 2, 80 for 3). Three (Tuning::mmq_blocks,
 // for 8 and 16 columns) trade registers for a third block of warps to hide the loads' latency
@@ -291,11 +298,13 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
   const MmqOne& one = a.w[wi];
   const Planes& p = one.p;
   const int64_t local = static_cast<int64_t>(blockIdx.x) - a.first[wi];
-  const int split_idx = static_cast<int>(local / one.mblocks);
+  const int64_t per_split = one.mblocks * one.ctiles;
+  const int split_idx = static_cast<int>(local / per_split);
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, t = lane % 4;
-  const int64_t m0 = (local % one.mblocks) * S::kRows;
+  const int64_t m0 = (local % per_split) / one.ctiles * S::kRows;
+  const int64_t c0 = (local % per_split) % one.ctiles * NT;  // the tile's first column
   const int64_t K = p.K, nparts = K / 32;
-  const int ncols = static_cast<int>(p.ncols);
+  const int ncols = static_cast<int>(min(static_cast<int64_t>(NT), p.ncols - c0));  // the tile's columns
   const int tile0 = split_idx * one.tiles_per_split;
   const int ntiles = min(one.tiles_per_split, a.tiles - tile0);
   if (ntiles <= 0) return;
@@ -334,14 +343,14 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
     for (int i = tid; i < NT * S::kParts * 2; i += kMmqThreads) {
       const int c = i / (S::kParts * 2), q = i % (S::kParts * 2);
       if (q >= 2 * nch) continue;
-      const int64_t col = min(c, ncols - 1);
+      const int64_t col = c0 + min(c, ncols - 1);
       cp_async16(act + c * S::kActStride + q * 16, a.aq + col * K + part0 * 32 + q * 16);
     }
     float2* ds = reinterpret_cast<float2*>(act + T::kActBytes);
     for (int i = tid; i < NT * S::kParts; i += kMmqThreads) {
       const int c = i / S::kParts, j = i % S::kParts;
       if (j >= nch) continue;
-      const int64_t col = min(c, ncols - 1);
+      const int64_t col = c0 + min(c, ncols - 1);
       cp_async8(ds + j * NT + c, a.ads + col * nparts + part0 + j);
     }
   };
@@ -445,10 +454,11 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
       const int64_t row = m0 + (e < 2 ? r0 : r1);
       const int col = 8 * j + 2 * t + (e & 1);
       if (row >= p.M || col >= ncols) continue;
+      const int64_t gcol = c0 + col;
       if (split)
-        one.partial[(static_cast<int64_t>(split_idx) * ncols + col) * p.M + row] = acc[j][e];
+        one.partial[(static_cast<int64_t>(split_idx) * p.ncols + gcol) * p.M + row] = acc[j][e];
       else
-        reinterpret_cast<float*>(p.out + col * p.o_nb1)[row] = plus_c(p, 0, col, row, acc[j][e]);
+        reinterpret_cast<float*>(p.out + gcol * p.o_nb1)[row] = plus_c(p, 0, gcol, row, acc[j][e]);
     }
 }
 
@@ -468,11 +478,11 @@ __global__ void mmq_reduce_kernel(Planes p, const float* __restrict__ partial, i
 // ---- host side --------------------------------------------------------------------------------
 
 struct MmqPlan {
-  int64_t mblocks;
+  int64_t mblocks, ctiles;
   int tiles, tiles_per_split, splits;
 };
 
-// The column tile for N columns (8, 16, 32 or 64).
+// The column tile for N columns (8, 16, 32 or 64; 64 beyond).
 inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : 64; }
 
 inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
@@ -487,8 +497,9 @@ inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
                                : MmqShape<64>::kParts;
   MmqPlan pl{};
   pl.mblocks = ceil_div(M, rows);
+  pl.ctiles = ceil_div(N, nt);
   pl.tiles = static_cast<int>(ceil_div(K / 32, parts));
-  const int64_t want = ceil_div(kMmqTargetBlocks, pl.mblocks);
+  const int64_t want = ceil_div(kMmqTargetBlocks, pl.mblocks * pl.ctiles);
   const int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({want, pl.tiles, kMmqMaxSplits})));
   pl.tiles_per_split = static_cast<int>(ceil_div(pl.tiles, splits));
   pl.splits = static_cast<int>(ceil_div(pl.tiles, pl.tiles_per_split));
@@ -503,7 +514,7 @@ inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N) {
   return (b + 255) & ~static_cast<size_t>(255);
 }
 
-// Whether the MMQ kernel takes planes p: a supported dtype, one plane, 2..64 columns, weights
+// Whether the MMQ kernel takes planes p: a supported dtype, one plane, 2..kMmqMaxCols columns, weights
 // starting 16-byte aligned (a row's 16-byte chunks may then begin before the row, never before
 // the weights) with even row strides, and 4-byte aligned output columns.
 inline bool mmq_weight_aligned(const uint8_t* w, int64_t row_bytes) {
@@ -555,6 +566,7 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
     MmqOne& one = a.w[i];
     one.p = p;
     one.mblocks = pl.mblocks;
+    one.ctiles = pl.ctiles;
     one.tiles_per_split = pl.tiles_per_split;
     one.splits = pl.splits;
     one.w_end = p.w + (p.M - 1) * p.w_nb1 + p.K / qblock_elems(p.wtype) * qblock_bytes(p.wtype);
@@ -565,7 +577,7 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
     }
     a.tiles = pl.tiles;
     a.first[i] = blocks;
-    blocks += pl.mblocks * pl.splits;
+    blocks += pl.mblocks * pl.ctiles * pl.splits;
   }
   a.first[n] = blocks;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;

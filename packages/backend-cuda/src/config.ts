@@ -50,7 +50,7 @@ export interface CudaEnv {
   readonly attnPerQuery: boolean;
   /**
    * MINFER_CUDA_MMQ: the activation-column counts whose quantized products run on the int8
-   * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-64, or `0` for none (the
+   * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-8192 (beyond 64 columns in tiles of 64: a prompt's products), or `0` for none (the
    * dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond). Unset (undefined here): the
    * kernel's measured defaults per weight type: 3-64 columns for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0,
    * 3-32 for Q6_K, 5-32 for the other K-quants (docs/PERFORMANCE.md).
@@ -109,10 +109,10 @@ function mmqRange(env: NodeJS.ProcessEnv): readonly [number, number] | undefined
   const m = /^(\d+)-(\d+)$/.exec(v);
   const lo = m ? Number(m[1]) : Number.NaN;
   const hi = m ? Number(m[2]) : Number.NaN;
-  if (!(lo >= 2 && lo <= hi && hi <= 64))
+  if (!(lo >= 2 && lo <= hi && hi <= 8192))
     throw new CudaBackendError(
       "INVALID_ARGUMENT",
-      `MINFER_CUDA_MMQ must be "0" or a column range MIN-MAX with 2 <= MIN <= MAX <= 64, not ${JSON.stringify(v)}`,
+      `MINFER_CUDA_MMQ must be "0" or a column range MIN-MAX with 2 <= MIN <= MAX <= 8192, not ${JSON.stringify(v)}`,
     );
   return [lo, hi];
 }

@@ -128,12 +128,13 @@ for (const a of WEIGHT_DTYPES) {
     tolerance: tol(a),
   });
 }
-// The int8 tensor-core products of a few columns (CUDA's ops/mmq.cuh takes 2..64): rows past one
-// 64-row block and not a multiple of it, three k-tiles of 256 (split over blocks), column tiles
-// of 8 to 64; a short last k-tile (5 blocks of 32); and shapes whose blocks run several k-tiles
-// each, through every stage of the pipeline.
+// The int8 tensor-core products of a few columns (CUDA's ops/mmq.cuh, by default 2..64; more in
+// column tiles of 64 when MINFER_CUDA_MMQ asks): rows past one 64-row block and not a multiple of
+// it, three k-tiles of 256 (split over blocks), column tiles of 8 to 64 and three tiles of 64, 64
+// and 2 columns (130); a short last k-tile (5 blocks of 32); and shapes whose blocks run several
+// k-tiles each, through every stage of the pipeline.
 for (const a of WEIGHT_DTYPES.filter(isQuantized))
-  for (const tokens of [2, 9, 33, 64]) {
+  for (const tokens of [2, 9, 33, 64, 130]) {
     const k = 768;
     add({
       name: `MUL_MAT a=${n(a)} b=F32 few-columns ${shape([k, 130])}×${shape([k, tokens])}`,
