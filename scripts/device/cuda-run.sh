@@ -9,6 +9,9 @@
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && tar -xJf .device/cuda.tar.xz -C .device && \
 #   export PATH=$PWD/.nd/bin:$PATH && bash scripts/device/cuda-run.sh STAGE…
 #
+# DEADLINE=S: no stage starts, and no step runs, past S seconds from the start (the results are then
+# still packed; give the device call's limit less the time to pack and return).
+#
 # Stages (in the order given; with none: smoke conformance memcheck fidelity bench):
 #   presynth            start writing the BENCH_TYPES (or PRESYNTH_TYPES) qwen2-7b files in the background (first)
 #   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
@@ -96,7 +99,14 @@ step() {
   # a stage that hangs ends after STEP_TIMEOUT seconds (default 300), so the stages after it still run
   local cmd=("$@")
   [ "$1" = minfer ] && cmd=(node "$D/dist/bin.js" "${@:2}") # timeout runs programs, not shell functions
-  timeout -k 10 "${STEP_TIMEOUT:-300}" "${cmd[@]}" >"$OUT/$name.log" 2>&1
+  # (DEADLINE, seconds from the start of the run: no step runs past it, so the results are packed)
+  local to=${STEP_TIMEOUT:-300}
+  if [ -n "${DEADLINE:-}" ]; then
+    local left=$((DEADLINE - SECONDS))
+    [ "$left" -lt "$to" ] && to=$left
+    [ "$to" -lt 1 ] && to=1
+  fi
+  timeout -k 10 "$to" "${cmd[@]}" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
   tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
@@ -134,6 +144,11 @@ presynth() {
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 for s in "${stages[@]}"; do
+  if [ -n "${DEADLINE:-}" ] && [ "$SECONDS" -ge "$DEADLINE" ]; then
+    echo "== $s: skipped (DEADLINE $DEADLINE s passed)" | tee -a "$OUT/run.log"
+    status=1
+    continue
+  fi
   case $s in
   presynth) presynth ${PRESYNTH_TYPES:-${BENCH_TYPES:-q4_k_m q4_0 q8_0}} ;;
   smoke) # fused launches checked on stories260K and on quantized files (Q8A and Q8K activations)
