@@ -264,7 +264,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 }
 
 // createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
-//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
+//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3 })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
@@ -312,6 +312,13 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("stepTimes", &tuning.step_times);
     flag("ropeBlock", &tuning.rope_block);
     flag("fusedCombine", &tuning.fused_combine);
+    Napi::Value sk = t.Get("mmqStreamk");
+    if (!sk.IsUndefined()) {
+      const double v = sk.IsNumber() ? sk.As<Napi::Number>().DoubleValue() : -1;
+      if (!(v >= 0 && v <= 512 && v == static_cast<int>(v)))
+        throw Napi::TypeError::New(info.Env(), "tuning.mmqStreamk must be an integer in [0, 512]");
+      tuning.mmq_streamk = static_cast<int>(v);
+    }
     Napi::Value rows = t.Get("decodeRows");
     if (!rows.IsUndefined()) {
       const double r = rows.IsNumber() ? rows.As<Napi::Number>().DoubleValue() : -1;

@@ -49,6 +49,12 @@ struct Tuning {
   // Blocks an SM fits of the int8 kernel at 8 and 16 columns (ops/mmq.cuh MINB): 2 (128 registers a
   // thread) or 3 (80; a few spill for Q6_K and Q3_K), to be measured.
   int mmq_blocks = 2;
+  // The int8 kernel's work dealt out stream-K (ops/mmq.cuh): as many blocks as the GPU holds at
+  // once, each a contiguous run of (output tile, k-tile) units, the tiles that blocks share added
+  // in block order after, instead of split-K blocks that fill whole waves and a partial last one
+  // (to be measured on the H200; the sums then depend on the GPU's SM count). 0: split-K; 1: as
+  // many blocks as the GPU holds; 2..512: that many (a test's, to run blocks of several segments).
+  int mmq_streamk = 0;
   // TOP_K of long rows (a vocabulary's candidate ids) from each 128-element chunk's best, the k best
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).

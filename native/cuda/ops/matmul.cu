@@ -271,6 +271,7 @@ Tuning sizing_tuning(bool mmq) {
   Tuning t;
   t.mmq_min_cols = mmq ? 2 : 1;
   t.mmq_max_cols = mmq ? static_cast<int>(kMmqMaxCols) : 0;
+  t.mmq_streamk = mmq ? 1 : 0;  // (its slots are at least split-K's partials)
   return t;
 }
 
@@ -319,7 +320,7 @@ ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id,
     const Tensor* w = ws[i];
     switch (choose_path(w, b, id, t)) {
       case Path::Mmq:
-        mmq += mmq_partial_bytes(w->ne[1], K, b->ne[1]);
+        mmq += mmq_partial_bytes(w->ne[1], K, b->ne[1], t.mmq_streamk != 0);
         gemm = std::max(gemm, mmq);
         [[fallthrough]];
       case Path::MvQ8A:
@@ -388,7 +389,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::Mmq:
       if (mmq_takes(p))
         return launch_mmq(&p, 1, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
-                          ctx.tuning.mmq_blocks);
+                          ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk);
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
@@ -495,7 +496,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
         n++;
       }
       if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
-                                     ctx.tuning.mmq_blocks);
+                                     ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk);
           e != cudaSuccess)
         return e;
       i += n;

@@ -54,6 +54,7 @@ constexpr int kMmqTileCols = 64;           // the widest column tile
 constexpr int kMmqMaxCols = 8192;
 constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
 constexpr int kMmqMaxSplits = 32;
+constexpr int64_t kMmqSkMaxGrid = 512;     // stream-K: at most this many blocks (its slots' scratch)
 
 // A block's tile for NT columns: kRows weight rows × kParts chunks of 32 (64 × 256 elements), 8
 // warps as kRows / 16 row groups × kGroups k-groups: warp w takes rows 16·(w % row groups) .. + 15
@@ -274,40 +275,43 @@ constexpr int kMmqMaxBatch = 3;
 
 struct MmqArgs {
   MmqOne w[kMmqMaxBatch];
-  int64_t first[kMmqMaxBatch + 1];  // weight i owns blocks [first[i], first[i + 1]) of grid.x
+  // split-K: weight i owns blocks [first[i], first[i + 1]) of grid.x; stream-K: output tiles
+  int64_t first[kMmqMaxBatch + 1];
   int n;
   const int8_t* aq;    // Q8A codes: column n at aq + n·K
   const float2* ads;   // Q8A {d, d·Σq}: column n, part j at ads[n·K/32 + j]
   int tiles;           // k-tiles of the whole row (one K for every weight)
+  // Stream-K (units > 0): the launch's work is `units` = output tiles × tiles k-tiles (unit u: k-tile
+  // u % tiles of output tile u / tiles; a weight's output tiles row-block-major, column tile minor),
+  // block b takes units [b·units/G, (b+1)·units/G) of the G blocks. An output tile whose units one
+  // block holds is stored by it; the blocks that share one write their sums to `slots` ([G][2]
+  // [NT][kRows]: a block's first segment in slot 0, its last in slot 1) and mmq_streamk_fixup adds
+  // them in block order. 0: split-K as above.
+  int64_t units;
+  int64_t grid;  // G
+  float* slots;
 };
 
-// ---- the kernel: grid (Σ over the weights of ceil(M / kRows) × column tiles × splits), 256 threads ---
+// ---- the kernel ---------------------------------------------------------------------------------
 
-// MINB: blocks an SM must fit (registers: 128 a thread for 2, 80 for 3). Three (Tuning::mmq_blocks,
-// for 8 and 16 columns) trade registers for a third block of warps to hide the loads' latency
-// (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler); to be
-// measured against two.
-template <class Q, int NT, int MINB = 2>
-__global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_constant__ MmqArgs a) {
-  pdl_begin();
+// Where a segment's sums go: the output (plus MUL_MAT_ADD's c), split-K partials, or a stream-K slot.
+enum class MmqSink { Out, Split, Slot };
+
+// Tiles [tile0, tile0 + ntiles) of weight wi's output tile (row block mb, column tile ct), 256
+// threads; `sink_idx` is the split (Split) or the slot (Slot). Every thread returns from it (its
+// last act is a __syncthreads), so a block may run several segments.
+template <class Q, int NT>
+__device__ __forceinline__ void mmq_segment(const MmqArgs& a, uint8_t* smem, int wi, int64_t mb, int64_t ct, int tile0,
+                                            int ntiles, MmqSink sink, int sink_idx) {
   using S = MmqShape<NT>;
   using T = MmqTile<Q, NT>;
-  extern __shared__ __align__(16) uint8_t smem[];
-  int wi = 0;
-  while (wi + 1 < a.n && static_cast<int64_t>(blockIdx.x) >= a.first[wi + 1]) wi++;
   const MmqOne& one = a.w[wi];
   const Planes& p = one.p;
-  const int64_t local = static_cast<int64_t>(blockIdx.x) - a.first[wi];
-  const int64_t per_split = one.mblocks * one.ctiles;
-  const int split_idx = static_cast<int>(local / per_split);
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, t = lane % 4;
-  const int64_t m0 = (local % per_split) / one.ctiles * S::kRows;
-  const int64_t c0 = (local % per_split) % one.ctiles * NT;  // the tile's first column
+  const int64_t m0 = mb * S::kRows;
+  const int64_t c0 = ct * NT;  // the tile's first column
   const int64_t K = p.K, nparts = K / 32;
   const int ncols = static_cast<int>(min(static_cast<int64_t>(NT), p.ncols - c0));  // the tile's columns
-  const int tile0 = split_idx * one.tiles_per_split;
-  const int ntiles = min(one.tiles_per_split, a.tiles - tile0);
-  if (ntiles <= 0) return;
 
   auto stage_ptr = [&](int s) { return smem + static_cast<size_t>(s) * T::kStageBytes; };
   auto row_ptr = [&](int r) { return p.w + min(m0 + r, p.M - 1) * p.w_nb1; };
@@ -439,27 +443,113 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
       for (int e = 0; e < 4; e++) red[(((kg - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e] = acc[j][e];
   }
   __syncthreads();
-  if (kg > 0) return;
-  for (int k = 1; k < S::kGroups; k++)
+  if (kg == 0) {
+    for (int k = 1; k < S::kGroups; k++)
+#pragma unroll
+      for (int j = 0; j < NT / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[j][e] += red[(((k - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e];
+    float* slot = sink == MmqSink::Slot ? a.slots + ((static_cast<int64_t>(blockIdx.x) * 2 + sink_idx) * NT) * S::kRows : nullptr;
 #pragma unroll
     for (int j = 0; j < NT / 8; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) acc[j][e] += red[(((k - 1) * S::kRowGroups + rg) * kWarp + lane) * kPer + 4 * j + e];
+      for (int e = 0; e < 4; e++) {
+        const int rl = e < 2 ? r0 : r1;
+        const int64_t row = m0 + rl;
+        const int col = 8 * j + 2 * t + (e & 1);
+        if (sink == MmqSink::Slot) {  // the whole tile (the fixup reads only what is in range)
+          slot[col * S::kRows + rl] = acc[j][e];
+          continue;
+        }
+        if (row >= p.M || col >= ncols) continue;
+        const int64_t gcol = c0 + col;
+        if (sink == MmqSink::Split)
+          one.partial[(static_cast<int64_t>(sink_idx) * p.ncols + gcol) * p.M + row] = acc[j][e];
+        else
+          reinterpret_cast<float*>(p.out + gcol * p.o_nb1)[row] = plus_c(p, 0, gcol, row, acc[j][e]);
+      }
+  }
+  __syncthreads();  // (the next segment's copies go to the stages the sums were added through)
+}
 
-  const bool split = one.splits > 1;
-#pragma unroll
-  for (int j = 0; j < NT / 8; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int64_t row = m0 + (e < 2 ? r0 : r1);
-      const int col = 8 * j + 2 * t + (e & 1);
-      if (row >= p.M || col >= ncols) continue;
-      const int64_t gcol = c0 + col;
-      if (split)
-        one.partial[(static_cast<int64_t>(split_idx) * p.ncols + gcol) * p.M + row] = acc[j][e];
-      else
-        reinterpret_cast<float*>(p.out + gcol * p.o_nb1)[row] = plus_c(p, 0, gcol, row, acc[j][e]);
+// The block of stream-K unit u: start(b) <= u < start(b + 1), start(b) = b·units/G.
+__host__ __device__ inline int64_t mmq_sk_start(int64_t b, int64_t units, int64_t G) { return b * units / G; }
+__device__ inline int64_t mmq_sk_block(int64_t u, int64_t units, int64_t G) {
+  int64_t b = u * G / units;
+  while (b + 1 < G && mmq_sk_start(b + 1, units, G) <= u) b++;
+  while (b > 0 && mmq_sk_start(b, units, G) > u) b--;
+  return b;
+}
+
+// grid: split-K, Σ over the weights of ceil(M / kRows) × column tiles × splits; stream-K, G blocks
+// (at most the units). 256 threads.
+// MINB: blocks an SM must fit (registers: 128 a thread for 2, 80 for 3). Three (Tuning::mmq_blocks,
+// for 8 and 16 columns) trade registers for a third block of warps to hide the loads' latency
+// (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler); to be
+// measured against two. SK: the stream-K loop (a kernel of its own, so that the split-K kernels keep
+// their registers: the loop around a segment made several spill).
+template <class Q, int NT, int MINB = 2, bool SK = false>
+__global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_constant__ MmqArgs a) {
+  pdl_begin();
+  extern __shared__ __align__(16) uint8_t smem[];
+  if constexpr (!SK) {
+    int wi = 0;
+    while (wi + 1 < a.n && static_cast<int64_t>(blockIdx.x) >= a.first[wi + 1]) wi++;
+    const MmqOne& one = a.w[wi];
+    const int64_t local = static_cast<int64_t>(blockIdx.x) - a.first[wi];
+    const int64_t per_split = one.mblocks * one.ctiles;
+    const int split_idx = static_cast<int>(local / per_split);
+    const int tile0 = split_idx * one.tiles_per_split;
+    const int ntiles = min(one.tiles_per_split, a.tiles - tile0);
+    if (ntiles <= 0) return;
+    const int64_t o = local % per_split;
+    mmq_segment<Q, NT>(a, smem, wi, o / one.ctiles, o % one.ctiles, tile0, ntiles,
+                       one.splits > 1 ? MmqSink::Split : MmqSink::Out, split_idx);
+  } else {
+    const int64_t G = a.grid, u0 = mmq_sk_start(blockIdx.x, a.units, G), u1 = mmq_sk_start(blockIdx.x + 1, a.units, G);
+    for (int64_t u = u0; u < u1;) {
+      const int64_t o = u / a.tiles, end = min(u1, (o + 1) * a.tiles);
+      int wi = 0;
+      while (wi + 1 < a.n && o >= a.first[wi + 1]) wi++;
+      const int64_t lo = o - a.first[wi];
+      const int ct = static_cast<int>(lo % a.w[wi].ctiles);
+      const bool whole = u == o * a.tiles && end == (o + 1) * a.tiles;
+      mmq_segment<Q, NT>(a, smem, wi, lo / a.w[wi].ctiles, ct, static_cast<int>(u - o * a.tiles), static_cast<int>(end - u),
+                         whole ? MmqSink::Out : MmqSink::Slot, u == u0 ? 0 : 1);
+      u = end;
     }
+  }
+}
+
+// Stream-K: every output tile that several blocks share, their slots added in block order (plus
+// c). Grid over the elements of every output tile of the launch (kRows·NT a tile); the others
+// were stored by their one block.
+template <int NT>
+__global__ void mmq_streamk_fixup(const __grid_constant__ MmqArgs a) {
+  pdl_begin();
+  constexpr int kRows = MmqShape<NT>::kRows;
+  const int64_t G = a.grid;
+  const int64_t tiles_total = a.first[a.n];
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < tiles_total * kRows * NT;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = i / (kRows * NT);
+    const int e = static_cast<int>(i % (kRows * NT)), col = e / kRows, rl = e % kRows;
+    const int64_t b0 = mmq_sk_block(o * a.tiles, a.units, G), b1 = mmq_sk_block((o + 1) * a.tiles - 1, a.units, G);
+    if (b0 == b1) continue;
+    int wi = 0;
+    while (wi + 1 < a.n && o >= a.first[wi + 1]) wi++;
+    const MmqOne& one = a.w[wi];
+    const Planes& p = one.p;
+    const int64_t lo = o - a.first[wi];
+    const int64_t row = lo / one.ctiles * kRows + rl, gcol = lo % one.ctiles * NT + col;
+    if (row >= p.M || gcol >= p.ncols) continue;
+    float sum = 0.0f;
+    for (int64_t b = b0; b <= b1; b++) {
+      const int slot = mmq_sk_start(b, a.units, G) >= o * a.tiles ? 0 : 1;
+      sum += a.slots[((b * 2 + slot) * NT + col) * kRows + rl];
+    }
+    reinterpret_cast<float*>(p.out + gcol * p.o_nb1)[row] = plus_c(p, 0, gcol, row, sum);
+  }
 }
 
 // out (col, row) = Σ_s partial[s][col][row] in order s = 0, 1, …, plus c.
@@ -508,9 +598,12 @@ inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
 
 // Bytes of split-K partials for an M×K weight against N columns (0 without a split), rounded up
 // so that the partials of the weights of one launch lie one after another (mmq_batch_partial_bytes).
-inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N) {
+// With `streamk`, at least the slots of a stream-K launch (every weight's share of a launch is at
+// least that, so their sum is too).
+inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N, bool streamk = false) {
   const MmqPlan pl = mmq_plan(M, K, N);
-  const size_t b = pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+  size_t b = pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+  if (streamk) b = std::max(b, static_cast<size_t>(kMmqSkMaxGrid * 2 * MmqShape<64>::kRows * mmq_nt(N)) * 4);
   return (b + 255) & ~static_cast<size_t>(255);
 }
 
@@ -525,21 +618,45 @@ inline bool mmq_takes(const Planes& p) {
          mmq_weight_aligned(p.w, p.w_nb1) && p.o_nb1 % 4 == 0 && p.M > 0;
 }
 
-template <class Q, int NT, int MINB>
-cudaError_t launch_mmq_nt(const MmqArgs& a, cudaStream_t s) {
+// Stream-K's G: the blocks the device holds at once (SMs × this kernel's blocks an SM), at most the
+// units and kMmqSkMaxGrid. So the sums of a stream-K launch depend on the GPU's SM count (as
+// llama.cpp's); split-K's do not.
+template <class Q, int NT, int MINB, bool SK = false>
+cudaError_t launch_mmq_nt(MmqArgs a, cudaStream_t s) {
   constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
   static_assert(smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
   if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(mmq_kernel<Q, NT, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(mmq_kernel<Q, NT, MINB, SK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  return launch_k(mmq_kernel<Q, NT, MINB>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
+  if constexpr (!SK)
+    return launch_k(mmq_kernel<Q, NT, MINB>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
+  int dev = 0, sms = 0, per_sm = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mmq_kernel<Q, NT, MINB, SK>, kMmqThreads, smem);
+      e != cudaSuccess)
+    return e;
+  const int64_t held = a.grid > 1 ? a.grid : static_cast<int64_t>(sms) * std::max(per_sm, 1);
+  a.grid = std::max<int64_t>(1, std::min<int64_t>({a.units, held, kMmqSkMaxGrid}));
+  if (cudaError_t e = launch_k(mmq_kernel<Q, NT, MINB, SK>, dim3(static_cast<unsigned>(a.grid)), dim3(kMmqThreads), smem, s, a);
+      e != cudaSuccess)
+    return e;
+  const int64_t elems = a.first[a.n] * MmqShape<NT>::kRows * NT;
+  return launch_k(mmq_streamk_fixup<NT>, dim3(static_cast<unsigned>(std::min<int64_t>(ceil_div(elems, 256), 65535))), dim3(256),
+                  0, s, a);
 }
 
 template <class Q>
-cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {
+cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {  // (a: copied, launch_mmq_nt sets a.grid)
   const int64_t n = a.w[0].p.ncols;
+  if (a.units > 0) {  // stream-K: built for two blocks an SM only
+    if (n <= 8) return launch_mmq_nt<Q, 8, 2, true>(a, s);
+    if (n <= 16) return launch_mmq_nt<Q, 16, 2, true>(a, s);
+    if (n <= 32) return launch_mmq_nt<Q, 32, 2, true>(a, s);
+    return launch_mmq_nt<Q, 64, 2, true>(a, s);
+  }
   if (n <= 8) return three ? launch_mmq_nt<Q, 8, 3>(a, s) : launch_mmq_nt<Q, 8, 2>(a, s);
   if (n <= 16) return three ? launch_mmq_nt<Q, 16, 3>(a, s) : launch_mmq_nt<Q, 16, 2>(a, s);
   if (n <= 32) return launch_mmq_nt<Q, 32, 2>(a, s);
@@ -549,9 +666,11 @@ cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {
 // Weights ps[0..n) (1 <= n <= kMmqMaxBatch; each mmq_takes, one dtype, K and column count) against
 // the Q8A region `act` filled for their columns, in one launch; `partial`: scratch of the sum of
 // their mmq_partial_bytes, weight i's partials after those of weights 0..i-1. `min_blocks` 3: the
-// kernels of 8 and 16 columns built to fit three blocks an SM (Tuning::mmq_blocks).
+// kernels of 8 and 16 columns built to fit three blocks an SM (Tuning::mmq_blocks). `streamk`: the
+// stream-K decomposition (Tuning::mmq_streamk: 1, G from the device; 2..kMmqSkMaxGrid, G that many
+// at most; `partial` then holds its slots).
 inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s,
-                              int min_blocks = 2) {
+                              int min_blocks = 2, int streamk = 0) {
   if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
   MmqArgs a{};
   a.n = n;
@@ -570,17 +689,24 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
     one.tiles_per_split = pl.tiles_per_split;
     one.splits = pl.splits;
     one.w_end = p.w + (p.M - 1) * p.w_nb1 + p.K / qblock_elems(p.wtype) * qblock_bytes(p.wtype);
-    if (pl.splits > 1) {
+    if (pl.splits > 1 && !streamk) {
       if (!partial) return cudaErrorInvalidValue;
       one.partial = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(partial) + off);
       off += mmq_partial_bytes(p.M, p.K, p.ncols);
     }
+    if (streamk) one.splits = 1;  // (no split-K reduction after a stream-K launch)
     a.tiles = pl.tiles;
     a.first[i] = blocks;
-    blocks += pl.mblocks * pl.ctiles * pl.splits;
+    blocks += pl.mblocks * pl.ctiles * (streamk ? 1 : pl.splits);  // stream-K: output tiles
   }
   a.first[n] = blocks;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  if (streamk) {
+    if (!partial) return cudaErrorInvalidValue;
+    a.units = blocks * a.tiles;
+    a.slots = partial;
+    a.grid = streamk;  // (launch_mmq_nt: 1 = the device's, else a cap)
+  }
   const bool three = min_blocks == 3;
   cudaError_t e;
   switch (ps[0].wtype) {

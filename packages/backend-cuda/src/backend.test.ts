@@ -34,6 +34,7 @@ describe("CUDA settings from the environment", () => {
       attnWarps: 4,
       gemmStages: 2,
       mmqBlocks: 2,
+      mmqStreamk: 0,
       topkChunks: false,
       attnDecode: "auto",
       fuse: true,
@@ -54,6 +55,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_WARPS: "2",
         MINFER_CUDA_GEMM_STAGES: "3",
         MINFER_CUDA_MMQ_BLOCKS: "3",
+        MINFER_CUDA_MMQ_STREAMK: "1",
         MINFER_CUDA_TOPK: "chunks",
         MINFER_CUDA_FUSE: "0",
         MINFER_CUDA_PDL: "0",
@@ -73,6 +75,7 @@ describe("CUDA settings from the environment", () => {
       attnWarps: 2,
       gemmStages: 3,
       mmqBlocks: 3,
+      mmqStreamk: 1,
       topkChunks: true,
       attnDecode: "tile",
       fuse: false,
@@ -93,6 +96,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_WARPS: "1",
         MINFER_CUDA_GEMM_STAGES: "2",
         MINFER_CUDA_MMQ_BLOCKS: "2",
+        MINFER_CUDA_MMQ_STREAMK: "0",
         MINFER_CUDA_TOPK: "tiles",
         MINFER_CUDA_FUSE: "1",
         MINFER_CUDA_PDL: "1",
@@ -112,6 +116,7 @@ describe("CUDA settings from the environment", () => {
       attnWarps: 1,
       gemmStages: 2,
       mmqBlocks: 2,
+      mmqStreamk: 0,
       topkChunks: false,
       attnDecode: "flash",
       fuse: true,
@@ -128,6 +133,10 @@ describe("CUDA settings from the environment", () => {
     for (const bad of ["1-8", "8-4", "2-8193", "on", "2-"])
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
         /MINFER_CUDA_MMQ must be "0" or a column range/,
+      );
+    for (const bad of ["513", "-1", "on"])
+      expect(() => readEnv({ MINFER_CUDA_MMQ_STREAMK: bad })).toThrow(
+        /MINFER_CUDA_MMQ_STREAMK must be an integer in 0-512/,
       );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);

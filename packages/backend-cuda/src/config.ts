@@ -23,6 +23,13 @@ export interface CudaEnv {
    */
   readonly mmqBlocks: 2 | 3;
   /**
+   * MINFER_CUDA_MMQ_STREAMK=1: the int8 kernel's work dealt out stream-K (as many blocks as the GPU
+   * holds at once, each a contiguous run of k-tiles, shared output tiles added after) instead of
+   * split-K; its sums then depend on the GPU's SM count. 2-512: at most that many blocks (tests:
+   * blocks that run several output tiles). 0 or unset: split-K.
+   */
+  readonly mmqStreamk: number;
+  /**
    * MINFER_CUDA_TOPK=chunks: TOP_K of long rows (the candidate ids of a vocabulary) from the best
    * of each 128-element chunk, then the keys of the k best chunks sorted (ops/sort.cu), instead of
    * the default `tiles` (sorts of 4096 keys, kept k per tile, in rounds).
@@ -135,6 +142,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
     mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,
+    mmqStreamk: intIn(env, "MINFER_CUDA_MMQ_STREAMK", 0, 512, 0),
     topkChunks: choice(env, "MINFER_CUDA_TOPK", ["tiles", "chunks"]) === "chunks",
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,

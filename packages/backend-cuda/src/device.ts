@@ -85,6 +85,7 @@ export class CudaDevice implements Device {
         attnWarps: env.attnWarps,
         gemmStages: env.gemmStages,
         mmqBlocks: env.mmqBlocks,
+        mmqStreamk: env.mmqStreamk,
         topkChunks: env.topkChunks,
         attnDecode: env.attnDecode,
         fuse: env.fuse,

@@ -54,6 +54,7 @@ export interface NativeTuning {
   readonly attnWarps?: 1 | 2 | 4;
   readonly gemmStages?: 2 | 3;
   readonly mmqBlocks?: 2 | 3;
+  readonly mmqStreamk?: number;
   readonly topkChunks?: boolean;
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
