@@ -39,8 +39,9 @@ struct Tuning {
   // Quantized products of mmq_min_cols..mmq_max_cols activation columns (one plane) run on the
   // int8 tensor-core kernel (ops/mmq.cuh) instead of the dp4a mat-vec (up to 8 columns) or the
   // f16 tensor-core GEMM (beyond). mmq_min_cols > mmq_max_cols turns it off; the kernel takes
-  // 2..8192 (kMmqMaxCols; beyond 64 in column tiles of 64, a prompt's micro-batch). mmq_min_cols 0 and mmq_max_cols -1 mean the per-type defaults measured on the
-  // H200 (ops/mmq.cuh mmq_default_min_cols / mmq_default_max_cols, docs/PERFORMANCE.md).
+  // 2..8192 (kMmqMaxCols; beyond 64 in column tiles of 64, slower than the GEMM for a prompt).
+  // mmq_min_cols 0 and mmq_max_cols -1 mean the per-type defaults measured on the H200
+  // (ops/mmq.cuh mmq_default_min_cols / mmq_default_max_cols, docs/PERFORMANCE.md).
   int mmq_min_cols = 0;
   int mmq_max_cols = -1;
   // Shared-memory stages of the f16 tensor-core GEMM's k-tile pipeline (ops/gemm_tc.cu): 2, or 3
@@ -52,8 +53,10 @@ struct Tuning {
   // The int8 kernel's work dealt out stream-K (ops/mmq.cuh): as many blocks as the GPU holds at
   // once, each a contiguous run of (output tile, k-tile) units, the tiles that blocks share added
   // in block order after, instead of split-K blocks that fill whole waves and a partial last one
-  // (to be measured on the H200; the sums then depend on the GPU's SM count). 0: split-K; 1: as
-  // many blocks as the GPU holds; 2..512: that many (a test's, to run blocks of several segments).
+  // (measured on the H200, docs/PERFORMANCE.md session 19: 5-16% faster on the FFN products at
+  // 4-16 columns, slower on the 512-row K/V products and at 32-64 columns; the sums depend on the
+  // SM count). 0: split-K; 1: as many blocks as the GPU holds; 2..512: that many (a test's, to run
+  // blocks of several segments).
   int mmq_streamk = 0;
   // TOP_K of long rows (a vocabulary's candidate ids) from each 128-element chunk's best, the k best
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys

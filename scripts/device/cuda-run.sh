@@ -67,6 +67,7 @@
 #                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
 #   ab                  generation of one file by default and with each of AB_VARIANTS, AB_ROUNDS interleaved rounds:
 #                       every sample and each variant's median (AB_FILE, AB_ARGS; see the stage)
+#   addon-ab            the bundle's addon against ALT_ADDON (xz, carried): tg128, bench -npl 4,64, mmq-bench
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -406,6 +407,23 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       echo "ab median: $v $(awk -v v="$v" '$1 == v {n = split($2, x, "/"); for (i = 1; i <= n; i++) print i, x[i]}' "$OUT/ab.txt" |
         sort -k1,1n -k2,2n | awk '{a[$1] = a[$1] " " $2; c[$1]++} END {for (i = 1; i in a; i++) {split(substr(a[i], 2), y, " "); printf "%s%s", (i > 1 ? "/" : ""), y[int((c[i] + 1) / 2)]}}') t/s" |
         tee -a "$OUT/run.log"
+    done ;;
+  addon-ab) # the bundle's addon against ALT_ADDON (an xz-compressed minfer_cuda.node, carried, e.g. built
+    # from another commit with packages/backend-cuda/scripts/build-native.mjs), interleaved, AB_ROUNDS rounds
+    # (default 3): tg128 and bench -npl 4,64 of the synthetic PROFILE_TYPE; then mmq-bench of each
+    rm -rf .device/cuda-alt && cp -r "$D" .device/cuda-alt &&
+      xz -dc "${ALT_ADDON:?ALT_ADDON}" >.device/cuda-alt/node_modules/@minfer/backend-cuda/build/minfer_cuda.node
+    f=$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")
+    for r in $(seq 1 "${AB_ROUNDS:-3}"); do
+      for v in "$D" .device/cuda-alt; do
+        echo "$(basename "$v") tg128 $(node "$v/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json 2>>"$OUT/addon-ab.log" |
+          grep -E '"avg_ts"' | tr -dc '0-9.')" | tee -a "$OUT/run.log"
+        echo "$(basename "$v") npl 4,64 $(node "$v/dist/bin.js" bench -m "$f" -npl 4,64 -npp 128 -ntg 64 -ngl all -r 1 2>>"$OUT/addon-ab.log" |
+          grep -E '^[|] +128' | awk -F'|' '{printf "%s:%s ", $4 + 0, $9 + 0}')" | tee -a "$OUT/run.log"
+      done
+    done
+    for v in "$D" .device/cuda-alt; do
+      TAIL_LINES=${TAIL_LINES:-40} step "mmq-bench-$(basename "$v")" node "$v/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q8_0} ${MMQ_COLS:-1,4,8,64} default
     done ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run

@@ -132,29 +132,11 @@ __device__ inline void ld_words2(const uint8_t* p, uint32_t (&w)[N]) {
 }
 __device__ inline float f16lo(uint32_t v) { return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xffffu))); }
 __device__ inline float f16at(const uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
-// ---- integer sums as floats ------------------------------------------------------------------------
-// Integer dot products are scaled in float, and an int-to-float conversion issues at 16 lanes a clock
-// on an SM (sm_80/sm_90) against 128 for an FADD (ops/mmq.cuh converts four sums an mma). So a sum
-// that is only converted starts at the bits of the float 1.5·2^23 (kSumBias): the dp4a / mma adds
-// its integer sum s, and the result, read as a float, is 1.5·2^23 + s exactly (the exponent stays
-// that of 2^23 while |s| < 2^22: 32 int8 products are at most 32·128·128 = 2^19), so one FADD of
-// −1.5·2^23 gives s, the same float a conversion gives. (Not for a sum multiplied by an integer
-// scale first, as the K-quants' mat-vec does: that product can leave the range.)
-constexpr int kSumBias = 0x4B400000;
-__device__ __forceinline__ float biased_sum(int c) { return __int_as_float(c) - 12582912.0f; }
-
 __device__ inline int dot8(const int* q, const int* a) {
   int s = 0;
 #pragma unroll
   for (int i = 0; i < 8; i++) s = __dp4a(q[i], a[i], s);
   return s;
-}
-// dot8 as a float, through kSumBias (exact for the 32-element types' codes).
-__device__ inline float dot8f(const int* q, const int* a) {
-  int s = kSumBias;
-#pragma unroll
-  for (int i = 0; i < 8; i++) s = __dp4a(q[i], a[i], s);
-  return biased_sum(s);
 }
 __device__ inline int dot4(const int* q, const int* a) {
   int s = 0;
@@ -196,7 +178,7 @@ struct PQ4_0 {
     }
   }
   __device__ float dot(const int* a, float ad, float as) const {
-    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, dot8f(q, a)), __fmul_rn(8.0f, as)));
+    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, static_cast<float>(dot8(q, a))), __fmul_rn(8.0f, as)));
   }
 };
 
@@ -219,7 +201,7 @@ struct PQ4_1 {
     }
   }
   __device__ float dot(const int* a, float ad, float as) const {
-    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), dot8f(q, a)), __fmul_rn(m, as));
+    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a))), __fmul_rn(m, as));
   }
 };
 
@@ -241,7 +223,7 @@ struct PQ5_0 {
     }
   }
   __device__ float dot(const int* a, float ad, float as) const {
-    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, dot8f(q, a)), __fmul_rn(16.0f, as)));
+    return __fmul_rn(d, __fsub_rn(__fmul_rn(ad, static_cast<float>(dot8(q, a))), __fmul_rn(16.0f, as)));
   }
 };
 
@@ -265,7 +247,7 @@ struct PQ5_1 {
     }
   }
   __device__ float dot(const int* a, float ad, float as) const {
-    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), dot8f(q, a)), __fmul_rn(m, as));
+    return __fadd_rn(__fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a))), __fmul_rn(m, as));
   }
 };
 
@@ -288,7 +270,7 @@ struct PQ8_0 {
     for (int i = 0; i < 8; i++) q[i] = static_cast<int>(w[i]);
   }
   __device__ float dot(const int* a, float ad, float) const {
-    return __fmul_rn(__fmul_rn(d, ad), dot8f(q, a));
+    return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a)));
   }
 };
 

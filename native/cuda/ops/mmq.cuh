@@ -398,20 +398,20 @@ __device__ __forceinline__ void mmq_segment(const MmqArgs& a, uint8_t* smem, int
         const uint32_t b1 = *reinterpret_cast<const uint32_t*>(ab + 16 + 4 * t);
         const float4 dd = *reinterpret_cast<const float4*>(ds + c * NT + 8 * j + 2 * t);
         if (Q::kHalves) {
-          int cl[4] = {kSumBias, kSumBias, kSumBias, kSumBias}, ch[4] = {kSumBias, kSumBias, kSumBias, kSumBias};
+          int cl[4] = {0, 0, 0, 0}, ch[4] = {0, 0, 0, 0};
           mma_s8_k16(cl, q0.lo, q1.lo, b0);
           mma_s8_k16(ch, q0.hi, q1.hi, b1);
-          acc[j][0] += dd.x * (q0.slo * biased_sum(cl[0]) + q0.shi * biased_sum(ch[0]));
-          acc[j][1] += dd.z * (q0.slo * biased_sum(cl[1]) + q0.shi * biased_sum(ch[1]));
-          acc[j][2] += dd.x * (q1.slo * biased_sum(cl[2]) + q1.shi * biased_sum(ch[2]));
-          acc[j][3] += dd.z * (q1.slo * biased_sum(cl[3]) + q1.shi * biased_sum(ch[3]));
+          acc[j][0] += dd.x * (q0.slo * static_cast<float>(cl[0]) + q0.shi * static_cast<float>(ch[0]));
+          acc[j][1] += dd.z * (q0.slo * static_cast<float>(cl[1]) + q0.shi * static_cast<float>(ch[1]));
+          acc[j][2] += dd.x * (q1.slo * static_cast<float>(cl[2]) + q1.shi * static_cast<float>(ch[2]));
+          acc[j][3] += dd.z * (q1.slo * static_cast<float>(cl[3]) + q1.shi * static_cast<float>(ch[3]));
         } else {
-          int cc[4] = {kSumBias, kSumBias, kSumBias, kSumBias};
+          int cc[4] = {0, 0, 0, 0};
           mma_s8_k32(cc, q0.lo, q1.lo, q0.hi, q1.hi, b0, b1);
-          acc[j][0] += q0.slo * dd.x * biased_sum(cc[0]);
-          acc[j][1] += q0.slo * dd.z * biased_sum(cc[1]);
-          acc[j][2] += q1.slo * dd.x * biased_sum(cc[2]);
-          acc[j][3] += q1.slo * dd.z * biased_sum(cc[3]);
+          acc[j][0] += q0.slo * dd.x * static_cast<float>(cc[0]);
+          acc[j][1] += q0.slo * dd.z * static_cast<float>(cc[1]);
+          acc[j][2] += q1.slo * dd.x * static_cast<float>(cc[2]);
+          acc[j][3] += q1.slo * dd.z * static_cast<float>(cc[3]);
           if (Q::kMin) {
             acc[j][0] += q0.m * dd.y;
             acc[j][1] += q0.m * dd.w;
