@@ -492,21 +492,24 @@ export class Context {
   /**
    * Where rows [row, row + rows) of this call's `total` rows of logits (and candidate ids) go:
    * views of the reused buffers, which grow (from the step's output device, page-locked on a GPU)
-   * to hold `total`.
+   * to hold `total` rows, and at least twice the rows they held up to nSeqMax: a server's steps
+   * gain a row per stream as its streams join, and each page-locked allocation of 64 rows of a
+   * 152k vocabulary takes milliseconds.
    */
   #outputsInto(s: Step, total: number, row: number, rows: number): OutputsInto {
     const nVocab = this.model.hparams.nVocab;
-    if (!this.#logitsBuf || this.#logitsBuf.length < total * nVocab) {
-      const bytes = total * nVocab * 4;
+    const held = this.#logitsBuf ? this.#logitsBuf.length / nVocab : 0;
+    if (held < total) {
+      const bytes = Math.max(total, Math.min(2 * held, this.nSeqMax)) * nVocab * 4;
       const mem = s.step.executor.hostMemory(s.built.logits!, bytes);
       this.#logitsBuf = new Float32Array(mem.buffer, mem.byteOffset, bytes / 4);
     }
-    const buf = this.#logitsBuf;
+    const buf = this.#logitsBuf!;
     const logits = new Uint8Array(buf.buffer, buf.byteOffset + row * nVocab * 4, rows * nVocab * 4);
     const k = this.nCandidates;
     if (k === 0 || !s.built.candidates) return { logits };
     if (!this.#candidatesBuf || this.#candidatesBuf.length < total * k) {
-      const bytes = total * k * 4;
+      const bytes = (buf.length / nVocab) * k * 4;
       const mem = s.step.executor.hostMemory(s.built.candidates, bytes);
       this.#candidatesBuf = new Int32Array(mem.buffer, mem.byteOffset, bytes / 4);
     }

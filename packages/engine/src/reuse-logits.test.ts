@@ -47,6 +47,30 @@ describe("Context reuseLogits (stories260K)", () => {
     }
   });
 
+  it("grows its buffer to twice the rows it held (up to nSeqMax), so steps that gain a row reuse it", async () => {
+    const opts = { nCtx: 256, nSeqMax: 4, kvUnified: false } as const;
+    const plain = new Context(model, opts);
+    const reuse = new Context(model, { ...opts, reuseLogits: true });
+    try {
+      const buffers: ArrayBufferLike[] = [];
+      for (const n of [1, 2, 3, 4]) {
+        const seqs = Array.from({ length: n }, (_, i) => i);
+        const step = { tokens: seqs.map((s) => 20 + s + n), seq: seqs, logits: "all" as const };
+        const x = await plain.decode(step);
+        const y = await reuse.decode(step);
+        for (let i = 0; i < n; i++) expect(Array.from(y.get(i))).toEqual(Array.from(x.get(i)));
+        buffers.push(y.data.buffer);
+      }
+      // 1 row, then 2, then 4 (twice 2) held for the 3-row step, which the 4-row step reuses
+      expect(buffers[1]).not.toBe(buffers[0]);
+      expect(buffers[2]).not.toBe(buffers[1]);
+      expect(buffers[3]).toBe(buffers[2]);
+    } finally {
+      plain.dispose();
+      reuse.dispose();
+    }
+  });
+
   it("the logits of an earlier call throw STALE_LOGITS once a later call overwrote them", async () => {
     const ctx = new Context(model, { nCtx: 128, reuseLogits: true });
     try {
