@@ -485,8 +485,8 @@ __device__ inline int64_t mmq_sk_block(int64_t u, int64_t units, int64_t G) {
 // (at most the units). 256 threads.
 // MINB: blocks an SM must fit (registers: 128 a thread for 2, 80 for 3). Three (Tuning::mmq_blocks,
 // for 8 and 16 columns) trade registers for a third block of warps to hide the loads' latency
-// (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler); to be
-// measured against two. SK: the stream-K loop (a kernel of its own, so that the split-K kernels keep
+// (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler);
+// measured no faster than two (docs/PERFORMANCE.md, session 19). SK: the stream-K loop (a kernel of its own, so that the split-K kernels keep
 // their registers: the loop around a segment made several spill).
 template <class Q, int NT, int MINB = 2, bool SK = false>
 __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_constant__ MmqArgs a) {
@@ -573,7 +573,7 @@ struct MmqPlan {
 };
 
 // The column tile for N columns (8, 16, 32 or 64; 64 beyond).
-inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : 64; }
+inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : kMmqTileCols; }
 
 inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
   const int nt = mmq_nt(N);
