@@ -312,20 +312,18 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("stepTimes", &tuning.step_times);
     flag("ropeBlock", &tuning.rope_block);
     flag("fusedCombine", &tuning.fused_combine);
-    Napi::Value sk = t.Get("mmqStreamk");
-    if (!sk.IsUndefined()) {
-      const double v = sk.IsNumber() ? sk.As<Napi::Number>().DoubleValue() : -1;
-      if (!(v >= 0 && v <= 512 && v == static_cast<int>(v)))
-        throw Napi::TypeError::New(info.Env(), "tuning.mmqStreamk must be an integer in [0, 512]");
-      tuning.mmq_streamk = static_cast<int>(v);
-    }
-    Napi::Value rows = t.Get("decodeRows");
-    if (!rows.IsUndefined()) {
-      const double r = rows.IsNumber() ? rows.As<Napi::Number>().DoubleValue() : -1;
-      if (!(r >= 1 && r <= 64 && r == static_cast<int>(r)))
-        throw Napi::TypeError::New(info.Env(), "tuning.decodeRows must be an integer in [1, 64]");
-      tuning.decode_rows = static_cast<int>(r);
-    }
+    // An integer tuning in [lo, hi].
+    auto int_in = [&](const char* name, int lo, int hi, int* out) {
+      Napi::Value a = t.Get(name);
+      if (a.IsUndefined()) return;
+      const double v = a.IsNumber() ? a.As<Napi::Number>().DoubleValue() : -1;
+      if (!(v >= lo && v <= hi && v == static_cast<int>(v)))
+        throw Napi::TypeError::New(info.Env(), std::string("tuning.") + name + " must be an integer in [" +
+                                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      *out = static_cast<int>(v);
+    };
+    int_in("mmqStreamk", 0, 512, &tuning.mmq_streamk);
+    int_in("decodeRows", 1, 64, &tuning.decode_rows);
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 8192, or [0, 0] (off)";
