@@ -265,7 +265,8 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 
 // createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number,
-//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3 })
+//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3,
+//                 mvShape?: { warps1, rows1, warps, rows } })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -324,6 +325,26 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     };
     int_in("mmqStreamk", 0, 512, &tuning.mmq_streamk);
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
+    Napi::Value mv = t.Get("mvShape");
+    if (!mv.IsUndefined()) {
+      if (!mv.IsObject()) throw Napi::TypeError::New(info.Env(), "tuning.mvShape must be an object");
+      Napi::Object o = mv.As<Napi::Object>();
+      auto part = [&](const char* name, std::initializer_list<int> allowed, int* out) {
+        Napi::Value a = o.Get(name);
+        const double v = a.IsNumber() ? a.As<Napi::Number>().DoubleValue() : -1;
+        for (int x : allowed)
+          if (v == x) {
+            *out = x;
+            return;
+          }
+        throw Napi::TypeError::New(info.Env(), std::string("tuning.mvShape.") + name + " must be " +
+                                                   (*allowed.begin() == 1 ? "1 or 2" : "0, 1 or 2"));
+      };
+      part("warps1", {1, 2}, &tuning.mv_warps1);
+      part("rows1", {0, 1, 2}, &tuning.mv_rows1);
+      part("warps", {0, 1, 2}, &tuning.mv_warps);
+      part("rows", {0, 1, 2}, &tuning.mv_rows);
+    }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {
       const char* bad = "tuning.mmqCols must be [min, max] with 2 <= min <= max <= 8192, or [0, 0] (off)";

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -149,10 +150,17 @@ std::string mem_info(int device, size_t* free, size_t* total) {
   return "";
 }
 
+// Slack past every buffer's last byte: the kernels read quantized blocks that are only 2-byte
+// aligned with 8-byte aligned loads (loads.cuh), which may reach into the 8-byte word after a
+// buffer's last block; the slack keeps those reads inside the allocation (zeroed, never used).
+constexpr size_t kAllocSlack = 16;
+
 std::string alloc(int device, size_t bytes, void** ptr) {
   MINFER_CUDA_TRY(cudaSetDevice(device));
-  MINFER_CUDA_TRY(cudaMalloc(ptr, bytes == 0 ? 1 : bytes));
-  const cudaError_t e = cudaMemset(*ptr, 0, bytes);
+  if (bytes > SIZE_MAX - kAllocSlack) return "cudaMalloc: " + std::to_string(bytes) + " bytes is too large";
+  const size_t padded = bytes + kAllocSlack;
+  MINFER_CUDA_TRY(cudaMalloc(ptr, padded));
+  const cudaError_t e = cudaMemset(*ptr, 0, padded);
   if (e != cudaSuccess) {
     cudaFree(*ptr);
     *ptr = nullptr;

@@ -66,8 +66,16 @@ struct Tuning {
   // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
   // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5
   // against 29.3; Q4_0 20.8 against 21.3 (docs/PERFORMANCE.md). For Q4_K, 16-byte loads measured
-  // slower (24.1 against 21.6 us), so its 4-byte loads stay.
+  // slower (24.1 against 21.6 us), so its 4-byte loads stay. Q6_K's wide parts are also laid out so
+  // that each quant byte is read once (ops/matvec_q.cuh PQ6_Ks, to be measured on the H200).
   bool mv_wide_loads = true;
+  // The dp4a mat-vec's launch shape (ops/matvec_q.cuh MvShape): warps that share a group of rows,
+  // taking the parts of K in turn (1 or 2), and rows a group (1 or 2; 0: 2 when the rows fill
+  // the device), for one activation column and for 2-8. A warp a group of 1 or 2 rows is what was
+  // measured fastest at one column (docs/PERFORMANCE.md, session 20); for 2-8 columns mv_warps 0
+  // picks per column count and type (ops/matvec_q.cuh MvShape).
+  int mv_warps1 = 1, mv_rows1 = 0;
+  int mv_warps = 0, mv_rows = 0;
   // Time every execute (MINFER_CUDA_STEP_TIMES=1): the GPU time from its first node to its last
   // (two events around the launch) and the host time inside execute, summed in the executor's
   // stats, so the host's part of a step (the GPU idle between steps) can be measured. Off by

@@ -27,6 +27,7 @@ const backends = await bundleForNode(
     "cuda-profile": join(root, "scripts/device/cuda-profile.ts"),
     "cuda-microbench": join(root, "scripts/device/cuda-microbench.ts"),
     "cuda-mmq-bench": join(root, "scripts/device/cuda-mmq-bench.ts"),
+    "cuda-serve-step": join(root, "scripts/device/cuda-serve-step.ts"),
     "hf-archs": join(root, "scripts/device/hf-archs.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),

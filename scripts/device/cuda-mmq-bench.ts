@@ -11,7 +11,8 @@
 // measure here: each run reads every output back.)
 //   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64] [VARIANTS]
 // VARIANTS: a comma list of environments, each `default` or NAME=VALUE[+NAME=VALUE] (default
-// "default,MINFER_CUDA_MMQ=0"); one column is measured in every variant but MINFER_CUDA_MMQ=0.
+// "default,MINFER_CUDA_MMQ=0"); one column is measured in every variant but those that set
+// MINFER_CUDA_MMQ=0 and not MINFER_CUDA_MV1 (the mat-vec's shape for one column).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
@@ -83,7 +84,8 @@ for (const { label, env } of variants) {
         weights.set(`w${i}`, { buffer });
       }
       for (const cols of colsList) {
-        if (cols === 1 && env.MINFER_CUDA_MMQ === "0") continue;
+        // (one column is the mat-vec whatever MINFER_CUDA_MMQ says: measured again only with another shape)
+        if (cols === 1 && env.MINFER_CUDA_MMQ === "0" && env.MINFER_CUDA_MV1 === undefined) continue;
         const b = new GraphBuilder();
         const x = b.input("x", DType.F32, [k, cols]);
         for (let i = 0; i < copies; i++) b.output(b.mulMat(b.weight(`w${i}`, dtype, [k, m]), x));

@@ -4,7 +4,8 @@
 # the serving benchmark, a partial offload and a decode profile; each stage's output goes to $OUT.
 #
 # Here (build and pack; the bundle is ~25 MB, the tracked tree ~18 MB, so carry it compressed):
-#   bash scripts/device/prepare-cuda.sh          (writes .device/cuda and .device/cuda.tar.xz)
+#   bash scripts/device/prepare-cuda.sh          (writes .device/cuda and .device/cuda.tar.xz; LEAN=1 for a call
+#                                                 that also carries .device/llamacpp: under 64 MiB together)
 # There (run tool, carry [".device/node.tar.xz", ".device/cuda.tar.xz"]):
 #   mkdir -p .nd && tar -xJf .device/node.tar.xz -C .nd && tar -xJf .device/cuda.tar.xz -C .device && \
 #   export PATH=$PWD/.nd/bin:$PATH && bash scripts/device/cuda-run.sh STAGE…
@@ -68,6 +69,8 @@
 #   ab                  generation of one file by default and with each of AB_VARIANTS, AB_ROUNDS interleaved rounds:
 #                       every sample and each variant's median (AB_FILE, AB_ARGS; see the stage)
 #   addon-ab            the bundle's addon against ALT_ADDON (xz, carried): tg128, bench -npl 4,64, mmq-bench
+#   gemm-selftest       gemm_tc's stand-alone check and prefill benchmark (and GEMM_BASE's, see prepare-cuda.sh)
+#   serve-step          a step of B=SERVE_STEP_B (64) sequences with the server's context options one at a time
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
@@ -380,12 +383,14 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       MINFER_BIN="$D/dist/bin.js" MODEL="${PPL_MODEL:-$D/fixtures/minfer-default-7m-f16.gguf}" TEXT="${PPL_TEXT:?PPL_TEXT}" \
       node scripts/fidelity/perplexity-vs-llamacpp.mjs /tmp/llamacpp/build/bin ;;
   batched) # minfer bench -npl (llama-batched-bench's measure) on qwen2-7b files, by default and with
-    # each of BATCH_VARIANTS (NAME=VALUE kernel switches, default MINFER_CUDA_MMQ=0: no int8 tensor-core products)
+    # each of BATCH_VARIANTS (NAME=VALUE kernel switches, several joined by commas; default MINFER_CUDA_MMQ=0: no
+    # int8 tensor-core products)
     for t in ${BATCH_TYPES:-${BENCH_TYPES:-q4_k_m q4_0 q8_0}}; do
       f=$(synth qwen2-7b "$t")
       TAIL_LINES=${TAIL_LINES:-8} step "batched-$t" minfer bench -m "$f" -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
       for v in ${BATCH_VARIANTS-MINFER_CUDA_MMQ=0}; do
-        TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-$v" env "$v" node "$D/dist/bin.js" bench -m "$f" \
+        IFS=, read -ra e <<<"$v"
+        TAIL_LINES=${TAIL_LINES:-8} step "batched-$t-$v" env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" \
           -npl ${BATCH_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r ${BATCH_REPS:-1}
       done
     done ;;
@@ -425,6 +430,17 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     for v in "$D" .device/cuda-alt; do
       TAIL_LINES=${TAIL_LINES:-40} step "mmq-bench-$(basename "$v")" node "$v/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q8_0} ${MMQ_COLS:-1,4,8,64} default
     done ;;
+  gemm-selftest) # gemm_tc's stand-alone check (NMSE of every dtype) and its prefill-shape benchmark, for
+    # each binary prepare-cuda.sh put in $D/bin (gemm_tc, and gemm_tc_base with GEMM_BASE), the
+    # benchmarks interleaved GEMM_ROUNDS rounds (default 2)
+    for b in "$D"/bin/gemm_tc*; do step "check-$(basename "$b")" "$b"; done
+    for r in $(seq 1 "${GEMM_ROUNDS:-2}"); do
+      for b in "$D"/bin/gemm_tc*; do TAIL_LINES=${TAIL_LINES:-30} step "bench-$(basename "$b")-$r" "$b" bench; done
+    done ;;
+  serve-step) # why a step of minfer serve at B streams is slower than one of bench -npl B: the server's
+    # context options one at a time (scripts/device/cuda-serve-step.ts), on the synthetic SERVE_TYPE
+    f=$(synth qwen2-7b "${SERVE_TYPE:-q4_0}")
+    TAIL_LINES=${TAIL_LINES:-12} step serve-step node "$D/dist/cuda-serve-step.js" "$OUT" "$f" ${SERVE_STEP_B:-64} 128 64 ;;
   mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens

@@ -9,8 +9,33 @@ cd "$(dirname "$0")/../.."
 export TURBO_TELEMETRY_DISABLED=1
 npx turbo run build --output-logs=errors-only
 node scripts/device/bundle-cuda.mjs
+# The stand-alone gemm_tc check and benchmark (native/cuda/ops/gemm_tc_selftest.cuh; the
+# gemm-selftest stage), and with GEMM_BASE=COMMIT the same built from that commit's sources, so
+# that one call measures the two side by side.
+selftest() { # native-root out
+  nvcc -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -I "$1/common" -x cu -DGEMM_TC_SELFTEST \
+    "$1/cuda/ops/gemm_tc_selftest.cuh" -o "$2"
+}
+mkdir -p .device/cuda/bin
+rm -f .device/cuda/bin/gemm_tc*
+selftest native .device/cuda/bin/gemm_tc
+if [ -n "${GEMM_BASE:-}" ]; then
+  base=$(mktemp -d)
+  git archive "$GEMM_BASE" native | tar -x -C "$base"
+  selftest "$base/native" .device/cuda/bin/gemm_tc_base
+  rm -rf "$base"
+fi
+# LEAN=1: a smaller bundle for calls that also carry llama.cpp's sources (.device/llamacpp): the
+# addon built for sm_90 machine code only (no PTX, which is about 5 MB of the compressed bundle),
+# without the gemm_tc binaries and the vocabulary fixtures (tokenizer tests only).
+lean=()
+if [ "${LEAN:-0}" = 1 ]; then
+  node packages/backend-cuda/scripts/build-native.mjs --archs=90-real --work=/tmp/minfer-cuda-lean \
+    --out=.device/cuda/node_modules/@minfer/backend-cuda/build/minfer_cuda.node
+  lean=(--exclude=cuda/bin --exclude=cuda/fixtures/vocab)
+fi
 # The bundle travels compressed (the addon's PTX and the fixtures compress well): the tracked tree
 # plus what is carried must stay under the device tool's 64 MiB. The built-in model is tracked, so
 # it is already in the working tree there: cuda-run.sh links it into the bundle's fixtures.
-tar -cJf .device/cuda.tar.xz -C .device --exclude=cuda/fixtures/minfer-default-7m-f16.gguf cuda
+tar -cJf .device/cuda.tar.xz -C .device --exclude=cuda/fixtures/minfer-default-7m-f16.gguf "${lean[@]}" cuda
 du -sh .device/cuda .device/cuda.tar.xz .device/node.tar.xz

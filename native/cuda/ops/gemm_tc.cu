@@ -54,6 +54,7 @@
 
 #include "../cuda_util.cuh"
 #include "../gemm_tc.h"
+#include "../loads.cuh"
 #include "../mma.cuh"
 #include "../quants.cuh"
 
@@ -95,17 +96,12 @@ __device__ __forceinline__ void st_chunk(__half* s, int r, int c, uint32_t a, ui
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 u2h(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 __device__ __forceinline__ uint32_t ld16(const uint8_t* p) { return __ldg(reinterpret_cast<const unsigned short*>(p)); }
-// 16 bytes from a 2-byte aligned address as 4 little-endian words: four 32-bit loads when the
-// address is 4-byte aligned, else 16 + 3×32 + 16 bits.
-__device__ __forceinline__ uint4 ld16x5(const uint8_t* p) {
-  if ((reinterpret_cast<uintptr_t>(p) & 3) == 0) {
-    const uint32_t* q = reinterpret_cast<const uint32_t*>(p);
-    return make_uint4(__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3));
-  }
-  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
-  const uint32_t* q = reinterpret_cast<const uint32_t*>(p + 2);
-  const uint32_t w0 = __ldg(h), w1 = __ldg(q), w2 = __ldg(q + 1), w3 = __ldg(q + 2), w4 = __ldg(h + 7);
-  return make_uint4(w0 | (w1 << 16), (w1 >> 16) | (w2 << 16), (w2 >> 16) | (w3 << 16), (w3 >> 16) | (w4 << 16));
+// 16 bytes from a 2-byte aligned address as 4 little-endian words (loads.cuh: three 8-byte loads,
+// the same for every address).
+__device__ __forceinline__ uint4 ld16u(const uint8_t* p) {
+  uint32_t w[4];
+  ld_words2(p, w);
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 __device__ __forceinline__ uint4 ldg128(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -184,9 +180,9 @@ struct Loader<DType::Q6_K> {
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t) {
     const uint8_t* s = row + (k0 >> 8) * 210;
     const int i = static_cast<int>((k0 >> 6) & 3), n = i >> 1, up = i & 1;
-    a = ld16x5(s + 64 * n + 16 * h);
-    b = ld16x5(s + 64 * n + 32 + 16 * h);
-    c = ld16x5(s + 128 + 32 * n + 16 * h);
+    a = ld16u(s + 64 * n + 16 * h);
+    b = ld16u(s + 64 * n + 32 + 16 * h);
+    c = ld16u(s + 128 + 32 * n + 16 * h);
     // scales of quadrants 2·up (from a) and 2·up + 1 (from b), for l = 16h..16h+15
     sc0 = static_cast<int8_t>(__ldg(s + 192 + 8 * n + 4 * up + h));
     sc1 = static_cast<int8_t>(__ldg(s + 192 + 8 * n + 4 * up + 2 + h));
@@ -223,11 +219,13 @@ template <>
 struct Loader<DType::Q4_0> {
   uint4 qs;
   uint32_t d;
+  // (the two threads of a row read blocks 2 bytes apart in alignment: the same loads for both,
+  // loads.cuh ld_block2, not a branch on the address)
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t K) {
     if (k0 + 32 * h >= K) return;
-    const uint8_t* s = row + ((k0 >> 5) + h) * 18;
-    d = ld16(s);
-    qs = ld16x5(s + 2);
+    uint32_t w[4];
+    ld_block2(row + ((k0 >> 5) + h) * 18, &d, w);
+    qs = make_uint4(w[0], w[1], w[2], w[3]);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {
@@ -260,10 +258,10 @@ struct Loader<DType::Q8_0> {
   uint32_t d;
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t K) {
     if (k0 + 32 * h >= K) return;
-    const uint8_t* s = row + ((k0 >> 5) + h) * 34;
-    d = ld16(s);
-    q0 = ld16x5(s + 2);
-    q1 = ld16x5(s + 18);
+    uint32_t w[8];
+    ld_block2(row + ((k0 >> 5) + h) * 34, &d, w);
+    q0 = make_uint4(w[0], w[1], w[2], w[3]);
+    q1 = make_uint4(w[4], w[5], w[6], w[7]);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {

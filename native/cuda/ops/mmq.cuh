@@ -226,14 +226,16 @@ __host__ __device__ constexpr bool mmq_dtype(DType t) {
 
 // The column counts the kernel takes by default, from measurements on the H200 (docs/PERFORMANCE.md;
 // types not measured take the figure of their family). From 3 columns (below, the dp4a mat-vec) for
-// the 32-element types and Q6_K: a step of 4 sequences of qwen2-7b Q4_0 757 against 705 t/s on the
-// mat-vec; Q4_K/Q5_K/Q3_K from 5 (their mat-vec was as fast at 3-4 columns). Up to 64 columns for the
+// Q6_K, whose mat-vec is slow at 3-4 columns; from 5 for the others: the K-quants' mat-vec was as
+// fast at 3-4 columns, and the 32-element types' with 2 warps a row group (session 20: a step of 4
+// sequences of qwen2-7b Q4_0 773 against 754 t/s on this kernel; it had won over the mat-vec of a
+// warp a row, 757 against 705, in session 12). Up to 64 columns for the
 // 32-element types (64 sequences: 4709 against 4250 t/s on the f16 GEMM), 32 for the K-quants,
 // whose 64-column products measured slower than the GEMM's (Q4_K gate/up 105.5 against 82.9 us).
 inline bool mmq_small_block(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0;
 }
-inline int mmq_default_min_cols(DType t) { return t == DType::Q6_K || mmq_small_block(t) ? 3 : 5; }
+inline int mmq_default_min_cols(DType t) { return t == DType::Q6_K ? 3 : 5; }
 inline int mmq_default_max_cols(DType t) { return mmq_small_block(t) ? 64 : 32; }
 
 // ---- tile geometry ----------------------------------------------------------------------------

@@ -42,6 +42,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
+      mvShape: { warps1: 1, rows1: 0, warps: 0, rows: 0 },
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
@@ -63,6 +64,8 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "0",
         MINFER_CUDA_MMQ: "0",
         MINFER_CUDA_MV_WIDE: "0",
+        MINFER_CUDA_MV1: "2x1",
+        MINFER_CUDA_MV: "2x0",
         MINFER_CUDA_STEP_TIMES: "0",
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
@@ -83,6 +86,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
+      mvShape: { warps1: 2, rows1: 1, warps: 2, rows: 0 },
       stepTimes: false,
       decodeRows: 64,
       ropeBlock: false,
@@ -104,6 +108,8 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ATTN_PER_QUERY: "1",
         MINFER_CUDA_MMQ: "9-32",
         MINFER_CUDA_MV_WIDE: "1",
+        MINFER_CUDA_MV1: "1x2",
+        MINFER_CUDA_MV: "1x2",
         MINFER_CUDA_STEP_TIMES: "1",
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
@@ -124,6 +130,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
+      mvShape: { warps1: 1, rows1: 2, warps: 1, rows: 2 },
       stepTimes: true,
       decodeRows: 1,
       ropeBlock: true,
@@ -134,6 +141,9 @@ describe("CUDA settings from the environment", () => {
       expect(() => readEnv({ MINFER_CUDA_MMQ: bad })).toThrow(
         /MINFER_CUDA_MMQ must be "0" or a column range/,
       );
+    for (const bad of ["3x1", "4x2", "2x3", "0x1", "2", "x2", "2x2x"])
+      expect(() => readEnv({ MINFER_CUDA_MV: bad })).toThrow(/MINFER_CUDA_MV must be WxR/);
+    expect(() => readEnv({ MINFER_CUDA_MV1: "4x1" })).toThrow(/MINFER_CUDA_MV1 must be WxR/);
     for (const bad of ["513", "-1", "on"])
       expect(() => readEnv({ MINFER_CUDA_MMQ_STREAMK: bad })).toThrow(
         /MINFER_CUDA_MMQ_STREAMK must be an integer in 0-512/,

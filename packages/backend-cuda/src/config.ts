@@ -59,7 +59,7 @@ export interface CudaEnv {
    * MINFER_CUDA_MMQ: the activation-column counts whose quantized products run on the int8
    * tensor-core kernel (native/cuda/ops/mmq.cuh), as `MIN-MAX` within 2-8192 (beyond 64 columns in tiles of 64: a prompt's products), or `0` for none (the
    * dp4a mat-vec up to 8 columns, the f16 tensor-core GEMM beyond). Unset (undefined here): the
-   * kernel's measured defaults per weight type: 3-64 columns for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0,
+   * kernel's measured defaults per weight type: 5-64 columns for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0,
    * 3-32 for Q6_K, 5-32 for the other K-quants (docs/PERFORMANCE.md).
    */
   readonly mmqCols: readonly [number, number] | undefined;
@@ -68,6 +68,13 @@ export interface CudaEnv {
    * instead of the default 8-byte ones shifted into place (native/cuda/ops/matvec_q.cuh).
    */
   readonly mvWideLoads: boolean;
+  /**
+   * MINFER_CUDA_MV1 and MINFER_CUDA_MV (`WxR`): the dp4a mat-vec's launch shape for one activation
+   * column and for 2-8: W warps (1 or 2) share a group of R rows (1 or 2; 0: 2 when the rows
+   * fill the device), taking the 32-element parts of K in turn. Unset: 1x0 for one column; for 2-8
+   * columns the measured choice per column count and type (native/cuda/ops/matvec_q.cuh MvShape).
+   */
+  readonly mvShape: MvShape;
   /**
    * MINFER_CUDA_STEP_TIMES=1: every execute is timed (its GPU time between two events, the host
    * time inside it) and the sums appear in the runtime's `graphStats().stepTimes`. Off by default.
@@ -95,6 +102,28 @@ export interface CudaEnv {
    * between event-loop turns (the default; CudaRuntime.executeWithIo).
    */
   readonly replayOnThread: boolean;
+}
+
+/** The dp4a mat-vec's launch shape (native/cuda/ops/matvec_q.cuh MvShape). */
+export interface MvShape {
+  /** One column: warps that share a row group, rows a group (0: 2 when the rows fill the device). */
+  readonly warps1: 1 | 2;
+  readonly rows1: 0 | 1 | 2;
+  /** 2-8 columns; warps 0 (unset): chosen per column count and weight type. */
+  readonly warps: 0 | 1 | 2;
+  readonly rows: 0 | 1 | 2;
+}
+
+function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
+  const v = env[name] ?? "";
+  if (v === "") return unset;
+  const m = /^([12])x([012])$/.exec(v);
+  if (!m)
+    throw new CudaBackendError(
+      "INVALID_ARGUMENT",
+      `${name} must be WxR with W warps 1 or 2 and R rows 0, 1 or 2 (e.g. "2x2"), not ${JSON.stringify(v)}`,
+    );
+  return [Number(m[1]) as 0 | 1 | 2, Number(m[2]) as 0 | 1 | 2] as const;
 }
 
 function intIn(env: NodeJS.ProcessEnv, name: string, lo: number, hi: number, unset: number): number {
@@ -134,6 +163,13 @@ function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[])
   return v;
 }
 
+function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
+  const [warps1, rows1] = mvShapeOf(env, "MINFER_CUDA_MV1", [1, 0]);
+  const [warps, rows] = mvShapeOf(env, "MINFER_CUDA_MV", [0, 0]);
+  // (the pattern takes W 1 or 2; 0 is only MINFER_CUDA_MV's unset default)
+  return { warps1: warps1 === 2 ? 2 : 1, rows1, warps, rows };
+}
+
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   const attn = choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]);
   return {
@@ -151,6 +187,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnPerQuery: choice(env, "MINFER_CUDA_ATTN_PER_QUERY", ["0", "1"]) !== "0",
     mmqCols: mmqRange(env),
     mvWideLoads: choice(env, "MINFER_CUDA_MV_WIDE", ["0", "1"]) !== "0",
+    mvShape: mvShapeFrom(env),
     stepTimes: choice(env, "MINFER_CUDA_STEP_TIMES", ["0", "1"]) === "1",
     decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",

@@ -92,6 +92,7 @@ export class CudaDevice implements Device {
         pdl: env.pdl,
         attnPerQuery: env.attnPerQuery,
         mvWideLoads: env.mvWideLoads,
+        mvShape: env.mvShape,
         stepTimes: env.stepTimes,
         decodeRows: env.decodeRows,
         ropeBlock: env.ropeBlock,

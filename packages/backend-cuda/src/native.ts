@@ -61,6 +61,13 @@ export interface NativeTuning {
   readonly pdl?: boolean;
   readonly attnPerQuery?: boolean;
   readonly mvWideLoads?: boolean;
+  /** The dp4a mat-vec's launch shape (warps a row group, rows a group; one column, then 2-8). */
+  readonly mvShape?: {
+    readonly warps1: number;
+    readonly rows1: number;
+    readonly warps: number;
+    readonly rows: number;
+  };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;
   /** Decode attention: rows of a kv head per block (0: all of them). */
