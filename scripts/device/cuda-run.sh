@@ -70,6 +70,7 @@
 #                       every sample and each variant's median (AB_FILE, AB_ARGS; see the stage)
 #   addon-ab            the bundle's addon against ALT_ADDON (xz, carried): tg128, bench -npl 4,64, mmq-bench
 #   gemm-selftest       gemm_tc's stand-alone check and prefill benchmark (and GEMM_BASE's, see prepare-cuda.sh)
+#   serve-nsys          an Nsight Systems timeline of minfer serve -np NSYS_NPL (64) at that many streams
 #   serve-step          a step of B=SERVE_STEP_B (64) sequences with the server's context options one at a time
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
 #                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
@@ -437,6 +438,22 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     for r in $(seq 1 "${GEMM_ROUNDS:-2}"); do
       for b in "$D"/bin/gemm_tc*; do TAIL_LINES=${TAIL_LINES:-30} step "bench-$(basename "$b")-$r" "$b" bench; done
     done ;;
+  serve-nsys) # an Nsight Systems timeline of minfer serve -np NSYS_NPL (64) under NSYS_NPL streams (serve-streams,
+    # one round; the CUDA graphs as single ranges): the GPU's ranges per step (OUT/serve-nsys_cuda_gpu_trace.csv)
+    # show whether the GPU idles between steps or runs longer steps, beside bench's (nsys-batched)
+    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+    if [ -n "$NSYS" ]; then
+      f=${SERVE_FILE:-$(synth qwen2-7b "${SERVE_TYPE:-q4_0}")}
+      rm -f /tmp/minfer-serve-nsys.nsys-rep
+      TAIL_LINES=${TAIL_LINES:-12} step serve-nsys node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${NSYS_NPL:-64}" \
+        -npp 128 -ntg 128 --rounds 1 --bin "$D/dist/bin.js" \
+        --serve-wrap "$NSYS profile --trace=cuda,osrt --cuda-graph-trace=graph --sample=none --force-overwrite true -o /tmp/minfer-serve-nsys" \
+        -- -ngl all
+      step serve-nsys-stats "$NSYS" stats --force-export=true --report cuda_api_sum,osrt_sum,cuda_gpu_trace \
+        --format csv -o "$OUT/serve-nsys" /tmp/minfer-serve-nsys.nsys-rep
+    else
+      echo "nsys: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
   serve-step) # why a step of minfer serve at B streams is slower than one of bench -npl B: the server's
     # context options one at a time (scripts/device/cuda-serve-step.ts), on the synthetic SERVE_TYPE
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_0}")

@@ -20,7 +20,7 @@
 // mean host gap between steps (sampling, planning, output the overlap does not cover).
 //
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
-//        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …]
+//        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …] [--serve-wrap CMD]
 //        [-- extra minfer flags, e.g. -ngl all -t 2]
 //
 // Node.js 20 or later, no dependencies (node:http and a small SSE reader).
@@ -32,7 +32,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const USAGE =
-  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …] [-- minfer flags]";
+  "usage: serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128] [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …] [--serve-wrap CMD] [-- minfer flags]";
 
 // ---------------------------------------------------------------- arguments
 const all = process.argv.slice(2);
@@ -52,6 +52,9 @@ if (argv.includes("-h") || argv.includes("--help")) {
   --serve-flag F a flag for \`minfer serve\` only (repeatable), e.g. --serve-flag --no-overlap-output
   --serve-node-flag F
                  a Node.js flag of the server process (repeatable), e.g. --serve-node-flag --cpu-prof
+  --serve-wrap CMD
+                 a command the server runs under (words split at spaces), e.g. a profiler:
+                 --serve-wrap "nsys profile -o /tmp/serve"; it is stopped with SIGINT
   -- FLAGS       passed to both \`minfer bench\` and \`minfer serve\` (-t, -b, -ngl, --kv-type, -dev);
                  -c is set by this script`);
   process.exit(0);
@@ -92,6 +95,9 @@ for (let i = argv.indexOf("--serve-node-flag"); i >= 0; i = argv.indexOf("--serv
   if (i + 1 >= argv.length) fail("--serve-node-flag needs a value");
   serveNode.push(argv.splice(i, 2)[1]);
 }
+// A command the server process runs under (a profiler such as nsys), stopped with SIGINT so that
+// it writes its report.
+const serveWrap = (take("--serve-wrap") ?? "").split(" ").filter((w) => w !== "");
 const jsonOut = argv.includes("--json");
 if (jsonOut) argv.splice(argv.indexOf("--json"), 1);
 if (argv.length > 0) fail(`unknown argument ${argv[0]}`);
@@ -159,9 +165,14 @@ function startServer(k) {
     ...extra,
     ...serveOnly,
   ];
-  const child = spawn(process.execPath, [...serveNode, bin, ...args], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const argsOf = [...serveNode, bin, ...args];
+  const child = spawn(
+    serveWrap[0] ?? process.execPath,
+    serveWrap.length > 0 ? [...serveWrap.slice(1), process.execPath, ...argsOf] : argsOf,
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   children.add(child);
   let stderr = "";
   const ready = new Promise((resolve, reject) => {
@@ -181,7 +192,9 @@ function startServer(k) {
     new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once("exit", () => resolve());
-      child.kill("SIGTERM");
+      child.kill(serveWrap.length > 0 ? "SIGINT" : "SIGTERM");
+      // (a wrapper writing its report gets two minutes)
+      setTimeout(() => child.kill("SIGKILL"), serveWrap.length > 0 ? 120_000 : 30_000).unref();
     });
   return { ready, stop };
 }
