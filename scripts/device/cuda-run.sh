@@ -56,6 +56,7 @@
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
+#   ncu-mv-pair         Nsight Compute sections of the mat-vecs of an NCU_NPL (4)-sequence step, minfer's beside llama.cpp's
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
@@ -257,6 +258,30 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
   split) # partial offload: half the layers on the GPU, the rest and the output on the CPU
     f=$(synth qwen2-7b "${SPLIT_TYPE:-q4_0}")
     step split minfer bench -m "$f" -p 64 -n 16 -r 1 -ngl 14 --verbose --json ;;
+  ncu-mv-pair) # Nsight Compute's sections (speed of light, memory, occupancy, warp states, scheduler) of the
+    # mat-vecs of a NCU_NPL-sequence decode step (default 4): minfer's mv_q_kernel (MINFER_CUDA_MMQ=0 so every
+    # product of 2-8 columns is one) beside llama.cpp's mul_mat_vec_q (after llamacpp-build), NCU_COUNT (12)
+    # launches from NCU_SKIP (200) of each, on one file (NCU_FILE or minfer's qwen2-7b PROFILE_TYPE)
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+    n=${NCU_NPL:-4}
+    sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats
+      --section WarpStateStats --section SchedulerStats)
+    range=(--launch-skip "${NCU_SKIP:-200}" --launch-count "${NCU_COUNT:-12}")
+    if [ -z "$NCU" ]; then
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    else
+      step ncu-mv-minfer env MINFER_CUDA_GRAPHS=0 MINFER_CUDA_MMQ=0 "$NCU" --clock-control none --kernel-name regex:mv_q_kernel \
+        "${range[@]}" "${sections[@]}" node "$D/dist/bin.js" bench -m "$f" -npl "$n" -npp 128 -ntg 16 -r 1 -ngl all
+      while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
+      if [ -f /tmp/llamacpp/build.done ]; then
+        step ncu-mv-llama "$NCU" --clock-control none --kernel-name regex:mul_mat_vec_q "${range[@]}" "${sections[@]}" \
+          /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 4096 -b 2048 -ub 512 -npp 128 -ntg 16 -npl "$n" -ngl 99 -fa on
+      else
+        echo "ncu-mv-pair: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
+        status=1
+      fi
+    fi ;;
   ncu)
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     if [ -n "$NCU" ]; then
