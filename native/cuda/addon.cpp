@@ -292,8 +292,10 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     }
     flag("topkChunks", &tuning.topk_chunks);
     // An integer tuning that takes one of a few values.
-    auto one_of = [&](const char* name, std::initializer_list<int> allowed, const char* values, int* out) {
-      Napi::Value a = t.Get(name);
+    // (of object `obj`, named `where` in the error: tuning or one of its objects)
+    auto one_of_in = [&](Napi::Object obj, const char* where, const char* name, std::initializer_list<int> allowed,
+                         const char* values, int* out) {
+      Napi::Value a = obj.Get(name);
       if (a.IsUndefined()) return;
       const double v = a.IsNumber() ? a.As<Napi::Number>().DoubleValue() : -1;
       for (int x : allowed)
@@ -301,7 +303,10 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
           *out = x;
           return;
         }
-      throw Napi::TypeError::New(info.Env(), std::string("tuning.") + name + " must be " + values);
+      throw Napi::TypeError::New(info.Env(), std::string(where) + "." + name + " must be " + values);
+    };
+    auto one_of = [&](const char* name, std::initializer_list<int> allowed, const char* values, int* out) {
+      one_of_in(t, "tuning", name, allowed, values, out);
     };
     one_of("attnWarps", {1, 2, 4}, "1, 2 or 4", &tuning.attn_warps);
     one_of("mmqBlocks", {2, 3}, "2 or 3", &tuning.mmq_blocks);
@@ -329,21 +334,10 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     if (!mv.IsUndefined()) {
       if (!mv.IsObject()) throw Napi::TypeError::New(info.Env(), "tuning.mvShape must be an object");
       Napi::Object o = mv.As<Napi::Object>();
-      auto part = [&](const char* name, std::initializer_list<int> allowed, int* out) {
-        Napi::Value a = o.Get(name);
-        const double v = a.IsNumber() ? a.As<Napi::Number>().DoubleValue() : -1;
-        for (int x : allowed)
-          if (v == x) {
-            *out = x;
-            return;
-          }
-        throw Napi::TypeError::New(info.Env(), std::string("tuning.mvShape.") + name + " must be " +
-                                                   (*allowed.begin() == 1 ? "1 or 2" : "0, 1 or 2"));
-      };
-      part("warps1", {1, 2}, &tuning.mv_warps1);
-      part("rows1", {0, 1, 2}, &tuning.mv_rows1);
-      part("warps", {0, 1, 2}, &tuning.mv_warps);
-      part("rows", {0, 1, 2}, &tuning.mv_rows);
+      one_of_in(o, "tuning.mvShape", "warps1", {1, 2}, "1 or 2", &tuning.mv.warps1);
+      one_of_in(o, "tuning.mvShape", "rows1", {0, 1, 2}, "0, 1 or 2", &tuning.mv.rows1);
+      one_of_in(o, "tuning.mvShape", "warps", {0, 1, 2}, "0, 1 or 2", &tuning.mv.warps);
+      one_of_in(o, "tuning.mvShape", "rows", {0, 1, 2}, "0, 1 or 2", &tuning.mv.rows);
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {

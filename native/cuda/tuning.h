@@ -13,6 +13,18 @@ enum class DecodeAttn {
          // blocks (ops/attention_flash.cuh); Auto takes it beyond kDecAutoMaxCells
 };
 
+// The dp4a mat-vec's launch shape (ops/matvec_q.cuh): warps that share a group of rows, taking the
+// parts of K in turn (1 or 2), and rows a group (1 or 2; 0: 2 when the rows fill the device), for one
+// activation column and for 2-8. warps 0 (the default for 2-8 columns): by measurement on the H200
+// (docs/PERFORMANCE.md, session 20), 2 warps a group of 2 rows for 2 columns, and for 3-4 columns of
+// the 32-element types; a warp a row otherwise (Q4_0 3584 x 18944 at 2 / 4 columns 26.4 / 38.0
+// against 27.6 / 39.6 us; Q4_K at 4 columns 45.0 against 43.3). One column: a warp a group of 1 or
+// 2 rows, what was measured fastest there.
+struct MvShape {
+  int warps1 = 1, rows1 = 0;  // one column
+  int warps = 0, rows = 0;    // 2-8 columns (rows 0: as for one column)
+};
+
 struct Tuning {
   // ATTENTION over many rows (prefill) with F16 k/v and head size 64 or 128: the tensor-core kernel
   // (ops/attention_flash.cuh: K/V tiles copied ahead into two stages, q and P rounded to f16, f32
@@ -69,13 +81,8 @@ struct Tuning {
   // slower (24.1 against 21.6 us), so its 4-byte loads stay. Q6_K's wide parts are also laid out so
   // that each quant byte is read once (ops/matvec_q.cuh PQ6_Ks, to be measured on the H200).
   bool mv_wide_loads = true;
-  // The dp4a mat-vec's launch shape (ops/matvec_q.cuh MvShape): warps that share a group of rows,
-  // taking the parts of K in turn (1 or 2), and rows a group (1 or 2; 0: 2 when the rows fill
-  // the device), for one activation column and for 2-8. A warp a group of 1 or 2 rows is what was
-  // measured fastest at one column (docs/PERFORMANCE.md, session 20); for 2-8 columns mv_warps 0
-  // picks per column count and type (ops/matvec_q.cuh MvShape).
-  int mv_warps1 = 1, mv_rows1 = 0;
-  int mv_warps = 0, mv_rows = 0;
+  // The dp4a mat-vec's launch shape (MvShape above; MINFER_CUDA_MV1, MINFER_CUDA_MV).
+  MvShape mv;
   // Time every execute (MINFER_CUDA_STEP_TIMES=1): the GPU time from its first node to its last
   // (two events around the launch) and the host time inside execute, summed in the executor's
   // stats, so the host's part of a step (the GPU idle between steps) can be measured. Off by

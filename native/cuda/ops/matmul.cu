@@ -275,16 +275,6 @@ Tuning sizing_tuning(bool mmq) {
   return t;
 }
 
-// The mat-vec's launch shape under tuning t.
-MvShape mv_shape(const Tuning& t) {
-  MvShape sh;
-  sh.warps1 = t.mv_warps1;
-  sh.rows1 = t.mv_rows1;
-  sh.warps = t.mv_warps;
-  sh.rows = t.mv_rows;
-  return sh;
-}
-
 bool gemm_b_direct(const Tensor* b) {
   // gemm_tc reads f32 columns x + n·x_col: b itself when it is F32 with packed rows.
   return b->dtype == DType::F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0;
@@ -403,7 +393,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
-      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, mv_shape(ctx.tuning), ctx.stream);
+      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
@@ -524,7 +514,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
       if (!mv_q_aligned(batch[n])) break;
       n++;
     }
-    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads, mv_shape(ctx.tuning), ctx.stream); e != cudaSuccess)
+    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream); e != cudaSuccess)
       return e;
     i += n;
   }

@@ -608,19 +608,9 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R, W>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// The shape of a mat-vec launch: warps a row group shares (W: 1 or 2) and rows a group (R: 1 or 2),
-// for one column and for 2-8. (4 warps a group, llama.cpp's shape for 2-8 columns, measured slower
-// on the H200 but for the 512-row K/V products: Q4_0 3584 x 18944 at 4 columns 47.4 against 38.0 us
-// for 2 warps, docs/PERFORMANCE.md session 20; not built.)
-// warps 0 (the default for 2-8 columns): by measurement on the H200 (docs/PERFORMANCE.md, session
-// 20), 2 warps a group of 2 rows for 2 columns, and for 3-4 columns of the 32-element types; a warp a
-// row otherwise (Q4_0 3584 x 18944 at 2 / 4 columns 26.4 / 38.0 against 27.6 / 39.6 us; Q4_K at 4
-// columns 45.0 against 43.3).
-struct MvShape {
-  int warps1 = 1, rows1 = 0;  // one column (rows 0: 2 when there are rows enough to fill the device)
-  int warps = 0, rows = 0;    // 2-8 columns (rows 0: as for one column; warps 0: see above)
-};
-
+// (its launch shape, MvShape, is in tuning.h: 4 warps a group, llama.cpp's shape for 2-8 columns,
+// measured slower on the H200 but for the 512-row K/V products: Q4_0 3584 x 18944 at 4 columns 47.4
+// against 38.0 us for 2 warps, docs/PERFORMANCE.md session 20; not built.)
 template <class Q, int NC, int W>
 cudaError_t launch_mv_q_r(bool two, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   return two ? launch_mv_q_nc<Q, NC, 2, W>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, NC, 1, W>(ps, n, aq, asc, s);
