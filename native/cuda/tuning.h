@@ -74,6 +74,10 @@ struct Tuning {
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).
   bool topk_chunks = false;
+  // TOP_K of long rows (a vocabulary's candidate ids, k <= 1024) by a radix selection of the k-th
+  // best value, one block a row reading it four times (ops/sort.cu radix_select_kernel); it comes
+  // before topk_chunks and the tile sorts when on.
+  bool topk_radix = true;
   // The dp4a mat-vec reads the quants of Q4_0, Q8_0 and Q6_K (2-byte aligned blocks) with 8-byte
   // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
   // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5

@@ -242,12 +242,14 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # (SERVE_NPL, default 16,64), the same file (SERVE_FILE, else the synthetic SERVE_TYPE) and flags,
     # SERVE_ROUNDS rounds; -nooverlap: the server without --overlap-output (each step's output delivered
     # before the next step is planned); SERVE_FLAGS: more flags for minfer serve only; SERVE_PROFILE=1:
-    # the server's JavaScript CPU profile of each K (node --cpu-prof) into OUT/serve-prof
+    # the server's JavaScript CPU profile of each K (node --cpu-prof) into OUT/serve-prof, sampled every
+    # SERVE_PROF_US µs when set (node's default: 1000)
     f=${SERVE_FILE:-$(synth qwen2-7b "${SERVE_TYPE:-q4_k_m}")}
     flags=${SERVE_FLAGS-}
     [ "$s" = serve-streams-nooverlap ] && flags="$flags --no-overlap-output"
     nflags=""
     [ "${SERVE_PROFILE:-0}" = 1 ] && mkdir -p "$OUT/serve-prof" && nflags="--serve-node-flag --cpu-prof --serve-node-flag --cpu-prof-dir=$OUT/serve-prof"
+    [ -n "${SERVE_PROF_US:-}" ] && nflags="$nflags --serve-node-flag --cpu-prof-interval=$SERVE_PROF_US"
     TAIL_LINES=${TAIL_LINES:-20} step "$s" node packages/cli/bench/serve-streams.mjs -m "$f" -npl "${SERVE_NPL:-16,64}" \
       -npp 128 -ntg 128 --rounds "${SERVE_ROUNDS:-1}" --bin "$D/dist/bin.js" $nflags \
       $(for x in $flags; do printf -- '--serve-flag %s ' "$x"; done) -- -ngl all ;;

@@ -7,8 +7,9 @@
 //   rows of up to kTile elements: one block per row, entirely in shared memory;
 //   longer rows (a vocabulary for top-k): keys in scratch, the network's stages whose partners are
 //   within a tile of kTile run in shared memory, the longer-range ones as one launch per stage.
-// TOP_K of a row longer than kTile with k <= kChunkMaxK may take the chunk bests instead
-// (Tuning::topk_chunks; see chunk_select_kernel). Else, with k <= kSelectMaxK (a vocabulary's best
+// TOP_K of a row longer than kTile with k <= kRadixMaxK takes a radix selection by default
+// (Tuning::topk_radix; see radix_select_kernel). Else, with k <= kChunkMaxK, it may take the chunk
+// bests (Tuning::topk_chunks; see chunk_select_kernel). Else, with k <= kSelectMaxK (a vocabulary's best
 // candidates), it selects: each block sorts one tile of kTile keys in shared memory and keeps its first k, and
 // rounds of the same over the kept keys reduce each row to one tile, whose first k are the answer
 // (the keys are unique, so the k smallest keys of a row are the k smallest of its tiles' bests).
@@ -241,6 +242,156 @@ __global__ void chunk_select_kernel(Tensor a, const uint64_t* best, int64_t n_ch
   for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
 }
 
+// ---- TOP_K by radix selection (Tuning::topk_radix, the default) ----
+// One block per row finds the k-th best key's upper half T (the value's order-preserving 32 bits)
+// by three histogram passes over the row, 11, 11 and 10 bits of it at a time: each pass counts the
+// elements whose bits above the digit equal the prefix chosen so far, and the bin where the count
+// from the best end reaches the keys still wanted extends the prefix. Every element with an upper
+// half better than T is then in the answer, and of those equal to T the ones of lowest index (the
+// lower half of the key): they are gathered into shared memory (or, when too many values tie at T,
+// those equal to T are taken in index order) and sorted, and the first k written. The same answer as
+// sorting the row, reading it four times instead of sorting tiles of 4096 keys.
+constexpr int kRadixBins = 2048;  // 11-bit digits
+constexpr int kRadixCap = 4096;   // candidate keys sorted in shared memory at once (32 KiB)
+constexpr int kRadixMaxK = 1024;
+
+__device__ inline uint32_t upper_key(float v) { return static_cast<uint32_t>(sort_key(v, 0, true) >> 32); }
+
+// f(value, index) for every element of a row, each by one thread of the block (float4 loads when
+// the row is contiguous and 16-byte aligned).
+template <class F>
+__device__ inline void for_row(const uint8_t* base, int64_t nb0, int64_t n, F f) {
+  if (nb0 == 4 && (reinterpret_cast<uintptr_t>(base) & 15) == 0) {
+    const float4* p = reinterpret_cast<const float4*>(base);
+    const int64_t n4 = n / 4;
+    for (int64_t j = threadIdx.x; j < n4; j += blockDim.x) {
+      const float4 v = p[j];
+      f(v.x, 4 * j);
+      f(v.y, 4 * j + 1);
+      f(v.z, 4 * j + 2);
+      f(v.w, 4 * j + 3);
+    }
+    for (int64_t i = n4 * 4 + threadIdx.x; i < n; i += blockDim.x) f(reinterpret_cast<const float*>(base)[i], i);
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) f(*reinterpret_cast<const float*>(base + i * nb0), i);
+  }
+}
+
+// Block-wide exclusive prefix sum of one value per thread (blockDim.x == kThreads); `total` gets
+// the sum. Uses warp_tot[kThreads / kWarp].
+__device__ inline int block_exclusive_sum(int v, int* warp_tot, int* total) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < kWarp; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == kWarp - 1) warp_tot[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    int w = warp_tot[lane];
+#pragma unroll
+    for (int o = 1; o < kWarp; o <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += y;
+    }
+    warp_tot[lane] = w;  // inclusive
+    if (lane == kWarp - 1) *total = w;
+  }
+  __syncthreads();
+  const int before = (warp > 0 ? warp_tot[warp - 1] : 0) + x - v;
+  __syncthreads();  // (warp_tot is reused by the caller's next scan)
+  return before;
+}
+
+__global__ void __launch_bounds__(kThreads) radix_select_kernel(Tensor a, int k, Tensor o) {
+  __shared__ int hist[kRadixBins];
+  __shared__ uint64_t cand[kRadixCap];
+  __shared__ int warp_tot[kThreads / kWarp];
+  __shared__ int sel_bin, sel_before, sel_count, count, total;
+  const int64_t n = a.ne[0], rows = a.ne[1] * a.ne[2] * a.ne[3];
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(row_elem(a, r, 0));
+    uint32_t prefix = 0, mask = 0;
+    int wanted = k;  // keys still wanted among those whose upper half matches prefix under mask
+    int eq = 0;      // elements whose upper half is T (after the last pass)
+    constexpr int kShift[3] = {21, 10, 0}, kBits[3] = {11, 11, 10};
+#pragma unroll
+    for (int pass = 0; pass < 3; pass++) {
+      const int shift = kShift[pass];
+      const uint32_t bins_mask = (1u << kBits[pass]) - 1u;
+      for (int b = threadIdx.x; b < kRadixBins; b += blockDim.x) hist[b] = 0;
+      __syncthreads();
+      for_row(base, a.nb[0], n, [&](float v, int64_t) {
+        const uint32_t u = upper_key(v);
+        const bool take = (u & mask) == prefix;
+        const unsigned active = __activemask();
+        const unsigned takers = __ballot_sync(active, take);
+        if (take) {
+          const int bin = static_cast<int>((u >> shift) & bins_mask);
+          const unsigned peers = __match_any_sync(takers, bin);
+          if (lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+        }
+      });
+      __syncthreads();
+      // the bin where the count from the best end (bin 0) reaches `wanted`
+      const int h0 = hist[2 * threadIdx.x], h1 = hist[2 * threadIdx.x + 1];
+      const int before = block_exclusive_sum(h0 + h1, warp_tot, &total);
+      if (before < wanted && wanted <= before + h0 + h1) {
+        const bool first = wanted <= before + h0;
+        sel_bin = 2 * threadIdx.x + (first ? 0 : 1);
+        sel_before = first ? before : before + h0;
+        sel_count = first ? h0 : h1;
+      }
+      __syncthreads();
+      prefix |= static_cast<uint32_t>(sel_bin) << shift;
+      mask |= bins_mask << shift;
+      wanted -= sel_before;
+      eq = sel_count;
+      __syncthreads();  // (sel_* and hist are written again by the next pass)
+    }
+    // prefix is T: k - wanted keys have a better upper half, and `wanted` of the eq equal to it.
+    const uint32_t t_up = prefix;
+    const int better = k - wanted;
+    const bool all_eq = better + eq <= kRadixCap;
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    for_row(base, a.nb[0], n, [&](float v, int64_t i) {
+      const uint32_t u = upper_key(v);
+      if (u < t_up || (all_eq && u == t_up)) {
+        const int c = atomicAdd(&count, 1);
+        if (c < kRadixCap) cand[c] = sort_key(v, i, true);
+      }
+    });
+    __syncthreads();
+    if (!all_eq) {
+      // Too many ties at T to gather: those equal to T in index order until `wanted` are taken.
+      int taken = 0;
+      for (int64_t t0 = 0; t0 < n && taken < wanted; t0 += blockDim.x) {
+        const int64_t i = t0 + threadIdx.x;
+        const float v = i < n ? *reinterpret_cast<const float*>(base + i * a.nb[0]) : 0.0f;
+        const bool is_eq = i < n && upper_key(v) == t_up;
+        const int rank = taken + block_exclusive_sum(is_eq ? 1 : 0, warp_tot, &total);
+        if (is_eq && rank < wanted) cand[better + rank] = sort_key(v, i, true);
+        taken += total;  // (total is read by every thread before the next scan writes it)
+        __syncthreads();
+      }
+      if (threadIdx.x == 0) count = k;
+      __syncthreads();
+    }
+    const int m = count < kRadixCap ? count : kRadixCap;  // (better + eq, or k)
+    int m2 = 1;
+    while (m2 < m) m2 <<= 1;
+    for (int i = m + threadIdx.x; i < m2; i += blockDim.x) cand[i] = kPad;
+    __syncthreads();
+    block_sort(cand, m2);
+    for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
+    __syncthreads();  // cand and count are reused by the next row
+  }
+}
+
 __global__ void write_indices_kernel(const uint64_t* keys, Tensor o, int64_t n_pow2, int64_t k_out) {
   const int64_t total = k_out * o.ne[1] * o.ne[2] * o.ne[3];
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
@@ -270,6 +421,12 @@ constexpr int kSelectMaxK = kTile / 4;  // each selection round keeps at most a 
 int64_t select_kept(int64_t n, int64_t k) {
   const int64_t tiles = ceil_div(n, kTile), last = n - (tiles - 1) * kTile;
   return (tiles - 1) * k + (last < k ? last : k);
+}
+
+// Whether TOP_K can take the radix path (Tuning::topk_radix decides whether it does).
+bool radix_fits(const NodeArgs& args) {
+  const int64_t n = args.in[0]->ne[0];
+  return n > kTile && n <= INT32_MAX && param_i32(args, program::param::TOP_K::k) <= kRadixMaxK;
 }
 
 bool by_selection(const NodeArgs& args, bool top_k) {
@@ -346,6 +503,11 @@ cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   const int64_t n = a.ne[0], rows = n_rows(a);
   if (n <= 0 || rows <= 0) return cudaSuccess;
   const bool desc = kTopK || param_i32(args, program::param::ARGSORT::descending) != 0;
+  if (kTopK && ctx.tuning.topk_radix && radix_fits(args)) {
+    radix_select_kernel<<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads, 0, ctx.stream>>>(
+        a, param_i32(args, program::param::TOP_K::k), o);
+    return cudaGetLastError();
+  }
   if (kTopK && ctx.tuning.topk_chunks && chunks_fit(args) && rows <= INT32_MAX) return launch_chunk_select(args, ctx);
   if (by_selection(args, kTopK)) return launch_select(args, ctx);
   const int64_t k_out = kTopK ? param_i32(args, program::param::TOP_K::k) : n;

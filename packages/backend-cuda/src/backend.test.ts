@@ -36,6 +36,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 2,
       mmqStreamk: 0,
       topkChunks: false,
+      topkRadix: true,
       attnDecode: "auto",
       fuse: true,
       pdl: true,
@@ -80,6 +81,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 3,
       mmqStreamk: 1,
       topkChunks: true,
+      topkRadix: false,
       attnDecode: "tile",
       fuse: false,
       pdl: false,
@@ -124,6 +126,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 2,
       mmqStreamk: 0,
       topkChunks: false,
+      topkRadix: false,
       attnDecode: "flash",
       fuse: true,
       pdl: true,
@@ -148,6 +151,10 @@ describe("CUDA settings from the environment", () => {
       expect(() => readEnv({ MINFER_CUDA_MMQ_STREAMK: bad })).toThrow(
         /MINFER_CUDA_MMQ_STREAMK must be an integer in 0-512/,
       );
+    expect(readEnv({ MINFER_CUDA_TOPK: "radix" })).toMatchObject({ topkRadix: true, topkChunks: false });
+    expect(() => readEnv({ MINFER_CUDA_TOPK: "sort" })).toThrow(
+      /MINFER_CUDA_TOPK must be "radix" or "tiles" or "chunks"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(

@@ -30,11 +30,14 @@ export interface CudaEnv {
    */
   readonly mmqStreamk: number;
   /**
-   * MINFER_CUDA_TOPK=chunks: TOP_K of long rows (the candidate ids of a vocabulary) from the best
-   * of each 128-element chunk, then the keys of the k best chunks sorted (ops/sort.cu), instead of
-   * the default `tiles` (sorts of 4096 keys, kept k per tile, in rounds).
+   * MINFER_CUDA_TOPK: how TOP_K of long rows (the candidate ids of a vocabulary) runs
+   * (ops/sort.cu). `radix` (the default): a radix selection of the k-th best value, one block a
+   * row; `chunks`: from the best of each 128-element chunk, then the keys of the k best chunks
+   * sorted; `tiles`: sorts of 4096 keys, kept k per tile, in rounds.
    */
   readonly topkChunks: boolean;
+  /** MINFER_CUDA_TOPK unset or `radix` (see topkChunks). */
+  readonly topkRadix: boolean;
   /**
    * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
    * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel, `flash` ops/attention_flash.cuh
@@ -172,6 +175,7 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   const attn = choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]);
+  const topk = choice(env, "MINFER_CUDA_TOPK", ["radix", "tiles", "chunks"]) || "radix";
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
@@ -179,7 +183,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
     mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,
     mmqStreamk: intIn(env, "MINFER_CUDA_MMQ_STREAMK", 0, 512, 0),
-    topkChunks: choice(env, "MINFER_CUDA_TOPK", ["tiles", "chunks"]) === "chunks",
+    topkChunks: topk === "chunks",
+    topkRadix: topk === "radix",
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",

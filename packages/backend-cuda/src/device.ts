@@ -87,6 +87,7 @@ export class CudaDevice implements Device {
         mmqBlocks: env.mmqBlocks,
         mmqStreamk: env.mmqStreamk,
         topkChunks: env.topkChunks,
+        topkRadix: env.topkRadix,
         attnDecode: env.attnDecode,
         fuse: env.fuse,
         pdl: env.pdl,

@@ -56,6 +56,7 @@ export interface NativeTuning {
   readonly mmqBlocks?: 2 | 3;
   readonly mmqStreamk?: number;
   readonly topkChunks?: boolean;
+  readonly topkRadix?: boolean;
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;

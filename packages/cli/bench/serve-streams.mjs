@@ -11,13 +11,16 @@
 // Serve figures: TTFT = from sending the K requests at once to a stream's first text chunk (median
 // and max over the K); S_TG = the tokens that come after every stream has its first one (the
 // streams' usage.completion_tokens less the tokens whose chunks came by then), over the time from
-// then to the last chunk — the phase where all K generate, as bench's T_TG (the first token of a
-// stream comes from its prompt's logits in both). Prompts: a different one per stream,
+// then to the last chunk (the first token of a stream comes from its prompt's logits, as in
+// bench's T_TG). That window ends with a tail where the streams that started first are done and
+// fewer rows step: "all K" is the part of it where every stream still generates (from the last
+// first chunk to the first stream's end), each step K rows as in bench's T_TG. Prompts: a different one per stream,
 // made PP tokens long with the server's /tokenize (BOS counted); temperature 0, max_tokens TG,
 // cache_prompt false, and the end-of-sequence token biased by -100 (the server has no ignore_eos)
 // so that streams run to TG tokens; the actual tokens (usage.completion_tokens) are reported.
 // Step ms / gap ms: from the server's /metrics over the timed wave, the mean decode step and the
-// mean host gap between steps (sampling, planning, output the overlap does not cover).
+// mean host gap between steps (sampling, planning, output the overlap does not cover); gen step
+// ms: the mean decode step of the steps with no prompt tokens, beside bench's T_TG a step.
 //
 //   node packages/cli/bench/serve-streams.mjs -m FILE [-npl 1,4,16] [-npp 128] [-ntg 128]
 //        [--rounds 3] [--bin FILE] [--json] [--serve-flag FLAG …] [--serve-node-flag FLAG …] [--serve-wrap CMD]
@@ -371,8 +374,20 @@ async function wave(api, k, bias) {
       s + (r.usage?.completion_tokens ?? r.chunks.length) - r.chunks.filter((t) => t <= genStart).length,
     0,
   );
+  // The phase where every stream generates (from the last first chunk to the first stream's last
+  // chunk): no stream has ended, so every step decodes K rows, as each of bench's T_TG steps does.
+  // Before it, early streams generate while later prompts are still prefilled; after it, the
+  // streams that started last finish with fewer rows a step. Its tokens are its chunks, each
+  // stream's counted at that stream's tokens a chunk (1 unless the server held text back).
+  const allEnd = Math.min(...results.map((r) => r.chunks[r.chunks.length - 1] ?? Number.NaN));
+  const allTokens = results.reduce((s, r) => {
+    const n = r.chunks.filter((t) => t > genStart && t <= allEnd).length;
+    return s + (n * (r.usage?.completion_tokens ?? r.chunks.length)) / r.chunks.length;
+  }, 0);
   const ttft = firsts.map((t) => (t - t0) / 1000);
   return {
+    speedAll: allTokens / ((allEnd - genStart) / 1000),
+    allS: (allEnd - genStart) / 1000,
     ttftMedian: median(ttft),
     ttftMax: Math.max(...ttft),
     speedTg: genTokens / ((genEnd - genStart) / 1000),
@@ -398,6 +413,8 @@ async function stepMetrics(api) {
     stepS: value("minfer_decode_step_seconds_sum"),
     gaps: value("minfer_decode_step_gap_seconds_count"),
     gapS: value("minfer_decode_step_gap_seconds_sum"),
+    genSteps: value("minfer_decode_generate_step_seconds_count"),
+    genS: value("minfer_decode_generate_step_seconds_sum"),
   };
 }
 
@@ -416,6 +433,7 @@ async function serve(k) {
     if (m0 && m1) {
       w.stepMs = ((m1.stepS - m0.stepS) / (m1.steps - m0.steps)) * 1000;
       w.gapMs = ((m1.gapS - m0.gapS) / (m1.gaps - m0.gaps)) * 1000;
+      w.genStepMs = ((m1.genS - m0.genS) / (m1.genSteps - m0.genSteps)) * 1000;
     }
     return w;
   } finally {
@@ -481,8 +499,13 @@ const rows = streams.map((k) => {
     serve_ttft_max: m(s, (x) => x.ttftMax),
     serve_speed_tg: serveTg,
     serve_over_bench_tg: serveTg / benchTg,
+    serve_speed_all: m(s, (x) => x.speedAll),
+    serve_all_s: m(s, (x) => x.allS),
+    serve_all_over_bench_tg: m(s, (x) => x.speedAll) / benchTg,
     serve_step_ms: m(s, (x) => x.stepMs ?? Number.NaN),
     serve_gap_ms: m(s, (x) => x.gapMs ?? Number.NaN),
+    serve_gen_step_ms: m(s, (x) => x.genStepMs ?? Number.NaN),
+    bench_step_ms: m(b, (x) => (x.t_tg / ntg) * 1000),
     serve_prompt_tokens: m(s, (x) => x.promptTokens),
     serve_tokens_min: Math.min(...s.map((x) => x.tokensMin)),
     serve_chunks_vs_tokens: `${s.reduce((a, x) => a + x.chunks, 0)}/${s.reduce((a, x) => a + x.tokens, 0)}`,
@@ -508,7 +531,10 @@ if (jsonOut) {
     "bench S_TG t/s",
     "serve S_TG t/s",
     "serve/bench",
+    "all K: t/s (s)",
+    "all K/bench",
     "serve step ms",
+    "gen step ms: serve / bench",
     "serve gap ms",
     "serve tokens",
   ];
@@ -522,7 +548,10 @@ if (jsonOut) {
     x.bench_speed_tg.toFixed(2),
     x.serve_speed_tg.toFixed(2),
     x.serve_over_bench_tg.toFixed(2),
+    `${x.serve_speed_all.toFixed(2)} (${x.serve_all_s.toFixed(2)})`,
+    x.serve_all_over_bench_tg.toFixed(2),
     x.serve_step_ms.toFixed(3),
+    `${x.serve_gen_step_ms.toFixed(3)} / ${x.bench_step_ms.toFixed(3)}`,
     x.serve_gap_ms.toFixed(3),
     `≥${x.serve_tokens_min}/stream`,
   ];

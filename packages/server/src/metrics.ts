@@ -23,6 +23,7 @@ export class ServerMetrics {
   readonly #steps: Counter;
   readonly #stepDecode: Histogram;
   readonly #stepGap: Histogram;
+  readonly #stepGenerate: Histogram;
   #batcher: Batcher | undefined;
 
   constructor() {
@@ -92,6 +93,12 @@ export class ServerMetrics {
       buckets: stepBuckets,
       registers,
     });
+    this.#stepGenerate = new Histogram({
+      name: "minfer_decode_generate_step_seconds",
+      help: "Time of a decode step that only generates (no prompt tokens in it), from the call to its logits",
+      buckets: stepBuckets,
+      registers,
+    });
     this.#stepGap = new Histogram({
       name: "minfer_decode_step_gap_seconds",
       help: "Time between a decode step's return and the next step's start while generating (sampling, planning, output the overlap does not cover): what the device waits for",
@@ -155,6 +162,7 @@ export class ServerMetrics {
         this.#steps.inc();
         this.#batchTokens.observe(s.tokens);
         this.#stepDecode.observe(s.ms / 1000);
+        if (s.promptTokens === 0) this.#stepGenerate.observe(s.ms / 1000);
         if (s.gapMs !== undefined) this.#stepGap.observe(s.gapMs / 1000);
       },
       onJobEnd: (r: JobResult) => {

@@ -497,6 +497,8 @@ describe("/props, /slots, /metrics", () => {
       expect(steps).toBeGreaterThanOrEqual(4);
       expect(value("minfer_decode_step_seconds_count")).toBe(steps);
       expect(value("minfer_decode_step_gap_seconds_count")).toBe(steps - 1);
+      // The prompt took one step; every later step only generated.
+      expect(value("minfer_decode_generate_step_seconds_count")).toBe(steps - 1);
       expect(text).toContain("minfer_time_to_first_token_seconds_count 1");
       expect((await fetch(`${off.url}/metrics`)).status).toBe(501);
     } finally {

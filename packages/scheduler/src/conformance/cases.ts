@@ -880,24 +880,36 @@ for (const [ne, desc] of [
   });
 }
 // Rows longer than 4096 with k up to 1024 take CUDA's selection path for a vocabulary's
-// candidates; "ties": values from 8 levels, so index order decides most of the order.
-for (const [ne, k, ties] of [
-  [[33, 7], 1, false],
-  [[33, 7], 5, false],
-  [[257], 40, false],
-  [[9000, 3], 64, false],
-  [[9000, 3], 64, true],
-  [[20000, 2], 1000, false],
-  [[4097, 2], 1, true],
-  [[152064, 2], 64, false],
-  [[30000, 2], 1024, true],
+// candidates. Values: "random" floats; "ties": from `levels` values, so index order decides most
+// of the order (2 levels of 20000: more ties at the k-th value than CUDA's radix selection gathers
+// at once); "special": NaN, ±0, ±inf and ±1 (NaN orders above +inf, -0 as +0).
+const SPECIAL = [Number.NaN, -0, 0, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1, -1];
+for (const [ne, k, values, levels] of [
+  [[33, 7], 1, "random", 0],
+  [[33, 7], 5, "random", 0],
+  [[257], 40, "random", 0],
+  [[9000, 3], 64, "random", 0],
+  [[9000, 3], 64, "ties", 8],
+  [[20000, 2], 1000, "random", 0],
+  [[4097, 2], 1, "ties", 8],
+  [[152064, 2], 64, "random", 0],
+  [[30000, 2], 1024, "ties", 8],
+  [[20000, 2], 64, "ties", 2],
+  [[9000, 2], 64, "special", 0],
 ] as const) {
+  const count = ne.reduce((a: number, x: number) => a * x, 1);
+  const data =
+    values === "ties"
+      ? { a: iota(count, levels) }
+      : values === "special"
+        ? { a: (rng: Rng) => Array.from({ length: count }, () => SPECIAL[rng.int(0, SPECIAL.length)]!) }
+        : undefined;
   add({
-    name: `TOP_K F32 k=${k} ${shape(ne)}${ties ? " ties" : ""}`,
+    name: `TOP_K F32 k=${k} ${shape(ne)}${values === "ties" ? ` ties${levels === 8 ? "" : ` of ${levels}`}` : values === "special" ? " special" : ""}`,
     op: "TOP_K",
     dtypes: ["F32"],
     build: (b) => b.output(b.topK(b.input("a", F32, ne), k)),
-    ...(ties ? { data: { a: iota(ne[0] * ne[1], 8) } } : {}),
+    ...(data ? { data } : {}),
     tolerance: 0,
   });
 }

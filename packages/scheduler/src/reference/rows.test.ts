@@ -30,4 +30,12 @@ describe("reference get_rows, set_rows, concat, argsort, top_k", () => {
     expect([...argsort(x, true).data]).toEqual([2, 3, 0, 1]);
     expect([...topK(x, 2).data]).toEqual([2, 3]);
   });
+  it("orders NaN above +inf and -0 as +0, ties by index", () => {
+    const x = dense(
+      [6, 1, 1, 1],
+      Float64Array.of(1, Number.NaN, -0, 0, Number.POSITIVE_INFINITY, Number.NaN),
+    );
+    expect([...topK(x, 6).data]).toEqual([1, 5, 4, 0, 2, 3]);
+    expect([...argsort(x, false).data]).toEqual([2, 3, 0, 4, 1, 5]);
+  });
 });

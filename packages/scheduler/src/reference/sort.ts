@@ -1,9 +1,16 @@
 import { type Dense, dense, forRows } from "./dense.js";
 
+/** A total order of values: NaN above everything (NaNs equal), -0 equal to +0. */
+function compare(u: number, v: number): number {
+  if (Number.isNaN(u)) return Number.isNaN(v) ? 0 : 1;
+  if (Number.isNaN(v)) return -1;
+  return u < v ? -1 : u > v ? 1 : 0;
+}
+
 function order(row: Float64Array, descending: boolean): number[] {
   const idx = Array.from(row, (_, i) => i);
   // Ties keep index order, so the result is deterministic.
-  idx.sort((x, y) => (descending ? row[y]! - row[x]! : row[x]! - row[y]!) || x - y);
+  idx.sort((x, y) => (descending ? compare(row[y]!, row[x]!) : compare(row[x]!, row[y]!)) || x - y);
   return idx;
 }
 
