@@ -263,8 +263,8 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, topkRadix?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
-//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
+//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number, topkRadixRows?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3,
 //                 mvShape?: { warps1, rows1, warps, rows } })
 // → handle
@@ -291,7 +291,6 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       else throw Napi::TypeError::New(info.Env(), "tuning.attnDecode must be \"auto\", \"tile\", \"vec\" or \"flash\"");
     }
     flag("topkChunks", &tuning.topk_chunks);
-    flag("topkRadix", &tuning.topk_radix);
     // An integer tuning that takes one of a few values.
     // (of object `obj`, named `where` in the error: tuning or one of its objects)
     auto one_of_in = [&](Napi::Object obj, const char* where, const char* name, std::initializer_list<int> allowed,
@@ -330,6 +329,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       *out = static_cast<int>(v);
     };
     int_in("mmqStreamk", 0, 512, &tuning.mmq_streamk);
+    int_in("topkRadixRows", 0, 1 << 30, &tuning.topk_radix_rows);
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {

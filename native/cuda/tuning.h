@@ -75,9 +75,12 @@ struct Tuning {
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).
   bool topk_chunks = false;
   // TOP_K of long rows (a vocabulary's candidate ids, k <= 1024) by a radix selection of the k-th
-  // best value, one block a row reading it four times (ops/sort.cu radix_select_kernel); it comes
-  // before topk_chunks and the tile sorts when on.
-  bool topk_radix = true;
+  // best value, one block a row reading it four times (ops/sort.cu radix_select_kernel), when there
+  // are at least this many rows (0: never); it comes before topk_chunks and the tile sorts. One
+  // block a row is slower than the tiles' many blocks for a row or a few: on the H200 the server's
+  // step of 1 / 16 / 64 sequences of qwen2-7b took 2.93 / 7.12 / 15.49 ms with it against 2.83 /
+  // 7.31 / 16.60 on the tiles (docs/PERFORMANCE.md session 21).
+  int topk_radix_rows = 8;
   // The dp4a mat-vec reads the quants of Q4_0, Q8_0 and Q6_K (2-byte aligned blocks) with 8-byte
   // loads shifted into place instead of 2-byte loads (ops/matvec_q.cuh ld_words2). On the H200 at
   // one column: Q6_K 3584 x 18944 37.3 against 40.9 us, 18944 x 3584 29.5 against 41.7; Q8_0 26.5

@@ -448,7 +448,9 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       xz -dc "${ALT_ADDON:?ALT_ADDON}" >.device/cuda-alt/node_modules/@minfer/backend-cuda/build/minfer_cuda.node
     f=$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")
     for r in $(seq 1 "${AB_ROUNDS:-3}"); do
-      for v in "$D" .device/cuda-alt; do
+      order="$D .device/cuda-alt"
+      [ $((r % 2)) = 0 ] && order=".device/cuda-alt $D" # rounds alternate which goes first
+      for v in $order; do
         echo "$(basename "$v") tg128 $(node "$v/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json 2>>"$OUT/addon-ab.log" |
           grep -E '"avg_ts"' | tr -dc '0-9.')" | tee -a "$OUT/run.log"
         echo "$(basename "$v") npl 4,64 $(node "$v/dist/bin.js" bench -m "$f" -npl 4,64 -npp 128 -ntg 64 -ngl all -r 1 2>>"$OUT/addon-ab.log" |

@@ -479,8 +479,9 @@ __device__ inline int batch_weight(const MvBatch& bt) {
 // reduction; W > 1: the W warps' sums added in shared memory (llama.cpp's mat-vec of 2-8 columns
 // spreads K over a block of 4 warps this way). (Issuing the loads of two or four of a lane's parts
 // before their arithmetic measured slower on the H200: Q4_0 3584 x 18944 at one column 29.3 and
-// 39.2 against 21.0 us, docs/PERFORMANCE.md.)
-template <class Q, int NC, int R, int W>
+// 39.2 against 21.0 us, docs/PERFORMANCE.md.) kColsLast: each row's part first, then one column's
+// codes at a time (see the loop).
+template <class Q, int NC, int R, int W, bool kColsLast = false>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
@@ -511,36 +512,57 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
     for (int r = 0; r < R; r++)
 #pragma unroll
       for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
-    for (int64_t pi = slice * kWarp + lane; nr > 0 && pi < nparts; pi += W * kWarp) {
-      int a[NC][8];
-      float ad[NC], as[NC];
-#pragma unroll
-      for (int c = 0; c < NC; c++) {
-        const int64_t col = pl.col0 + (c < nc ? c : 0);
-        if constexpr (spread_parts<Q>::value) {
-          Q::load_act(aq + col * K, pi, a[c]);
-        } else {
-          const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
-          const int4 a0 = ap[0], a1 = ap[1];
-          a[c][0] = a0.x, a[c][1] = a0.y, a[c][2] = a0.z, a[c][3] = a0.w;
-          a[c][4] = a1.x, a[c][5] = a1.y, a[c][6] = a1.z, a[c][7] = a1.w;
-        }
-        if (Q::kQ8K) {
-          ad[c] = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
-          as[c] = 0.0f;
-        } else {
-          const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
-          ad[c] = ds.x;
-          as[c] = ds.y;
-        }
+    // Column c's activation codes and scale(s) of part pi.
+    auto act = [&](int c, int64_t pi, int (&a)[8], float& ad, float& as) {
+      const int64_t col = pl.col0 + (c < nc ? c : 0);
+      if constexpr (spread_parts<Q>::value) {
+        Q::load_act(aq + col * K, pi, a);
+      } else {
+        const int4* ap = reinterpret_cast<const int4*>(aq + col * K + pi * 32);
+        const int4 a0 = ap[0], a1 = ap[1];
+        a[0] = a0.x, a[1] = a0.y, a[2] = a0.z, a[3] = a0.w;
+        a[4] = a1.x, a[5] = a1.y, a[6] = a1.z, a[7] = a1.w;
       }
+      if (Q::kQ8K) {
+        ad = static_cast<const float*>(asc)[col * (K / 256) + pi / 8];
+        as = 0.0f;
+      } else {
+        const float2 ds = static_cast<const float2*>(asc)[col * nparts + pi];
+        ad = ds.x;
+        as = ds.y;
+      }
+    };
+    for (int64_t pi = slice * kWarp + lane; nr > 0 && pi < nparts; pi += W * kWarp) {
+      if constexpr (kColsLast) {
+        // The part of each row first, then one column's codes at a time: one column's codes live
+        // instead of NC's, fewer registers (Q4_0 at 4 columns, 2 rows: 80 against 96) and more
+        // warps resident, but each column's loads wait in turn (see launch_mv_q_warp).
+        Q q[R];
 #pragma unroll
-      for (int r = 0; r < R; r++) {
-        if (r < nr) {
-          Q q;
-          q.load(wrow + r * p.w_nb1, pi);
+        for (int r = 0; r < R; r++)
+          if (r < nr) q[r].load(wrow + r * p.w_nb1, pi);
 #pragma unroll
-          for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
+        for (int c = 0; c < NC; c++) {
+          int a[8];
+          float ad, as;
+          act(c, pi, a, ad, as);
+#pragma unroll
+          for (int r = 0; r < R; r++)
+            if (r < nr) acc[r][c] += q[r].dot(a, ad, as);
+        }
+      } else {
+        int a[NC][8];
+        float ad[NC], as[NC];
+#pragma unroll
+        for (int c = 0; c < NC; c++) act(c, pi, a[c], ad[c], as[c]);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (r < nr) {
+            Q q;
+            q.load(wrow + r * p.w_nb1, pi);
+#pragma unroll
+            for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
+          }
         }
       }
     }
@@ -600,30 +622,36 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 namespace minfer::cuda::mm {
 
-template <class Q, int NC, int R, int W>
+template <class Q, int NC, int R, int W, bool kColsLast>
 cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel<Q, NC, R, W>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
+  return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
 // (its launch shape, MvShape, is in tuning.h: 4 warps a group, llama.cpp's shape for 2-8 columns,
 // measured slower on the H200 but for the 512-row K/V products: Q4_0 3584 x 18944 at 4 columns 47.4
 // against 38.0 us for 2 warps, docs/PERFORMANCE.md session 20; not built.)
-template <class Q, int NC, int W>
+template <class Q, int NC, int W, bool kColsLast>
 cudaError_t launch_mv_q_r(bool two, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
-  return two ? launch_mv_q_nc<Q, NC, 2, W>(ps, n, aq, asc, s) : launch_mv_q_nc<Q, NC, 1, W>(ps, n, aq, asc, s);
+  return two ? launch_mv_q_nc<Q, NC, 2, W, kColsLast>(ps, n, aq, asc, s)
+             : launch_mv_q_nc<Q, NC, 1, W, kColsLast>(ps, n, aq, asc, s);
 }
 
-template <class Q, int NC>
+template <class Q, int NC, bool kColsLast = false>
 cudaError_t launch_mv_q_w(int w, bool two, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   switch (w) {
-    case 1: return launch_mv_q_r<Q, NC, 1>(two, ps, n, aq, asc, s);
-    case 2: return launch_mv_q_r<Q, NC, 2>(two, ps, n, aq, asc, s);
+    case 1: return launch_mv_q_r<Q, NC, 1, kColsLast>(two, ps, n, aq, asc, s);
+    case 2: return launch_mv_q_r<Q, NC, 2, kColsLast>(two, ps, n, aq, asc, s);
     default: return cudaErrorInvalidValue;
   }
 }
+
+template <class Q>
+struct is_q4_0 : std::false_type {};
+template <bool kWide>
+struct is_q4_0<PQ4_0<kWide>> : std::true_type {};
 
 // One row group per R rows: by default R = 2 for one column when there are rows enough to fill the
 // device, a warp a group. (Two rows for 3-4 columns too measured no faster on the H200 with a warp a
@@ -641,6 +669,12 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   if (sh.warps == 0) {
     const bool split = nc <= 2 || (nc <= 4 && !Q::kQ8K);
     if (nc <= 2) return launch_mv_q_w<Q, 2>(2, true, ps, n, aq, asc, s);
+    // Q4_0 over a K of up to 4096 (q/k/v/o, gate/up) takes its rows' parts before the columns'
+    // codes: on the H200 at 4 columns, 3584 x 18944 33.6 against 38.1 us, but 18944 x 3584 42.3
+    // against 38.2 (and Q8_0 slower on every shape: 18944 x 3584 61.0 against 39.6), so only there
+    // (docs/PERFORMANCE.md session 21).
+    if constexpr (is_q4_0<Q>::value)
+      if (nc <= 4 && ps[0].K <= 4096) return launch_mv_q_w<Q, 4, true>(2, true, ps, n, aq, asc, s);
     if (nc <= 4) return launch_mv_q_w<Q, 4>(split ? 2 : 1, split, ps, n, aq, asc, s);
     return launch_mv_q_w<Q, 8>(1, false, ps, n, aq, asc, s);
   }

@@ -7,8 +7,8 @@
 //   rows of up to kTile elements: one block per row, entirely in shared memory;
 //   longer rows (a vocabulary for top-k): keys in scratch, the network's stages whose partners are
 //   within a tile of kTile run in shared memory, the longer-range ones as one launch per stage.
-// TOP_K of a row longer than kTile with k <= kRadixMaxK takes a radix selection by default
-// (Tuning::topk_radix; see radix_select_kernel). Else, with k <= kChunkMaxK, it may take the chunk
+// TOP_K of rows longer than kTile with k <= kRadixMaxK takes a radix selection when there are
+// enough rows (Tuning::topk_radix_rows; see radix_select_kernel). Else, with k <= kChunkMaxK, it may take the chunk
 // bests (Tuning::topk_chunks; see chunk_select_kernel). Else, with k <= kSelectMaxK (a vocabulary's best
 // candidates), it selects: each block sorts one tile of kTile keys in shared memory and keeps its first k, and
 // rounds of the same over the kept keys reduce each row to one tile, whose first k are the answer
@@ -242,7 +242,7 @@ __global__ void chunk_select_kernel(Tensor a, const uint64_t* best, int64_t n_ch
   for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
 }
 
-// ---- TOP_K by radix selection (Tuning::topk_radix, the default) ----
+// ---- TOP_K by radix selection (Tuning::topk_radix_rows: from 8 rows by default) ----
 // One block per row finds the k-th best key's upper half T (the value's order-preserving 32 bits)
 // by three histogram passes over the row, 11, 11 and 10 bits of it at a time: each pass counts the
 // elements whose bits above the digit equal the prefix chosen so far, and the bin where the count
@@ -423,7 +423,7 @@ int64_t select_kept(int64_t n, int64_t k) {
   return (tiles - 1) * k + (last < k ? last : k);
 }
 
-// Whether TOP_K can take the radix path (Tuning::topk_radix decides whether it does).
+// Whether TOP_K can take the radix path (Tuning::topk_radix_rows decides whether it does).
 bool radix_fits(const NodeArgs& args) {
   const int64_t n = args.in[0]->ne[0];
   return n > kTile && n <= INT32_MAX && param_i32(args, program::param::TOP_K::k) <= kRadixMaxK;
@@ -503,7 +503,7 @@ cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   const int64_t n = a.ne[0], rows = n_rows(a);
   if (n <= 0 || rows <= 0) return cudaSuccess;
   const bool desc = kTopK || param_i32(args, program::param::ARGSORT::descending) != 0;
-  if (kTopK && ctx.tuning.topk_radix && radix_fits(args)) {
+  if (kTopK && ctx.tuning.topk_radix_rows > 0 && rows >= ctx.tuning.topk_radix_rows && radix_fits(args)) {
     radix_select_kernel<<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads, 0, ctx.stream>>>(
         a, param_i32(args, program::param::TOP_K::k), o);
     return cudaGetLastError();

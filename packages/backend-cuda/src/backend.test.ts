@@ -36,7 +36,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 2,
       mmqStreamk: 0,
       topkChunks: false,
-      topkRadix: true,
+      topkRadixRows: undefined,
       attnDecode: "auto",
       fuse: true,
       pdl: true,
@@ -81,7 +81,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 3,
       mmqStreamk: 1,
       topkChunks: true,
-      topkRadix: false,
+      topkRadixRows: 0,
       attnDecode: "tile",
       fuse: false,
       pdl: false,
@@ -126,7 +126,7 @@ describe("CUDA settings from the environment", () => {
       mmqBlocks: 2,
       mmqStreamk: 0,
       topkChunks: false,
-      topkRadix: false,
+      topkRadixRows: 0,
       attnDecode: "flash",
       fuse: true,
       pdl: true,
@@ -151,9 +151,10 @@ describe("CUDA settings from the environment", () => {
       expect(() => readEnv({ MINFER_CUDA_MMQ_STREAMK: bad })).toThrow(
         /MINFER_CUDA_MMQ_STREAMK must be an integer in 0-512/,
       );
-    expect(readEnv({ MINFER_CUDA_TOPK: "radix" })).toMatchObject({ topkRadix: true, topkChunks: false });
+    expect(readEnv({ MINFER_CUDA_TOPK: "radix" })).toMatchObject({ topkRadixRows: 1, topkChunks: false });
+    expect(readEnv({ MINFER_CUDA_TOPK: "auto" })).toMatchObject({ topkRadixRows: undefined, topkChunks: false });
     expect(() => readEnv({ MINFER_CUDA_TOPK: "sort" })).toThrow(
-      /MINFER_CUDA_TOPK must be "radix" or "tiles" or "chunks"/,
+      /MINFER_CUDA_TOPK must be "auto" or "radix" or "tiles" or "chunks"/,
     );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);

@@ -31,13 +31,14 @@ export interface CudaEnv {
   readonly mmqStreamk: number;
   /**
    * MINFER_CUDA_TOPK: how TOP_K of long rows (the candidate ids of a vocabulary) runs
-   * (ops/sort.cu). `radix` (the default): a radix selection of the k-th best value, one block a
-   * row; `chunks`: from the best of each 128-element chunk, then the keys of the k best chunks
-   * sorted; `tiles`: sorts of 4096 keys, kept k per tile, in rounds.
+   * (ops/sort.cu). `auto` (the default): a radix selection of the k-th best value, one block a
+   * row, from 8 rows, the tiles below; `radix`: the radix selection for any number of rows;
+   * `chunks`: from the best of each 128-element chunk, then the keys of the k best chunks sorted;
+   * `tiles`: sorts of 4096 keys, kept k per tile, in rounds.
    */
   readonly topkChunks: boolean;
-  /** MINFER_CUDA_TOPK unset or `radix` (see topkChunks). */
-  readonly topkRadix: boolean;
+  /** The rows from which TOP_K takes the radix selection (0: never); undefined: the kernel's default (8). */
+  readonly topkRadixRows: number | undefined;
   /**
    * MINFER_CUDA_DECODE_ATTN: the kernel of decode attention (few rows, F16 k/v, head size 64/128).
    * `vec` is ops/attention_decode.cuh, `tile` the f32 tile kernel, `flash` ops/attention_flash.cuh
@@ -175,7 +176,7 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
   const attn = choice(env, "MINFER_CUDA_ATTN", ["mma", "tile"]);
-  const topk = choice(env, "MINFER_CUDA_TOPK", ["radix", "tiles", "chunks"]) || "radix";
+  const topk = choice(env, "MINFER_CUDA_TOPK", ["auto", "radix", "tiles", "chunks"]) || "auto";
   return {
     graphs: env.MINFER_CUDA_GRAPHS !== "0",
     attnMma: attn !== "tile",
@@ -184,7 +185,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,
     mmqStreamk: intIn(env, "MINFER_CUDA_MMQ_STREAMK", 0, 512, 0),
     topkChunks: topk === "chunks",
-    topkRadix: topk === "radix",
+    topkRadixRows: topk === "auto" ? undefined : topk === "radix" ? 1 : 0,
     attnDecode: (choice(env, "MINFER_CUDA_DECODE_ATTN", ["auto", "tile", "vec", "flash"]) ||
       "auto") as DecodeAttn,
     fuse: choice(env, "MINFER_CUDA_FUSE", ["0", "1"]) !== "0",

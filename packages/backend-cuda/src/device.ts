@@ -87,7 +87,7 @@ export class CudaDevice implements Device {
         mmqBlocks: env.mmqBlocks,
         mmqStreamk: env.mmqStreamk,
         topkChunks: env.topkChunks,
-        topkRadix: env.topkRadix,
+        ...(env.topkRadixRows === undefined ? {} : { topkRadixRows: env.topkRadixRows }),
         attnDecode: env.attnDecode,
         fuse: env.fuse,
         pdl: env.pdl,

@@ -56,7 +56,8 @@ export interface NativeTuning {
   readonly mmqBlocks?: 2 | 3;
   readonly mmqStreamk?: number;
   readonly topkChunks?: boolean;
-  readonly topkRadix?: boolean;
+  /** TOP_K of long rows by radix selection from this many rows (0: never). */
+  readonly topkRadixRows?: number;
   readonly attnDecode?: DecodeAttn;
   readonly fuse?: boolean;
   readonly pdl?: boolean;

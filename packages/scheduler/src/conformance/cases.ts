@@ -879,8 +879,8 @@ for (const [ne, desc] of [
     tolerance: 0,
   });
 }
-// Rows longer than 4096 with k up to 1024 take CUDA's selection path for a vocabulary's
-// candidates. Values: "random" floats; "ties": from `levels` values, so index order decides most
+// Rows longer than 4096 with k up to 1024 take CUDA's selection paths for a vocabulary's
+// candidates (its radix selection from 8 rows, its tile sorts below). Values: "random" floats; "ties": from `levels` values, so index order decides most
 // of the order (2 levels of 20000: more ties at the k-th value than CUDA's radix selection gathers
 // at once); "special": NaN, ±0, ±inf and ±1 (NaN orders above +inf, -0 as +0).
 const SPECIAL = [Number.NaN, -0, 0, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1, -1];
@@ -889,12 +889,14 @@ for (const [ne, k, values, levels] of [
   [[33, 7], 5, "random", 0],
   [[257], 40, "random", 0],
   [[9000, 3], 64, "random", 0],
-  [[9000, 3], 64, "ties", 8],
+  [[9000, 8], 64, "random", 0],
+  [[9000, 8], 64, "ties", 8],
   [[20000, 2], 1000, "random", 0],
   [[4097, 2], 1, "ties", 8],
   [[152064, 2], 64, "random", 0],
-  [[30000, 2], 1024, "ties", 8],
-  [[20000, 2], 64, "ties", 2],
+  [[30000, 8], 1024, "ties", 8],
+  [[20000, 8], 64, "ties", 2],
+  [[9000, 8], 64, "special", 0],
   [[9000, 2], 64, "special", 0],
 ] as const) {
   const count = ne.reduce((a: number, x: number) => a * x, 1);
