@@ -152,7 +152,10 @@ describe("CUDA settings from the environment", () => {
         /MINFER_CUDA_MMQ_STREAMK must be an integer in 0-512/,
       );
     expect(readEnv({ MINFER_CUDA_TOPK: "radix" })).toMatchObject({ topkRadixRows: 1, topkChunks: false });
-    expect(readEnv({ MINFER_CUDA_TOPK: "auto" })).toMatchObject({ topkRadixRows: undefined, topkChunks: false });
+    expect(readEnv({ MINFER_CUDA_TOPK: "auto" })).toMatchObject({
+      topkRadixRows: undefined,
+      topkChunks: false,
+    });
     expect(() => readEnv({ MINFER_CUDA_TOPK: "sort" })).toThrow(
       /MINFER_CUDA_TOPK must be "auto" or "radix" or "tiles" or "chunks"/,
     );
