@@ -99,6 +99,17 @@ __device__ inline void block_sort(uint64_t* s, int n2) {
     }
 }
 
+// Sorts the first m keys of s (padded with kPad up to a power of two, which s must hold) and
+// writes the indices of the first k to row r of o.
+__device__ inline void sort_write_first(uint64_t* s, int m, int k, const Tensor& o, int64_t r) {
+  int m2 = 1;
+  while (m2 < m) m2 <<= 1;
+  for (int i = m + threadIdx.x; i < m2; i += blockDim.x) s[i] = kPad;
+  __syncthreads();
+  block_sort(s, m2);
+  for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(s[i] & 0xffffffffu);
+}
+
 // ---- rows of up to kTile: one block per row in shared memory ----
 
 __global__ void sort_small_kernel(Tensor a, Tensor o, int n_pow2, int k_out, bool desc) {
@@ -233,13 +244,7 @@ __global__ void chunk_select_kernel(Tensor a, const uint64_t* best, int64_t n_ch
     if (key <= t_key) cand[atomicAdd(&count, 1)] = key;
   }
   __syncthreads();
-  const int m = count;  // k ≤ m ≤ k·kChunk
-  int m2 = 1;
-  while (m2 < m) m2 <<= 1;
-  for (int i = m + threadIdx.x; i < m2; i += blockDim.x) cand[i] = kPad;
-  __syncthreads();
-  block_sort(cand, m2);
-  for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
+  sort_write_first(cand, count, k, o, r);  // k ≤ count ≤ k·kChunk
 }
 
 // ---- TOP_K by radix selection (Tuning::topk_radix_rows: from 8 rows by default) ----
@@ -381,13 +386,7 @@ __global__ void __launch_bounds__(kThreads) radix_select_kernel(Tensor a, int k,
       if (threadIdx.x == 0) count = k;
       __syncthreads();
     }
-    const int m = count < kRadixCap ? count : kRadixCap;  // (better + eq, or k)
-    int m2 = 1;
-    while (m2 < m) m2 <<= 1;
-    for (int i = m + threadIdx.x; i < m2; i += blockDim.x) cand[i] = kPad;
-    __syncthreads();
-    block_sort(cand, m2);
-    for (int i = threadIdx.x; i < k; i += blockDim.x) *out_elem(o, r, i) = static_cast<int32_t>(cand[i] & 0xffffffffu);
+    sort_write_first(cand, count < kRadixCap ? count : kRadixCap, k, o, r);  // (better + eq, or k)
     __syncthreads();  // cand and count are reused by the next row
   }
 }
