@@ -265,7 +265,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 
 // createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
 //                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number, topkRadixRows?: number,
-//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3,
+//                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows } })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
@@ -310,6 +310,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     };
     one_of("attnWarps", {1, 2, 4}, "1, 2 or 4", &tuning.attn_warps);
     one_of("mmqBlocks", {2, 3}, "2 or 3", &tuning.mmq_blocks);
+    one_of("mmqRows", {0, 64, 128}, "0 (auto), 64 or 128", &tuning.mmq_rows);
     one_of("gemmStages", {2, 3}, "2 or 3", &tuning.gemm_stages);
     flag("fuse", &tuning.fuse);
     flag("pdl", &tuning.pdl);

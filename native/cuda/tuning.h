@@ -70,6 +70,11 @@ struct Tuning {
   // SM count). 0: split-K; 1: as many blocks as the GPU holds; 2..512: that many (a test's, to run
   // blocks of several segments).
   int mmq_streamk = 0;
+  // Weight rows of an int8 kernel block at 16-64 columns (ops/mmq.cuh): 64, or 128 (every warp 16
+  // rows over all of a k-tile's chunks; each activation tile read once for twice the weights; on
+  // split-K launches only, and where the device's shared memory holds the stages); 0 (auto): 128
+  // for launches of at least 2^23 weight elements whose stages fit two blocks an SM, else 64.
+  int mmq_rows = 0;
   // TOP_K of long rows (a vocabulary's candidate ids) from each 128-element chunk's best, the k best
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).

@@ -57,6 +57,8 @@
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
 #   ncu-mv-pair         Nsight Compute sections of the mat-vecs of an NCU_NPL (4)-sequence step, minfer's beside llama.cpp's
+#   ncu-mmq-pair        Nsight Compute sections of the int8 products of an NCU_NPL (64)-sequence step, minfer's mmq_kernel
+#                       beside llama.cpp's mul_mat_q
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
@@ -281,6 +283,30 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
           /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 4096 -b 2048 -ub 512 -npp 128 -ntg 16 -npl "$n" -ngl 99 -fa on
       else
         echo "ncu-mv-pair: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
+        status=1
+      fi
+    fi ;;
+  ncu-mmq-pair) # as ncu-mv-pair for the int8 products of an NCU_NPL-sequence step (default 64): minfer's
+    # mmq_kernel beside llama.cpp's mul_mat_q, NCU_COUNT (12) launches from NCU_SKIP (past the prompts:
+    # minfer's prompts take the f16 GEMM; llama.cpp's about 3200 launches of its 7 a layer, NCU_LSKIP 4500)
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+    n=${NCU_NPL:-64}
+    sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats
+      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats)
+    if [ -z "$NCU" ]; then
+      echo "ncu: not installed here" | tee -a "$OUT/run.log"
+    else
+      step ncu-mmq-minfer env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name regex:^mmq_kernel$ \
+        --launch-skip "${NCU_SKIP:-600}" --launch-count "${NCU_COUNT:-12}" "${sections[@]}" \
+        node "$D/dist/bin.js" bench -m "$f" -npl "$n" -npp 128 -ntg 16 -r 1 -ngl all
+      while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
+      if [ -f /tmp/llamacpp/build.done ]; then
+        step ncu-mmq-llama "$NCU" --clock-control none --kernel-name regex:^mul_mat_q$ --launch-skip "${NCU_LSKIP:-4500}" \
+          --launch-count "${NCU_COUNT:-12}" "${sections[@]}" \
+          /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 32 -npl "$n" -ngl 99 -fa on
+      else
+        echo "ncu-mmq-pair: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
         status=1
       fi
     fi ;;

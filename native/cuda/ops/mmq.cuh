@@ -17,7 +17,9 @@
 // Tiles: a block of 256 threads (8 warps) owns 64 weight rows and a range of k-tiles of 256
 // elements (8 chunks; the last tile of a 32-element type may be shorter); warp w takes rows
 // 16·(w % 4) .. +15 against every column, over chunks 0-3 (w < 4) or 4-7 of each tile, and the two
-// halves' sums are added once at the end.
+// halves' sums are added once at the end. Or 128 rows (Tuning::mmq_rows; by default for the large
+// products at 16-64 columns): warp w takes rows 16·w .. +15 over all 8 chunks, so each stage's
+// activation codes serve twice the weight rows.
 // Each stage holds a tile's raw weight bytes (every row's bytes copied as the 16-byte-aligned
 // chunks that cover them, so blocks of any size and rows of any even stride copy with 16-byte
 // cp.async), the activation codes of the tile for the NT columns and their {d, d·Σq}; three stages
@@ -48,6 +50,9 @@ constexpr int kMmqThreads = 256;           // 8 warps
 // Opt-in shared memory of a block on the smallest GPU the prebuilt targets (sm_86 / sm_89: 99 KB;
 // sm_80 163 KB, sm_90 227 KB): every variant fits it.
 constexpr int kMmqMaxSmem = 99 * 1024;
+// The 128-row tiles' (Tuning::mmq_rows) may need more (Q8_0, Q6_K: 121 and 104 KB): they run only
+// where the device's opt-in shared memory holds them (mmq_rows_fit), else the 64-row tiles do.
+constexpr int kMmqMaxSmem128 = 227 * 1024;
 constexpr int kMmqTileCols = 64;           // the widest column tile
 // The most columns a product on the kernel may have: beyond kMmqTileCols, blocks take column tiles
 // of 64 (a prompt's micro-batch; Tuning::mmq_max_cols up to this).
@@ -62,9 +67,9 @@ constexpr int64_t kMmqSkMaxGrid = 512;     // stream-K: at most this many blocks
 // added in a fixed order at the end. (Measured on the H200 and dropped, docs/PERFORMANCE.md: 4
 // warps of 16 rows over whole tiles, and 32 rows × 512 elements for 16 columns or fewer, which
 // read each row in longer runs; neither was faster, the second up to 20% slower on the K-quants.)
-template <int NT>
+template <int NT, int R = 64>
 struct MmqShape {
-  static constexpr int kRows = 64;
+  static constexpr int kRows = R;  // 64, or 128 (Tuning::mmq_rows, 16-64 columns): every warp all of a tile's chunks
   static constexpr int kParts = 8;
   static constexpr int kRowGroups = kRows / 16;
   static constexpr int kGroups = 8 / kRowGroups;
@@ -240,9 +245,9 @@ inline int mmq_default_max_cols(DType t) { return mmq_small_block(t) ? 64 : 32; 
 
 // ---- tile geometry ----------------------------------------------------------------------------
 
-template <class Q, int NT>
+template <class Q, int NT, int R = 64>
 struct MmqTile {
-  using S = MmqShape<NT>;
+  using S = MmqShape<NT, R>;
   static constexpr int kBlockParts = Q::kBlockElems / 32;  // chunks of 32 per block (1 or 8)
   // bytes of one row's full k-tile
   static constexpr int kBytes = S::kParts / kBlockParts * Q::kBlockBytes;
@@ -255,8 +260,9 @@ struct MmqTile {
   static constexpr int kWeightBytes = S::kRows * kRowBytes;
   static constexpr int kActBytes = NT * S::kActStride;
   static constexpr int kStageBytes = kWeightBytes + kActBytes + NT * S::kParts * 8;
-  // k-tiles staged per block: three, two for 64 columns (whose activations make a stage 41 KB)
-  static constexpr int kStages = NT >= 64 ? 2 : 3;
+  // k-tiles staged per block: three, two for 64 columns (whose activations make a stage 41 KB) and
+  // for 128 rows
+  static constexpr int kStages = NT >= 64 || R > 64 ? 2 : 3;
   static constexpr int kSmemBytes = kStages * kStageBytes;
 };
 
@@ -302,11 +308,11 @@ enum class MmqSink { Out, Split, Slot };
 // Tiles [tile0, tile0 + ntiles) of weight wi's output tile (row block mb, column tile ct), 256
 // threads; `sink_idx` is the split (Split) or the slot (Slot). Every thread returns from it (its
 // last act is a __syncthreads), so a block may run several segments.
-template <class Q, int NT>
+template <class Q, int NT, int R>
 __device__ __forceinline__ void mmq_segment(const MmqArgs& a, uint8_t* smem, int wi, int64_t mb, int64_t ct, int tile0,
                                             int ntiles, MmqSink sink, int sink_idx) {
-  using S = MmqShape<NT>;
-  using T = MmqTile<Q, NT>;
+  using S = MmqShape<NT, R>;
+  using T = MmqTile<Q, NT, R>;
   const MmqOne& one = a.w[wi];
   const Planes& p = one.p;
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, t = lane % 4;
@@ -490,7 +496,7 @@ __device__ inline int64_t mmq_sk_block(int64_t u, int64_t units, int64_t G) {
 // (Nsight Compute on the 64-column kernel: 25% occupancy, 1.4 eligible warps a scheduler);
 // measured no faster than two (docs/PERFORMANCE.md, session 19). SK: the stream-K loop (a kernel of its own, so that the split-K kernels keep
 // their registers: the loop around a segment made several spill).
-template <class Q, int NT, int MINB = 2, bool SK = false>
+template <class Q, int NT, int MINB = 2, bool SK = false, int R = 64>
 __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_constant__ MmqArgs a) {
   pdl_begin();
   extern __shared__ __align__(16) uint8_t smem[];
@@ -505,7 +511,7 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
     const int ntiles = min(one.tiles_per_split, a.tiles - tile0);
     if (ntiles <= 0) return;
     const int64_t o = local % per_split;
-    mmq_segment<Q, NT>(a, smem, wi, o / one.ctiles, o % one.ctiles, tile0, ntiles,
+    mmq_segment<Q, NT, R>(a, smem, wi, o / one.ctiles, o % one.ctiles, tile0, ntiles,
                        one.splits > 1 ? MmqSink::Split : MmqSink::Out, split_idx);
   } else {
     const int64_t G = a.grid, u0 = mmq_sk_start(blockIdx.x, a.units, G), u1 = mmq_sk_start(blockIdx.x + 1, a.units, G);
@@ -516,7 +522,7 @@ __global__ void __launch_bounds__(kMmqThreads, MINB) mmq_kernel(const __grid_con
       const int64_t lo = o - a.first[wi];
       const int ct = static_cast<int>(lo % a.w[wi].ctiles);
       const bool whole = u == o * a.tiles && end == (o + 1) * a.tiles;
-      mmq_segment<Q, NT>(a, smem, wi, lo / a.w[wi].ctiles, ct, static_cast<int>(u - o * a.tiles), static_cast<int>(end - u),
+      mmq_segment<Q, NT, R>(a, smem, wi, lo / a.w[wi].ctiles, ct, static_cast<int>(u - o * a.tiles), static_cast<int>(end - u),
                          whole ? MmqSink::Out : MmqSink::Slot, u == u0 ? 0 : 1);
       u = end;
     }
@@ -577,19 +583,20 @@ struct MmqPlan {
 // The column tile for N columns (8, 16, 32 or 64; 64 beyond).
 inline int mmq_nt(int64_t N) { return N <= 8 ? 8 : N <= 16 ? 16 : N <= 32 ? 32 : kMmqTileCols; }
 
-inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
-  const int nt = mmq_nt(N);
-  const int rows = nt == 8    ? MmqShape<8>::kRows
-                   : nt == 16 ? MmqShape<16>::kRows
-                   : nt == 32 ? MmqShape<32>::kRows
-                              : MmqShape<64>::kRows;
-  const int parts = nt == 8    ? MmqShape<8>::kParts
-                    : nt == 16 ? MmqShape<16>::kParts
-                    : nt == 32 ? MmqShape<32>::kParts
-                               : MmqShape<64>::kParts;
+// The rows of a block for N columns when 128 are asked (Tuning::mmq_rows): 128 at 16-64 columns.
+inline int mmq_rows_for(int64_t N, int rows) { return rows == 128 && mmq_nt(N) >= 16 ? 128 : 64; }
+// Tuning::mmq_rows 0 (auto) takes 128 rows at 16-64 columns for launches of at least this many weight
+// elements (Σ M·K): on the H200 (docs/PERFORMANCE.md, session 22) the 3584 × 18944 products were
+// 4-19% faster with them, the 3584 × 3584 ones the same alone, the 512-row K/V products alone slower;
+// a step of 64 sequences of qwen2-7b Q4_0 3% faster with its q/k/v (16.5M) and o (12.8M) on them too.
+constexpr int64_t kMmqRows128MinElems = int64_t{1} << 23;
+
+inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N, int rows_asked = 64) {
+  const int rows = mmq_rows_for(N, rows_asked);
+  const int parts = MmqShape<8>::kParts;  // (every shape: tiles of 256 elements)
   MmqPlan pl{};
   pl.mblocks = ceil_div(M, rows);
-  pl.ctiles = ceil_div(N, nt);
+  pl.ctiles = ceil_div(N, static_cast<int64_t>(mmq_nt(N)));
   pl.tiles = static_cast<int>(ceil_div(K / 32, parts));
   const int64_t want = ceil_div(kMmqTargetBlocks, pl.mblocks * pl.ctiles);
   const int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({want, pl.tiles, kMmqMaxSplits})));
@@ -602,9 +609,13 @@ inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N) {
 // so that the partials of the weights of one launch lie one after another (mmq_batch_partial_bytes).
 // With `streamk`, at least the slots of a stream-K launch (every weight's share of a launch is at
 // least that, so their sum is too).
+// Sized for either row count (Tuning::mmq_rows), so that scratch does not depend on it.
 inline size_t mmq_partial_bytes(int64_t M, int64_t K, int64_t N, bool streamk = false) {
-  const MmqPlan pl = mmq_plan(M, K, N);
-  size_t b = pl.splits > 1 ? static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4 : 0;
+  size_t b = 0;
+  for (int rows : {64, 128}) {
+    const MmqPlan pl = mmq_plan(M, K, N, rows);
+    if (pl.splits > 1) b = std::max(b, static_cast<size_t>(pl.splits) * static_cast<size_t>(M * N) * 4);
+  }
   if (streamk) b = std::max(b, static_cast<size_t>(kMmqSkMaxGrid * 2 * MmqShape<64>::kRows * mmq_nt(N)) * 4);
   return (b + 255) & ~static_cast<size_t>(255);
 }
@@ -623,17 +634,18 @@ inline bool mmq_takes(const Planes& p) {
 // Stream-K's G: the blocks the device holds at once (SMs × this kernel's blocks an SM), at most the
 // units and kMmqSkMaxGrid. So the sums of a stream-K launch depend on the GPU's SM count (as
 // llama.cpp's); split-K's do not.
-template <class Q, int NT, int MINB, bool SK = false>
+template <class Q, int NT, int MINB, bool SK = false, int R = 64>
 cudaError_t launch_mmq_nt(MmqArgs a, cudaStream_t s) {
-  constexpr size_t smem = MmqTile<Q, NT>::kSmemBytes;
-  static_assert(smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
+  constexpr size_t smem = MmqTile<Q, NT, R>::kSmemBytes;
+  static_assert(R == 128 || smem <= kMmqMaxSmem, "the MMQ stages must fit a block's shared memory on every target GPU");
+  static_assert(smem <= kMmqMaxSmem128, "the 128-row MMQ stages must fit a block's shared memory on sm_90");
   if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(mmq_kernel<Q, NT, MINB, SK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(mmq_kernel<Q, NT, MINB, SK, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
   if constexpr (!SK)
-    return launch_k(mmq_kernel<Q, NT, MINB>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
+    return launch_k(mmq_kernel<Q, NT, MINB, false, R>, dim3(static_cast<unsigned>(a.first[a.n])), dim3(kMmqThreads), smem, s, a);
   int dev = 0, sms = 0, per_sm = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
@@ -651,8 +663,12 @@ cudaError_t launch_mmq_nt(MmqArgs a, cudaStream_t s) {
 }
 
 template <class Q>
-cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {  // (a: copied, launch_mmq_nt sets a.grid)
+cudaError_t launch_mmq_q(const MmqArgs& a, bool three, int rows, cudaStream_t s) {  // (a: copied, launch_mmq_nt sets a.grid)
   const int64_t n = a.w[0].p.ncols;
+  if (rows == 128) {
+    if (n <= 16) return launch_mmq_nt<Q, 16, 2, false, 128>(a, s);
+    return n <= 32 ? launch_mmq_nt<Q, 32, 2, false, 128>(a, s) : launch_mmq_nt<Q, 64, 2, false, 128>(a, s);
+  }
   if (a.units > 0) {  // stream-K: built for two blocks an SM only
     if (n <= 8) return launch_mmq_nt<Q, 8, 2, true>(a, s);
     if (n <= 16) return launch_mmq_nt<Q, 16, 2, true>(a, s);
@@ -665,15 +681,30 @@ cudaError_t launch_mmq_q(const MmqArgs& a, bool three, cudaStream_t s) {  // (a:
   return launch_mmq_nt<Q, 64, 2>(a, s);
 }
 
-// Weights ps[0..n) (1 <= n <= kMmqMaxBatch; each mmq_takes, one dtype, K and column count) against
-// the Q8A region `act` filled for their columns, in one launch; `partial`: scratch of the sum of
-// their mmq_partial_bytes, weight i's partials after those of weights 0..i-1. `min_blocks` 3: the
-// kernels of 8 and 16 columns built to fit three blocks an SM (Tuning::mmq_blocks). `streamk`: the
-// stream-K decomposition (Tuning::mmq_streamk: 1, G from the device; 2..kMmqSkMaxGrid, G that many
-// at most; `partial` then holds its slots).
-inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s,
-                              int min_blocks = 2, int streamk = 0) {
-  if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
+// One weight type's launch_mmq (below).
+template <class Q>
+cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s, int min_blocks,
+                         int streamk, int rows_asked) {
+  // 128 rows where asked, at 16-64 columns, split-K only, and where the device holds their stages;
+  // auto (0): for large products, where two blocks fit an SM of every target GPU (not Q8_0 and Q6_K
+  // at 64 columns, measured slower with one)
+  const int64_t N = ps[0].ncols;
+  const size_t need = N <= 16   ? MmqTile<Q, 16, 128>::kSmemBytes
+                      : N <= 32 ? MmqTile<Q, 32, 128>::kSmemBytes
+                                : MmqTile<Q, 64, 128>::kSmemBytes;
+  if (rows_asked == 0) {
+    int64_t elems = 0;
+    for (int i = 0; i < n; i++) elems += ps[i].M * ps[i].K;
+    rows_asked = N > 8 && elems >= kMmqRows128MinElems && need <= static_cast<size_t>(kMmqMaxSmem) ? 128 : 64;
+  }
+  int rows = streamk ? 64 : mmq_rows_for(ps[0].ncols, rows_asked);
+  if (rows == 128) {
+    int dev = 0, optin = 0;
+    if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess)
+      return e;
+    if (need > static_cast<size_t>(optin)) rows = 64;
+  }
   MmqArgs a{};
   a.n = n;
   a.aq = reinterpret_cast<const int8_t*>(act);
@@ -683,7 +714,7 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
   for (int i = 0; i < n; i++) {
     const Planes& p = ps[i];
     if (!mmq_takes(p) || p.wtype != ps[0].wtype || p.K != ps[0].K || p.ncols != ps[0].ncols) return cudaErrorInvalidValue;
-    const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols);
+    const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols, rows);
     MmqOne& one = a.w[i];
     one.p = p;
     one.mblocks = pl.mblocks;
@@ -709,20 +740,7 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
     a.slots = partial;
     a.grid = streamk;  // (launch_mmq_nt: 1 = the device's, else a cap)
   }
-  const bool three = min_blocks == 3;
-  cudaError_t e;
-  switch (ps[0].wtype) {
-    case DType::Q4_0: e = launch_mmq_q<MQ4_0>(a, three, s); break;
-    case DType::Q4_1: e = launch_mmq_q<MQ4_1>(a, three, s); break;
-    case DType::Q5_0: e = launch_mmq_q<MQ5_0>(a, three, s); break;
-    case DType::Q5_1: e = launch_mmq_q<MQ5_1>(a, three, s); break;
-    case DType::Q8_0: e = launch_mmq_q<MQ8_0>(a, three, s); break;
-    case DType::Q3_K: e = launch_mmq_q<MQ3_K>(a, three, s); break;
-    case DType::Q4_K: e = launch_mmq_q<MQ45_K<false>>(a, three, s); break;
-    case DType::Q5_K: e = launch_mmq_q<MQ45_K<true>>(a, three, s); break;
-    case DType::Q6_K: e = launch_mmq_q<MQ6_K>(a, three, s); break;
-    default: return cudaErrorInvalidValue;
-  }
+  cudaError_t e = launch_mmq_q<Q>(a, min_blocks == 3, rows, s);
   for (int i = 0; i < n && e == cudaSuccess; i++) {
     const MmqOne& one = a.w[i];
     if (one.splits == 1) continue;
@@ -731,6 +749,30 @@ inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float
     e = launch_k(mmq_reduce_kernel, dim3(rb), dim3(256), 0, s, one.p, static_cast<const float*>(one.partial), one.splits);
   }
   return e;
+}
+
+// Weights ps[0..n) (1 <= n <= kMmqMaxBatch; each mmq_takes, one dtype, K and column count) against
+// the Q8A region `act` filled for their columns, in one launch; `partial`: scratch of the sum of
+// their mmq_partial_bytes, weight i's partials after those of weights 0..i-1. `min_blocks` 3: the
+// kernels of 8 and 16 columns built to fit three blocks an SM (Tuning::mmq_blocks). `streamk`: the
+// stream-K decomposition (Tuning::mmq_streamk: 1, G from the device; 2..kMmqSkMaxGrid, G that many
+// at most; `partial` then holds its slots). `rows` 128: blocks of 128 weight rows at 16-64 columns
+// (Tuning::mmq_rows); 0: 128 at 16-64 columns for large products (kMmqRows128MinElems) where they fit, else 64.
+inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s,
+                              int min_blocks = 2, int streamk = 0, int rows = 0) {
+  if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
+  switch (ps[0].wtype) {
+    case DType::Q4_0: return launch_mmq_t<MQ4_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q4_1: return launch_mmq_t<MQ4_1>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q5_0: return launch_mmq_t<MQ5_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q5_1: return launch_mmq_t<MQ5_1>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q8_0: return launch_mmq_t<MQ8_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q3_K: return launch_mmq_t<MQ3_K>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q4_K: return launch_mmq_t<MQ45_K<false>>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q5_K: return launch_mmq_t<MQ45_K<true>>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q6_K: return launch_mmq_t<MQ6_K>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace minfer::cuda::mm

@@ -23,6 +23,13 @@ export interface CudaEnv {
    */
   readonly mmqBlocks: 2 | 3;
   /**
+   * MINFER_CUDA_MMQ_ROWS (auto, 64 or 128; default auto, read as 0): weight rows of an int8
+   * tensor-core kernel block at 16-64 columns (128: each activation tile read once for twice the
+   * weights; split-K only, and where the GPU's shared memory holds the stages). `auto` takes 128 for
+   * the products of 2^23 weight elements or more whose stages fit two blocks an SM.
+   */
+  readonly mmqRows: 0 | 64 | 128;
+  /**
    * MINFER_CUDA_MMQ_STREAMK=1: the int8 kernel's work dealt out stream-K (as many blocks as the GPU
    * holds at once, each a contiguous run of k-tiles, shared output tiles added after) instead of
    * split-K; its sums then depend on the GPU's SM count. 2-512: at most that many blocks (tests:
@@ -183,6 +190,10 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     attnWarps: Number(choice(env, "MINFER_CUDA_ATTN_WARPS", ["1", "2", "4"]) || "4") as 1 | 2 | 4,
     gemmStages: Number(choice(env, "MINFER_CUDA_GEMM_STAGES", ["2", "3"]) || "2") as 2 | 3,
     mmqBlocks: Number(choice(env, "MINFER_CUDA_MMQ_BLOCKS", ["2", "3"]) || "2") as 2 | 3,
+    mmqRows: Number(choice(env, "MINFER_CUDA_MMQ_ROWS", ["auto", "64", "128"]).replace("auto", "0") || "0") as
+      | 0
+      | 64
+      | 128,
     mmqStreamk: intIn(env, "MINFER_CUDA_MMQ_STREAMK", 0, 512, 0),
     topkChunks: topk === "chunks",
     topkRadixRows: topk === "auto" ? undefined : topk === "radix" ? 1 : 0,

@@ -85,6 +85,7 @@ export class CudaDevice implements Device {
         attnWarps: env.attnWarps,
         gemmStages: env.gemmStages,
         mmqBlocks: env.mmqBlocks,
+        mmqRows: env.mmqRows,
         mmqStreamk: env.mmqStreamk,
         topkChunks: env.topkChunks,
         ...(env.topkRadixRows === undefined ? {} : { topkRadixRows: env.topkRadixRows }),

@@ -54,6 +54,7 @@ export interface NativeTuning {
   readonly attnWarps?: 1 | 2 | 4;
   readonly gemmStages?: 2 | 3;
   readonly mmqBlocks?: 2 | 3;
+  readonly mmqRows?: 0 | 64 | 128;
   readonly mmqStreamk?: number;
   readonly topkChunks?: boolean;
   /** TOP_K of long rows by radix selection from this many rows (0: never). */

@@ -163,6 +163,18 @@ for (const [a, tokens] of [
     build: (b) => b.output(b.mulMat(b.weight("w", a, [24576, 100]), b.input("x", F32, [24576, tokens]))),
     tolerance: tol(a),
   });
+// Products of at least 2^23 weight elements at 16-64 columns, which CUDA's int8 kernel runs in blocks
+// of 128 rows by default (MINFER_CUDA_MMQ_ROWS=auto; not Q6_K's 64 columns, whose stages do not fit
+// two blocks an SM): rows not a multiple of 128, a partial column tile of 64.
+for (const a of [DType.Q4_0, DType.Q6_K])
+  for (const tokens of [16, 40])
+    add({
+      name: `MUL_MAT a=${n(a)} b=F32 large-few-columns ${shape([4096, 2200])}×${shape([4096, tokens])}`,
+      op: "MUL_MAT",
+      dtypes: [n(a), "F32"],
+      build: (b) => b.output(b.mulMat(b.weight("w", a, [4096, 2200]), b.input("x", F32, [4096, tokens]))),
+      tolerance: tol(a),
+    });
 // Decode shapes of one and two columns (CUDA's dp4a mat-vec, ops/matvec_q.cuh): k of 128 parts of
 // 32, four per lane, with rows 4-byte aligned for every type (Q3_K and Q6_K too); and more than
 // 4096 rows (two rows a warp), not a multiple of the 8 rows a block takes.
