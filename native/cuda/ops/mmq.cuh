@@ -687,7 +687,7 @@ cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* par
                          int streamk, int rows_asked) {
   // 128 rows where asked, at 16-64 columns, split-K only, and where the device holds their stages;
   // auto (0): for large products, where two blocks fit an SM of every target GPU (not Q8_0 and Q6_K
-  // at 64 columns, measured slower with one)
+  // at 64 columns: Q8_0's measured slower with one block an SM, Q6_K's the same)
   const int64_t N = ps[0].ncols;
   const size_t need = N <= 16   ? MmqTile<Q, 16, 128>::kSmemBytes
                       : N <= 32 ? MmqTile<Q, 32, 128>::kSmemBytes
