@@ -287,8 +287,10 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       fi
     fi ;;
   ncu-mmq-pair) # as ncu-mv-pair for the int8 products of an NCU_NPL-sequence step (default 64): minfer's
-    # mmq_kernel beside llama.cpp's mul_mat_q, NCU_COUNT (12) launches from NCU_SKIP (past the prompts:
-    # minfer's prompts take the f16 GEMM; llama.cpp's about 3200 launches of its 7 a layer, NCU_LSKIP 4500)
+    # mmq_kernel beside llama.cpp's mul_mat_q, NCU_MMQ_COUNT (12) launches from NCU_MMQ_SKIP (600; past the prompts:
+    # minfer's prompts take the f16 GEMM; llama.cpp's about 3200 launches of its 7 a layer, NCU_MMQ_LSKIP 4500). Its own
+    # variables: ncu-pair-batched's NCU_SKIP / NCU_COUNT (thousands of launches) would profile none here, or
+    # run past the step's limit with every section
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
     f=${NCU_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
     n=${NCU_NPL:-64}
@@ -298,12 +300,12 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       echo "ncu: not installed here" | tee -a "$OUT/run.log"
     else
       step ncu-mmq-minfer env MINFER_CUDA_GRAPHS=0 "$NCU" --clock-control none --kernel-name regex:^mmq_kernel$ \
-        --launch-skip "${NCU_SKIP:-600}" --launch-count "${NCU_COUNT:-12}" "${sections[@]}" \
+        --launch-skip "${NCU_MMQ_SKIP:-600}" --launch-count "${NCU_MMQ_COUNT:-12}" "${sections[@]}" \
         node "$D/dist/bin.js" bench -m "$f" -npl "$n" -npp 128 -ntg 16 -r 1 -ngl all
       while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
       if [ -f /tmp/llamacpp/build.done ]; then
-        step ncu-mmq-llama "$NCU" --clock-control none --kernel-name regex:^mul_mat_q$ --launch-skip "${NCU_LSKIP:-4500}" \
-          --launch-count "${NCU_COUNT:-12}" "${sections[@]}" \
+        step ncu-mmq-llama "$NCU" --clock-control none --kernel-name regex:^mul_mat_q$ --launch-skip "${NCU_MMQ_LSKIP:-4500}" \
+          --launch-count "${NCU_MMQ_COUNT:-12}" "${sections[@]}" \
           /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 32 -npl "$n" -ngl 99 -fa on
       else
         echo "ncu-mmq-pair: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
