@@ -45,7 +45,9 @@ export function candidateBound(logits: Float32Array, ids: CandidateIds): number 
  * above `bound`, into `out`, sorted larger logit first, lower id first on ties, without repeats;
  * returns how many. `out` must hold ids.length + extra's size entries. Since no other id's logit
  * exceeds `bound`, the first m of them are the m best of the whole vocabulary. Returns -1 when one
- * of them is NaN (the full path then reports it).
+ * of them is NaN (the full path then reports it). `ordered`: `ids` are in that order in `work`
+ * already (checked by {@link candidateBound} on this same row, no stage changed it) and `extra` is
+ * empty, so the ids above the bound keep their order and need no sort.
  */
 export function idsAbove(
   work: Float32Array,
@@ -53,6 +55,7 @@ export function idsAbove(
   extra: Iterable<number>,
   bound: number,
   out: Uint32Array,
+  ordered = false,
 ): number {
   let m = 0;
   for (let j = 0; j < ids.length; j++) {
@@ -61,6 +64,7 @@ export function idsAbove(
     if (v > bound) out[m++] = id;
     else if (Number.isNaN(v)) return -1;
   }
+  if (ordered) return m;
   for (const id of extra) {
     const v = work[id]!;
     if (v > bound) out[m++] = id;

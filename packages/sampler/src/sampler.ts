@@ -294,7 +294,8 @@ export class Sampler {
     if (ids.length + o.logitBias.size < need) return -1;
     if (this.above.length < ids.length + o.logitBias.size)
       this.above = new Uint32Array(ids.length + o.logitBias.size);
-    const m = idsAbove(work, ids, o.logitBias.keys(), bound, this.above);
+    // (no bias: the row is the one candidateBound checked the ids' order on)
+    const m = idsAbove(work, ids, o.logitBias.keys(), bound, this.above, o.logitBias.size === 0);
     if (m < need) return -1;
     this.pending = undefined;
     if (greedy) return this.above[0]!;
