@@ -51,7 +51,8 @@ constexpr int kMmqThreads = 256;           // 8 warps
 // sm_80 163 KB, sm_90 227 KB): every variant fits it.
 constexpr int kMmqMaxSmem = 99 * 1024;
 // The 128-row tiles' (Tuning::mmq_rows) may need more (Q8_0, Q6_K: 121 and 104 KB): they run only
-// where the device's opt-in shared memory holds them (mmq_rows_fit), else the 64-row tiles do.
+// where asked (Tuning::mmq_rows 128) and the device's opt-in shared memory holds them (launch_mmq_t),
+// else the 64-row tiles do.
 constexpr int kMmqMaxSmem128 = 227 * 1024;
 constexpr int kMmqTileCols = 64;           // the widest column tile
 // The most columns a product on the kernel may have: beyond kMmqTileCols, blocks take column tiles
@@ -698,7 +699,7 @@ cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* par
     rows_asked = N > 8 && elems >= kMmqRows128MinElems && need <= static_cast<size_t>(kMmqMaxSmem) ? 128 : 64;
   }
   int rows = streamk ? 64 : mmq_rows_for(ps[0].ncols, rows_asked);
-  if (rows == 128) {
+  if (rows == 128 && need > static_cast<size_t>(kMmqMaxSmem)) {  // (every target holds kMmqMaxSmem)
     int dev = 0, optin = 0;
     if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
     if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess)

@@ -164,6 +164,10 @@ describe("CUDA settings from the environment", () => {
     expect(() => readEnv({ MINFER_CUDA_TOPK: "sort" })).toThrow(
       /MINFER_CUDA_TOPK must be "auto" or "radix" or "tiles" or "chunks"/,
     );
+    expect(readEnv({ MINFER_CUDA_MMQ_ROWS: "auto" }).mmqRows).toBe(0);
+    expect(() => readEnv({ MINFER_CUDA_MMQ_ROWS: "96" })).toThrow(
+      /MINFER_CUDA_MMQ_ROWS must be "auto" or "64" or "128"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(

@@ -164,8 +164,8 @@ for (const [a, tokens] of [
     tolerance: tol(a),
   });
 // Products of at least 2^23 weight elements at 16-64 columns, which CUDA's int8 kernel runs in blocks
-// of 128 rows by default (MINFER_CUDA_MMQ_ROWS=auto; not Q6_K's 64 columns, whose stages do not fit
-// two blocks an SM): rows not a multiple of 128, a partial column tile of 64.
+// of 128 rows by default (MINFER_CUDA_MMQ_ROWS=auto): rows not a multiple of 128, a partial column
+// tile of 64 (Q4_0; Q6_K's 40 columns take the f16 GEMM by default, its 16 the int8 kernel).
 for (const a of [DType.Q4_0, DType.Q6_K])
   for (const tokens of [16, 40])
     add({
