@@ -59,6 +59,7 @@
 #   ncu-mv-pair         Nsight Compute sections of the mat-vecs of an NCU_NPL (4)-sequence step, minfer's beside llama.cpp's
 #   ncu-mmq-pair        Nsight Compute sections of the int8 products of an NCU_NPL (64)-sequence step, minfer's mmq_kernel
 #                       beside llama.cpp's mul_mat_q
+#   nsys-pp             Nsight Systems of prompt processing (bench -p 512 -n 0) of NSYS_FILE, and llama-bench's beside it
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
@@ -344,6 +345,25 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     else
       echo "nsys: not installed here" | tee -a "$OUT/run.log"
     fi ;;
+  nsys-pp) # a timeline of prompt processing (bench -p 512 -n 0 -r NSYS_REPS, default 3) of NSYS_FILE (else
+    # the synthetic PROFILE_TYPE): kernel sums, the trace, API and copy sums; with llama.cpp built
+    # (llamacpp-build), llama-bench's same test on the same file beside it (OUT/nsyspp-llama*)
+    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+    if [ -n "$NSYS" ]; then
+      f=${NSYS_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}
+      step nsys-pp "$NSYS" profile --trace=cuda --force-overwrite true -o /tmp/minfer-nsyspp \
+        node "$D/dist/bin.js" bench -m "$f" -p 512 -n 0 -r "${NSYS_REPS:-3}" -ngl all
+      step nsys-pp-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace,cuda_api_sum,cuda_gpu_mem_time_sum \
+        --format csv -o "$OUT/nsyspp" /tmp/minfer-nsyspp.nsys-rep
+      if [ -x /tmp/llamacpp/build/bin/llama-bench ]; then
+        step nsys-pp-llama "$NSYS" profile --trace=cuda --force-overwrite true -o /tmp/llama-nsyspp \
+          /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 0 -ngl 99 -fa 1 -r "${NSYS_REPS:-3}"
+        step nsys-pp-llama-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace,cuda_api_sum,cuda_gpu_mem_time_sum \
+          --format csv -o "$OUT/nsyspp-llama" /tmp/llama-nsyspp.nsys-rep
+      fi
+    else
+      echo "nsys: not installed here" | tee -a "$OUT/run.log"
+    fi ;;
   nsys-batched) # a timeline of batched decode (bench -npl NSYS_NPL, default 64, 16 steps): the CUDA API
     # calls, the OS runtime calls, the kernels and the copies, summed
     NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
@@ -429,6 +449,12 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
           step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
         fi
         step "mbb-$t-$r" minfer bench -m "$f" -npl 1,4,16,64 -npp 128 -ntg 128 -ngl all -r 1
+        # MBB_VARIANTS (as MB_VARIANTS, several joined by commas): minfer's batched decode once more with each
+        for v in ${MBB_VARIANTS:-}; do
+          IFS=, read -ra e <<<"$v"
+          step "mbbv-$t-${v#MINFER_CUDA_}-$r" env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" -npl ${MBB_NPL:-1,4,16,64} \
+            -npp 128 -ntg 128 -ngl all -r 1
+        done
         step "lbb-$t-$r" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 128 \
           -npl 1,4,16,64 -ngl 99 -fa on
       done

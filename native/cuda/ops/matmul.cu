@@ -265,16 +265,6 @@ struct ActRegions {
   size_t total = 0;
 };
 
-// The tunings scratch is sized for: the node's columns either are in the MMQ range (every weight
-// that can, does) or are not, so the larger of these two layouts covers any tuning.
-Tuning sizing_tuning(bool mmq) {
-  Tuning t;
-  t.mmq_min_cols = mmq ? 2 : 1;
-  t.mmq_max_cols = mmq ? static_cast<int>(kMmqMaxCols) : 0;
-  t.mmq_streamk = mmq ? 1 : 0;  // (its slots are at least split-K's partials)
-  return t;
-}
-
 bool gemm_b_direct(const Tensor* b) {
   // gemm_tc reads f32 columns x + n·x_col: b itself when it is F32 with packed rows.
   return b->dtype == DType::F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0;
@@ -356,9 +346,29 @@ ActRegions act_regions(const Tensor* const* ws, int n, const Tensor* b, bool id,
   return r;
 }
 
+// Scratch for weights ws[0..n) against b under any tuning (paths are chosen per weight, so one
+// node may mix them): every activation region some weight could use, then the larger of gemm_tc's
+// scratch and every weight's int8 partials (or stream-K slots). An upper bound of
+// act_regions(...).total.
 size_t scratch_for(const Tensor* const* ws, int n, const Tensor* b, bool id) {
-  return std::max(act_regions(ws, n, b, id, sizing_tuning(true)).total,
-                  act_regions(ws, n, b, id, sizing_tuning(false)).total);
+  const int64_t K = b->ne[0], cols = total_cols(b), N = b->ne[1];
+  bool q8a = false, q8k = false, f32 = false;
+  size_t gemm = 0, parts = 0;
+  for (int i = 0; i < n; i++) {
+    const Tensor* w = ws[i];
+    const ActFmt f = mv_act_format(w->dtype);
+    q8a = q8a || f == ActFmt::Q8A || mmq_dtype(w->dtype);
+    q8k = q8k || f == ActFmt::Q8K;
+    f32 = f32 || f == ActFmt::F32 || !gemm_b_direct(b);
+    if (mmq_dtype(w->dtype)) parts += mmq_partial_bytes(w->ne[1], K, N, true);
+    if (w->dtype != DType::F32 && K % 32 == 0 && gemm_tc_supported(w->dtype, w->ne[1], N, K))
+      gemm = std::max(gemm, gemm_tc_scratch(w->dtype, w->ne[1], N, K));
+  }
+  size_t off = 0;
+  if (q8a) off = align_up(off + q8a_bytes(K, cols));
+  if (q8k) off = align_up(off + q8k_bytes(K, cols));
+  if (f32) off = align_up(off + static_cast<size_t>(K * cols) * 4);
+  return off + std::max(gemm, parts);
 }
 
 // Fills the activation regions (once per node).
