@@ -39,26 +39,46 @@ __device__ inline void ld_words2(const uint8_t* p, uint32_t (&w)[N]) {
   for (int k = 0; k < N; k++) w[k] = __funnelshift_r(hi ? v[k + 1] : v[k], hi ? v[k + 2] : v[k + 1], sh);
 }
 
-// A block of a 2-byte f16 scale followed by N 32-bit words of quants, at p (2-byte aligned):
-// ceil((4·N + 8) / 8) 8-byte loads. (Q4_0: N = 4, three loads; Q8_0: N = 8, five.)
+// A block of a 2-byte f16 scale followed by N 32-bit words of quants, at p (2-byte aligned), in two
+// halves: ld_block2_raw issues the ceil((4·N + 8) / 8) 8-byte loads (Q4_0: N = 4, three loads;
+// Q8_0: N = 8, five) and block2_words shifts their words into place. A kernel that prefetches
+// issues the loads early and shifts where it uses the block, so that nothing waits on the loads
+// in between (gemm_tc: the loads before a k-tile's MMAs, the shifts after them).
 template <int N>
-__device__ inline void ld_block2(const uint8_t* p, uint32_t* d, uint32_t (&w)[N]) {
-  constexpr int kBytes = 2 + 4 * N;
-  constexpr int M = (kBytes + 6 + 7) / 8;  // covers any offset 0, 2, 4, 6 within the first word
+struct Block2Raw {
+  static constexpr int kBytes = 2 + 4 * N;
+  static constexpr int M = (kBytes + 6 + 7) / 8;  // covers any offset 0, 2, 4, 6 within the first word
   uint32_t v[2 * M];
-  const int off = ld_words8<M>(p, kBytes, v);
+  int off;  // p's offset in the first 8-byte word
+};
+
+template <int N>
+__device__ inline void ld_block2_raw(const uint8_t* p, Block2Raw<N>& r) {
+  r.off = ld_words8<Block2Raw<N>::M>(p, Block2Raw<N>::kBytes, r.v);
+}
+
+template <int N>
+__device__ inline void block2_words(const Block2Raw<N>& r, uint32_t* d, uint32_t (&w)[N]) {
   // u: the words from p's 4-byte word on; the block starts `sh` bits into u[0] (0 or 16)
   constexpr int U = N + 1;
-  static_assert(U + 1 <= 2 * M, "the words from the block's start fit the loads");
+  static_assert(U + 1 <= 2 * Block2Raw<N>::M, "the words from the block's start fit the loads");
   uint32_t u[U];
-  const bool hi = off >= 4;
+  const bool hi = r.off >= 4;
 #pragma unroll
-  for (int i = 0; i < U; i++) u[i] = hi ? v[i + 1] : v[i];
-  const unsigned sh = static_cast<unsigned>(off & 2) * 8u;
+  for (int i = 0; i < U; i++) u[i] = hi ? r.v[i + 1] : r.v[i];
+  const unsigned sh = static_cast<unsigned>(r.off & 2) * 8u;
   *d = (u[0] >> sh) & 0xffffu;
   // quant word k: 16 + sh bits into u[k] (a shift of 32, clamped, is u[k + 1] itself)
 #pragma unroll
   for (int k = 0; k < N; k++) w[k] = __funnelshift_rc(u[k], u[k + 1], 16u + sh);
+}
+
+// The two halves at once.
+template <int N>
+__device__ inline void ld_block2(const uint8_t* p, uint32_t* d, uint32_t (&w)[N]) {
+  Block2Raw<N> r;
+  ld_block2_raw(p, r);
+  block2_words(r, d, w);
 }
 
 }  // namespace minfer::cuda

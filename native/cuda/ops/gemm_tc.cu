@@ -18,10 +18,13 @@
 //    - A (weights) is dequantized on the fly: thread t owns weight row t/2 of the tile and 32 of its
 //      64 k's. It loads the raw block bytes of the next k-tile into registers before the current
 //      tile's MMAs and decodes them to F16 into the other stage after them (register double
-//      buffering; the global loads' latency is hidden behind the MMAs). Q4_K, Q6_K, Q4_0, Q8_0, F16,
-//      BF16 and F32 have specialised decoders (wide loads, nibbles turned into halves with the
-//      0x6400 exponent trick, scales applied with half2 FMAs); every other dtype of quants.cuh
-//      goes through its generic dequant32 (F32 → F16).
+//      buffering; the global loads' latency is hidden behind the MMAs). Q4_0's and Q8_0's 2-byte
+//      aligned blocks keep their 8-byte loads raw until then (loads.cuh ld_block2_raw): shifted
+//      into words at load time, the shifts waited for the loads before the MMAs and Q8_0's loader
+//      spilled registers (10-21% slower). Q4_K, Q6_K, Q4_0, Q8_0, F16, BF16 and F32 have
+//      specialised decoders (wide loads, nibbles turned into halves with the 0x6400 exponent
+//      trick, scales applied with half2 FMAs); every other dtype of quants.cuh goes through its
+//      generic dequant32 (F32 → F16).
 //    - One __syncthreads per k-tile.
 //    - Epilogue: f32 accumulators × the column scale, stored with M/N bounds checks.
 // 3. Split-K when the tile grid is too small for the GPU (M = 512 K/V projections, K = 18944 FFN
@@ -29,13 +32,13 @@
 //    reduce_splits adds them in a fixed order (deterministic, no atomics) into out.
 //    plan() chooses BN and the split count from a small cost model of waves on the device's SMs.
 //
-// Measured on an H200 (gemm_tc_selftest.cuh bench, N = 512, TFLOP/s, X conversion included):
-//   M×K            Q4_K   Q6_K   Q4_0   Q8_0   F16
-//   3584×3584       168    121    151    125    155
-//   512×3584         80     67     76     69     78   (8 splits)
-//   18944×3584      228    164    208    166    219
-//   3584×18944      205    156    193    161    198   (7 splits)
-//   152064×3584     276    194    257    204    265
+// Measured on an H200 (gemm_tc_selftest.cuh bench, N = 512, TFLOP/s, X conversion included,
+// 2026-12-04; F16 weights measured 78-265 on these shapes in 2026-11):
+//   M×K            Q4_K   Q6_K   Q4_0   Q8_0
+//   3584×3584       168    131    174    157
+//   512×3584         80     71     81     77   (8 splits)
+//   18944×3584      231    175    239    211
+//   3584×18944      206    171    210    191   (7 splits)
 // Q6_K and Q8_0 pay for their 2-byte-aligned blocks (more, narrower loads and more decode work).
 //
 // Precision: weights are rounded to F16 after decoding (Q4_K's d·sc·q − dmin·m and Q6_K's d·sc·q
@@ -174,6 +177,8 @@ struct Loader<DType::Q4_K> {
 
 template <>
 struct Loader<DType::Q6_K> {
+  // (shifted into place at load time: deferring the shifts to store(), as Q4_0's and Q8_0's loaders
+  // do, measured 4% slower, 2026-12-04)
   uint4 a, b, c;
   int sc0, sc1;
   uint32_t d;
@@ -217,30 +222,29 @@ struct Loader<DType::Q6_K> {
 
 template <>
 struct Loader<DType::Q4_0> {
-  uint4 qs;
-  uint32_t d;
-  // (the two threads of a row read blocks 2 bytes apart in alignment: the same loads for both,
-  // loads.cuh ld_block2, not a branch on the address)
+  // The block's raw 8-byte words, shifted into place in store() (after the k-tile's MMAs: the
+  // loads land meanwhile). The two threads of a row read blocks 2 bytes apart in alignment: the
+  // same loads for both (loads.cuh), not a branch on the address.
+  Block2Raw<4> raw;
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t K) {
     if (k0 + 32 * h >= K) return;
-    uint32_t w[4];
-    ld_block2(row + ((k0 >> 5) + h) * 18, &d, w);
-    qs = make_uint4(w[0], w[1], w[2], w[3]);
+    ld_block2_raw(row + ((k0 >> 5) + h) * 18, raw);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {
       for (int c = 0; c < 4; c++) st_chunk(sA, r, 4 * h + c, 0, 0, 0, 0);
       return;
     }
+    uint32_t d, qs[4];
+    block2_words(raw, &d, qs);
     const __half2 dd = __half2half2(__ushort_as_half(static_cast<unsigned short>(d)));
     const __half2 k1032 = __float2half2_rn(1032.0f);
     uint32_t lo[8], hi[8];
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-      const uint32_t w = word(qs, q);
 #pragma unroll
       for (int p = 0; p < 2; p++) {
-        const uint32_t t = spread(w, 0, p ? 0x4342 : 0x4140);
+        const uint32_t t = spread(qs[q], 0, p ? 0x4342 : 0x4140);
         lo[2 * q + p] = h2u(__hmul2(__hsub2(u2h((t & 0x000f000fu) | 0x64006400u), k1032), dd));
         hi[2 * q + p] = h2u(__hmul2(__hsub2(u2h(((t >> 4) & 0x000f000fu) | 0x64006400u), k1032), dd));
       }
@@ -254,26 +258,24 @@ struct Loader<DType::Q4_0> {
 
 template <>
 struct Loader<DType::Q8_0> {
-  uint4 q0, q1;
-  uint32_t d;
+  Block2Raw<8> raw;  // (as Q4_0's)
   __device__ __forceinline__ void load(const uint8_t* row, int64_t k0, int h, int64_t K) {
     if (k0 + 32 * h >= K) return;
-    uint32_t w[8];
-    ld_block2(row + ((k0 >> 5) + h) * 34, &d, w);
-    q0 = make_uint4(w[0], w[1], w[2], w[3]);
-    q1 = make_uint4(w[4], w[5], w[6], w[7]);
+    ld_block2_raw(row + ((k0 >> 5) + h) * 34, raw);
   }
   __device__ __forceinline__ void store(__half* sA, int r, int h, int64_t k0, int64_t K) const {
     if (k0 + 32 * h >= K) {
       for (int c = 0; c < 4; c++) st_chunk(sA, r, 4 * h + c, 0, 0, 0, 0);
       return;
     }
+    uint32_t d, qs[8];
+    block2_words(raw, &d, qs);
     const __half2 dd = __half2half2(__ushort_as_half(static_cast<unsigned short>(d)));
     const __half2 k1152 = __float2half2_rn(1152.0f);
     uint32_t v[16];
 #pragma unroll
     for (int q = 0; q < 8; q++) {
-      const uint32_t w = word(q < 4 ? q0 : q1, q & 3) ^ 0x80808080u;  // int8 + 128 as a byte
+      const uint32_t w = qs[q] ^ 0x80808080u;  // int8 + 128 as a byte
 #pragma unroll
       for (int p = 0; p < 2; p++)
         v[2 * q + p] = h2u(__hmul2(__hsub2(u2h(spread(w, 0x64646464u, p ? 0x4342 : 0x4140)), k1152), dd));

@@ -194,13 +194,17 @@ int main(int argc, char** argv) {
   using gt::DType;
   const bool bench = argc > 1 && std::strcmp(argv[1], "bench") == 0;
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) {  // plan alternatives for the small grids
+    // (argv[2]: the weight type, Q4_K unless another of the benchmark's is named)
+    DType st = DType::Q4_K;
+    for (DType t : {DType::Q6_K, DType::Q4_0, DType::Q8_0, DType::F16})
+      if (argc > 2 && std::strcmp(argv[2], minfer::program::dtype_name(t)) == 0) st = t;
     const long long shapes[][2] = {{3584, 3584}, {512, 3584}, {18944, 3584}, {3584, 18944}};
     for (auto& s : shapes)
       for (int bn : {128, 64})
         for (int sp : {1, 2, 3, 4, 6, 8}) {
           minfer::cuda::g_force_bn = bn;
           minfer::cuda::g_force_splits = sp;
-          gt::run_case({DType::Q4_K, s[0], 512, s[1], 1.0f}, true, 20);
+          gt::run_case({st, s[0], 512, s[1], 1.0f}, true, 20);
         }
     return 0;
   }
