@@ -21,6 +21,13 @@ export interface Batch {
    * batch), "all", "none", or a flag per token.
    */
   readonly logits?: "last" | "all" | "none" | ArrayLike<boolean>;
+  /**
+   * With a context made with `candidates`: read back only each logits row's candidate ids and
+   * their logits (`Logits.candidates`, `Logits.candidateLogits`); the rows themselves stay on the
+   * device, where `Logits.fetch` reads one until the next decode call (`Logits.get` throws
+   * LOGITS_NOT_READ). For a batch of at most `nUbatch` tokens. Default false.
+   */
+  readonly candidatesOnly?: boolean;
 }
 
 /** A batch checked and spelled out per token. */

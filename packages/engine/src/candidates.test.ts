@@ -11,13 +11,15 @@ function topIds(row: Float32Array, k: number): number[] {
   return ids.slice(0, k);
 }
 
-/** Every row's candidates are its k best ids. */
+/** Every row's candidates are its k best ids, and their logits those of the row. */
 function expectCandidates(l: Logits, k: number): void {
   expect(l.nCandidates).toBe(k);
   for (const i of l.indices) {
     const c = l.candidates(i);
     expect(c.length).toBe(k);
-    expect(Array.from(c)).toEqual(topIds(l.get(i), k));
+    const row = l.get(i);
+    expect(Array.from(c)).toEqual(topIds(row, k));
+    expect(Array.from(l.candidateLogits(i))).toEqual(Array.from(c, (id) => row[id]!));
   }
 }
 
@@ -86,5 +88,61 @@ describe("Context candidates (stories260K)", () => {
       expect(() => new Context(model, { nCtx: 64, candidates: bad })).toThrow(
         expect.objectContaining({ code: "INVALID_ARGUMENT" }),
       );
+  });
+
+  // Batch.candidatesOnly: the ids and their logits come back, the rows stay on the device until the
+  // next decode (Logits.fetch reads one), the same values as a decode that reads everything.
+  it.each([false, true])("candidatesOnly reads only the candidates (reuseLogits %s)", async (reuseLogits) => {
+    const k = 8;
+    const o = { nCtx: 128, nSeqMax: 2, kvUnified: false, nUbatch: 16, candidates: k };
+    const full = new Context(model, o);
+    const only = new Context(model, { ...o, reuseLogits });
+    try {
+      const prompt = ids("Once upon a time");
+      const a = await full.decode({ tokens: prompt, seq: 0, logits: "last" });
+      const b = await only.decode({ tokens: prompt, seq: 0, logits: "last", candidatesOnly: true });
+      const i = prompt.length - 1;
+      expect(b.rowsRead).toBe(false);
+      expect(a.rowsRead).toBe(true);
+      expect(Array.from(b.candidates(i))).toEqual(Array.from(a.candidates(i)));
+      expect(Array.from(b.candidateLogits(i))).toEqual(Array.from(a.candidateLogits(i)));
+      for (const read of [() => b.get(i), () => b.data, () => b.last()])
+        expect(read).toThrow(expect.objectContaining({ code: "LOGITS_NOT_READ" }));
+      expect(Array.from(await b.fetch(i))).toEqual(Array.from(a.get(i)));
+      expect(Array.from(await a.fetch(i))).toEqual(Array.from(a.get(i)));
+      await expect(b.fetch(i + 1)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      // a step of two sequences: each row fetched, then stale after the next decode
+      await full.decode({ tokens: prompt, seq: 1, logits: "none" });
+      await only.decode({ tokens: prompt, seq: 1, logits: "none", candidatesOnly: true });
+      const step = { tokens: [10, 11], seq: [0, 1], logits: "all" as const };
+      const fa = await full.decode(step);
+      const fb = await only.decode({ ...step, candidatesOnly: true });
+      for (const j of [0, 1]) {
+        expect(Array.from(fb.candidateLogits(j))).toEqual(Array.from(fa.candidateLogits(j)));
+        expect(Array.from(await fb.fetch(j))).toEqual(Array.from(fa.get(j)));
+      }
+      await only.decode({ tokens: [12], seq: 0, logits: "last" });
+      await expect(fb.fetch(0)).rejects.toMatchObject({ code: "STALE_LOGITS" });
+      // refused: more than a micro-batch, no candidates, not a boolean
+      await expect(
+        only.decode({
+          tokens: ids("one two three four five six seven eight nine ten eleven twelve thirteen fourteen"),
+          seq: 1,
+          candidatesOnly: true,
+        }),
+      ).rejects.toThrow(/at most nUbatch \(16\) tokens/);
+      const plain = new Context(model, { nCtx: 64 });
+      try {
+        await expect(plain.decode({ tokens: [1], candidatesOnly: true })).rejects.toThrow(/candidates: K/);
+      } finally {
+        plain.dispose();
+      }
+      await expect(
+        only.decode({ tokens: [1], seq: 0, candidatesOnly: 1 as unknown as boolean }),
+      ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    } finally {
+      full.dispose();
+      only.dispose();
+    }
   });
 });

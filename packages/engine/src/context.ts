@@ -149,8 +149,12 @@ export class Context {
   #logitsBuf: Float32Array | undefined;
   /** With reuseLogits and candidates: the buffer every call's candidate ids are read into. */
   #candidatesBuf: Int32Array | undefined;
+  /** With reuseLogits and candidates: the buffer every call's candidates' logits are read into. */
+  #candidateLogitsBuf: Float32Array | undefined;
   /** With reuseLogits: decode calls so far (a Logits is current while this is its call's). */
   #logitsCall = 0;
+  /** Decode calls so far (a candidatesOnly call's rows can be fetched while this is its call's). */
+  #decodeCalls = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #disposed = false;
   #timing: DecodeTiming = { totalMs: 0, computeMs: 0, ubatches: 0 };
@@ -416,10 +420,27 @@ export class Context {
 
   async #decode(input: Batch): Promise<Logits> {
     const t0 = performance.now();
+    const decodeCall = ++this.#decodeCalls;
     const nVocab = this.model.hparams.nVocab;
     const kv = this.#store.primary;
     const b = normalizeBatch(input, nVocab, this.nSeqMax, (s) => kv.seqPosMax(s));
     const n = b.tokens.length;
+    const only = input.candidatesOnly ?? false;
+    if (typeof only !== "boolean")
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `decode: candidatesOnly must be a boolean, got ${String(only)}`,
+      );
+    if (only && this.nCandidates === 0)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        "decode: candidatesOnly reads the candidate ids: make the Context with the option candidates: K",
+      );
+    if (only && n > this.nUbatch)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `decode: candidatesOnly takes at most nUbatch (${this.nUbatch}) tokens, got ${n}`,
+      );
     const used = this.#store.used();
     const free = this.nCtx - used;
     if (n > free)
@@ -439,6 +460,8 @@ export class Context {
     const k = this.nCandidates;
     let data: Float32Array | undefined = gather ? new Float32Array(nOut * nVocab) : undefined;
     let ids: Int32Array | undefined = gather && k > 0 ? new Int32Array(nOut * k) : undefined;
+    let idLogits: Float32Array | undefined = gather && k > 0 ? new Float32Array(nOut * k) : undefined;
+    let fetchRow: ((r: number) => Promise<Float32Array>) | undefined;
     let row = 0;
     const into = this.#reuseLogits
       ? (s: Step, rows: number) => this.#outputsInto(s, nOut, row, rows)
@@ -450,22 +473,34 @@ export class Context {
     try {
       for (let i0 = 0; i0 < n; i0 += this.nUbatch) {
         const i1 = Math.min(n, i0 + this.nUbatch);
-        const r = await this.#runner.run(b, i0, i1, done, into);
+        const r = await this.#runner.run(b, i0, i1, done, into, !only);
         computeMs += r.computeMs;
         ubatches++;
         if (r.report) reports.push(r.report);
+        fetchRow = r.fetchRow;
         if (this.#reuseLogits) {
           // the rows are in place already (runner read them at row); a batch with no logits has none
-          if (r.outIds.length > 0 && r.logits.buffer !== this.#logitsBuf?.buffer)
+          if (r.outIds.length > 0 && !only && r.logits.buffer !== this.#logitsBuf?.buffer)
             throw new EngineError("INTERNAL", "decode: the logits were not read into the reused buffer");
           if (r.outIds.length > 0 && r.candidates && r.candidates.buffer !== this.#candidatesBuf?.buffer)
             throw new EngineError("INTERNAL", "decode: the candidates were not read into the reused buffer");
+          if (
+            r.outIds.length > 0 &&
+            r.candidateLogits &&
+            r.candidateLogits.buffer !== this.#candidateLogitsBuf?.buffer
+          )
+            throw new EngineError(
+              "INTERNAL",
+              "decode: the candidates' logits were not read into the reused buffer",
+            );
         } else if (data === undefined) {
-          data = r.logits.subarray(0, r.outIds.length * nVocab);
+          data = r.logits.subarray(0, only ? 0 : r.outIds.length * nVocab);
           ids = r.candidates?.subarray(0, r.outIds.length * k);
+          idLogits = r.candidateLogits?.subarray(0, r.outIds.length * k);
         } else {
           data.set(r.logits.subarray(0, r.outIds.length * nVocab), row * nVocab);
           if (r.candidates) ids?.set(r.candidates.subarray(0, r.outIds.length * k), row * k);
+          if (r.candidateLogits) idLogits?.set(r.candidateLogits.subarray(0, r.outIds.length * k), row * k);
         }
         for (let k = 0; k < r.outIds.length; k++) indices[row++] = i0 + r.outIds[k]!;
       }
@@ -480,13 +515,36 @@ export class Context {
       ...(reports.length ? { reports } : {}),
     };
     const ids0 = new Int32Array(0);
+    const f0 = new Float32Array(0);
+    // A candidatesOnly call's rows stay on the device until the next decode: read there on request
+    // (one micro-batch, so batch row r is the graph's output row r).
+    const fetch = fetchRow;
+    const onDevice =
+      only && fetch
+        ? (r: number) =>
+            this.#serial(async () => {
+              if (this.#decodeCalls !== decodeCall)
+                throw new EngineError(
+                  "STALE_LOGITS",
+                  "these logits rows were left on the device and a later decode call overwrote them: fetch them before the next decode",
+                );
+              return fetch(r);
+            })
+        : undefined;
     if (this.#reuseLogits) {
-      const buf = this.#logitsBuf?.subarray(0, nOut * nVocab) ?? new Float32Array(0);
-      const cands = k > 0 ? { k, data: this.#candidatesBuf?.subarray(0, nOut * k) ?? ids0 } : undefined;
-      return new Logits(nVocab, indices, buf, () => this.#logitsCall === call, cands);
+      const buf = only ? f0 : (this.#logitsBuf?.subarray(0, nOut * nVocab) ?? f0);
+      const cands =
+        k > 0
+          ? {
+              k,
+              data: this.#candidatesBuf?.subarray(0, nOut * k) ?? ids0,
+              logits: this.#candidateLogitsBuf?.subarray(0, nOut * k) ?? f0,
+            }
+          : undefined;
+      return new Logits(nVocab, indices, buf, () => this.#logitsCall === call, cands, onDevice);
     }
-    const cands = k > 0 ? { k, data: ids ?? ids0 } : undefined;
-    return new Logits(nVocab, indices, data ?? new Float32Array(0), undefined, cands);
+    const cands = k > 0 ? { k, data: ids ?? ids0, logits: idLogits ?? f0 } : undefined;
+    return new Logits(nVocab, indices, data ?? f0, undefined, cands, onDevice);
   }
 
   /**
@@ -514,7 +572,18 @@ export class Context {
       this.#candidatesBuf = new Int32Array(mem.buffer, mem.byteOffset, bytes / 4);
     }
     const ids = this.#candidatesBuf;
-    return { logits, candidates: new Uint8Array(ids.buffer, ids.byteOffset + row * k * 4, rows * k * 4) };
+    const candidates = new Uint8Array(ids.buffer, ids.byteOffset + row * k * 4, rows * k * 4);
+    if (!s.built.candidateLogits) return { logits, candidates };
+    if (!this.#candidateLogitsBuf || this.#candidateLogitsBuf.length < ids.length) {
+      const mem = s.step.executor.hostMemory(s.built.candidateLogits, ids.length * 4);
+      this.#candidateLogitsBuf = new Float32Array(mem.buffer, mem.byteOffset, ids.length);
+    }
+    const vals = this.#candidateLogitsBuf;
+    return {
+      logits,
+      candidates,
+      candidateLogits: new Uint8Array(vals.buffer, vals.byteOffset + row * k * 4, rows * k * 4),
+    };
   }
 
   // ---- sequences ------------------------------------------------------------------------------

@@ -11,11 +11,23 @@ import { KV_BUCKET, type KvGroupCache, type KvStore } from "./kv-store.js";
 export interface UbatchResult {
   /** Indices (in the micro-batch) of the tokens whose logits are in `logits`. */
   readonly outIds: Int32Array;
+  /** Empty when only the candidates were read (`readRows` false). */
   readonly logits: Float32Array;
   /** With candidates: I32 [candidates, rows] for the rows of `logits` (undefined without). */
   readonly candidates: Int32Array | undefined;
+  /** With candidates: F32 [candidates, rows], the logits of `candidates`. */
+  readonly candidateLogits: Float32Array | undefined;
+  /** Reads row r of this micro-batch's logits from the device (valid until the next run). */
+  readonly fetchRow: (r: number) => Promise<Float32Array>;
   readonly computeMs: number;
   readonly report?: TimingReport;
+}
+
+/** Bytes as F32 (a view when aligned). */
+function f32(bytes: Uint8Array): Float32Array {
+  return bytes.byteOffset % 4 === 0
+    ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+    : new Float32Array(bytes.slice().buffer);
 }
 
 /** The graphs' KV window of a cache: every used cell, rounded up to a multiple of KV_BUCKET. */
@@ -28,6 +40,7 @@ export function kvWindow(g: KvGroupCache): number {
 export interface OutputsInto {
   readonly logits?: Uint8Array;
   readonly candidates?: Uint8Array;
+  readonly candidateLogits?: Uint8Array;
 }
 
 /**
@@ -46,8 +59,9 @@ export class UbatchRunner {
 
   /**
    * One micro-batch [i0, i1) of `b`. `outputsInto(step, rows)`, when given, says where the rows of
-   * logits it asked for go (a view of at least rows·nVocab floats) and their candidate ids (rows·k
-   * int32); undefined: new arrays.
+   * logits it asked for go (a view of at least rows·nVocab floats), their candidate ids (rows·k
+   * int32) and those ids' logits (rows·k floats); undefined: new arrays. `readRows` false: the
+   * logits rows stay on the device (only the candidates are read).
    */
   async run(
     b: NormalizedBatch,
@@ -55,6 +69,7 @@ export class UbatchRunner {
     i1: number,
     done: KvToken[],
     outputsInto?: (s: Step, rows: number) => OutputsInto,
+    readRows = true,
   ): Promise<UbatchResult> {
     const n = i1 - i0;
     const store = this.store;
@@ -98,20 +113,19 @@ export class UbatchRunner {
     const c0 = performance.now();
     const into = outCount > 0 && s.built.logits ? outputsInto?.(s, outCount) : undefined;
     const intoMap = new Map<Tensor, Uint8Array>();
-    if (into?.logits) intoMap.set(s.built.logits!, into.logits);
+    if (into?.logits && readRows) intoMap.set(s.built.logits!, into.logits);
     if (into?.candidates && s.built.candidates) intoMap.set(s.built.candidates, into.candidates);
-    const result = await runStep(s, values, intoMap.size > 0 ? intoMap : undefined);
+    if (into?.candidateLogits && s.built.candidateLogits)
+      intoMap.set(s.built.candidateLogits, into.candidateLogits);
+    const skip = readRows ? undefined : new Set([s.built.logits!]);
+    const result = await runStep(s, values, intoMap.size > 0 ? intoMap : undefined, skip);
     const computeMs = performance.now() - c0;
     for (let k = 0; k < n; k++) {
       const t = batch[k]!;
       for (let j = 0; j < t.seqIds.length; j++)
         store.history.record(t.seqIds[j]!, t.pos, b.tokens[i0 + k]!, empty[k]![j]!);
     }
-    const bytes = result.outputs.get(s.built.logits!)!;
-    const logits =
-      bytes.byteOffset % 4 === 0
-        ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
-        : new Float32Array(bytes.slice().buffer);
+    const logits = readRows ? f32(result.outputs.get(s.built.logits!)!) : new Float32Array(0);
     const ids = s.built.candidates ? result.outputs.get(s.built.candidates)! : undefined;
     const candidates =
       ids === undefined
@@ -119,10 +133,16 @@ export class UbatchRunner {
         : ids.byteOffset % 4 === 0
           ? new Int32Array(ids.buffer, ids.byteOffset, ids.byteLength / 4)
           : new Int32Array(ids.slice().buffer);
+    const cl = s.built.candidateLogits ? result.outputs.get(s.built.candidateLogits) : undefined;
+    const nVocab = s.built.logits!.ne[0];
+    const fetchRow = async (r: number): Promise<Float32Array> =>
+      f32(await s.step.executor.readOutput(s.built.logits!, { offset: r * nVocab * 4, bytes: nVocab * 4 }));
     return {
       outIds: outCount === 0 ? new Int32Array(0) : outIds,
       logits,
       candidates,
+      candidateLogits: cl ? f32(cl) : undefined,
+      fetchRow,
       computeMs,
       ...(result.timing ? { report: result.timing } : {}),
     };

@@ -12,6 +12,8 @@ export type EngineErrorCode =
   | "ABORTED"
   /** Logits of a `reuseLogits` context read after a later decode call overwrote them. */
   | "STALE_LOGITS"
+  /** A logits row of a `candidatesOnly` decode asked for synchronously (it stayed on the device). */
+  | "LOGITS_NOT_READ"
   /** A bug in minfer (the message says what broke). */
   | "INTERNAL";
 

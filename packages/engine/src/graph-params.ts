@@ -28,6 +28,8 @@ export interface Built {
   readonly logits?: Tensor;
   /** With the context's `candidates`: I32 [candidates, nOutputs], each logits row's best ids. */
   readonly candidates?: Tensor;
+  /** With the context's `candidates`: F32 [1, candidates, nOutputs], those ids' logits. */
+  readonly candidateLogits?: Tensor;
 }
 
 /** A prepared graph and what it was built from. */
@@ -58,6 +60,7 @@ export function fused(b: Built): Built {
     constants: b.constants,
     ...(b.logits ? { logits: find(b.logits) } : {}),
     ...(b.candidates ? { candidates: find(b.candidates) } : {}),
+    ...(b.candidateLogits ? { candidateLogits: find(b.candidateLogits) } : {}),
   };
 }
 
@@ -69,6 +72,7 @@ export function runStep(
   s: Step,
   values: Readonly<Record<string, ArrayBufferView>>,
   outputsInto?: ReadonlyMap<Tensor, Uint8Array>,
+  skip?: ReadonlySet<Tensor>,
 ) {
   const data = new Map<Tensor, ArrayBufferView>();
   for (const [name, t] of Object.entries(s.built.inputs)) {
@@ -76,5 +80,5 @@ export function runStep(
     if (v === undefined) throw new EngineError("INTERNAL", `the graph's input "${name}" has no value`);
     data.set(t, v);
   }
-  return s.step.executor.run(data, outputsInto ? { outputsInto } : {});
+  return s.step.executor.run(data, { ...(outputsInto ? { outputsInto } : {}), ...(skip ? { skip } : {}) });
 }

@@ -8,21 +8,28 @@ export class Logits {
   readonly indices: Int32Array;
   /** Candidate ids per row (the context's `candidates`); 0 when the context computes none. */
   readonly nCandidates: number;
+  /** Whether the rows were read back (false after a `candidatesOnly` decode: see {@link fetch}). */
+  readonly rowsRead: boolean;
   readonly #data: Float32Array;
   readonly #current: (() => boolean) | undefined;
   readonly #candidates: Int32Array | undefined;
+  readonly #candidateLogits: Float32Array | undefined;
+  readonly #onDevice: ((row: number) => Promise<Float32Array>) | undefined;
 
   /**
    * `current`, when given, says whether `data` still holds these logits (a context made with
    * `reuseLogits` overwrites them at its next decode); reading them after that throws STALE_LOGITS.
-   * `candidates`: `k` ids per row, row-major (I32 [k, rows]), each row's best ids, best first.
+   * `candidates`: `k` ids per row, row-major (I32 [k, rows]), each row's best ids, best first, and
+   * (`logits`, F32 [k, rows]) their logits. `onDevice`, when given, says the rows were not read
+   * back (`data` is empty) and reads row r from the device.
    */
   constructor(
     nVocab: number,
     indices: Int32Array,
     data: Float32Array,
     current?: () => boolean,
-    candidates?: { readonly k: number; readonly data: Int32Array },
+    candidates?: { readonly k: number; readonly data: Int32Array; readonly logits?: Float32Array },
+    onDevice?: (row: number) => Promise<Float32Array>,
   ) {
     this.nVocab = nVocab;
     this.indices = indices;
@@ -30,10 +37,18 @@ export class Logits {
     this.#current = current;
     this.nCandidates = candidates?.k ?? 0;
     this.#candidates = candidates?.data;
+    this.#candidateLogits = candidates?.logits;
+    this.#onDevice = onDevice;
+    this.rowsRead = onDevice === undefined;
   }
 
-  /** All rows, row-major. */
+  /** All rows, row-major; LOGITS_NOT_READ after a `candidatesOnly` decode. */
   get data(): Float32Array {
+    if (!this.rowsRead)
+      throw new EngineError(
+        "LOGITS_NOT_READ",
+        "this decode read back only the candidates (candidatesOnly): use candidates(i) and candidateLogits(i), or await fetch(i) for a row",
+      );
     this.#checkCurrent();
     return this.#data;
   }
@@ -86,6 +101,31 @@ export class Logits {
     this.#checkCurrent();
     const k = this.nCandidates;
     return this.#candidates.subarray(r * k, (r + 1) * k);
+  }
+
+  /**
+   * The logits of {@link candidates}(i), in that order (a view of {@link nCandidates} floats), as
+   * the graph gathered them from the row. Errors as {@link candidates}.
+   */
+  candidateLogits(i: number): Float32Array {
+    if (!this.#candidateLogits)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        "these logits have no candidate logits: make the Context with the option candidates: K",
+      );
+    const r = this.#rowOf(i);
+    this.#checkCurrent();
+    const k = this.nCandidates;
+    return this.#candidateLogits.subarray(r * k, (r + 1) * k);
+  }
+
+  /**
+   * The logits of batch token `i`: {@link get}(i) when the rows were read back, else read from the
+   * device now (a new array; STALE_LOGITS once a later decode call ran on the context).
+   */
+  async fetch(i: number): Promise<Float32Array> {
+    if (this.rowsRead) return this.get(i);
+    return this.#onDevice!(this.#rowOf(i));
   }
 
   /** Whether batch token `i` has logits. */

@@ -46,8 +46,9 @@ export interface BuildOptions extends GraphShape {
   readonly tensors?: ModelTensors;
   /**
    * Also output, per logits row, the ids of its `candidates` largest logits (TOP_K: larger logit
-   * first, lower id first on ties), named `CANDIDATES_OUTPUT`, so that a sampler can work on a few
-   * ids instead of the whole vocabulary. An integer in 0…nVocab; default 0 (no such output).
+   * first, lower id first on ties), named `CANDIDATES_OUTPUT`, and their logits
+   * (`CANDIDATE_LOGITS_OUTPUT`), so that a sampler can work on a few ids instead of the whole
+   * vocabulary. An integer in 0…nVocab; default 0 (no such output).
    */
   readonly candidates?: number;
 }
@@ -66,6 +67,8 @@ export interface BuiltGraph {
   readonly logits: Tensor;
   /** With `BuildOptions.candidates`: I32 [candidates, nOutputs], each row's best ids, best first. */
   readonly candidates?: Tensor;
+  /** With `BuildOptions.candidates`: F32 [1, candidates, nOutputs], the logits of those ids. */
+  readonly candidateLogits?: Tensor;
 }
 
 /** One layer's K/V rows: elements per row of K and V, and the cache they live in. */

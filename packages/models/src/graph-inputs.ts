@@ -18,6 +18,13 @@ export const STEP_INPUTS = {
 export const CANDIDATES_OUTPUT = "result_candidates";
 
 /**
+ * The name of a decode graph's candidate logits output (with `BuildOptions.candidates`): F32 [1,
+ * candidates, nOutputs], the logits of the {@link CANDIDATES_OUTPUT} ids in their order, so that a
+ * sampler can work from the ids and their logits without reading the rows back.
+ */
+export const CANDIDATE_LOGITS_OUTPUT = "result_candidate_logits";
+
+/**
  * Names of one KV cache's per-step inputs: `cells` (I32 [nTokens]: the cell each token's K/V row
  * is written to) and `mask` (F32 [nKv, nTokens]: 0 where a query sees a cell, -Infinity elsewhere)
  * or `spans` (I32 [2, nTokens]: query j sees cells [start_j, end_j)). The full cache's names

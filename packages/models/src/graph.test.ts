@@ -1,7 +1,7 @@
 import { GgufMetadata } from "@minfer/gguf";
 import { DType, Op } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
-import { CANDIDATES_OUTPUT } from "./graph-inputs.js";
+import { CANDIDATE_LOGITS_OUTPUT, CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
@@ -34,12 +34,24 @@ describe.each([llama, qwen2, qwen3])("$ARCH buildGraph", (mod) => {
 
   it("outputs the candidate ids (TOP_K of the logits) only when asked, and refuses a bad count", () => {
     const o = { nTokens: 3, nKv: 8, nOutputs: 2, tensors };
-    const { graph, logits, candidates } = mod.buildGraph(hp, { ...o, candidates: 4 });
+    const { graph, logits, candidates, candidateLogits } = mod.buildGraph(hp, { ...o, candidates: 4 });
     expect(candidates).toMatchObject({ name: CANDIDATES_OUTPUT, dtype: DType.I32, ne: [4, 2, 1, 1] });
-    expect(graph.outputs).toEqual([logits, candidates]);
+    expect(candidateLogits).toMatchObject({
+      name: CANDIDATE_LOGITS_OUTPUT,
+      dtype: DType.F32,
+      ne: [1, 4, 2, 1],
+    });
+    expect(graph.outputs).toEqual([logits, candidates, candidateLogits]);
     expect(candidates!.node!.op).toBe(Op.TOP_K);
     expect(candidates!.node!.inputs[0]).toBe(logits);
-    expect(mod.buildGraph(hp, { ...o, candidates: 0 }).candidates).toBeUndefined();
+    // the logits gathered by the ids: rows of one element, a plane per logits row
+    expect(candidateLogits!.node!.op).toBe(Op.GET_ROWS);
+    expect(candidateLogits!.node!.inputs[0]).toMatchObject({ ne: [1, hp.nVocab, 2, 1] });
+    expect(candidateLogits!.node!.inputs[0]!.viewOf).toBe(logits);
+    expect(candidateLogits!.node!.inputs[1]).toBe(candidates);
+    const none = mod.buildGraph(hp, { ...o, candidates: 0 });
+    expect(none.candidates).toBeUndefined();
+    expect(none.candidateLogits).toBeUndefined();
     for (const bad of [-1, 1.5, hp.nVocab + 1])
       expect(() => mod.buildGraph(hp, { ...o, candidates: bad })).toThrow(
         expect.objectContaining({ code: "INVALID_ARGUMENT" }),

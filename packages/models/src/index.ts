@@ -26,7 +26,13 @@ export * as gemma3 from "./gemma3.js";
 export * as glm4 from "./glm4.js";
 export * as granite from "./granite.js";
 export type { DecoderInputs, KvInputs } from "./graph-inputs.js";
-export { CANDIDATES_OUTPUT, declareInputs, kvInputNames, STEP_INPUTS } from "./graph-inputs.js";
+export {
+  CANDIDATE_LOGITS_OUTPUT,
+  CANDIDATES_OUTPUT,
+  declareInputs,
+  kvInputNames,
+  STEP_INPUTS,
+} from "./graph-inputs.js";
 export type { ArchDefaults, Hparams, RopeScaling } from "./hparams.js";
 export { HPARAM_LIMITS, readHparams } from "./hparams.js";
 export type { KvGraph, KvLayout } from "./kv-graphs.js";

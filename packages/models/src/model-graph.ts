@@ -1,7 +1,7 @@
 import { DType, GraphBuilder, type Tensor } from "@minfer/ir";
 import type { BuiltGraph, LayerRope } from "./arch.js";
 import { ModelError } from "./errors.js";
-import { CANDIDATES_OUTPUT } from "./graph-inputs.js";
+import { CANDIDATE_LOGITS_OUTPUT, CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import type { ModelTensors } from "./tensors.js";
 
 /**
@@ -75,7 +75,8 @@ export class ModelGraph {
   /**
    * Marks `logits` (F32 [nVocab, nOutputs]) the output, with the candidate ids when asked for
    * (I32 [candidates, nOutputs], TOP_K of the logits: larger logit first, lower id first on ties,
-   * named {@link CANDIDATES_OUTPUT}), and builds: every input is listed by name.
+   * named {@link CANDIDATES_OUTPUT}) and their logits (F32 [1, candidates, nOutputs], named
+   * {@link CANDIDATE_LOGITS_OUTPUT}), and builds: every input is listed by name.
    */
   finish(logits: Tensor): BuiltGraph {
     this.b.output(logits);
@@ -86,9 +87,25 @@ export class ModelGraph {
         `candidates must be an integer in 0…${logits.ne[0]} (the vocabulary), got ${String(k)}`,
       );
     const candidates = k > 0 ? this.b.output(this.b.topK(logits, k, CANDIDATES_OUTPUT)) : undefined;
+    // Their logits: each row of logits a plane of one-element rows, gathered by that row's ids.
+    const candidateLogits = candidates
+      ? this.b.output(
+          this.b.getRows(
+            this.b.reshape(logits, [1, logits.ne[0], logits.ne[1]]),
+            candidates,
+            CANDIDATE_LOGITS_OUTPUT,
+          ),
+        )
+      : undefined;
     const graph = this.b.build();
     const inputs: Record<string, Tensor> = {};
     for (const t of graph.tensors) if (t.kind === "input") inputs[t.name] = t;
-    return { graph, inputs, constants: this.constants(), logits, ...(candidates ? { candidates } : {}) };
+    return {
+      graph,
+      inputs,
+      constants: this.constants(),
+      logits,
+      ...(candidates && candidateLogits ? { candidates, candidateLogits } : {}),
+    };
   }
 }

@@ -176,3 +176,116 @@ describe("Sampler.sample with candidate ids", () => {
     );
   });
 });
+
+/**
+ * Tokens of `steps` samples (each accepted) from the ids and their logits alone, the row sampled
+ * only when they cannot prove the answer (as a server that left the rows on the device does).
+ */
+function runOnValues(
+  options: SamplerOptions,
+  rows: Float32Array[],
+  k: number,
+): { tokens: number[]; s: Sampler; fromIds: number } {
+  const s = new Sampler({ ...options, seed: 1234 });
+  s.acceptPrompt([1, 2, 3]);
+  const tokens: number[] = [];
+  let fromIds = 0;
+  for (const x of rows) {
+    const ids = topK(x, k);
+    const values = Float32Array.from(ids, (id) => x[id]!);
+    let t = s.sampleCandidates(ids, values, x.length);
+    if (t >= 0) fromIds++;
+    else t = s.sample(x, ids);
+    tokens.push(t);
+    s.accept(t);
+  }
+  return { tokens, s, fromIds };
+}
+
+describe("Sampler.sampleCandidates (the ids and their logits, no row)", () => {
+  it.each(OPTIONS.map((o, i) => [i, o] as const))(
+    "gives the whole row's tokens and draws, or -1 before any draw (options %i)",
+    (_, o) => {
+      let fromIds = 0;
+      for (let trial = 0; trial < 60; trial++) {
+        const n = [50, 300, 3000][trial % 3]!;
+        const k = [1, 8, 64][Math.floor(trial / 3) % 3]!;
+        const rows = Array.from({ length: 6 }, (_, j) => row(n, trial * 10 + j));
+        const opts = { ...o, logitBias: bias(n, trial) };
+        const full = run(opts, rows, undefined);
+        const vals = runOnValues(opts, rows, Math.min(k, n));
+        expect(vals.tokens, `trial ${trial} n ${n} k ${k}`).toEqual(full.tokens);
+        expect(vals.s.sample(rows[0]!)).toBe(full.s.sample(rows[0]!));
+        fromIds += vals.fromIds;
+      }
+      const wholeRow =
+        o.mirostat || o.repeatPenalty || (o.temperature! > 0 && !(o.topK! > 0)) || o.topK! > 64;
+      if (wholeRow) expect(fromIds).toBe(0);
+      else expect(fromIds).toBeGreaterThan(30);
+    },
+  );
+
+  it("serves llama.cpp's defaults and greedy with an end-of-sequence ban from 64 ids, and knows its limits", () => {
+    const r = lcg(9);
+    const rows = Array.from({ length: 30 }, () => Float32Array.from({ length: 5000 }, () => 8 * r() - 4));
+    for (const o of [
+      { temperature: 0, logitBias: { 7: -100 } },
+      { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, logitBias: { 7: -100 } },
+    ]) {
+      const full = run(o, rows, undefined);
+      const vals = runOnValues(o, rows, 64);
+      expect(vals.tokens).toEqual(full.tokens);
+      expect(vals.fromIds).toBe(30);
+    }
+    const x = new Float32Array([5, 4, 3, 3, 3, 1, 0]);
+    const of = (ids: number[]) => [Int32Array.from(ids), Float32Array.from(ids, (id) => x[id]!)] as const;
+    // a raised id outside the ids, a constraint, ties at the bound: the row decides
+    expect(new Sampler({ temperature: 0, logitBias: { 6: 10 } }).sampleCandidates(...of([0, 1]), 7)).toBe(-1);
+    expect(new Sampler({ temperature: 0, logitBias: { 1: 10 } }).sampleCandidates(...of([0, 1]), 7)).toBe(1);
+    const constraint: TokenConstraint = {
+      allows: () => true,
+      mask: () => {},
+      accept: () => {},
+      isComplete: () => true,
+      isExhausted: () => false,
+      reset: () => {},
+    };
+    expect(new Sampler({ temperature: 0, constraint }).sampleCandidates(...of([0, 1]), 7)).toBe(-1);
+    expect(new Sampler({ temperature: 1, topK: 3 }).sampleCandidates(...of([0, 1, 2]), 7)).toBe(-1);
+    expect(new Sampler({ temperature: 0 }).sampleCandidates(...of([0, 1]), 7)).toBe(0);
+    // checked like the row's ids: vocabulary, order, the values' length; NaN left to the row
+    const s = new Sampler({ temperature: 0 });
+    const bad = expect.objectContaining({ code: "INVALID_ARGUMENT" });
+    expect(() => s.sampleCandidates(...of([0, 1]), 1)).toThrow(bad);
+    expect(() => s.sampleCandidates(...of([1, 0]), 7)).toThrow(bad);
+    expect(() => s.sampleCandidates(Int32Array.from([0, 1]), new Float32Array(1), 7)).toThrow(bad);
+    expect(s.sampleCandidates(Int32Array.from([0, 1]), Float32Array.from([Number.NaN, 4]), 7)).toBe(-1);
+  });
+
+  it("canSampleCandidates says which samplers it can serve before the values are known", () => {
+    const can = (o: SamplerOptions, history: number[] = []) => {
+      const s = new Sampler(o);
+      s.acceptPrompt(history);
+      return s.canSampleCandidates(64, 1000);
+    };
+    expect(can({ temperature: 0 })).toBe(true);
+    expect(can({ temperature: 0, logitBias: { 7: -100 } })).toBe(true);
+    expect(can({ temperature: 0, logitBias: { 7: 1 } })).toBe(false);
+    expect(can({ temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05 })).toBe(true);
+    expect(can({ temperature: 0.8, topK: 65 })).toBe(false);
+    expect(can({ temperature: 0.8, topP: 0.9 })).toBe(false);
+    expect(can({ temperature: 0.8, topK: 10, mirostat: 2 })).toBe(false);
+    expect(can({ temperature: 0, repeatPenalty: 1.3 })).toBe(true); // no history yet
+    expect(can({ temperature: 0, repeatPenalty: 1.3 }, [1, 2])).toBe(false);
+    expect(can({ temperature: 0, dryMultiplier: 0.8, drySequenceBreakers: [] }, [1, 2, 3])).toBe(false);
+    const constraint: TokenConstraint = {
+      allows: () => true,
+      mask: () => {},
+      accept: () => {},
+      isComplete: () => true,
+      isExhausted: () => false,
+      reset: () => {},
+    };
+    expect(can({ temperature: 0, constraint })).toBe(false);
+  });
+});

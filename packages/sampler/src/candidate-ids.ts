@@ -80,3 +80,40 @@ export function idsAbove(
   for (let j = 0; j < m; j++) if (u === 0 || sorted[j] !== out[u - 1]) out[u++] = sorted[j]!;
   return u;
 }
+
+/**
+ * {@link candidateBound} for a row known only by its candidate ids and their logits `values` (in
+ * the ids' order, e.g. an engine's `Logits.candidateLogits(i)`): the same checks against a
+ * vocabulary of `nVocab`, the same result.
+ */
+export function candidateValuesBound(ids: CandidateIds, values: Float32Array, nVocab: number): number {
+  if (!(ids instanceof Int32Array || ids instanceof Uint32Array))
+    throw invalidArgument("candidates", "must be an Int32Array or Uint32Array of token ids");
+  if (!(values instanceof Float32Array) || values.length !== ids.length)
+    throw invalidArgument(
+      "candidateLogits",
+      `must be a Float32Array of the ${ids.length} candidates' logits`,
+    );
+  if (!Number.isSafeInteger(nVocab) || nVocab < 1)
+    throw invalidArgument("nVocab", `must be a positive integer, got ${String(nVocab)}`);
+  const k = ids.length;
+  if (k === 0) throw invalidArgument("candidates", "must hold at least one id");
+  let prevId = -1;
+  let prevV = Infinity;
+  for (let j = 0; j < k; j++) {
+    const id = ids[j]!;
+    if (id < 0 || id >= nVocab)
+      throw invalidArgument("candidates", `id ${id} (at ${j}) is outside the vocabulary (${nVocab} logits)`);
+    const v = values[j]!;
+    if (Number.isNaN(v)) return Number.NaN;
+    if (j > 0 && !(v < prevV || (v === prevV && id > prevId)))
+      throw invalidArgument(
+        "candidates",
+        `ids must run larger logit first, lower id first on ties: id ${id} (logit ${v}) at ${j} ` +
+          `follows id ${prevId} (logit ${prevV}); are these the row's candidates and their logits?`,
+      );
+    prevId = id;
+    prevV = v;
+  }
+  return prevV;
+}

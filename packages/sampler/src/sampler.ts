@@ -1,4 +1,4 @@
-import { type CandidateIds, candidateBound, idsAbove } from "./candidate-ids.js";
+import { type CandidateIds, candidateBound, candidateValuesBound, idsAbove } from "./candidate-ids.js";
 import { allNegInf, Candidates } from "./chain/candidates.js";
 import { draw } from "./chain/draw.js";
 import { Dry } from "./chain/dry.js";
@@ -78,6 +78,10 @@ export class Sampler {
   private readonly cands = new Candidates();
   /** Scratch of the candidate-id path: the ids above the bound, sorted. */
   private above = new Uint32Array(0);
+  /** Scratch of {@link sampleCandidates}: positions in the ids, their (biased) logits. */
+  private pick = new Uint32Array(0);
+  private pickVals = new Float32Array(0);
+  private local = new Uint32Array(0);
   private readonly idStats = { onIds: 0, fullRow: 0 };
   private readonly typicalScratch: TypicalScratch = { order: new Float64Array(0), pos: new Uint32Array(0) };
   private readonly counts = new Map<number, number>();
@@ -180,6 +184,91 @@ export class Sampler {
    */
   sample(logits: Float32Array, candidates?: CandidateIds): number {
     return this.run(logits, -1, candidates).token;
+  }
+
+  /**
+   * Whether {@link sampleCandidates} can serve this sampler now, short of what the row's values
+   * decide (ties at the bound): no constraint, mirostat, penalties or DRY with a history, no logit
+   * bias that raises a token, and greedy or top-k within `k` candidate ids of a vocabulary of
+   * `nVocab`. A server reads back only the candidates of a step whose samplers all can.
+   */
+  canSampleCandidates(k: number, nVocab: number): boolean {
+    const o = this.opts;
+    if (this.mirostat || o.constraint) return false;
+    if (penaltiesOn(o) && o.repeatLastN !== 0 && this.history.last(o.repeatLastN).length > 0) return false;
+    if (this.dry && this.history.last(o.dryPenaltyLastN).length >= 2) return false;
+    for (const b of o.logitBias.values()) if (!(b <= 0)) return false;
+    if (o.temperature <= 0) return k >= 1;
+    return o.topK > 0 && o.topK < nVocab && o.topK <= k;
+  }
+
+  /**
+   * The token {@link sample}(row, ids) gives, from the row's candidate ids and their logits alone
+   * (`values`, in the ids' order: an engine's `Logits.candidates(i)` and `candidateLogits(i)` after a
+   * decode that left the rows on the device), with the same draws; or -1, before any draw, when
+   * those cannot prove it: then sample the row itself. They can when no constraint, mirostat,
+   * penalties or DRY with a history is in play, no logit bias raises an id outside them, and greedy
+   * (or top-k of at most their count) finds its m ids strictly above the last id's logit (see
+   * "Candidate ids"). Throws `INVALID_ARGUMENT` for mismatched arrays, ids outside the vocabulary
+   * of `nVocab` or out of order.
+   */
+  sampleCandidates(ids: CandidateIds, values: Float32Array, nVocab: number): number {
+    const bound = candidateValuesBound(ids, values, nVocab);
+    if (Number.isNaN(bound)) return -1; // (the row's own path reports the NaN)
+    const o = this.opts;
+    if (this.mirostat || o.constraint) return -1;
+    if (penaltiesOn(o) && o.repeatLastN !== 0 && this.history.last(o.repeatLastN).length > 0) return -1;
+    if (this.dry && this.history.last(o.dryPenaltyLastN).length >= 2) return -1;
+    const greedy = o.temperature <= 0;
+    if (!greedy && !(o.topK > 0 && o.topK < nVocab)) return -1;
+    const need = greedy ? 1 : o.topK;
+    const k = ids.length;
+    if (k < need) return -1;
+    if (this.pick.length < k) {
+      this.pick = new Uint32Array(k);
+      this.pickVals = new Float32Array(k);
+      this.local = new Uint32Array(k);
+    }
+    const vals = this.pickVals;
+    vals.set(values);
+    if (o.logitBias.size > 0) {
+      const at = new Map<number, number>();
+      for (let j = 0; j < k; j++) at.set(ids[j]!, j);
+      for (const [id, b] of o.logitBias) {
+        const j = at.get(id);
+        // An id outside them stays at or below the bound unless raised (or outside the vocabulary:
+        // the row's own path reports it).
+        if (j === undefined) {
+          if (id >= nVocab || !(b <= 0)) return -1;
+        } else vals[j] = vals[j]! + b; // (rounded to f32 as the row's bias is)
+      }
+    }
+    // The ids strictly above the bound, best first (their order unless the bias changed some).
+    const pick = this.pick;
+    let m = 0;
+    for (let j = 0; j < k; j++) if (vals[j]! > bound) pick[m++] = j;
+    if (m < need) return -1;
+    if (o.logitBias.size > 0)
+      pick.subarray(0, m).sort((a, b) => {
+        const va = vals[a]!;
+        const vb = vals[b]!;
+        return va > vb ? -1 : va < vb ? 1 : ids[a]! - ids[b]!;
+      });
+    this.idStats.onIds++;
+    this.pending = undefined;
+    if (greedy) return ids[pick[0]!]!;
+    // The draws of chain(), in its order, on the `need` best as positions 0..need-1 (in that order,
+    // so ties keep the lower id first): the stages see only their logits and order.
+    const u = this.rng.nextFloat64();
+    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const local = this.local;
+    const work = new Float32Array(need);
+    for (let t = 0; t < need; t++) {
+      work[t] = vals[pick[t]!]!;
+      local[t] = t;
+    }
+    this.cands.fillSorted(work, local, need);
+    return ids[pick[this.truncateAndDraw(u, u2)]!]!;
   }
 
   /**

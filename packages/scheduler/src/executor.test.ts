@@ -95,5 +95,24 @@ describe("Executor", () => {
     calls.length = 0;
     await new Scheduler({ runtimes: [oneCall] }).prepare(graph).executor.run(x, { profile: true });
     expect(calls).toEqual(["write", "execute", "read"]);
+    // a skipped output is not read (in one call or apart), and readOutput reads it afterwards
+    for (const profile of [false, true]) {
+      calls.length = 0;
+      const ex = new Scheduler({ runtimes: [oneCall] }).prepare(graph).executor;
+      const s = await ex.run(x, { skip: new Set([out]), profile });
+      expect(calls).toEqual(profile ? ["write", "execute"] : ["io:1w:0r"]);
+      expect(s.outputs.has(out)).toBe(false);
+      expect(() => s.float32(out)).toThrow(/skipped/);
+      const later = new Uint8Array(64);
+      expect((await ex.readOutput(out, undefined, later)).buffer).toBe(later.buffer);
+      expect([...new Float32Array(later.buffer, 0, 4)]).toEqual([...plain.float32(out)]);
+      const part = await ex.readOutput(out, { offset: 8, bytes: 8 });
+      expect([...new Float32Array(part.slice().buffer)]).toEqual([...plain.float32(out)].slice(2));
+      await expect(ex.readOutput(out, undefined, new Uint8Array(8))).rejects.toThrow(/needs 16 bytes/);
+      await expect(ex.readOutput(out, { offset: 8, bytes: 12 })).rejects.toThrow(/\[8, 20\).*has 16/);
+    }
+    const ex = new Scheduler({ runtimes: [base] }).prepare(graph).executor;
+    await expect(ex.run(x, { skip: new Set([graph.tensors[0]!]) })).rejects.toThrow(/not an output/);
+    await expect(ex.readOutput(graph.tensors[0]!)).rejects.toBeInstanceOf(SchedulerError);
   });
 });

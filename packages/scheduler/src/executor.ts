@@ -86,6 +86,40 @@ export class Executor {
   }
 
   /**
+   * An output's bytes as the last run left them on its device, read now: all of them, or `range`
+   * (a byte offset and count within the output), into `into` when given (at least that many
+   * bytes). For an output that run skipped (`run`'s `skip`); valid until the next run of any graph
+   * over the same arena, which may reuse the memory.
+   */
+  async readOutput(
+    t: Tensor,
+    range?: { readonly offset: number; readonly bytes: number },
+    into?: Uint8Array,
+  ): Promise<Uint8Array> {
+    const loc = this.plan.outputs.get(t);
+    if (!loc) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);
+    const offset = range?.offset ?? 0;
+    const bytes = range?.bytes ?? loc.bytes;
+    if (
+      !Number.isSafeInteger(offset) ||
+      !Number.isSafeInteger(bytes) ||
+      offset < 0 ||
+      bytes < 0 ||
+      offset + bytes > loc.bytes
+    )
+      throw new SchedulerError(
+        "INVALID_ARGUMENT",
+        `reading bytes [${offset}, ${offset + bytes}) of "${t.name}", which has ${loc.bytes}`,
+      );
+    if (into && into.byteLength < bytes)
+      throw new SchedulerError(
+        "INVALID_ARGUMENT",
+        `reading "${t.name}" needs ${bytes} bytes, the array holds ${into.byteLength}`,
+      );
+    return this.#read({ ...loc, offset: loc.offset + offset, bytes }, into);
+  }
+
+  /**
    * One run. `inputs` holds the bytes of every graph input (a typed array in the tensor's dtype:
    * Float32Array for F32, Int32Array for I32, raw bytes for F16/quantized), contiguous.
    */
@@ -97,6 +131,11 @@ export class Executor {
        * result's bytes for such an output are a view of it.
        */
       outputsInto?: ReadonlyMap<Tensor, Uint8Array>;
+      /**
+       * Outputs not to read back (they stay on the device; {@link readOutput} reads one later):
+       * absent from the result.
+       */
+      skip?: ReadonlySet<Tensor>;
     } = {},
   ): Promise<RunResult> {
     const profile = options.profile ?? this.#options.profile ?? false;
@@ -128,8 +167,12 @@ export class Executor {
     for (const t of inputs.keys())
       if (!plan.inputs.has(t) && !plan.assignment.graph.tensors.includes(t))
         throw new SchedulerError("INVALID_ARGUMENT", `input "${t.name}" is not a tensor of this graph`);
+    const skip = options.skip;
+    for (const t of skip ?? [])
+      if (!plan.outputs.has(t))
+        throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph (skip)`);
     if (oneCall && only !== undefined) {
-      const outs = [...plan.outputs];
+      const outs = [...plan.outputs].filter(([t]) => !skip?.has(t));
       const bytes = await runtime!.executeWithIo!(
         only.program,
         only.slots.map((s) => this.#buffer(s)),
@@ -181,14 +224,19 @@ export class Executor {
     }
 
     const outputs = new Map<Tensor, Uint8Array>();
-    for (const [t, loc] of plan.outputs) outputs.set(t, await this.#read(loc, options.outputsInto?.get(t)));
+    for (const [t, loc] of plan.outputs)
+      if (!skip?.has(t)) outputs.set(t, await this.#read(loc, options.outputsInto?.get(t)));
     return this.#result(outputs, profile ? timingReport(rows) : undefined);
   }
 
   #result(outputs: Map<Tensor, Uint8Array>, timing: TimingReport | undefined): RunResult {
     const get = (t: Tensor) => {
       const b = outputs.get(t);
-      if (!b) throw new SchedulerError("INVALID_ARGUMENT", `"${t.name}" is not an output of this graph`);
+      if (!b)
+        throw new SchedulerError(
+          "INVALID_ARGUMENT",
+          `"${t.name}" is not an output of this graph${this.plan.outputs.has(t) ? " read back by this run (skipped)" : ""}`,
+        );
       return b;
     };
     return {

@@ -12,16 +12,29 @@ const SAMPLING: SamplerOptions[] = [
   { temperature: 0, logitBias: { 2: -100 } },
   { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, logitBias: { 2: -100 } },
   { temperature: 0.8, topK: 100 }, // more than the candidates: the whole row
+  // as many as the candidates: never provable from them (top-k needs k ids above the last one's
+  // logit), so a step that read back only the candidates reads each row from the device
+  { temperature: 0.8, topK: BATCHER_CANDIDATES },
 ];
+const WHOLE_ROW = [2, 3];
 
-async function generate(candidates: number | undefined) {
+async function generate(candidates: number | undefined, candidatesOnly?: boolean) {
   const b = new Batcher(stories(), {
     parallel: 4,
     ctxPerSlot: 128,
     batchSize: 512,
     queueSize: 0,
     ...(candidates !== undefined ? { contextOptions: { candidates } } : {}),
+    ...(candidatesOnly !== undefined ? { candidatesOnly } : {}),
   });
+  // Which steps read back only the candidates, per sampling phase.
+  const only: boolean[][] = SAMPLING.map(() => []);
+  let phase = 0;
+  const decode = b.context.decode.bind(b.context);
+  b.context.decode = (batch) => {
+    only[phase]!.push(batch.candidatesOnly === true);
+    return decode(batch);
+  };
   try {
     const samplers = PROMPTS.flatMap((_, i) => SAMPLING.map((o) => new Sampler({ ...o, seed: 7 + i })));
     const tokens: (readonly number[])[] = [];
@@ -35,8 +48,10 @@ async function generate(candidates: number | undefined) {
         }),
       );
       for (const r of await Promise.all(jobs)) tokens.push(r.tokens);
+      phase++;
     }
     return {
+      only,
       tokens,
       stats: samplers.map((s) => ({ ...s.candidateStats })),
       nCandidates: b.context.nCandidates,
@@ -55,8 +70,26 @@ it("streams sample from the context's candidate ids, with the tokens of the whol
   for (const t of on.tokens) expect(t.length).toBeGreaterThan(0);
   // greedy and top-40 used the ids for their samples; top-100 (> 64) read the whole row
   on.stats.forEach((s, j) => {
-    if (j % SAMPLING.length === 2) expect(s).toMatchObject({ onIds: 0 });
+    if (WHOLE_ROW.includes(j % SAMPLING.length)) expect(s).toMatchObject({ onIds: 0 });
     else expect(s.onIds).toBeGreaterThan(s.fullRow);
   });
   for (const s of off.stats) expect(s).toEqual({ onIds: 0, fullRow: 0 });
+});
+
+it("steps whose samplers can all take the candidates read back only those, with the same tokens", async () => {
+  const only = await generate(undefined); // candidatesOnly by default
+  const rows = await generate(undefined, false);
+  const none = await generate(0);
+  expect(only.tokens).toEqual(rows.tokens);
+  expect(only.tokens).toEqual(none.tokens);
+  // greedy and top-40 (with an end-of-sequence ban): every generation step; the prompt steps too
+  // (their last token's row is sampled); top-100 never
+  // top-64: every step too, each row then read from the device; top-100 never
+  for (const p of [0, 1, 3]) expect(only.only[p]!.every((x) => x)).toBe(true);
+  expect(only.only[2]!.some((x) => x)).toBe(false);
+  for (const r of [...rows.only, ...none.only]) expect(r.some((x) => x)).toBe(false);
+  only.stats.forEach((s, j) => {
+    if (WHOLE_ROW.includes(j % SAMPLING.length)) expect(s).toMatchObject({ onIds: 0 });
+    else expect(s.onIds).toBeGreaterThan(s.fullRow);
+  });
 });

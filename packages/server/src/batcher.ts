@@ -1,8 +1,17 @@
 import { Context, type ContextOptions, type Logits, type Model } from "@minfer/engine";
 import { Job, type JobFinish, type JobResult, type JobSpec } from "./job.js";
-import { emitToken, flushText } from "./job-output.js";
+import { emitToken, flushText, type SampledToken } from "./job-output.js";
 import { ServerError } from "./server-error.js";
-import { composeBatch, type Output, type Slot, type StepBatch, sampleNext } from "./step.js";
+import {
+  candidatesServe,
+  composeBatch,
+  drawToken,
+  type Output,
+  type Slot,
+  type StepBatch,
+  sampleNext,
+  wantsToken,
+} from "./step.js";
 
 export type { JobFinish, JobResult, JobSpec, TokenEvent } from "./job.js";
 
@@ -42,6 +51,14 @@ export interface BatcherOptions {
    * decodes, instead of before it starts. The output is the same either way. Default true.
    */
   readonly overlapOutput?: boolean;
+  /**
+   * Read back only the candidate ids and their logits of a step whose jobs can all sample from
+   * those (greedy or top-k, no grammar, logprobs or penalties with a history: see
+   * `Sampler.canSampleCandidates`), not the rows (64 rows of a 152k vocabulary are 39 MB); a row
+   * the candidates cannot decide is read from the device then. The tokens are the same either
+   * way. Default true; needs the context's `candidates`.
+   */
+  readonly candidatesOnly?: boolean;
 }
 
 /** What /slots shows of a slot. */
@@ -83,6 +100,7 @@ export class Batcher {
   readonly #model: Model;
   readonly #observer: BatcherObserver;
   readonly #overlap: boolean;
+  readonly #candidatesOnly: boolean;
   /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
   #outputs: Output[] = [];
   #running: Promise<void> | undefined;
@@ -109,6 +127,7 @@ export class Batcher {
     this.#model = model;
     this.#observer = options.observer ?? {};
     this.#overlap = options.overlapOutput ?? true;
+    this.#candidatesOnly = options.candidatesOnly ?? true;
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
@@ -386,7 +405,7 @@ export class Batcher {
     }
     for (const { job } of batch.members) job.inFlight = true;
     const gapMs = this.#lastDecodeEnd === undefined ? undefined : performance.now() - this.#lastDecodeEnd;
-    const decoding = this.#startDecode(batch);
+    const decoding = this.#startDecode(batch, this.#onlyCandidates(batch));
     if (this.#overlap && this.#outputs.length > 0) {
       // Let the decode reach its native call (it starts on a later microtask), then do the output
       // work of the previous step's tokens while it runs.
@@ -412,19 +431,35 @@ export class Batcher {
       ms: done.ms,
       ...(gapMs === undefined ? {} : { gapMs }),
     });
-    this.#chooseNext(batch, done.logits);
+    await this.#chooseNext(batch, done.logits);
     if (!this.#overlap) this.#deliverOutputs();
+  }
+
+  /** Whether the step reads back only its rows' candidates (see BatcherOptions.candidatesOnly). */
+  #onlyCandidates(b: StepBatch): boolean {
+    const k = this.context.nCandidates;
+    const nVocab = this.#model.hparams.nVocab;
+    return (
+      this.#candidatesOnly &&
+      k > 0 &&
+      b.rows.length > 0 &&
+      b.tokens.length <= this.context.nUbatch &&
+      b.rows.every(({ slot }) => slot.job === undefined || candidatesServe(slot.job, k, nVocab))
+    );
   }
 
   /**
    * Starts the batch's decode now; the promise settles with its logits and how long it took, or
    * with its error: it never rejects.
    */
-  #startDecode(b: StepBatch): Promise<{ logits: Logits; ms: number } | { error: unknown }> {
+  #startDecode(
+    b: StepBatch,
+    candidatesOnly: boolean,
+  ): Promise<{ logits: Logits; ms: number } | { error: unknown }> {
     const t0 = performance.now();
     let p: Promise<Logits>;
     try {
-      p = this.context.decode({ tokens: b.tokens, seq: b.seq, logits: b.logits });
+      p = this.context.decode({ tokens: b.tokens, seq: b.seq, logits: b.logits, candidatesOnly });
     } catch (e) {
       p = Promise.reject(e);
     }
@@ -452,8 +487,9 @@ export class Batcher {
   /**
    * After the decode: what the next decode needs. Prompts advance by their chunks; each row's job
    * samples its next token, which becomes pending (or the job ends), and queues that token's output.
+   * When the step read back only the candidates, a row they cannot decide is read from the device.
    */
-  #chooseNext(b: StepBatch, logits: Logits): void {
+  async #chooseNext(b: StepBatch, logits: Logits): Promise<void> {
     for (const s of b.prefilling) {
       const j = s.job;
       if (!j) continue;
@@ -468,8 +504,20 @@ export class Batcher {
         j.pending = -1;
       }
       try {
-        const ids = logits.nCandidates > 0 ? logits.candidates(index) : undefined;
-        const next = sampleNext(j, logits.get(index), ids, this.#model.tokenizer, this.ctxPerSlot);
+        let drawn: SampledToken | undefined;
+        if (wantsToken(j)) {
+          const ids = logits.nCandidates > 0 ? logits.candidates(index) : undefined;
+          const nVocab = logits.nVocab;
+          const t =
+            ids && !logits.rowsRead && j.spec.nProbs === undefined
+              ? j.spec.sampler.sampleCandidates(ids, logits.candidateLogits(index), nVocab)
+              : -1;
+          drawn =
+            t >= 0
+              ? { id: t }
+              : drawToken(j, logits.rowsRead ? logits.get(index) : await logits.fetch(index), ids);
+        }
+        const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot);
         this.#outputs.push({ slot, job: j, ...next });
         // A job that ends after its output takes no further decode: its slot is free for the next
         // job now, as it would be without the overlap.

@@ -74,6 +74,11 @@ export interface ServerOptions {
    * (the batcher's `overlapOutput`). Default true.
    */
   readonly overlapOutput?: boolean;
+  /**
+   * Read back only each step's candidate ids and their logits when every stream's sampler can take
+   * its token from those (the batcher's `candidatesOnly`). Default true.
+   */
+  readonly candidatesOnly?: boolean;
   /** Fastify's logger option (false by default). */
   readonly logger?: boolean | Record<string, unknown>;
 }
@@ -227,6 +232,7 @@ export function createServer(options: ServerOptions): MinferServer {
         queueSize,
         contextOptions: rest,
         ...(options.overlapOutput !== undefined ? { overlapOutput: options.overlapOutput } : {}),
+        ...(options.candidatesOnly !== undefined ? { candidatesOnly: options.candidatesOnly } : {}),
         observer: {
           onStep: metricsObserver?.onStep,
           onJobEnd: (r) => {

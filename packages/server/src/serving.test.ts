@@ -351,10 +351,16 @@ describe("isolation and responsiveness", () => {
       const ids = stories.tokenizer.encode("Once upon a time", { addSpecial: true });
       let n = 0;
       const failing = new Sampler({ temperature: 0 });
+      // (a step reads the row, or only its candidates: the sampler fails either way)
       const sample = failing.sample.bind(failing);
-      failing.sample = (logits: Float32Array) => {
+      const fromCandidates = failing.sampleCandidates.bind(failing);
+      failing.sample = (logits: Float32Array, c?: Int32Array | Uint32Array) => {
         if (++n === 5) throw new Error("boom at token 5");
-        return sample(logits);
+        return sample(logits, c);
+      };
+      failing.sampleCandidates = (c: Int32Array | Uint32Array, v: Float32Array, nVocab: number) => {
+        if (++n === 5) throw new Error("boom at token 5");
+        return fromCandidates(c, v, nVocab);
       };
       const bad = b.submit({ ids, sampler: failing, maxTokens: 40 });
       const good = b.submit({ ids, sampler: new Sampler({ temperature: 0 }), maxTokens: 40 });

@@ -1,6 +1,7 @@
 import type { Tokenizer } from "@minfer/tokenizer";
 import type { Job, JobFinish } from "./job.js";
 import type { Ending, SampledToken } from "./job-output.js";
+import { ServerError } from "./server-error.js";
 
 // The parts of a batcher step that need no batcher state: which tokens a step decodes, and what a
 // row's job does with its logits (the next token, or its end).
@@ -83,28 +84,48 @@ export function composeBatch(active: readonly Slot[], batchSize: number): StepBa
   return b;
 }
 
+/** Whether a job samples a token from its row (else it has all the tokens it asked for). */
+export function wantsToken(j: Job): boolean {
+  return j.tokens.length < (j.spec.maxTokens ?? Number.POSITIVE_INFINITY);
+}
+
+/** A job's token drawn from its logits row (with the row's candidate ids when the step has them). */
+export function drawToken(j: Job, row: Float32Array, ids: Int32Array | undefined): SampledToken {
+  const spec = j.spec;
+  if (spec.nProbs !== undefined) {
+    const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
+    return { id: r.token, logprob: r.logprob, top: r.top };
+  }
+  return { id: spec.sampler.sample(row, ids) };
+}
+
 /**
- * Samples a job's next token from its logits and accepts it, leaving it pending for the next
- * decode; or decides how the job ends: before the token (end of generation, no tokens left) or
- * after its output (the grammar is complete, max tokens, the slot's context is full). A stop
- * string is only known once the output is made.
+ * Whether a job can take its token from its row's candidate ids and their logits alone
+ * (`Sampler.canSampleCandidates`): a step whose rows' jobs all can reads back only those.
+ */
+export function candidatesServe(j: Job, k: number, nVocab: number): boolean {
+  return j.spec.nProbs === undefined && (!wantsToken(j) || j.spec.sampler.canSampleCandidates(k, nVocab));
+}
+
+/**
+ * Accepts a job's next token (drawn by {@link drawToken} or from its candidates; undefined when
+ * {@link wantsToken} says it takes none), leaving it pending for the next decode; or decides how
+ * the job ends: before the token (end of generation, no tokens left) or after its output (the
+ * grammar is complete, max tokens, the slot's context is full). A stop string is only known once
+ * the output is made.
  */
 export function sampleNext(
   j: Job,
-  row: Float32Array,
-  ids: Int32Array | undefined,
+  drawn: SampledToken | undefined,
   tokenizer: Tokenizer,
   ctxPerSlot: number,
 ): { token?: SampledToken; end?: Ending } {
   const spec = j.spec;
   const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
   const endNow = (finish: JobFinish): { end: Ending } => ({ end: { finish, stopped: false } });
-  if (j.tokens.length >= max) return endNow("length");
-  let token: SampledToken;
-  if (spec.nProbs !== undefined) {
-    const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
-    token = { id: r.token, logprob: r.logprob, top: r.top };
-  } else token = { id: spec.sampler.sample(row, ids) };
+  if (!wantsToken(j)) return endNow("length");
+  if (!drawn) throw new ServerError("INTERNAL", "sampleNext: no token drawn for a job that wants one");
+  const token = drawn;
   if (tokenizer.isEog(token.id)) return endNow("eog");
   spec.sampler.accept(token.id);
   j.tokens.push(token.id);

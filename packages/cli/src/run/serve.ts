@@ -53,6 +53,11 @@ export const serveOptions: OptionSpec[] = [
     help: "deliver each step's tokens (text, stop strings, SSE writes) before the next decode starts, not while it runs (default: while it runs)",
   },
   {
+    flags: ["--no-candidates-only"],
+    kind: "boolean",
+    help: "read every sampled row of logits back from the device, even when each stream's sampler can take its token from the row's best ids and their logits (default: only those are read then)",
+  },
+  {
     flags: ["--api-key"],
     kind: "string",
     metavar: "KEY",
@@ -159,6 +164,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(timeout !== undefined ? { timeoutSeconds: timeout } : {}),
     metrics: Boolean(options.metrics),
     ...(options.noOverlapOutput ? { overlapOutput: false } : {}),
+    ...(options.noCandidatesOnly ? { candidatesOnly: false } : {}),
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     logger: verbose,

@@ -101,6 +101,17 @@ add({
   data: { idx: iota(12, 6) },
   tolerance: tol(F32),
 });
+// A decode graph's candidate logits: each logits row [1000, 5] a plane of one-element rows,
+// gathered by that row's 8 ids (@minfer/models CANDIDATE_LOGITS_OUTPUT).
+add({
+  name: "GET_ROWS a=F32 [1, 1000, 5] (a logits view) idx=[8, 5]",
+  op: "GET_ROWS",
+  dtypes: ["F32"],
+  build: (b) =>
+    b.output(b.getRows(b.reshape(b.input("a", F32, [1000, 5]), [1, 1000, 5]), b.input("idx", I32, [8, 5]))),
+  data: { idx: iota(40, 1000) },
+  tolerance: tol(F32),
+});
 
 // ---- MUL_MAT: every weight dtype × every activation dtype × one/many tokens; odd k; batches; views ----
 // (13 tokens: a step of several sequences, past 8 and below 16 columns)
