@@ -93,3 +93,31 @@ it("steps whose samplers can all take the candidates read back only those, with 
     else expect(s.onIds).toBeGreaterThan(s.fullRow);
   });
 });
+
+it("a job ended while its row is read from the device (the server closing) takes no token after its end", async () => {
+  const b = new Batcher(stories(), { parallel: 2, ctxPerSlot: 128, batchSize: 512, queueSize: 0 });
+  const decode = b.context.decode.bind(b.context);
+  let closing: Promise<void> | undefined;
+  b.context.decode = async (batch) => {
+    const l = await decode(batch);
+    const fetch = l.fetch.bind(l);
+    // the first row read from the device: the batcher is closed meanwhile
+    l.fetch = (i: number) => {
+      closing ??= b.close();
+      return fetch(i);
+    };
+    return l;
+  };
+  // top-64 of 64 candidates: every row is read from the device
+  const job = b.submit({
+    ids: stories().tokenizer.encode("Once upon a time", { addSpecial: true }),
+    sampler: new Sampler({ temperature: 0.8, topK: BATCHER_CANDIDATES, seed: 3 }),
+    maxTokens: 24,
+    cachePrompt: false,
+  });
+  const r = await job;
+  const held = [...r.tokens];
+  await closing;
+  expect(r.finish).toBe("shutdown");
+  expect(r.tokens).toEqual(held); // nothing was added after the job ended
+});

@@ -512,10 +512,14 @@ export class Batcher {
             ids && !logits.rowsRead && j.spec.nProbs === undefined
               ? j.spec.sampler.sampleCandidates(ids, logits.candidateLogits(index), nVocab)
               : -1;
-          drawn =
-            t >= 0
-              ? { id: t }
-              : drawToken(j, logits.rowsRead ? logits.get(index) : await logits.fetch(index), ids);
+          if (t >= 0) drawn = { id: t };
+          else if (logits.rowsRead) drawn = drawToken(j, logits.get(index), ids);
+          else {
+            const row = await logits.fetch(index);
+            // (the read let other events run: a job that ended meanwhile has left its slot)
+            if (slot.job !== j || j.ended) continue;
+            drawn = drawToken(j, row, ids);
+          }
         }
         const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot);
         this.#outputs.push({ slot, job: j, ...next });
