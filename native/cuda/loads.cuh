@@ -73,12 +73,4 @@ __device__ inline void block2_words(const Block2Raw<N>& r, uint32_t* d, uint32_t
   for (int k = 0; k < N; k++) w[k] = __funnelshift_rc(u[k], u[k + 1], 16u + sh);
 }
 
-// The two halves at once.
-template <int N>
-__device__ inline void ld_block2(const uint8_t* p, uint32_t* d, uint32_t (&w)[N]) {
-  Block2Raw<N> r;
-  ld_block2_raw(p, r);
-  block2_words(r, d, w);
-}
-
 }  // namespace minfer::cuda

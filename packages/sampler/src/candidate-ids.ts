@@ -15,29 +15,7 @@ export type CandidateIds = Int32Array | Uint32Array;
  * this row's best ids: a stale row, or a backend whose TOP_K breaks ties differently).
  */
 export function candidateBound(logits: Float32Array, ids: CandidateIds): number {
-  if (!(ids instanceof Int32Array || ids instanceof Uint32Array))
-    throw invalidArgument("candidates", "must be an Int32Array or Uint32Array of token ids");
-  const k = ids.length;
-  if (k === 0) throw invalidArgument("candidates", "must hold at least one id");
-  const n = logits.length;
-  let prevId = -1;
-  let prevV = Infinity;
-  for (let j = 0; j < k; j++) {
-    const id = ids[j]!;
-    if (id < 0 || id >= n)
-      throw invalidArgument("candidates", `id ${id} (at ${j}) is outside the vocabulary (${n} logits)`);
-    const v = logits[id]!;
-    if (Number.isNaN(v)) return Number.NaN;
-    if (j > 0 && !(v < prevV || (v === prevV && id > prevId)))
-      throw invalidArgument(
-        "candidates",
-        `ids must run larger logit first, lower id first on ties: id ${id} (logit ${v}) at ${j} ` +
-          `follows id ${prevId} (logit ${prevV}); are they this row's?`,
-      );
-    prevId = id;
-    prevV = v;
-  }
-  return prevV;
+  return boundOf(ids, logits.length, (j) => logits[ids[j]!]!);
 }
 
 /**
@@ -87,8 +65,6 @@ export function idsAbove(
  * vocabulary of `nVocab`, the same result.
  */
 export function candidateValuesBound(ids: CandidateIds, values: Float32Array, nVocab: number): number {
-  if (!(ids instanceof Int32Array || ids instanceof Uint32Array))
-    throw invalidArgument("candidates", "must be an Int32Array or Uint32Array of token ids");
   if (!(values instanceof Float32Array) || values.length !== ids.length)
     throw invalidArgument(
       "candidateLogits",
@@ -96,21 +72,28 @@ export function candidateValuesBound(ids: CandidateIds, values: Float32Array, nV
     );
   if (!Number.isSafeInteger(nVocab) || nVocab < 1)
     throw invalidArgument("nVocab", `must be a positive integer, got ${String(nVocab)}`);
+  return boundOf(ids, nVocab, (j) => values[j]!);
+}
+
+/** The checks and bound of {@link candidateBound}; `valueAt(j)`: the logit of the j-th id. */
+function boundOf(ids: CandidateIds, n: number, valueAt: (j: number) => number): number {
+  if (!(ids instanceof Int32Array || ids instanceof Uint32Array))
+    throw invalidArgument("candidates", "must be an Int32Array or Uint32Array of token ids");
   const k = ids.length;
   if (k === 0) throw invalidArgument("candidates", "must hold at least one id");
   let prevId = -1;
   let prevV = Infinity;
   for (let j = 0; j < k; j++) {
     const id = ids[j]!;
-    if (id < 0 || id >= nVocab)
-      throw invalidArgument("candidates", `id ${id} (at ${j}) is outside the vocabulary (${nVocab} logits)`);
-    const v = values[j]!;
+    if (id < 0 || id >= n)
+      throw invalidArgument("candidates", `id ${id} (at ${j}) is outside the vocabulary (${n} logits)`);
+    const v = valueAt(j);
     if (Number.isNaN(v)) return Number.NaN;
     if (j > 0 && !(v < prevV || (v === prevV && id > prevId)))
       throw invalidArgument(
         "candidates",
         `ids must run larger logit first, lower id first on ties: id ${id} (logit ${v}) at ${j} ` +
-          `follows id ${prevId} (logit ${prevV}); are these the row's candidates and their logits?`,
+          `follows id ${prevId} (logit ${prevV}); are they this row's?`,
       );
     prevId = id;
     prevV = v;

@@ -82,6 +82,7 @@ export class Sampler {
   private pick = new Uint32Array(0);
   private pickVals = new Float32Array(0);
   private local = new Uint32Array(0);
+  private localVals = new Float32Array(0);
   private readonly idStats = { onIds: 0, fullRow: 0 };
   private readonly typicalScratch: TypicalScratch = { order: new Float64Array(0), pos: new Uint32Array(0) };
   private readonly counts = new Map<number, number>();
@@ -228,20 +229,17 @@ export class Sampler {
       this.pick = new Uint32Array(k);
       this.pickVals = new Float32Array(k);
       this.local = new Uint32Array(k);
+      this.localVals = new Float32Array(k);
     }
     const vals = this.pickVals;
     vals.set(values);
-    if (o.logitBias.size > 0) {
-      const at = new Map<number, number>();
-      for (let j = 0; j < k; j++) at.set(ids[j]!, j);
-      for (const [id, b] of o.logitBias) {
-        const j = at.get(id);
-        // An id outside them stays at or below the bound unless raised (or outside the vocabulary:
-        // the row's own path reports it).
-        if (j === undefined) {
-          if (id >= nVocab || !(b <= 0)) return -1;
-        } else vals[j] = vals[j]! + b; // (rounded to f32 as the row's bias is)
-      }
+    for (const [id, b] of o.logitBias) {
+      const j = ids.indexOf(id);
+      // An id outside them stays at or below the bound unless raised (or outside the vocabulary:
+      // the row's own path reports it).
+      if (j < 0) {
+        if (id >= nVocab || !(b <= 0)) return -1;
+      } else vals[j] = vals[j]! + b; // (rounded to f32 as the row's bias is)
     }
     // The ids strictly above the bound, best first (their order unless the bias changed some).
     const pick = this.pick;
@@ -262,7 +260,7 @@ export class Sampler {
     const u = this.rng.nextFloat64();
     const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
     const local = this.local;
-    const work = new Float32Array(need);
+    const work = this.localVals;
     for (let t = 0; t < need; t++) {
       work[t] = vals[pick[t]!]!;
       local[t] = t;
