@@ -263,8 +263,9 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?: boolean,
-//                 attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number, mmqStreamk?: number, topkRadixRows?: number,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?,
+//                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
+//                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, normSliceRows?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows } })
 // → handle
@@ -319,6 +320,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("stepTimes", &tuning.step_times);
     flag("ropeBlock", &tuning.rope_block);
     flag("fusedCombine", &tuning.fused_combine);
+    flag("perQueryFlash", &tuning.per_query_flash);
     // An integer tuning in [lo, hi].
     auto int_in = [&](const char* name, int lo, int hi, int* out) {
       Napi::Value a = t.Get(name);
@@ -332,6 +334,8 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     int_in("mmqStreamk", 0, 512, &tuning.mmq_streamk);
     int_in("topkRadixRows", 0, 1 << 30, &tuning.topk_radix_rows);
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
+    int_in("perQueryBlocks", 0, 64, &tuning.per_query_blocks);
+    int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {
       if (!mv.IsObject()) throw Napi::TypeError::New(info.Env(), "tuning.mvShape must be an object");

@@ -116,6 +116,22 @@ struct Tuning {
   // after it. (With more rows a block, the last block's merge of each row one after another cost
   // more than the launch: 289-302 against 334 tok/s with 7 rows, docs/PERFORMANCE.md.)
   bool fused_combine = true;
+  // Decode attention of several queries one query per block (attn_per_query) on the tensor-core
+  // kernel (ops/attention_flash.cuh, a warp a block: the query's q heads of a kv head as its 16
+  // rows) instead of the decode kernel. On the H200, a step of 64 sequences of qwen2-7b Q4_0: 26 us
+  // of attention a layer against 58 (Nsight Compute), bench -npl 64 5183-5189 against 4630-4666
+  // tok/s; 16 sequences 2580-2593 against 2523-2548 (docs/PERFORMANCE.md session 25).
+  bool per_query_flash = true;
+  // Blocks an SM the splits of that attention aim for (each query's cells cut over its blocks,
+  // ops/attention_decode.cuh per_query_splits); 0: 1 on the tensor-core kernel (no split of a
+  // 128-256-cell query, so no merge: 64 sequences 5298-5308 against 5183-5189 tok/s with 4), 4 on
+  // the decode kernel (what one query measured best with; 16 measured slower for 64 sequences).
+  int per_query_blocks = 0;
+  // RMS_NORM / NORM of up to this many rows (below 264) cut each row into slices of 256, a block a
+  // slice, every block reducing the whole row (ops/norm.cu norm_slice_kernel); more rows take a block
+  // of 1024 threads a row. On the H200 a step of 64 sequences took 12.7 us a norm on slices and
+  // 6.4 a block a row (Nsight Compute); one row stays on slices (its launch is one block otherwise).
+  int norm_slice_rows = 8;
 };
 
 }  // namespace minfer::cuda

@@ -260,6 +260,19 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
   p.v_sep = plan.v_sep;
   const bool per_query = ctx.tuning.attn_per_query && ctx.tuning.attn_decode != DecodeAttn::Tile &&
                          per_query_takes(n_q, p.group, plan.rows);
+  const bool flash_ok = flash_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned);
+  // Several queries one a block on the tensor-core kernel (Tuning::per_query_flash): a warp holds the
+  // query's q heads of a kv head as rows (per_query_takes: group <= kDecMaxRows), its splits sized as
+  // the decode kernel's (the scratch holds per_query_max_splits of them).
+  if (per_query && ctx.tuning.per_query_flash && flash_ok) {
+    p.flash_pq = true;
+    p.n_splits = !ctx.scratch ? 1
+                              : per_query_splits(n_kv, n_kv_head, n_q, kFlashCells, ctx.sm_count,
+                                                 per_query_max_splits(plan.rows * n_kv_head, hdv),
+                                                 ctx.tuning.per_query_blocks > 0 ? ctx.tuning.per_query_blocks : 1);
+    p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+    return launch_flash(p, 1, ctx.stream);
+  }
   const bool want_decode = per_query || ctx.tuning.attn_decode == DecodeAttn::Vec ||
                            (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells);
   if (want_decode && decode_takes(k->dtype, v->dtype, q->ne[0], hdv, p.k_vec && p.v_vec, p.aligned,
@@ -270,8 +283,9 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     // blocks of one split: kv heads times the row groups of dec_rows (per query: of one query)
     const int64_t groups = n_kv_head * ((per_query ? p.group : p.rows) / p.dec_rows);
     p.n_splits = !ctx.scratch ? 1
-                 : per_query  ? per_query_splits(n_kv, groups, n_q, p.hd, ctx.sm_count,
-                                                 per_query_max_splits(plan.rows * n_kv_head, hdv))
+                 : per_query  ? per_query_splits(n_kv, groups, n_q, (p.hd / 32) * kDecCellsPerWarp, ctx.sm_count,
+                                                 per_query_max_splits(plan.rows * n_kv_head, hdv),
+                                                 ctx.tuning.per_query_blocks > 0 ? ctx.tuning.per_query_blocks : 4)
                               : decode_splits(n_kv, groups, p.hd, ctx.sm_count);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     // the splits merged by their last block (one counter per kv head and row group) or by the
@@ -287,7 +301,6 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     }
     return launch_decode(p, ctx.stream);
   }
-  const bool flash_ok = flash_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned);
   // Decode beyond the decode kernel's caches (or asked for): the flash kernel, a warp a block, the
   // cells split over enough blocks to fill the GPU.
   const bool flash_decode = plan.rows <= kDecMaxRows && (ctx.tuning.attn_decode == DecodeAttn::Flash ||

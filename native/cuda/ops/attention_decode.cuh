@@ -64,12 +64,15 @@ inline int per_query_max_splits(int64_t total_rows, int64_t hdv) {
   const size_t fit = per_split > 0 ? kDecPerQueryScratch / per_split : 1;
   return static_cast<int>(fit < 1 ? 1 : fit > kDecMaxSplitsPerQuery ? kDecMaxSplitsPerQuery : fit);
 }
-// Splits per query: about four blocks per SM over all queries and kv heads, one tile each at least.
-inline int per_query_splits(int64_t n_kv, int64_t n_kv_head, int64_t n_q, int hd, int sm_count, int max_splits) {
-  const int64_t tile = (hd / 32) * kDecCellsPerWarp;
+// Splits per query: about `per_sm` blocks per SM over all queries and kv heads (Tuning::per_query_blocks),
+// one tile of `tile` cells each at least (the decode kernel's, or the flash kernel's with
+// Tuning::per_query_flash).
+inline int per_query_splits(int64_t n_kv, int64_t n_kv_head, int64_t n_q, int64_t tile, int sm_count, int max_splits,
+                            int per_sm) {
   const int64_t tiles = (n_kv + tile - 1) / tile;
   const int64_t blocks = n_kv_head * n_q;
-  const int64_t want = (4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) + blocks - 1) / blocks;
+  const int64_t want =
+      (static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * (sm_count > 0 ? sm_count : 1) + blocks - 1) / blocks;
   int64_t s = tiles < want ? tiles : want;
   if (s > max_splits) s = max_splits;
   return static_cast<int>(s < 1 ? 1 : s);

@@ -87,17 +87,25 @@ __global__ void __launch_bounds__(W * 32) attn_flash_kernel(const AttnParams p) 
   const uint8_t* kbase = p.k + static_cast<int64_t>(kvh) * p.k_nb1;
   const uint8_t* vbase = p.v + static_cast<int64_t>(kvh) * p.v_nb1;
 
-  // This thread's rows (fragment rows g and g + 8 of its warp): query, head, visible cells.
-  int jq[2], hq[2], lo[2], hi[2];
+  // This thread's rows (fragment rows g and g + 8 of its warp): query, head, visible cells. One
+  // query a block (p.flash_pq, W = 1): rows g and g + 8 are its q heads g and g + 8 of the group; an
+  // idle row (past the group) takes the query's span too, so that a tile inside it needs no
+  // per-cell test, and is never stored.
+  int jq[2], hq[2], lo[2], hi[2], row_of[2];
   bool live[2];
 #pragma unroll
   for (int i = 0; i < 2; i++) {
-    const int row = blockIdx.x * (16 * W) + warp * 16 + g + 8 * i;
-    live[i] = row < p.rows;
-    jq[i] = live[i] ? row / p.group : 0;
+    const int in_group = g + 8 * i;
+    const int row = p.flash_pq ? static_cast<int>(blockIdx.x) * p.group + in_group
+                               : static_cast<int>(blockIdx.x) * (16 * W) + warp * 16 + g + 8 * i;
+    live[i] = p.flash_pq ? in_group < p.group : row < p.rows;
+    row_of[i] = row;
+    jq[i] = p.flash_pq ? static_cast<int>(blockIdx.x) : live[i] ? row / p.group : 0;
     hq[i] = kvh * p.group + (live[i] ? row % p.group : 0);
     // A bad span is reported by one thread of the query's first q head, in the first split.
-    const int2 sp = live[i] ? query_span(p, jq[i], row % p.group == 0 && t == 0 && split == 0) : make_int2(0, 0);
+    const int2 sp = live[i] || p.flash_pq
+                        ? query_span(p, jq[i], live[i] && row % p.group == 0 && t == 0 && split == 0)
+                        : make_int2(0, 0);
     lo[i] = sp.x;
     hi[i] = sp.y;
   }
@@ -276,7 +284,7 @@ __global__ void __launch_bounds__(W * 32) attn_flash_kernel(const AttnParams p) 
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     if (!live[i]) continue;
-    const int row = blockIdx.x * (16 * W) + warp * 16 + g + 8 * i;
+    const int row = row_of[i];
     if (p.n_splits > 1) {
       float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + row) * (D + 2);
       if (t == 0) {
@@ -329,12 +337,13 @@ cudaError_t launch_flash_dw(const AttnParams& p, dim3 grid, cudaStream_t stream)
   return launch_k(attn_flash_kernel<D, W>, grid, dim3(W * 32), smem, stream, p);
 }
 
-// Launches the kernel with W warps a block (1, 2 or 4) and p.n_splits splits, and the combine
-// kernel after it when there are several.
+// Launches the kernel with W warps a block (1, 2 or 4; 1 with p.flash_pq, a block per query) and
+// p.n_splits splits, and the combine kernel after it when there are several.
 inline cudaError_t launch_flash(const AttnParams& p, int warps, cudaStream_t stream) {
+  if (p.flash_pq && (warps != 1 || p.group > 16)) return cudaErrorInvalidValue;
   const int rows_per_block = 16 * warps;
-  const dim3 grid(static_cast<unsigned>((p.rows + rows_per_block - 1) / rows_per_block), static_cast<unsigned>(p.n_kv_head),
-                  static_cast<unsigned>(p.n_splits));
+  const unsigned bx = p.flash_pq ? static_cast<unsigned>(p.n_q) : static_cast<unsigned>((p.rows + rows_per_block - 1) / rows_per_block);
+  const dim3 grid(bx, static_cast<unsigned>(p.n_kv_head), static_cast<unsigned>(p.n_splits));
   cudaError_t e;
   if (p.hd == 128) {
     e = warps == 1   ? launch_flash_dw<128, 1>(p, grid, stream)

@@ -69,6 +69,8 @@ struct AttnParams {
   bool hd4;       // hd % 4 == 0: q rows read as float4
   bool v_sep;     // the V tile has its own shared buffer and is loaded with the K tile
   int dec_rows;   // decode kernel: rows of a kv head per block (divides rows; grid.z = rows / dec_rows)
+  bool flash_pq;  // flash kernel, one warp a block: block x is query x, its rows the query's q heads
+                  // of the kv head (group <= 16; rows g and g + 8 of the warp, those past group idle)
   int8_t* act_q;   // one query (decode kernel, its merge): the output also quantized as Q8A
   float2* act_d;   // (act_quant.cuh: codes of element h·hdv + d, one {d, d·Σq} per 32); nullptr: not
   unsigned* counters;  // decode kernel with splits: zeroed, one per (kv head, grid.z) — the last

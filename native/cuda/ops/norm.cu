@@ -1,8 +1,8 @@
 // Row normalisations, F32 (as native/cpu/norm.cpp): RMS_NORM (x / sqrt(mean(x^2) + eps)), NORM
 // ((x - mean) / sqrt(var + eps)), RMS_NORM_MUL (rms_norm(x) * w, w broadcast over rows by ggml's
-// rule with w.ne[0] == x.ne[0]). Many rows: one block per row (grid-stride over rows); few rows
-// (decode): a block per slice of a row (norm_slice_kernel), or one per row when the output aliases
-// a. Sums are accumulated in double and the per-row scale is rounded to float once, as the CPU
+// rule with w.ne[0] == x.ne[0]). Many rows: one block per row (grid-stride over rows); up to
+// Tuning::norm_slice_rows rows (a decode step of one or a few sequences): a block per slice of a row
+// (norm_slice_kernel), or one per row when the output aliases a. Sums are accumulated in double and the per-row scale is rounded to float once, as the CPU
 // does. In the one-block-per-row kernels each element is read and written by the same thread, so
 // the output may alias a.
 #include <cmath>
@@ -311,7 +311,8 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   const float eps = param_f32(args, 0);  // eps is parameter 0 of all three ops
   const Tensor w = kKind == Kind::RmsMul ? *args.in[1] : a;
   const unsigned grid = static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
-  if (rows < kFewRows && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer) {
+  // (more rows than Tuning::norm_slice_rows: a block of kFewRowThreads a row, below)
+  if (rows < kFewRows && rows <= ctx.tuning.norm_slice_rows && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer) {
     if (!overlap(a, *args.out[0]))
       return launch_k(norm_slice_kernel<kKind>, dim3(static_cast<unsigned>((a.ne[0] + kSlice - 1) / kSlice), static_cast<unsigned>(rows)),
                       dim3(kSlice), 0, ctx.stream, a, w, *args.out[0], eps, static_cast<int8_t*>(nullptr),

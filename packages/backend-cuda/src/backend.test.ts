@@ -49,6 +49,9 @@ describe("CUDA settings from the environment", () => {
       decodeRows: 1,
       ropeBlock: true,
       fusedCombine: true,
+      perQueryFlash: true,
+      perQueryBlocks: 0,
+      normSliceRows: 8,
       replayOnThread: true,
     });
     expect(
@@ -73,6 +76,9 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
         MINFER_CUDA_FUSED_COMBINE: "0",
+        MINFER_CUDA_PER_QUERY_ATTN: "vec",
+        MINFER_CUDA_PER_QUERY_BLOCKS: "1",
+        MINFER_CUDA_NORM_SLICE_ROWS: "0",
         MINFER_CUDA_POLL: "0",
       }),
     ).toEqual({
@@ -96,6 +102,9 @@ describe("CUDA settings from the environment", () => {
       decodeRows: 64,
       ropeBlock: false,
       fusedCombine: false,
+      perQueryFlash: false,
+      perQueryBlocks: 1,
+      normSliceRows: 0,
       replayOnThread: false,
     });
     expect(
@@ -120,6 +129,9 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
         MINFER_CUDA_FUSED_COMBINE: "1",
+        MINFER_CUDA_PER_QUERY_ATTN: "flash",
+        MINFER_CUDA_PER_QUERY_BLOCKS: "64",
+        MINFER_CUDA_NORM_SLICE_ROWS: "263",
         MINFER_CUDA_POLL: "1",
       }),
     ).toEqual({
@@ -143,6 +155,9 @@ describe("CUDA settings from the environment", () => {
       decodeRows: 1,
       ropeBlock: true,
       fusedCombine: true,
+      perQueryFlash: true,
+      perQueryBlocks: 64,
+      normSliceRows: 263,
       replayOnThread: true,
     });
     for (const bad of ["1-8", "8-4", "2-8193", "on", "2-"])
@@ -177,6 +192,17 @@ describe("CUDA settings from the environment", () => {
       expect(() => readEnv({ MINFER_CUDA_DECODE_ROWS: bad })).toThrow(
         /MINFER_CUDA_DECODE_ROWS must be an integer in 1-64/,
       );
+    for (const bad of ["0", "65", "x"])
+      expect(() => readEnv({ MINFER_CUDA_PER_QUERY_BLOCKS: bad })).toThrow(
+        /MINFER_CUDA_PER_QUERY_BLOCKS must be an integer in 1-64/,
+      );
+    for (const bad of ["264", "-1", "all"])
+      expect(() => readEnv({ MINFER_CUDA_NORM_SLICE_ROWS: bad })).toThrow(
+        /MINFER_CUDA_NORM_SLICE_ROWS must be an integer in 0-263/,
+      );
+    expect(() => readEnv({ MINFER_CUDA_PER_QUERY_ATTN: "tile" })).toThrow(
+      /MINFER_CUDA_PER_QUERY_ATTN must be "flash" or "vec"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_FUSE: "no" })).toThrow(/MINFER_CUDA_FUSE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_ATTN_PER_QUERY: "yes" })).toThrow(
       /MINFER_CUDA_ATTN_PER_QUERY must be "0" or "1"/,

@@ -108,6 +108,22 @@ export interface CudaEnv {
    */
   readonly fusedCombine: boolean;
   /**
+   * MINFER_CUDA_PER_QUERY_ATTN: the kernel of several sequences' decode attention one query a
+   * block: `flash` (the default) the tensor-core kernel (ops/attention_flash.cuh, a warp a block
+   * holding the query's q heads), `vec` the decode kernel (ops/attention_decode.cuh).
+   */
+  readonly perQueryFlash: boolean;
+  /**
+   * MINFER_CUDA_PER_QUERY_BLOCKS: blocks an SM the splits of that attention aim for, 1-64; unset
+   * (0 here): 1 on the tensor-core kernel, 4 on the decode kernel (docs/PERFORMANCE.md).
+   */
+  readonly perQueryBlocks: number;
+  /**
+   * MINFER_CUDA_NORM_SLICE_ROWS: norms of up to this many rows (0-263, default 8) cut each row
+   * into slices a block each (decode); more rows take a block a row.
+   */
+  readonly normSliceRows: number;
+  /**
    * MINFER_CUDA_POLL=0: a step that replays a captured graph is handed to a worker thread that
    * waits for it, as a first run is, instead of being enqueued on the JavaScript thread and polled
    * between event-loop turns (the default; CudaRuntime.executeWithIo).
@@ -209,6 +225,9 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
+    perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
+    perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
+    normSliceRows: intIn(env, "MINFER_CUDA_NORM_SLICE_ROWS", 0, 263, 8),
     replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",
   };
 }

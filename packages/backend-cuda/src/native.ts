@@ -79,6 +79,12 @@ export interface NativeTuning {
   readonly ropeBlock?: boolean;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
+  /** Several queries' decode attention one query a block on the tensor-core kernel. */
+  readonly perQueryFlash?: boolean;
+  /** Blocks an SM the per-query decode attention's splits aim for (1-64; 0: the kernel's default). */
+  readonly perQueryBlocks?: number;
+  /** Norms of up to this many rows on the slice kernel (0-263). */
+  readonly normSliceRows?: number;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }

@@ -805,6 +805,28 @@ for (const kv of [F32, F16]) {
   });
 }
 
+// Several sequences decoding together, each in a region of its own (a server's step, bench -npl):
+// a GPU's per-query blocks walk only their query's cells, split over several blocks; one query
+// sees a single cell, one none (zeros).
+for (const kv of [F32, F16]) {
+  const region = 300;
+  const lens = [300, 257, 1, 0, 130, 64];
+  add({
+    name: `ATTENTION k/v=${n(kv)} spans ${lens.length} queries in regions of ${region} GQA 7:2 hd 128`,
+    op: "ATTENTION",
+    dtypes: ["F32", n(kv), "I32"],
+    build: (b) => {
+      const q = b.input("q", F32, [128, 14, lens.length]);
+      const k = b.input("k", kv, [128, 2, region * lens.length]);
+      const v = b.input("v", kv, [128, 2, region * lens.length]);
+      const m = b.input("spans", I32, [2, lens.length]);
+      b.output(b.attention(q, k, v, m, { scale: 1 / Math.sqrt(128) }));
+    },
+    data: { spans: () => lens.flatMap((len, i) => [i * region, i * region + len]) },
+    tolerance: tol(F32, kv),
+  });
+}
+
 // ---- CPY: F32 into every writable dtype; float to float; permuted source; into a view of state ----
 for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))]) {
   add({
