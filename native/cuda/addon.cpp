@@ -266,6 +266,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 // createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, normSliceRows?: number,
+//                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows } })
 // → handle
@@ -336,6 +337,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
     int_in("perQueryBlocks", 0, 64, &tuning.per_query_blocks);
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
+    int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {
       if (!mv.IsObject()) throw Napi::TypeError::New(info.Env(), "tuning.mvShape must be an object");

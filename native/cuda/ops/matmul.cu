@@ -399,7 +399,8 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::Mmq:
       if (mmq_takes(p))
         return launch_mmq(&p, 1, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
-                          ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk, ctx.tuning.mmq_rows);
+                          ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk, ctx.tuning.mmq_rows,
+                          ctx.tuning.mmq_target_blocks);
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
@@ -506,7 +507,8 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
         n++;
       }
       if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
-                                     ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk, ctx.tuning.mmq_rows);
+                                     ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk, ctx.tuning.mmq_rows,
+                          ctx.tuning.mmq_target_blocks);
           e != cudaSuccess)
         return e;
       i += n;

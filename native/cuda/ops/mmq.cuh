@@ -592,14 +592,17 @@ inline int mmq_rows_for(int64_t N, int rows) { return rows == 128 && mmq_nt(N) >
 // a step of 64 sequences of qwen2-7b Q4_0 3% faster with its q/k/v (16.5M) and o (12.8M) on them too.
 constexpr int64_t kMmqRows128MinElems = int64_t{1} << 23;
 
-inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N, int rows_asked = 64) {
+// target: split K until the launch's blocks (row blocks × column tiles × splits) reach this
+// (Tuning::mmq_target_blocks, at most kMmqTargetBlocks: the splits, and so the partials' bytes, grow
+// with it, and scratch is sized for kMmqTargetBlocks).
+inline MmqPlan mmq_plan(int64_t M, int64_t K, int64_t N, int rows_asked = 64, int64_t target = kMmqTargetBlocks) {
   const int rows = mmq_rows_for(N, rows_asked);
   const int parts = MmqShape<8>::kParts;  // (every shape: tiles of 256 elements)
   MmqPlan pl{};
   pl.mblocks = ceil_div(M, rows);
   pl.ctiles = ceil_div(N, static_cast<int64_t>(mmq_nt(N)));
   pl.tiles = static_cast<int>(ceil_div(K / 32, parts));
-  const int64_t want = ceil_div(kMmqTargetBlocks, pl.mblocks * pl.ctiles);
+  const int64_t want = ceil_div(std::min<int64_t>(std::max<int64_t>(target, 1), kMmqTargetBlocks), pl.mblocks * pl.ctiles);
   const int splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({want, pl.tiles, kMmqMaxSplits})));
   pl.tiles_per_split = static_cast<int>(ceil_div(pl.tiles, splits));
   pl.splits = static_cast<int>(ceil_div(pl.tiles, pl.tiles_per_split));
@@ -685,7 +688,7 @@ cudaError_t launch_mmq_q(const MmqArgs& a, bool three, int rows, cudaStream_t s)
 // One weight type's launch_mmq (below).
 template <class Q>
 cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s, int min_blocks,
-                         int streamk, int rows_asked) {
+                         int streamk, int rows_asked, int target) {
   // 128 rows where asked, at 16-64 columns, split-K only, and where the device holds their stages;
   // auto (0): for large products, where two blocks fit an SM of every target GPU (not Q8_0 and Q6_K
   // at 64 columns: Q8_0's measured slower with one block an SM, Q6_K's the same)
@@ -715,7 +718,7 @@ cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* par
   for (int i = 0; i < n; i++) {
     const Planes& p = ps[i];
     if (!mmq_takes(p) || p.wtype != ps[0].wtype || p.K != ps[0].K || p.ncols != ps[0].ncols) return cudaErrorInvalidValue;
-    const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols, rows);
+    const MmqPlan pl = mmq_plan(p.M, p.K, p.ncols, rows, target);
     MmqOne& one = a.w[i];
     one.p = p;
     one.mblocks = pl.mblocks;
@@ -759,19 +762,20 @@ cudaError_t launch_mmq_t(const Planes* ps, int n, const uint8_t* act, float* par
 // stream-K decomposition (Tuning::mmq_streamk: 1, G from the device; 2..kMmqSkMaxGrid, G that many
 // at most; `partial` then holds its slots). `rows` 128: blocks of 128 weight rows at 16-64 columns
 // (Tuning::mmq_rows); 0: 128 at 16-64 columns for large products (kMmqRows128MinElems) where they fit, else 64.
+// `target`: split-K's blocks a launch (mmq_plan; Tuning::mmq_target_blocks).
 inline cudaError_t launch_mmq(const Planes* ps, int n, const uint8_t* act, float* partial, cudaStream_t s,
-                              int min_blocks = 2, int streamk = 0, int rows = 0) {
+                              int min_blocks = 2, int streamk = 0, int rows = 0, int target = kMmqTargetBlocks) {
   if (n < 1 || n > kMmqMaxBatch) return cudaErrorInvalidValue;
   switch (ps[0].wtype) {
-    case DType::Q4_0: return launch_mmq_t<MQ4_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q4_1: return launch_mmq_t<MQ4_1>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q5_0: return launch_mmq_t<MQ5_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q5_1: return launch_mmq_t<MQ5_1>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q8_0: return launch_mmq_t<MQ8_0>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q3_K: return launch_mmq_t<MQ3_K>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q4_K: return launch_mmq_t<MQ45_K<false>>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q5_K: return launch_mmq_t<MQ45_K<true>>(ps, n, act, partial, s, min_blocks, streamk, rows);
-    case DType::Q6_K: return launch_mmq_t<MQ6_K>(ps, n, act, partial, s, min_blocks, streamk, rows);
+    case DType::Q4_0: return launch_mmq_t<MQ4_0>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q4_1: return launch_mmq_t<MQ4_1>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q5_0: return launch_mmq_t<MQ5_0>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q5_1: return launch_mmq_t<MQ5_1>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q8_0: return launch_mmq_t<MQ8_0>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q3_K: return launch_mmq_t<MQ3_K>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q4_K: return launch_mmq_t<MQ45_K<false>>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q5_K: return launch_mmq_t<MQ45_K<true>>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
+    case DType::Q6_K: return launch_mmq_t<MQ6_K>(ps, n, act, partial, s, min_blocks, streamk, rows, target);
     default: return cudaErrorInvalidValue;
   }
 }

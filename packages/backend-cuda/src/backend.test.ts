@@ -52,6 +52,7 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 0,
       normSliceRows: 8,
+      mmqTargetBlocks: 512,
       replayOnThread: true,
     });
     expect(
@@ -79,6 +80,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
         MINFER_CUDA_PER_QUERY_BLOCKS: "1",
         MINFER_CUDA_NORM_SLICE_ROWS: "0",
+        MINFER_CUDA_MMQ_TARGET_BLOCKS: "1",
         MINFER_CUDA_POLL: "0",
       }),
     ).toEqual({
@@ -105,6 +107,7 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: false,
       perQueryBlocks: 1,
       normSliceRows: 0,
+      mmqTargetBlocks: 1,
       replayOnThread: false,
     });
     expect(
@@ -132,6 +135,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
         MINFER_CUDA_NORM_SLICE_ROWS: "263",
+        MINFER_CUDA_MMQ_TARGET_BLOCKS: "264",
         MINFER_CUDA_POLL: "1",
       }),
     ).toEqual({
@@ -158,6 +162,7 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 64,
       normSliceRows: 263,
+      mmqTargetBlocks: 264,
       replayOnThread: true,
     });
     for (const bad of ["1-8", "8-4", "2-8193", "on", "2-"])
@@ -199,6 +204,10 @@ describe("CUDA settings from the environment", () => {
     for (const bad of ["264", "-1", "all"])
       expect(() => readEnv({ MINFER_CUDA_NORM_SLICE_ROWS: bad })).toThrow(
         /MINFER_CUDA_NORM_SLICE_ROWS must be an integer in 0-263/,
+      );
+    for (const bad of ["0", "513", "auto"])
+      expect(() => readEnv({ MINFER_CUDA_MMQ_TARGET_BLOCKS: bad })).toThrow(
+        /MINFER_CUDA_MMQ_TARGET_BLOCKS must be an integer in 1-512/,
       );
     expect(() => readEnv({ MINFER_CUDA_PER_QUERY_ATTN: "tile" })).toThrow(
       /MINFER_CUDA_PER_QUERY_ATTN must be "flash" or "vec"/,

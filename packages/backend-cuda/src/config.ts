@@ -124,6 +124,11 @@ export interface CudaEnv {
    */
   readonly normSliceRows: number;
   /**
+   * MINFER_CUDA_MMQ_TARGET_BLOCKS: the int8 products split K until a launch has this many blocks,
+   * 1-512 (default 512): fewer, fewer splits and partials (native/cuda/ops/mmq.cuh mmq_plan).
+   */
+  readonly mmqTargetBlocks: number;
+  /**
    * MINFER_CUDA_POLL=0: a step that replays a captured graph is handed to a worker thread that
    * waits for it, as a first run is, instead of being enqueued on the JavaScript thread and polled
    * between event-loop turns (the default; CudaRuntime.executeWithIo).
@@ -228,6 +233,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
     normSliceRows: intIn(env, "MINFER_CUDA_NORM_SLICE_ROWS", 0, 263, 8),
+    mmqTargetBlocks: intIn(env, "MINFER_CUDA_MMQ_TARGET_BLOCKS", 1, 512, 512),
     replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",
   };
 }

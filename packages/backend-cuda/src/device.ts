@@ -102,6 +102,7 @@ export class CudaDevice implements Device {
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,
         normSliceRows: env.normSliceRows,
+        mmqTargetBlocks: env.mmqTargetBlocks,
         ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
       },
       { replayOnThread: env.replayOnThread },

@@ -85,6 +85,8 @@ export interface NativeTuning {
   readonly perQueryBlocks?: number;
   /** Norms of up to this many rows on the slice kernel (0-263). */
   readonly normSliceRows?: number;
+  /** The int8 products' split-K target: blocks a launch (1-512). */
+  readonly mmqTargetBlocks?: number;
   /** Activation columns [min, max] of the int8 tensor-core products; [0, 0]: off. */
   readonly mmqCols?: readonly [number, number];
 }
