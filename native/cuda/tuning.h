@@ -76,10 +76,12 @@ struct Tuning {
   // for launches of at least 2^23 weight elements whose stages fit two blocks an SM, else 64.
   int mmq_rows = 0;
   // Split-K of the int8 kernel: K is split until a launch's blocks reach this many (1-512; at most
-  // ops/mmq.cuh kMmqTargetBlocks, for which scratch is sized). 512 gives the 3584-row products at
-  // 64 columns 19 splits (17 MB of partials a down product); fewer splits, fewer partials and longer
-  // k-ranges a block (to be measured on the H200).
-  int mmq_target_blocks = 512;
+  // ops/mmq.cuh kMmqTargetBlocks, for which scratch is sized). A constant, not the device's SM count,
+  // so that the sums do not depend on the GPU. On the H200 (132 SMs, two blocks each), a step of 64
+  // sequences of qwen2-7b Q4_0 5712-5839 tok/s with 264 against 5371-5454 with 512 (the 3584-row
+  // products at 64 columns then 10 splits, not 19), 16 sequences 2735-2818 against 2656-2689; 132,
+  // 200 and 384 in between or slower (docs/PERFORMANCE.md session 25).
+  int mmq_target_blocks = 264;
   // TOP_K of long rows (a vocabulary's candidate ids) from each 128-element chunk's best, the k best
   // chunks' keys sorted (ops/sort.cu chunk_select_kernel), instead of sorting tiles of 4096 keys
   // (to be measured on the H200: 1017 us for 64 rows of 152,064 on the tiles).

@@ -32,8 +32,9 @@
 // Split-K: when the M blocks alone cannot fill the device (512-row K/V projections, the 3584-row
 // products of a 7B model), blockIdx.y takes a contiguous range of k-tiles and writes its partial
 // product to scratch; mmq_reduce_kernel adds the partials in a fixed order (deterministic, no
-// atomics) and stores them with MUL_MAT_ADD's c. The split count depends only on the shape
-// (kMmqTargetBlocks), not on the device, so every GPU computes the same sums.
+// atomics) and stores them with MUL_MAT_ADD's c. The split count depends only on the shape and
+// Tuning::mmq_target_blocks (a constant, 264 by default), not on the device, so every GPU computes
+// the same sums.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -58,7 +59,8 @@ constexpr int kMmqTileCols = 64;           // the widest column tile
 // The most columns a product on the kernel may have: beyond kMmqTileCols, blocks take column tiles
 // of 64 (a prompt's micro-batch; Tuning::mmq_max_cols up to this).
 constexpr int kMmqMaxCols = 8192;
-constexpr int64_t kMmqTargetBlocks = 512;  // split-K until M blocks × splits reaches this
+// split-K until M blocks × splits reaches Tuning::mmq_target_blocks, at most this (scratch is sized for it)
+constexpr int64_t kMmqTargetBlocks = 512;
 constexpr int kMmqMaxSplits = 32;
 constexpr int64_t kMmqSkMaxGrid = 512;     // stream-K: at most this many blocks (its slots' scratch)
 

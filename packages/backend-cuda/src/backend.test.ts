@@ -52,7 +52,7 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 0,
       normSliceRows: 8,
-      mmqTargetBlocks: 512,
+      mmqTargetBlocks: 264,
       replayOnThread: true,
     });
     expect(
@@ -135,7 +135,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
         MINFER_CUDA_NORM_SLICE_ROWS: "263",
-        MINFER_CUDA_MMQ_TARGET_BLOCKS: "264",
+        MINFER_CUDA_MMQ_TARGET_BLOCKS: "512",
         MINFER_CUDA_POLL: "1",
       }),
     ).toEqual({
@@ -162,7 +162,7 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 64,
       normSliceRows: 263,
-      mmqTargetBlocks: 264,
+      mmqTargetBlocks: 512,
       replayOnThread: true,
     });
     for (const bad of ["1-8", "8-4", "2-8193", "on", "2-"])

@@ -125,7 +125,8 @@ export interface CudaEnv {
   readonly normSliceRows: number;
   /**
    * MINFER_CUDA_MMQ_TARGET_BLOCKS: the int8 products split K until a launch has this many blocks,
-   * 1-512 (default 512): fewer, fewer splits and partials (native/cuda/ops/mmq.cuh mmq_plan).
+   * 1-512 (default 264, measured on an H200; native/cuda/ops/mmq.cuh mmq_plan): fewer, fewer splits
+   * and partial sums.
    */
   readonly mmqTargetBlocks: number;
   /**
@@ -233,7 +234,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
     normSliceRows: intIn(env, "MINFER_CUDA_NORM_SLICE_ROWS", 0, 263, 8),
-    mmqTargetBlocks: intIn(env, "MINFER_CUDA_MMQ_TARGET_BLOCKS", 1, 512, 512),
+    mmqTargetBlocks: intIn(env, "MINFER_CUDA_MMQ_TARGET_BLOCKS", 1, 512, 264),
     replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",
   };
 }
