@@ -125,7 +125,7 @@ struct Tuning {
   bool fused_combine = true;
   // Decode attention of several queries one query per block (attn_per_query) on the tensor-core
   // kernel (ops/attention_flash.cuh, a warp a block: the query's q heads of a kv head as its 16
-  // rows) instead of the decode kernel. On the H200, a step of 64 sequences of qwen2-7b Q4_0: 26 us
+  // rows) instead of the decode kernel (which DecodeAttn::Vec still asks for). On the H200, a step of 64 sequences of qwen2-7b Q4_0: 26 us
   // of attention a layer against 58 (Nsight Compute), bench -npl 64 5183-5189 against 4630-4666
   // tok/s; 16 sequences 2580-2593 against 2523-2548 (docs/PERFORMANCE.md session 25).
   bool per_query_flash = true;

@@ -261,10 +261,11 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
   const bool per_query = ctx.tuning.attn_per_query && ctx.tuning.attn_decode != DecodeAttn::Tile &&
                          per_query_takes(n_q, p.group, plan.rows);
   const bool flash_ok = flash_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned);
-  // Several queries one a block on the tensor-core kernel (Tuning::per_query_flash): a warp holds the
-  // query's q heads of a kv head as rows (per_query_takes: group <= kDecMaxRows), its splits sized as
-  // the decode kernel's (the scratch holds per_query_max_splits of them).
-  if (per_query && ctx.tuning.per_query_flash && flash_ok) {
+  // Several queries one a block on the tensor-core kernel (Tuning::per_query_flash; not when the
+  // decode kernel is asked for by name, DecodeAttn::Vec): a warp holds the query's q heads of a kv
+  // head as rows (per_query_takes: group <= kDecMaxRows), its splits sized as the decode kernel's
+  // (the scratch holds per_query_max_splits of them).
+  if (per_query && ctx.tuning.per_query_flash && ctx.tuning.attn_decode != DecodeAttn::Vec && flash_ok) {
     p.flash_pq = true;
     p.n_splits = !ctx.scratch ? 1
                               : per_query_splits(n_kv, n_kv_head, n_q, kFlashCells, ctx.sm_count,

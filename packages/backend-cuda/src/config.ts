@@ -110,7 +110,8 @@ export interface CudaEnv {
   /**
    * MINFER_CUDA_PER_QUERY_ATTN: the kernel of several sequences' decode attention one query a
    * block: `flash` (the default) the tensor-core kernel (ops/attention_flash.cuh, a warp a block
-   * holding the query's q heads), `vec` the decode kernel (ops/attention_decode.cuh).
+   * holding the query's q heads), `vec` the decode kernel (ops/attention_decode.cuh, which
+   * MINFER_CUDA_DECODE_ATTN=vec also asks for).
    */
   readonly perQueryFlash: boolean;
   /**
