@@ -268,7 +268,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 //                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
-//                 mvShape?: { warps1, rows1, warps, rows } })
+//                 mvShape?: { warps1, rows1, warps, rows, warpsLong } })
 // → handle
 Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
@@ -346,6 +346,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       one_of_in(o, "tuning.mvShape", "rows1", {0, 1, 2}, "0, 1 or 2", &tuning.mv.rows1);
       one_of_in(o, "tuning.mvShape", "warps", {0, 1, 2}, "0, 1 or 2", &tuning.mv.warps);
       one_of_in(o, "tuning.mvShape", "rows", {0, 1, 2}, "0, 1 or 2", &tuning.mv.rows);
+      one_of_in(o, "tuning.mvShape", "warpsLong", {0, 1, 2, 4}, "0, 1, 2 or 4", &tuning.mv.warps_long);
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {

@@ -23,6 +23,12 @@ enum class DecodeAttn {
 struct MvShape {
   int warps1 = 1, rows1 = 0;  // one column
   int warps = 0, rows = 0;    // 2-8 columns (rows 0: as for one column)
+  // 3-4 columns over a K above 4096 (the FFN's down product): warps a group of 2 rows (1: one row),
+  // 1, 2 or 4; 0: 4 for the 32-element types (a block's 4 warps over each row pair's parts, as
+  // llama.cpp's mat-vec of 2-8 columns; on the H200 Q4_0 18944 x 3584 at 4 columns 32.6 against
+  // 38.2 us for 2 warps, docs/PERFORMANCE.md session 20; bench -npl 4 of qwen2-7b Q4_0 841-849 against
+  // 825-831 tok/s, session 26), as before for the K-quants.
+  int warps_long = 0;
 };
 
 struct Tuning {

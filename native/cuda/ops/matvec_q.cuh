@@ -485,7 +485,7 @@ template <class Q, int NC, int R, int W, bool kColsLast = false>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
                                                              const void* __restrict__ asc) {
-  static_assert(W == 1 || W == 2, "a row group is 1 or 2 warps");
+  static_assert(W == 1 || W == 2 || W == 4, "a row group is 1, 2 or 4 warps");
   constexpr int G = kMvWarps / W;
   pdl_begin();
   const int wi = batch_weight(bt);
@@ -630,20 +630,25 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
 }
 
-// (its launch shape, MvShape, is in tuning.h: 4 warps a group, llama.cpp's shape for 2-8 columns,
-// measured slower on the H200 but for the 512-row K/V products: Q4_0 3584 x 18944 at 4 columns 47.4
-// against 38.0 us for 2 warps, docs/PERFORMANCE.md session 20; not built.)
+// (its launch shape, MvShape, is in tuning.h. 4 warps a group, llama.cpp's shape for 2-8 columns,
+// only for 3-4 columns over a K above 4096 (MvShape::warps_long): on the H200 slower on the other
+// shapes (Q4_0 3584 x 18944 at 4 columns 47.4 against 38.0 us for 2 warps, docs/PERFORMANCE.md
+// session 20), and for one column (tg128 of qwen2-7b Q4_0 251 against 378 tok/s, session 26).)
+// rows: a group's rows, 1 or 2.
 template <class Q, int NC, int W, bool kColsLast>
-cudaError_t launch_mv_q_r(bool two, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
-  return two ? launch_mv_q_nc<Q, NC, 2, W, kColsLast>(ps, n, aq, asc, s)
-             : launch_mv_q_nc<Q, NC, 1, W, kColsLast>(ps, n, aq, asc, s);
+cudaError_t launch_mv_q_r(int rows, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+  return rows == 2 ? launch_mv_q_nc<Q, NC, 2, W, kColsLast>(ps, n, aq, asc, s)
+                   : launch_mv_q_nc<Q, NC, 1, W, kColsLast>(ps, n, aq, asc, s);
 }
 
 template <class Q, int NC, bool kColsLast = false>
-cudaError_t launch_mv_q_w(int w, bool two, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+cudaError_t launch_mv_q_w(int w, int rows, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
   switch (w) {
-    case 1: return launch_mv_q_r<Q, NC, 1, kColsLast>(two, ps, n, aq, asc, s);
-    case 2: return launch_mv_q_r<Q, NC, 2, kColsLast>(two, ps, n, aq, asc, s);
+    case 1: return launch_mv_q_r<Q, NC, 1, kColsLast>(rows, ps, n, aq, asc, s);
+    case 2: return launch_mv_q_r<Q, NC, 2, kColsLast>(rows, ps, n, aq, asc, s);
+    case 4:  // (built for 3-4 columns only: MvShape::warps_long)
+      if constexpr (NC == 4 && !kColsLast) return launch_mv_q_r<Q, NC, 4, false>(rows, ps, n, aq, asc, s);
+      return cudaErrorInvalidValue;
     default: return cudaErrorInvalidValue;
   }
 }
@@ -665,23 +670,27 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
   const bool fill = rows >= 4096;
   const int64_t nc = ps[0].ncols;
-  if (nc <= 1) return launch_mv_q_w<Q, 1>(sh.warps1, sh.rows1 == 0 ? fill : sh.rows1 == 2, ps, n, aq, asc, s);
+  if (nc <= 1) return launch_mv_q_w<Q, 1>(sh.warps1, sh.rows1 == 0 ? (fill ? 2 : 1) : sh.rows1, ps, n, aq, asc, s);
+  if (nc > 2 && nc <= 4 && ps[0].K > 4096 && (sh.warps_long != 0 || (sh.warps == 0 && !Q::kQ8K))) {
+    const int w = sh.warps_long != 0 ? sh.warps_long : 4;
+    return launch_mv_q_w<Q, 4>(w, w == 1 ? 1 : 2, ps, n, aq, asc, s);
+  }
   if (sh.warps == 0) {
     const bool split = nc <= 2 || (nc <= 4 && !Q::kQ8K);
-    if (nc <= 2) return launch_mv_q_w<Q, 2>(2, true, ps, n, aq, asc, s);
+    if (nc <= 2) return launch_mv_q_w<Q, 2>(2, 2, ps, n, aq, asc, s);
     // Q4_0 over a K of up to 4096 (q/k/v/o, gate/up) takes its rows' parts before the columns'
     // codes: on the H200 at 4 columns, 3584 x 18944 33.6 against 38.1 us, but 18944 x 3584 42.3
     // against 38.2 (and Q8_0 slower on every shape: 18944 x 3584 61.0 against 39.6), so only there
     // (docs/PERFORMANCE.md session 21).
     if constexpr (is_q4_0<Q>::value)
-      if (nc <= 4 && ps[0].K <= 4096) return launch_mv_q_w<Q, 4, true>(2, true, ps, n, aq, asc, s);
-    if (nc <= 4) return launch_mv_q_w<Q, 4>(split ? 2 : 1, split, ps, n, aq, asc, s);
-    return launch_mv_q_w<Q, 8>(1, false, ps, n, aq, asc, s);
+      if (nc <= 4 && ps[0].K <= 4096) return launch_mv_q_w<Q, 4, true>(2, 2, ps, n, aq, asc, s);
+    if (nc <= 4) return launch_mv_q_w<Q, 4>(split ? 2 : 1, split ? 2 : 1, ps, n, aq, asc, s);
+    return launch_mv_q_w<Q, 8>(1, 1, ps, n, aq, asc, s);
   }
-  const bool two = sh.rows == 0 ? fill : sh.rows == 2;
-  if (nc <= 2) return launch_mv_q_w<Q, 2>(sh.warps, two, ps, n, aq, asc, s);
-  if (nc <= 4) return launch_mv_q_w<Q, 4>(sh.warps, two, ps, n, aq, asc, s);
-  return launch_mv_q_w<Q, 8>(sh.warps, two, ps, n, aq, asc, s);
+  const int rows_g = sh.rows == 0 ? (fill ? 2 : 1) : sh.rows;
+  if (nc <= 2) return launch_mv_q_w<Q, 2>(sh.warps, rows_g, ps, n, aq, asc, s);
+  if (nc <= 4) return launch_mv_q_w<Q, 4>(sh.warps, rows_g, ps, n, aq, asc, s);
+  return launch_mv_q_w<Q, 8>(sh.warps, rows_g, ps, n, aq, asc, s);
 }
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each

@@ -44,7 +44,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
-      mvShape: { warps1: 1, rows1: 0, warps: 0, rows: 0 },
+      mvShape: { warps1: 1, rows1: 0, warps: 0, rows: 0, warpsLong: 0 },
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
@@ -73,6 +73,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV_WIDE: "0",
         MINFER_CUDA_MV1: "2x1",
         MINFER_CUDA_MV: "2x0",
+        MINFER_CUDA_MV_LONG: "4",
         MINFER_CUDA_STEP_TIMES: "0",
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
@@ -99,7 +100,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
-      mvShape: { warps1: 2, rows1: 1, warps: 2, rows: 0 },
+      mvShape: { warps1: 2, rows1: 1, warps: 2, rows: 0, warpsLong: 4 },
       stepTimes: false,
       decodeRows: 64,
       ropeBlock: false,
@@ -128,6 +129,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV_WIDE: "1",
         MINFER_CUDA_MV1: "1x2",
         MINFER_CUDA_MV: "1x2",
+        MINFER_CUDA_MV_LONG: "1",
         MINFER_CUDA_STEP_TIMES: "1",
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
@@ -154,7 +156,7 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
-      mvShape: { warps1: 1, rows1: 2, warps: 1, rows: 2 },
+      mvShape: { warps1: 1, rows1: 2, warps: 1, rows: 2, warpsLong: 1 },
       stepTimes: true,
       decodeRows: 1,
       ropeBlock: true,
@@ -184,6 +186,10 @@ describe("CUDA settings from the environment", () => {
     expect(() => readEnv({ MINFER_CUDA_TOPK: "sort" })).toThrow(
       /MINFER_CUDA_TOPK must be "auto" or "radix" or "tiles" or "chunks"/,
     );
+    expect(() => readEnv({ MINFER_CUDA_MV_LONG: "3" })).toThrow(
+      /MINFER_CUDA_MV_LONG must be "1" or "2" or "4"/,
+    );
+    expect(readEnv({ MINFER_CUDA_MV_LONG: "2" }).mvShape.warpsLong).toBe(2);
     expect(readEnv({ MINFER_CUDA_MMQ_ROWS: "auto" }).mmqRows).toBe(0);
     expect(() => readEnv({ MINFER_CUDA_MMQ_ROWS: "96" })).toThrow(
       /MINFER_CUDA_MMQ_ROWS must be "auto" or "64" or "128"/,

@@ -146,6 +146,8 @@ export interface MvShape {
   /** 2-8 columns; warps 0 (unset): chosen per column count and weight type. */
   readonly warps: 0 | 1 | 2;
   readonly rows: 0 | 1 | 2;
+  /** 3-4 columns over a K above 4096: warps a row group (0, unset: 4 for the 32-element types). */
+  readonly warpsLong: 0 | 1 | 2 | 4;
 }
 
 function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
@@ -200,8 +202,15 @@ function choice(env: NodeJS.ProcessEnv, name: string, values: readonly string[])
 function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
   const [warps1, rows1] = mvShapeOf(env, "MINFER_CUDA_MV1", [1, 0]);
   const [warps, rows] = mvShapeOf(env, "MINFER_CUDA_MV", [0, 0]);
+  const long = choice(env, "MINFER_CUDA_MV_LONG", ["1", "2", "4"]);
   // (the pattern takes W 1 or 2; 0 is only MINFER_CUDA_MV's unset default)
-  return { warps1: warps1 === 2 ? 2 : 1, rows1, warps, rows };
+  return {
+    warps1: warps1 === 2 ? 2 : 1,
+    rows1,
+    warps,
+    rows,
+    warpsLong: long === "" ? 0 : (Number(long) as 1 | 2 | 4),
+  };
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {

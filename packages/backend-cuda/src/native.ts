@@ -70,6 +70,7 @@ export interface NativeTuning {
     readonly rows1: number;
     readonly warps: number;
     readonly rows: number;
+    readonly warpsLong: number;
   };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;

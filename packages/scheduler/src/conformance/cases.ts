@@ -163,8 +163,11 @@ for (const a of WEIGHT_DTYPES.filter((d) => isQuantized(d) && blockOf(d).blockSi
     build: (b) => b.output(b.mulMat(b.weight("w", a, [160, 70]), b.input("x", F32, [160, 16]))),
     tolerance: tol(a),
   });
+// (3-4 columns over a K above 4096: CUDA's mat-vec with 4 warps a row pair for the 32-element types)
 for (const [a, tokens] of [
   [DType.Q4_0, 2],
+  [DType.Q4_0, 4],
+  [DType.Q8_0, 3],
   [DType.Q4_K, 5],
 ] as const)
   add({
