@@ -179,6 +179,9 @@ for (const streams of streamCounts) {
   const graphsAfter = gpuRt.graphStats();
   const delta = {
     replays: graphsAfter.graphReplays - graphsBefore.graphReplays,
+    // of the replays, those launched from the JavaScript thread (executeWithIo's fast path; the rest
+    // went through a worker thread, which costs a hand-off each way)
+    threadReplays: graphsAfter.threadReplays - graphsBefore.threadReplays,
     captures: graphsAfter.graphCaptures - graphsBefore.graphCaptures,
     failures: graphsAfter.graphFailures - graphsBefore.graphFailures,
     lastGraphError: graphsAfter.lastGraphError,
