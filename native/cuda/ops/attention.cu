@@ -203,6 +203,10 @@ bool is_aligned(const void* ptr, int64_t a) { return reinterpret_cast<uintptr_t>
 
 // act: with one query, the decode kernel also writes its output as Q8A there (fused.h); *quantized
 // says whether it did.
+// Blocks an SM the per-query splits aim for: Tuning::per_query_blocks, else 1 on the tensor-core
+// kernel (a 128-256-cell query in one block, no merge) and 4 on the decode kernel.
+int per_query_per_sm(const Tuning& t, bool flash) { return t.per_query_blocks > 0 ? t.per_query_blocks : flash ? 1 : 4; }
+
 cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
   if (quantized) *quantized = false;
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
@@ -270,7 +274,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     p.n_splits = !ctx.scratch ? 1
                               : per_query_splits(n_kv, n_kv_head, n_q, kFlashCells, ctx.sm_count,
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
-                                                 ctx.tuning.per_query_blocks > 0 ? ctx.tuning.per_query_blocks : 1);
+                                                 per_query_per_sm(ctx.tuning, true));
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_flash(p, 1, ctx.stream);
   }
@@ -286,7 +290,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     p.n_splits = !ctx.scratch ? 1
                  : per_query  ? per_query_splits(n_kv, groups, n_q, (p.hd / 32) * kDecCellsPerWarp, ctx.sm_count,
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
-                                                 ctx.tuning.per_query_blocks > 0 ? ctx.tuning.per_query_blocks : 4)
+                                                 per_query_per_sm(ctx.tuning, false))
                               : decode_splits(n_kv, groups, p.hd, ctx.sm_count);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     // the splits merged by their last block (one counter per kv head and row group) or by the

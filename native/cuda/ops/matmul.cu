@@ -508,7 +508,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
       }
       if (cudaError_t e = launch_mmq(batch, n, scratch + r.q8a, reinterpret_cast<float*>(scratch + r.gemm), ctx.stream,
                                      ctx.tuning.mmq_blocks, ctx.tuning.mmq_streamk, ctx.tuning.mmq_rows,
-                          ctx.tuning.mmq_target_blocks);
+                                     ctx.tuning.mmq_target_blocks);
           e != cudaSuccess)
         return e;
       i += n;

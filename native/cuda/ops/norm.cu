@@ -2,8 +2,8 @@
 // ((x - mean) / sqrt(var + eps)), RMS_NORM_MUL (rms_norm(x) * w, w broadcast over rows by ggml's
 // rule with w.ne[0] == x.ne[0]). Many rows: one block per row (grid-stride over rows); up to
 // Tuning::norm_slice_rows rows (a decode step of one or a few sequences): a block per slice of a row
-// (norm_slice_kernel), or one per row when the output aliases a. Sums are accumulated in double and the per-row scale is rounded to float once, as the CPU
-// does. In the one-block-per-row kernels each element is read and written by the same thread, so
+// (norm_slice_kernel), or one per row when the output aliases a. Sums are accumulated in double and
+// the per-row scale is rounded to float once, as the CPU does. In the one-block-per-row kernels each element is read and written by the same thread, so
 // the output may alias a.
 #include <cmath>
 
