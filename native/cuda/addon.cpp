@@ -337,6 +337,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
     int_in("perQueryBlocks", 0, 64, &tuning.per_query_blocks);
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
+    int_in("fuseRows", 1, 64, &tuning.fuse_rows);
     int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {

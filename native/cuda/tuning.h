@@ -124,6 +124,10 @@ struct Tuning {
   // RoPE of q and k with the K/V stores of one decode token (ops/rope_store.cu): one block that
   // loads every input before it stores anything, instead of the flat kernel's one or two launches.
   bool rope_block = true;
+  // Rows (sequences of a decode step) up to which RMS_NORM_MUL and SWIGLU / GEGLU also write the
+  // quantized activations of the product reading them (ops/producer_matvec.cu), 1-64: one launch
+  // a product less; more rows quantize in the product's own launch.
+  int fuse_rows = 64;
   // Decode attention over several splits of blocks of one or two rows merges them in the last block
   // of each row group to finish (a device counter finds it) instead of in a combine kernel launched
   // after it. (With more rows a block, the last block's merge of each row one after another cost

@@ -3,7 +3,7 @@
 // step of each count of sequences (events between the nodes, captured with them into one graph), summed by op; and, without
 // profiling, the mean wall time of a decode step (1 and B sequences) against the time inside
 // execute (the rest is host work: JavaScript, copies).
-//   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP [DEPTH]]]
+//   node dist/cuda-profile.js OUT_DIR model.gguf [B,… [PP [DEPTH [REGIONS]]]]
 // DEPTH > 0: also a 512-token micro-batch and a decode step after DEPTH tokens of context,
 // profiled by op, and the same two timed without profiling (wall against GPU time).
 import { writeFileSync } from "node:fs";
@@ -149,7 +149,9 @@ for (const streams of streamCounts) {
     for (let s = 0; s < streams; s++)
       await c.decode({ tokens: tokens(promptLen, 200 + s), seq: s, logits: "none" });
   };
-  const shape = { nCtx: streams * 256, nSeqMax: streams, kvUnified: false } as const;
+  // (REGIONS: contexts of that many 256-cell regions, as bench -npl 1,4,16,64 makes one of 64)
+  const regions = Math.max(streams, Number(process.argv[7] ?? 0));
+  const shape = { nCtx: regions * 256, nSeqMax: regions, kvUnified: false } as const;
   const multi = new Context(model, { ...shape, profile: true });
   await prompts(multi);
   for (let i = 0; i < 3; i++) await multi.decode(step(i));

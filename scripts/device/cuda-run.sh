@@ -546,9 +546,10 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
     TAIL_LINES=80 step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
-  profile) # (PROFILE_DEPTH: also a prompt micro-batch and a decode step after that many tokens)
+  profile) # (PROFILE_DEPTH: also a prompt micro-batch and a decode step after that many tokens;
+    # PROFILE_NSEQ: the B-sequence contexts hold that many sequences' regions, as bench -npl's does)
     step profile node "$D/dist/cuda-profile.js" "$OUT" "${PROFILE_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}" \
-      "${STREAMS:-16,64}" 128 "${PROFILE_DEPTH:-0}" ;;
+      "${STREAMS:-16,64}" 128 "${PROFILE_DEPTH:-0}" "${PROFILE_NSEQ:-0}" ;;
   bench)
     for t in ${BENCH_TYPES:-q4_k_m q4_0 q8_0}; do
       f=$(synth qwen2-7b "$t")

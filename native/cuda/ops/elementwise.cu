@@ -234,9 +234,10 @@ const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, launch_unary<Unar
 const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_gated<false>, no_scratch, launch_gated<false>});
 const Registrar geglu_kernel_reg(Op::GEGLU, {check_gated<true>, no_scratch, launch_gated<true>});
 
-// SWIGLU or GEGLU of one contiguous row that also quantizes its output (fused with the mat-vec
-// reading it, fused.h): kQ 1 = Q8A (a warp's 32 elements are a block), 2 = Q8K (a thread block's
-// 256), with the arithmetic of matvec_q.cuh's quantizing kernels.
+// SWIGLU or GEGLU of contiguous rows (row blockIdx.y) that also quantizes its output (fused with
+// the mat-vec reading it, fused.h: row r is the matmul's activation column r): kQ 1 = Q8A (a warp's
+// 32 elements are a block), 2 = Q8K (a thread block's 256), with the arithmetic of matvec_q.cuh's
+// quantizing kernels.
 template <bool kGelu, int kQ>
 __global__ void __launch_bounds__(kThreads) gated_quant_kernel(Tensor g, Tensor u, Tensor o, int64_t ne0, int8_t* qs,
                                                                void* scales) {
@@ -244,11 +245,15 @@ __global__ void __launch_bounds__(kThreads) gated_quant_kernel(Tensor g, Tensor 
   static_assert(kThreads == 256, "a Q8K block is one thread block");
   __shared__ float wmax[kThreads / kWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x, r = blockIdx.y;
+  qs += r * ne0;
+  if (kQ == 1) scales = static_cast<float2*>(scales) + r * (ne0 / 32);
+  else scales = static_cast<float*>(scales) + r * (ne0 / 256);
   float out = 0.0f;
   if (i < ne0) {
-    out = gate_act<kGelu>(*reinterpret_cast<const float*>(g.data + i * 4)) * *reinterpret_cast<const float*>(u.data + i * 4);
-    *reinterpret_cast<float*>(o.data + i * 4) = out;
+    out = gate_act<kGelu>(*reinterpret_cast<const float*>(g.data + r * g.nb[1] + i * 4)) *
+          *reinterpret_cast<const float*>(u.data + r * u.nb[1] + i * 4);
+    *reinterpret_cast<float*>(o.data + r * o.nb[1] + i * 4) = out;
   }
   // (ne0 is a multiple of the block: a block is either whole or wholly past the row)
   if (kQ == 1) {
@@ -273,17 +278,22 @@ __global__ void __launch_bounds__(kThreads) gated_quant_kernel(Tensor g, Tensor 
 bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt) {
   if ((sw.op != Op::SWIGLU && sw.op != Op::GEGLU) || fmt == QuantAct::None) return false;
   const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
-  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256;
-  auto row = [](const Tensor& t) { return t.ne[1] * t.ne[2] * t.ne[3] == 1 && t.nb[0] == 4; };
-  return row(g) && row(u) && row(o) && g.ne[0] % block == 0 && g.ne[0] <= (int64_t{1} << 30);
+  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256, rows = g.ne[1];
+  // rows of packed floats, each row's stride a multiple of 4 bytes
+  auto rows_ok = [&](const Tensor& t) {
+    return t.ne[0] == g.ne[0] && t.ne[1] == rows && t.ne[2] == 1 && t.ne[3] == 1 && t.nb[0] == 4 && t.nb[1] % 4 == 0;
+  };
+  return rows_ok(g) && rows_ok(u) && rows_ok(o) && rows >= 1 && rows <= kFusedProducerMaxCols && g.ne[0] % block == 0 &&
+         g.ne[0] <= (int64_t{1} << 30);
 }
 
 cudaError_t gated_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
   const Tensor &g = *sw.in[0], &u = *sw.in[1], &o = *sw.out[0];
   const int64_t ne0 = g.ne[0];
   if (ne0 == 0) return cudaSuccess;
-  const size_t qs = (static_cast<size_t>(ne0) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
-  const dim3 grid(static_cast<unsigned>(ceil_div(ne0, kThreads)));
+  const int64_t rows = g.ne[1];
+  const size_t qs = (static_cast<size_t>(ne0 * rows) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
+  const dim3 grid(static_cast<unsigned>(ceil_div(ne0, kThreads)), static_cast<unsigned>(rows));
   auto* codes = reinterpret_cast<int8_t*>(act);
   void* scales = act + qs;
   const bool gelu = sw.op == Op::GEGLU;

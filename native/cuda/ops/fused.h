@@ -30,23 +30,28 @@ size_t attn_matvec_scratch(const NodeArgs* nodes);
 
 // ---- the pieces those use, from the ops' own files ----
 
+// Most activation columns (rows of a producer's output) a producer quantizes for its matmul.
+constexpr int64_t kFusedProducerMaxCols = 64;
+
 // Activation formats of the quantized mat-vec (ops/matvec_q.cuh ActFmt).
 enum class QuantAct : int { None = 0, Q8A = 2, Q8K = 3 };
 
-// matmul.cu: the format a MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI of one F32 column quantizes its
-// activations into when every weight runs the quantized mat-vec on it, and that region's offset
-// in scratch; None otherwise.
-QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset);
+// matmul.cu: the format a MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI of F32 activations (up to the int8
+// kFusedProducerMaxCols packed columns) quantizes them into under tuning `t`, when every weight reads that
+// one format (the quantized mat-vec: Q8A or Q8K; the int8 tensor-core kernel: Q8A), and that
+// region's offset in scratch; None otherwise (another path, or formats that differ by weight).
+QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset, const Tuning& t = Tuning{});
 // matmul.cu: runs the node as its kernel does, its activations already quantized in scratch.
 cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx);
 
-// norm.cu: RMS_NORM_MUL of a single row of at most 8192 elements (a multiple of the format's
-// block), writing its F32 output and the same values quantized as `fmt` at `act` (qs, then scales).
+// norm.cu: RMS_NORM_MUL of up to 64 packed rows of at most 8192 elements (a multiple of the
+// format's block), writing its F32 output and the same values quantized as `fmt` at `act` (the
+// matmul's region for as many columns: qs, then scales).
 bool norm_quant_supported(const NodeArgs& norm, QuantAct fmt);
 cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
 
-// elementwise.cu: SWIGLU or GEGLU of a single contiguous row (a multiple of the format's block),
-// likewise.
+// elementwise.cu: SWIGLU or GEGLU of up to 64 rows, each contiguous (a multiple of the format's
+// block), likewise.
 bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt);
 // attention.cu: ATTENTION as its kernel runs it; with `act` (Q8A codes, then the scales) the
 // decode kernel also writes its output quantized there and *quantized says so (the kernels of

@@ -562,22 +562,27 @@ const Registrar mul_mat_id_kernel(Op::MUL_MAT_ID, {check_mul_mat_id, scratch_mul
 
 }  // namespace
 
-QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset) {
+QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset, const Tuning& t) {
   const bool multi = mm.op == Op::MUL_MAT_MULTI;
   if (!multi && mm.op != Op::MUL_MAT && mm.op != Op::MUL_MAT_ADD) return QuantAct::None;
   const Tensor* x = multi ? mm.in[0] : mm.in[1];
   const Tensor* const* ws = multi ? &mm.in[1] : &mm.in[0];
   const int n = multi ? mm.n_outputs : 1;
-  if (x->dtype != DType::F32 || x->nb[0] != 4 || x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return QuantAct::None;
-  Path path = Path::Generic;
+  const int64_t cols = x->ne[1];
+  if (x->dtype != DType::F32 || x->nb[0] != 4 || cols < 1 || cols > kFusedProducerMaxCols || (cols > 1 && x->nb[1] != 4 * x->ne[0]) ||
+      x->ne[2] != 1 || x->ne[3] != 1)
+    return QuantAct::None;
+  QuantAct fmt = QuantAct::None;
   for (int i = 0; i < n; i++) {
-    const Path p = choose_path(ws[i], x, false, Tuning{});  // one column: never MMQ, any tuning
-    if ((p != Path::MvQ8A && p != Path::MvQ8K) || (i > 0 && p != path)) return QuantAct::None;
-    path = p;
+    const Path p = choose_path(ws[i], x, false, t);
+    const QuantAct f = p == Path::MvQ8A || p == Path::Mmq ? QuantAct::Q8A : p == Path::MvQ8K ? QuantAct::Q8K : QuantAct::None;
+    if (f == QuantAct::None || (i > 0 && f != fmt)) return QuantAct::None;
+    fmt = f;
   }
-  const ActRegions r = act_regions(ws, n, x, false, Tuning{});
-  *offset = path == Path::MvQ8A ? r.q8a : r.q8k;
-  return path == Path::MvQ8A ? QuantAct::Q8A : QuantAct::Q8K;
+  const ActRegions r = act_regions(ws, n, x, false, t);
+  if (r.f32 != SIZE_MAX || (fmt == QuantAct::Q8A ? r.q8k : r.q8a) != SIZE_MAX) return QuantAct::None;
+  *offset = fmt == QuantAct::Q8A ? r.q8a : r.q8k;
+  return fmt;
 }
 
 cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx) {

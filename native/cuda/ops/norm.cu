@@ -196,6 +196,10 @@ __global__ void __launch_bounds__(kFewRowThreads) norm_row_kernel(Tensor a, Tens
   const uint8_t *x = rp.x, *wr = rp.w;
   uint8_t* y = rp.y;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  // (quantized: row r is column r of the matmul's activations, ne0 codes and its blocks' scales)
+  if constexpr (kQ != 0) qs += static_cast<int64_t>(blockIdx.x) * ne0;
+  if constexpr (kQ == 1) scales = static_cast<float2*>(scales) + static_cast<int64_t>(blockIdx.x) * (ne0 / 32);
+  if constexpr (kQ == 2) scales = static_cast<float*>(scales) + static_cast<int64_t>(blockIdx.x) * (ne0 / 256);
   float v[kPer], g[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; k++) {
@@ -267,6 +271,10 @@ __global__ void __launch_bounds__(kSlice) norm_slice_kernel(Tensor a, Tensor w, 
   uint8_t* y = rp.y;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kSlice + threadIdx.x;  // this thread's output element
+  // (quantized: row r is column r of the matmul's activations, ne0 codes and its blocks' scales)
+  if constexpr (kQ != 0) qs += static_cast<int64_t>(blockIdx.y) * ne0;
+  if constexpr (kQ == 1) scales = static_cast<float2*>(scales) + static_cast<int64_t>(blockIdx.y) * (ne0 / 32);
+  if constexpr (kQ == 2) scales = static_cast<float*>(scales) + static_cast<int64_t>(blockIdx.y) * (ne0 / 256);
   // Every load first: the whole row, this element and its weight.
   float v[kSlicePer];
 #pragma unroll
@@ -333,29 +341,33 @@ const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {check_rms_norm_mul, no_sc
 bool norm_quant_supported(const NodeArgs& norm, QuantAct fmt) {
   if (norm.op != Op::RMS_NORM_MUL || fmt == QuantAct::None) return false;
   const Tensor &a = *norm.in[0], &o = *norm.out[0];
-  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256;
-  return a.ne[1] * a.ne[2] * a.ne[3] == 1 && a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer &&
-         a.ne[0] % block == 0 && o.nb[0] == 4;
+  const int64_t block = fmt == QuantAct::Q8A ? 32 : 256, rows = a.ne[1];
+  return a.ne[2] == 1 && a.ne[3] == 1 && rows >= 1 && rows <= kFusedProducerMaxCols &&
+         a.ne[0] <= static_cast<int64_t>(kFewRowThreads) * kPer && a.ne[0] % block == 0 && o.nb[0] == 4;
 }
 
 cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ctx, QuantAct fmt, uint8_t* act) {
   const Tensor &a = *norm.in[0], &w = *norm.in[1];
   const float eps = param_f32(norm, 0);
-  const size_t qs = (static_cast<size_t>(a.ne[0]) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
+  const int64_t rows = a.ne[1];
+  const size_t qs = (static_cast<size_t>(a.ne[0] * rows) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
   auto* codes = reinterpret_cast<int8_t*>(act);
   void* scales = act + qs;
-  if (!overlap(a, *norm.out[0])) {
-    const dim3 grid(static_cast<unsigned>((a.ne[0] + kSlice - 1) / kSlice));
+  // As launch_norm picks its kernel: rows up to Tuning::norm_slice_rows in slices (unless the
+  // output aliases a), more rows (or an aliased output) a block each.
+  if (!overlap(a, *norm.out[0]) && rows <= ctx.tuning.norm_slice_rows) {
+    const dim3 grid(static_cast<unsigned>((a.ne[0] + kSlice - 1) / kSlice), static_cast<unsigned>(rows));
     if (fmt == QuantAct::Q8A)
       return launch_k(norm_slice_kernel<Kind::RmsMul, 1>, grid, dim3(kSlice), 0, ctx.stream, a, w, *norm.out[0], eps,
                       codes, scales);
     return launch_k(norm_slice_kernel<Kind::RmsMul, 2>, grid, dim3(kSlice), 0, ctx.stream, a, w, *norm.out[0], eps, codes,
                     scales);
   }
+  const dim3 grid(static_cast<unsigned>(rows));
   if (fmt == QuantAct::Q8A)
-    return launch_k(norm_row_kernel<Kind::RmsMul, 1>, dim3(1), dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
+    return launch_k(norm_row_kernel<Kind::RmsMul, 1>, grid, dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
                     codes, scales);
-  return launch_k(norm_row_kernel<Kind::RmsMul, 2>, dim3(1), dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
+  return launch_k(norm_row_kernel<Kind::RmsMul, 2>, grid, dim3(kFewRowThreads), 0, ctx.stream, a, w, *norm.out[0], eps,
                   codes, scales);
 }
 

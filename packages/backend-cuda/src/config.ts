@@ -103,6 +103,12 @@ export interface CudaEnv {
    */
   readonly ropeBlock: boolean;
   /**
+   * MINFER_CUDA_FUSE_ROWS: decode steps of up to this many rows (sequences; 1-64, default 64) have
+   * their norms and SwiGLU write the quantized activations of the product after them, one launch
+   * a product less; 1: only a single sequence's steps, as before.
+   */
+  readonly fuseRows: number;
+  /**
    * MINFER_CUDA_FUSED_COMBINE=0: decode attention over several splits merges them in a kernel of
    * its own instead of in the last split's block to finish (the default).
    */
@@ -240,6 +246,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     stepTimes: choice(env, "MINFER_CUDA_STEP_TIMES", ["0", "1"]) === "1",
     decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
+    fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),

@@ -78,6 +78,7 @@ export interface NativeTuning {
   readonly decodeRows?: number;
   /** A decode token's RoPE + K/V stores on one block that loads everything first. */
   readonly ropeBlock?: boolean;
+  readonly fuseRows?: number;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
   /** Several queries' decode attention one query a block on the tensor-core kernel. */

@@ -12,7 +12,7 @@ import {
 } from "@minfer/scheduler";
 import { type Batch, normalizeBatch } from "./batch.js";
 import { contextSize, DEFAULT_N_UBATCH } from "./context-size.js";
-import { type OutputsInto, UbatchRunner } from "./decode-step.js";
+import { type OutputsInto, spanWindow, UbatchRunner } from "./decode-step.js";
 import { EngineError } from "./errors.js";
 import { type Built, fused, type GraphParams, type Step } from "./graph-params.js";
 import { KvBuffers } from "./kv-buffers.js";
@@ -222,7 +222,7 @@ export class Context {
         states: this.#buffers.states,
         profile: options.profile ?? false,
       });
-      const step = this.#build(this.#stepParams());
+      const step = this.#build(this.#stepParams(1, true));
       this.#scheduler.reserve([worst.graph, step.graph]);
     } catch (e) {
       this.#buffers.dispose();
@@ -241,13 +241,21 @@ export class Context {
     return this.#store.group(group)?.cache.nCtx ?? 0;
   }
 
-  /** One token of one sequence, attending by spans over every cache: what steady decode runs. */
-  #stepParams(nTokens = 1): GraphParams {
-    const swa = this.#cells("swa");
+  /**
+   * nTokens tokens of as many sequences attending by spans: what steady decode runs (over every
+   * cache; one token over the caches' current span windows, as UbatchRunner sizes it, unless
+   * `wholeCache`).
+   */
+  #stepParams(nTokens = 1, wholeCache = false): GraphParams {
+    const window = (group: KvGroup) => {
+      const g = this.#store.group(group);
+      return !g ? 0 : nTokens === 1 && !wholeCache ? spanWindow(g) : g.cache.nCtx;
+    };
+    const swa = window("swa");
     return {
       kind: "decode",
       nTokens,
-      nKv: this.#cells("full"),
+      nKv: window("full"),
       nOutputs: nTokens,
       spans: true,
       ...(swa > 0 ? { nKvSwa: swa, spansSwa: true } : {}),

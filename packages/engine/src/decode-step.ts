@@ -36,6 +36,24 @@ export function kvWindow(g: KvGroupCache): number {
   return Math.min(nCtx, Math.max(KV_BUCKET, Math.ceil(g.cache.window() / KV_BUCKET) * KV_BUCKET));
 }
 
+/** The smallest KV window of a one-token step's graph with spans, in cells. */
+export const SPAN_MIN_WINDOW = 256;
+
+/**
+ * The KV window of a one-token step's graph with spans: every used cell, rounded up to a power of
+ * two of at least {@link SPAN_MIN_WINDOW}, at most the cache. A sequence's steps then have graphs
+ * over the cells in use rather than the whole context, so a backend sizes their attention (its
+ * kernel, its splits) for those; a context of N cells goes through about log2(N / 256) such graphs.
+ * (Steps of several tokens span the whole cache: one graph a token count, as prepareDecode builds.)
+ */
+export function spanWindow(g: KvGroupCache): number {
+  const nCtx = g.cache.nCtx;
+  const used = g.cache.window();
+  let w = SPAN_MIN_WINDOW;
+  while (w < used && w < nCtx) w *= 2;
+  return Math.min(nCtx, w);
+}
+
 /** Where the rows of one micro-batch's outputs go (views of at least their bytes; undefined: new arrays). */
 export interface OutputsInto {
   readonly logits?: Uint8Array;
@@ -151,7 +169,8 @@ export class UbatchRunner {
   /**
    * One cache's visibility: spans (2 integers per query) when each query's cells are one run, as
    * in a single sequence filled in order — attention then visits only those cells, so the graph can
-   * span the whole cache and one graph serves every step. Else a mask of nKv floats per query over
+   * span the whole cache and one graph serves every step of that many tokens (one token: the used
+   * cells' power-of-two window, {@link spanWindow}). Else a mask of nKv floats per query over
    * the used cells rounded up to a bucket (graphs are shared within a bucket).
    */
   #visibility(
@@ -168,11 +187,11 @@ export class UbatchRunner {
       spanBuf = new Int32Array(2 * n);
       this.#spans.set(g.group, spanBuf);
     }
-    const nCtx = g.cache.nCtx;
-    const spans = g.cache.spans(batch, cells, { nKv: nCtx, out: spanBuf, ...sliding });
+    const spanKv = n === 1 ? spanWindow(g) : g.cache.nCtx;
+    const spans = g.cache.spans(batch, cells, { nKv: spanKv, out: spanBuf, ...sliding });
     if (spans) {
       values[names.spans] = spans.subarray(0, 2 * n);
-      return { nKv: nCtx, spans: true };
+      return { nKv: spanKv, spans: true };
     }
     const nKv = kvWindow(g);
     let mask = this.#masks.get(g.group);

@@ -84,3 +84,39 @@ describe("KvCells", () => {
     }
   });
 });
+
+describe("KvCells cell ranges", () => {
+  it("seqCellMin / seqCellMax follow every mutation (random operations against a scan)", () => {
+    let seedState = 7;
+    const rand = () => {
+      seedState = (seedState * 1103515245 + 12345) & 0x7fffffff;
+      return seedState / 0x80000000;
+    };
+    const nCtx = 40;
+    const nSeq = 3;
+    const c = new KvCells(nCtx, nSeq);
+    let checks = 0;
+    for (let round = 0; round < 3000; round++) {
+      const op = rand();
+      const cell = Math.floor(rand() * nCtx);
+      const seq = Math.floor(rand() * nSeq);
+      if (op < 0.4) {
+        if (c.isEmpty(cell)) c.occupy(cell, Math.floor(rand() * 100));
+        c.addSeq(cell, seq);
+      } else if (op < 0.6) c.rmSeq(cell, seq);
+      else if (op < 0.7) c.keepOnly(cell, seq);
+      else if (op < 0.85) {
+        const to = Math.floor(rand() * nCtx);
+        if (!c.isEmpty(cell) && c.isEmpty(to)) c.move(cell, to);
+      } else if (op < 0.87) c.clear();
+      else if (!c.isEmpty(cell)) c.setPos(cell, Math.floor(rand() * 100));
+      for (let s = 0; s < nSeq; s++) {
+        const owned = Array.from({ length: nCtx }, (_, k) => k).filter((k) => !c.isEmpty(k) && c.has(k, s));
+        expect(c.seqCellMin(s)).toBe(owned.length > 0 ? owned[0] : -1);
+        expect(c.seqCellMax(s)).toBe(owned.length > 0 ? owned.at(-1) : -1);
+        checks++;
+      }
+    }
+    expect(checks).toBe(9000);
+  });
+});

@@ -35,6 +35,10 @@ export class KvCells {
   readonly #min: Int32Array;
   readonly #max: Int32Array;
   readonly #dirty: Uint8Array;
+  /** Per sequence: a cached lowest and highest cell it owns (recomputed when #cellDirty). */
+  readonly #cellLo: Int32Array;
+  readonly #cellHi: Int32Array;
+  readonly #cellDirty: Uint8Array;
 
   constructor(nCtx: number, nSeqMax: number) {
     this.nCtx = checkInt(nCtx, "nCtx", 1, 0x40000000);
@@ -47,6 +51,9 @@ export class KvCells {
     this.#min = new Int32Array(nSeqMax);
     this.#max = new Int32Array(nSeqMax);
     this.#dirty = new Uint8Array(nSeqMax);
+    this.#cellLo = new Int32Array(nSeqMax);
+    this.#cellHi = new Int32Array(nSeqMax);
+    this.#cellDirty = new Uint8Array(nSeqMax);
   }
 
   /** Cells holding a position. */
@@ -137,6 +144,20 @@ export class KvCells {
     return this.#max[seq]!;
   }
 
+  /** The lowest cell `seq` owns, or -1 when it owns none. */
+  seqCellMin(seq: number): number {
+    if (this.#count[seq] === 0) return -1;
+    if (this.#cellDirty[seq]) this.#rescanCells(seq);
+    return this.#cellLo[seq]!;
+  }
+
+  /** The highest cell `seq` owns, or -1 when it owns none. */
+  seqCellMax(seq: number): number {
+    if (this.#count[seq] === 0) return -1;
+    if (this.#cellDirty[seq]) this.#rescanCells(seq);
+    return this.#cellHi[seq]!;
+  }
+
   /** The smallest n such that every used cell is in [0, n). */
   window(): number {
     while (this.#top > 0 && this.#pos[this.#top - 1]! < 0) this.#top--;
@@ -205,9 +226,18 @@ export class KvCells {
       this.#min[seq] = p;
       this.#max[seq] = p;
       this.#dirty[seq] = 0;
-    } else if (!this.#dirty[seq]) {
-      if (p < this.#min[seq]!) this.#min[seq] = p;
-      if (p > this.#max[seq]!) this.#max[seq] = p;
+      this.#cellLo[seq] = cell;
+      this.#cellHi[seq] = cell;
+      this.#cellDirty[seq] = 0;
+    } else {
+      if (!this.#dirty[seq]) {
+        if (p < this.#min[seq]!) this.#min[seq] = p;
+        if (p > this.#max[seq]!) this.#max[seq] = p;
+      }
+      if (!this.#cellDirty[seq]) {
+        if (cell < this.#cellLo[seq]!) this.#cellLo[seq] = cell;
+        if (cell > this.#cellHi[seq]!) this.#cellHi[seq] = cell;
+      }
     }
   }
 
@@ -218,6 +248,7 @@ export class KvCells {
     this.#count[seq]!--;
     const p = this.#pos[cell]!;
     if (p === this.#min[seq] || p === this.#max[seq]) this.#dirty[seq] = 1;
+    if (cell === this.#cellLo[seq] || cell === this.#cellHi[seq]) this.#cellDirty[seq] = 1;
     if (this.#ownerless(cell)) this.#empty(cell);
   }
 
@@ -235,6 +266,7 @@ export class KvCells {
         x &= x - 1;
         this.#count[s]!--;
         if (p === this.#min[s] || p === this.#max[s]) this.#dirty[s] = 1;
+        if (cell === this.#cellLo[s] || cell === this.#cellHi[s]) this.#cellDirty[s] = 1;
       }
       this.#seq[base + w]! &= w === seq >>> 5 ? 1 << (seq & 31) : 0;
     }
@@ -269,6 +301,14 @@ export class KvCells {
     if (this.#pos[from]! < 0) throw new KvCacheError("BAD_CELL", `cell ${from} is empty`, { cell: from });
     if (this.#pos[to]! >= 0) throw new KvCacheError("BAD_CELL", `cell ${to} is not empty`, { cell: to });
     const w = this.#words;
+    // (the owners' cell ranges: found again when next asked for)
+    for (let k = 0; k < w; k++) {
+      let x = this.#seq[from * w + k]!;
+      while (x !== 0) {
+        this.#cellDirty[k * 32 + (31 - Math.clz32(x & -x))] = 1;
+        x &= x - 1;
+      }
+    }
     this.#pos[to] = this.#pos[from]!;
     this.#shift[to] = this.#shift[from]!;
     this.#seq.copyWithin(to * w, from * w, from * w + w);
@@ -286,6 +326,7 @@ export class KvCells {
     this.#shift.fill(0);
     this.#count.fill(0);
     this.#dirty.fill(0);
+    this.#cellDirty.fill(0);
     this.#hasShift = false;
     this.#used = 0;
     this.#head = 0;
@@ -319,6 +360,21 @@ export class KvCells {
     this.#min[seq] = lo;
     this.#max[seq] = hi;
     this.#dirty[seq] = 0;
+  }
+
+  #rescanCells(seq: number): void {
+    let lo = -1;
+    let hi = -1;
+    const top = this.window();
+    for (let c = 0; c < top; c++) {
+      if (this.#pos[c]! >= 0 && this.has(c, seq)) {
+        if (lo < 0) lo = c;
+        hi = c;
+      }
+    }
+    this.#cellLo[seq] = lo;
+    this.#cellHi[seq] = hi;
+    this.#cellDirty[seq] = 0;
   }
 
   #cell(cell: number): number {

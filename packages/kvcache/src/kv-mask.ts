@@ -298,6 +298,14 @@ function regionRun(
   const seq = t.seqIds[0]!;
   const lo = seq * region;
   const hi = Math.min(lo + region, v.nKv);
+  // A sequence whose cells are one run inside the region, every one visible (a decode step of a
+  // sequence filled in order): that run, without visiting the cells.
+  const count = cells.seqCount(seq);
+  if (count > 0 && v.w === 0 && (!v.causal || cells.seqPosMax(seq) <= t.pos)) {
+    const first = cells.seqCellMin(seq);
+    const last = cells.seqCellMax(seq);
+    if (last - first + 1 === count && first >= lo && last < hi) return [first, last + 1];
+  }
   let owned = 0;
   let start = -1;
   let end = -1;

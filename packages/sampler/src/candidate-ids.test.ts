@@ -119,6 +119,22 @@ describe("Sampler.sample with candidate ids", () => {
     }
   });
 
+  it("greedy from the ids: a bias that ties two candidates gives the lower id, as the whole row does", () => {
+    const row = new Float32Array(12).fill(-10);
+    row[5] = 2;
+    row[3] = 1.5;
+    row[9] = 1;
+    const ids = Int32Array.from([5, 3, 9]);
+    const values = Float32Array.from([2, 1.5, 1]);
+    const opts = { temperature: 0, logitBias: { 5: -0.5 } };
+    expect(new Sampler(opts).sampleCandidates(ids, values, 12)).toBe(3);
+    expect(new Sampler(opts).sample(row)).toBe(3);
+    // lowered below the bound (the last candidate's logit): the next id
+    const low = { temperature: 0, logitBias: { 5: -1.5 } };
+    expect(new Sampler(low).sampleCandidates(ids, values, 12)).toBe(3);
+    expect(new Sampler(low).sample(row)).toBe(3);
+  });
+
   it("uses the ids only when they prove the answer: a bias that lifts an outside id, ties at the bound", () => {
     const x = new Float32Array([5, 4, 3, 3, 3, 1, 0]);
     const greedy = new Sampler({ temperature: 0, logitBias: { 6: 10 } });

@@ -241,6 +241,19 @@ export class Sampler {
         if (id >= nVocab || !(b <= 0)) return -1;
       } else vals[j] = vals[j]! + b; // (rounded to f32 as the row's bias is)
     }
+    if (greedy) {
+      // The best id strictly above the bound (the lower id on a tie), found without sorting.
+      let best = -1;
+      for (let j = 0; j < k; j++) {
+        const v = vals[j]!;
+        if (!(v > bound)) continue;
+        if (best < 0 || v > vals[best]! || (v === vals[best]! && ids[j]! < ids[best]!)) best = j;
+      }
+      if (best < 0) return -1;
+      this.idStats.onIds++;
+      this.pending = undefined;
+      return ids[best]!;
+    }
     // The ids strictly above the bound, best first (their order unless the bias changed some).
     const pick = this.pick;
     let m = 0;
@@ -254,7 +267,6 @@ export class Sampler {
       });
     this.idStats.onIds++;
     this.pending = undefined;
-    if (greedy) return ids[pick[0]!]!;
     // The draws of chain(), in its order, on the `need` best as positions 0..need-1 (in that order,
     // so ties keep the lower id first): the stages see only their logits and order.
     const u = this.rng.nextFloat64();

@@ -544,6 +544,40 @@ for (const op of ["SWIGLU", "GEGLU"] as const)
     });
   }
 
+// Several sequences' rows of a decode step: RMS_NORM_MUL then the products reading its rows
+// (q/k/v as one MUL_MAT_MULTI, or one MUL_MAT), SWIGLU then ffn_down, which a GPU runs with the
+// producer writing the products' quantized activations for every row (Q8 blocks of 32 for the
+// mat-vec of Q4_0 / Q8_0 and the int8 kernel of any type, of 256 for the K-quants' mat-vec).
+for (const rows of [2, 4, 8, 16, 64])
+  for (const w of [DType.Q4_0, DType.Q8_0, DType.Q4_K, DType.Q6_K]) {
+    add({
+      name: `RMS_NORM_MUL F32 [512, ${rows}] then MUL_MAT_MULTI a=${n(w)}+${n(w)} [512, 64+32] (q/k/v of ${rows} sequences)`,
+      op: "RMS_NORM_MUL",
+      dtypes: ["F32", n(w)],
+      build: (b) => {
+        const h = b.node(
+          Op.RMS_NORM_MUL,
+          [b.input("a", F32, [512, rows]), b.input("w", F32, [512])],
+          [1e-6],
+        )[0]!;
+        const ws = [b.weight("wq", w, [512, 64]), b.weight("wk", w, [512, 32])];
+        for (const o of b.node(Op.MUL_MAT_MULTI, [h, ...ws], [])) b.output(o);
+      },
+      tolerance: tol(w),
+    });
+    add({
+      name: `SWIGLU F32 [512, ${rows}] then MUL_MAT a=${n(w)} [512, 48] (ffn_down of ${rows} sequences)`,
+      op: "SWIGLU",
+      dtypes: ["F32", n(w)],
+      build: (b) => {
+        const h = b.swiglu(b.input("gate", F32, [512, rows]), b.input("up", F32, [512, rows]));
+        b.output(b.mulMat(b.weight("ffn_down", w, [512, 48]), h));
+      },
+      data: { gate: spread(-6, 6) },
+      tolerance: tol(w),
+    });
+  }
+
 // ---- ROPE: normal and neox × one/many tokens × plain, partial, freq factors, linear, YaRN ----
 const ropeVariants = [
   { tag: "plain", nDims: 64, p: {} },
@@ -659,6 +693,35 @@ for (const mode of ["normal", "neox"] as const)
       tolerance: tol(F16),
     });
   }
+
+// Several tokens of whole heads (a step of several sequences): q and k computed in the graph, so
+// the allocator may put k's RoPE output over q's input, as in a model's step (a GPU then runs the
+// four nodes apart, its fused kernel taking several tokens only when no node's output meets
+// another's input); a repeated cell (the later token is stored); more tokens.
+for (const [tokens, cells] of [
+  [4, undefined],
+  [3, [5, 9, 5]],
+  [12, undefined],
+] as const)
+  add({
+    name: `ROPE neox nDims=128 q/k (computed) + k/v cache stores [128, 4/2, ${tokens}]${cells ? " repeated cell" : ""}`,
+    op: "ROPE",
+    dtypes: ["F32", "I32", "F16"],
+    build: (b) => {
+      const pos = b.input("pos", I32, [tokens]);
+      const at = b.input("cells", I32, [tokens]);
+      const p = { mode: "neox", nDims: 128, freqBase: 1000000 } as const;
+      const qIn = b.add(b.input("q", F32, [128, 4, tokens]), b.input("q2", F32, [128, 4, tokens]));
+      const kIn = b.add(b.input("k", F32, [128, 2, tokens]), b.input("k2", F32, [128, 2, tokens]));
+      const q = b.rope(qIn, pos, p);
+      const k = b.rope(kIn, pos, p);
+      const kc = b.setRows(b.state("k_cache", F16, [256, 16]), b.reshape(k, [256, tokens]), at);
+      const vc = b.setRows(b.state("v_cache", F16, [256, 16]), b.input("v", F32, [256, tokens]), at);
+      for (const t of [q, kc, vc]) b.output(t);
+    },
+    data: { pos: iota(tokens, 300), cells: cells ? () => [...cells] : (rng) => rng.distinct(tokens, 16) },
+    tolerance: tol(F16),
+  });
 
 // ---- SOFTMAX: plain, F32/F16 masks (more rows than needed), scale, ALiBi, one row ----
 /** A causal-like mask [nKv, rows]: row i sees cells ≤ nKv − rows + i (0), the rest −∞. */

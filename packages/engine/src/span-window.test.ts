@@ -1,0 +1,58 @@
+// One-token steps attend by spans over a graph whose KV window is the used cells' power of two
+// (spanWindow), not the whole context: the window's arithmetic, the graphs a growing sequence goes
+// through, and its logits against the same tokens decoded in one call.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Context } from "./context.js";
+import { SPAN_MIN_WINDOW, spanWindow } from "./decode-step.js";
+import type { KvGroupCache } from "./kv-store.js";
+import type { Model } from "./model.js";
+import { haveStories, loadStories, maxAbsDiff } from "./test-helpers.js";
+
+/** A cache of nCtx cells whose highest used cell is window - 1. */
+const cache = (nCtx: number, window: number) =>
+  ({ cache: { nCtx, window: () => window } }) as unknown as KvGroupCache;
+
+describe("spanWindow", () => {
+  it("rounds the used cells up to a power of two of at least 256, at most the cache", () => {
+    expect(SPAN_MIN_WINDOW).toBe(256);
+    expect(spanWindow(cache(4096, 0))).toBe(256);
+    expect(spanWindow(cache(4096, 256))).toBe(256);
+    expect(spanWindow(cache(4096, 257))).toBe(512);
+    expect(spanWindow(cache(4096, 2049))).toBe(4096);
+    expect(spanWindow(cache(3000, 2049))).toBe(3000);
+    expect(spanWindow(cache(100, 7))).toBe(100);
+  });
+});
+
+describe.skipIf(!haveStories)("one-token steps' KV window (stories260K)", () => {
+  let model: Model;
+  let dispose = () => {};
+  beforeAll(async () => {
+    ({ model, dispose } = await loadStories());
+  });
+  afterAll(() => dispose());
+
+  it("a sequence decoded a token a call changes graph once its cells pass 256, with the logits of one call", async () => {
+    const n = 300;
+    const nVocab = model.hparams.nVocab;
+    const tokens = Array.from({ length: n }, (_, i) => 1 + ((i * 37 + 11) % (nVocab - 1)));
+    const ref = new Context(model, { nCtx: 512 });
+    const ctx = new Context(model, { nCtx: 2048 });
+    try {
+      const all = await ref.decode({ tokens, logits: "all" });
+      const builds: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const out = await ctx.decode({ tokens: [tokens[i]!], logits: "last" });
+        expect(maxAbsDiff(out.last(), all.get(i)), `token ${i}`).toBeLessThan(2e-4);
+        builds.push(ctx.stats().graphs.builds);
+      }
+      // cells 0-255: the 256-cell graph (built by the first step); from cell 256 on, one more (512)
+      expect(builds[255]).toBe(builds[1]);
+      expect(builds[256]).toBe(builds[255]! + 1);
+      expect(builds[n - 1]).toBe(builds[256]);
+    } finally {
+      ctx.dispose();
+      ref.dispose();
+    }
+  });
+});
