@@ -36,10 +36,10 @@ constexpr int64_t kFusedProducerMaxCols = 64;
 // Activation formats of the quantized mat-vec (ops/matvec_q.cuh ActFmt).
 enum class QuantAct : int { None = 0, Q8A = 2, Q8K = 3 };
 
-// matmul.cu: the format a MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI of F32 activations (up to the int8
-// kFusedProducerMaxCols packed columns) quantizes them into under tuning `t`, when every weight reads that
-// one format (the quantized mat-vec: Q8A or Q8K; the int8 tensor-core kernel: Q8A), and that
-// region's offset in scratch; None otherwise (another path, or formats that differ by weight).
+// matmul.cu: the format a MUL_MAT / MUL_MAT_ADD / MUL_MAT_MULTI of F32 activations (up to
+// kFusedProducerMaxCols packed columns) quantizes them into under tuning `t`, when every weight
+// reads that one format (the quantized mat-vec: Q8A or Q8K; the int8 tensor-core kernel: Q8A), and
+// that region's offset in scratch; None otherwise (another path, or formats that differ by weight).
 QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset, const Tuning& t = Tuning{});
 // matmul.cu: runs the node as its kernel does, its activations already quantized in scratch.
 cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx);

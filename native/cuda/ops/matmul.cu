@@ -569,13 +569,15 @@ QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset, const Tuning& t) 
   const Tensor* const* ws = multi ? &mm.in[1] : &mm.in[0];
   const int n = multi ? mm.n_outputs : 1;
   const int64_t cols = x->ne[1];
-  if (x->dtype != DType::F32 || x->nb[0] != 4 || cols < 1 || cols > kFusedProducerMaxCols || (cols > 1 && x->nb[1] != 4 * x->ne[0]) ||
-      x->ne[2] != 1 || x->ne[3] != 1)
+  if (x->dtype != DType::F32 || x->nb[0] != 4 || cols < 1 || cols > kFusedProducerMaxCols || x->ne[2] != 1 ||
+      x->ne[3] != 1 || (cols > 1 && x->nb[1] != 4 * x->ne[0]))
     return QuantAct::None;
   QuantAct fmt = QuantAct::None;
   for (int i = 0; i < n; i++) {
     const Path p = choose_path(ws[i], x, false, t);
-    const QuantAct f = p == Path::MvQ8A || p == Path::Mmq ? QuantAct::Q8A : p == Path::MvQ8K ? QuantAct::Q8K : QuantAct::None;
+    const QuantAct f = p == Path::MvQ8A || p == Path::Mmq ? QuantAct::Q8A
+                       : p == Path::MvQ8K                 ? QuantAct::Q8K
+                                                          : QuantAct::None;
     if (f == QuantAct::None || (i > 0 && f != fmt)) return QuantAct::None;
     fmt = f;
   }
