@@ -462,8 +462,8 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     expect(layer({ tokens: 3, kOverQ: true })).toBe(0);
   });
 
-  // RMS_NORM_MUL (or SWIGLU, GEGLU) of a decode row, then a product of quantized weights reading
-  // it: the producer writes the product's quantized activations.
+  // RMS_NORM_MUL (or SWIGLU, GEGLU) of a decode step's rows, then a product of quantized weights
+  // reading them: the producer writes the product's quantized activations.
   function producer(o: { op?: Op; cols?: number; wtype?: DType; readsOther?: boolean } = {}) {
     const cols = o.cols ?? 1;
     const wtype = o.wtype ?? DType.Q4_0;
@@ -507,8 +507,11 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     expect(producer({ op: Op.SWIGLU })).toBe(1);
     expect(producer({ op: Op.GEGLU })).toBe(1);
     expect(producer({ op: Op.GEGLU, wtype: DType.F32 })).toBe(0);
-    expect(producer({ op: Op.GEGLU, cols: 2 })).toBe(0);
-    expect(producer({ cols: 2 })).toBe(0); // two rows: not a decode row
+    // rows of several sequences: the product's columns (the mat-vec's, then the int8 kernel's)
+    expect(producer({ op: Op.GEGLU, cols: 2 })).toBe(1);
+    expect(producer({ cols: 4 })).toBe(1);
+    expect(producer({ cols: 64 })).toBe(1);
+    expect(producer({ cols: 65 })).toBe(0); // a prompt's rows: the GEMM reads f32
     expect(producer({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
     expect(producer({ readsOther: true })).toBe(0); // the product reads something else
   });
