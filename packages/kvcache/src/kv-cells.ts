@@ -147,14 +147,14 @@ export class KvCells {
   /** The lowest cell `seq` owns, or -1 when it owns none. */
   seqCellMin(seq: number): number {
     if (this.#count[seq] === 0) return -1;
-    if (this.#cellDirty[seq]) this.#rescanCells(seq);
+    if (this.#cellDirty[seq]) this.#rescan(seq);
     return this.#cellLo[seq]!;
   }
 
   /** The highest cell `seq` owns, or -1 when it owns none. */
   seqCellMax(seq: number): number {
     if (this.#count[seq] === 0) return -1;
-    if (this.#cellDirty[seq]) this.#rescanCells(seq);
+    if (this.#cellDirty[seq]) this.#rescan(seq);
     return this.#cellHi[seq]!;
   }
 
@@ -346,34 +346,27 @@ export class KvCells {
     if (cell < this.#head) this.#head = cell;
   }
 
+  /** Finds `seq`'s smallest and largest position and its lowest and highest cell again (one scan). */
   #rescan(seq: number): void {
     let lo = MAX_POS;
     let hi = -1;
+    let first = -1;
+    let last = -1;
     const top = this.window();
     for (let c = 0; c < top; c++) {
       const p = this.#pos[c]!;
       if (p >= 0 && this.has(c, seq)) {
         if (p < lo) lo = p;
         if (p > hi) hi = p;
+        if (first < 0) first = c;
+        last = c;
       }
     }
     this.#min[seq] = lo;
     this.#max[seq] = hi;
     this.#dirty[seq] = 0;
-  }
-
-  #rescanCells(seq: number): void {
-    let lo = -1;
-    let hi = -1;
-    const top = this.window();
-    for (let c = 0; c < top; c++) {
-      if (this.#pos[c]! >= 0 && this.has(c, seq)) {
-        if (lo < 0) lo = c;
-        hi = c;
-      }
-    }
-    this.#cellLo[seq] = lo;
-    this.#cellHi[seq] = hi;
+    this.#cellLo[seq] = first;
+    this.#cellHi[seq] = last;
     this.#cellDirty[seq] = 0;
   }
 
