@@ -230,15 +230,17 @@ Napi::Value CheckProgram(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// fusedRuns(program, bufferSizes) → how many runs of nodes fused kernels would take (the program
-// must pass checkProgram: else an Error with the check's code).
+// fusedRuns(program, bufferSizes) → the runs of nodes fused kernels would take, as their node
+// counts in program order (the program must pass checkProgram: else an Error with the check's code).
 Napi::Value FusedRuns(const Napi::CallbackInfo& info) {
   size_t length = 0;
   const uint8_t* bytes = bytes_arg(info, 0, &length);
-  size_t runs = 0;
+  std::vector<size_t> runs;
   const ExecStatus s = check_program(bytes, length, sizes_arg(info, 1), &runs);
   if (!s.ok()) throw_coded(info.Env(), exec_code_name(s.code), s.message);
-  return Napi::Number::New(info.Env(), static_cast<double>(runs));
+  Napi::Array out = Napi::Array::New(info.Env(), runs.size());
+  for (size_t i = 0; i < runs.size(); i++) out.Set(static_cast<uint32_t>(i), static_cast<double>(runs[i]));
+  return out;
 }
 
 Napi::Value RegisteredOps(const Napi::CallbackInfo& info) {
@@ -263,7 +265,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, fusedCombine?,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
@@ -320,6 +322,7 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
     flag("mvWideLoads", &tuning.mv_wide_loads);
     flag("stepTimes", &tuning.step_times);
     flag("ropeBlock", &tuning.rope_block);
+    flag("qkvRope", &tuning.qkv_rope);
     flag("fusedCombine", &tuning.fused_combine);
     flag("perQueryFlash", &tuning.per_query_flash);
     // An integer tuning in [lo, hi].

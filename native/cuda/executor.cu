@@ -129,7 +129,7 @@ uint64_t hash_bytes(uint64_t h, const void* data, size_t n) {
 }  // namespace
 
 ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
-                         size_t* fused_runs) {
+                         std::vector<size_t>* fused_runs) {
   std::vector<pf::BufferBinding> buffers(buffer_sizes.size());
   for (size_t i = 0; i < buffers.size(); i++) {
     buffers[i].size = buffer_sizes[i];
@@ -139,8 +139,9 @@ ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<
   Loaded l;
   const ExecStatus s = load(bytes, length, buffers, &l, fused_runs != nullptr);
   if (s.ok() && fused_runs) {
-    *fused_runs = 0;
-    for (uint8_t run : l.fused) *fused_runs += run > 1 ? 1 : 0;
+    fused_runs->clear();
+    for (uint8_t run : l.fused)
+      if (run > 1) fused_runs->push_back(run);
   }
   return s;
 }

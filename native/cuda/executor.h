@@ -44,9 +44,10 @@ struct ExecStats {
 };
 
 // Validates a program against buffer sizes only (no device, no memory): what supportsOp asks.
-// With fused_runs, also counts the runs of nodes a fused kernel would take (kernel.h: fused_match).
+// With fused_runs, also lists the runs of nodes fused kernels would take, by their node counts in
+// program order (kernel.h: fused_match).
 ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
-                         size_t* fused_runs = nullptr);
+                         std::vector<size_t>* fused_runs = nullptr);
 
 class Executor {
  public:

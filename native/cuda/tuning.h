@@ -124,6 +124,9 @@ struct Tuning {
   // RoPE of q and k with the K/V stores of one decode token (ops/rope_store.cu): one block that
   // loads every input before it stores anything, instead of the flat kernel's one or two launches.
   bool rope_block = true;
+  // The q/k/v product's mat-vec also rotates q and k and stores k and v into the caches (its
+  // epilogue, ops/qkv_rope.cu) instead of rope_store's launch (one token) or launches after it.
+  bool qkv_rope = true;
   // Rows (sequences of a decode step) up to which RMS_NORM_MUL and SWIGLU / GEGLU also write the
   // quantized activations of the product reading them (ops/producer_matvec.cu), 1-64: one launch
   // a product less; more rows quantize in the product's own launch.

@@ -11,6 +11,7 @@ size_t fused_match(const NodeArgs* nodes, size_t available) {
     case program::Op::SWIGLU:
     case program::Op::GEGLU: return producer_matvec_match(nodes, available);
     case program::Op::ATTENTION: return attn_matvec_match(nodes, available);
+    case program::Op::MUL_MAT_MULTI: return qkv_rope_match(nodes, available);
     default: return 0;
   }
 }
@@ -24,8 +25,9 @@ cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContex
     case program::Op::ROPE: return count == 4 ? rope_store_launch(nodes, ctx) : cudaErrorInvalidValue;
     case program::Op::RMS_NORM_MUL:
     case program::Op::SWIGLU:
-    case program::Op::GEGLU: return count == 2 ? producer_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
+    case program::Op::GEGLU: return count == 2 || count == 6 ? producer_matvec_launch(nodes, count, ctx) : cudaErrorInvalidValue;
     case program::Op::ATTENTION: return count == 2 ? attn_matvec_launch(nodes, ctx) : cudaErrorInvalidValue;
+    case program::Op::MUL_MAT_MULTI: return count == 5 ? qkv_rope_launch(nodes, ctx, false) : cudaErrorInvalidValue;
     default: return cudaErrorInvalidValue;
   }
 }

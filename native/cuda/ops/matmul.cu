@@ -478,7 +478,10 @@ size_t scratch_mul_mat_multi(const NodeArgs& args) {
 // add c: as each mat-vec / generic result is stored, or by add_c_kernel after gemm_tc. Neighbouring
 // weights of one dtype on the quantized mat-vec (q/k/v, gate/up in decode) share one launch, and so
 // do those on the int8 tensor-core kernel (several sequences decoding together).
-cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bool prequantized) {
+// rope: the q/k/v epilogue (matmul_launch_qkv_rope; every weight on the quantized mat-vec), its
+// roles and the products' bytes not stored (skip, by output) set here for each launch's weights.
+cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bool prequantized,
+                              const MvRope* rope = nullptr, const ProductSkip* skip = nullptr) {
   const Tensor* x = args.in[0];
   const int nw = args.n_outputs;
   const ActRegions r = act_regions(&args.in[1], nw, x, false, ctx.tuning);
@@ -526,8 +529,20 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
       if (!mv_q_aligned(batch[n])) break;
       n++;
     }
-    if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream); e != cudaSuccess)
+    if (rope) {
+      MvRope e = *rope;
+      for (int k = 0; k < n; k++) {
+        e.role[k] = i + k == 0 ? MvRole::RotQ : i + k == 1 ? MvRole::RotK : MvRole::StoreV;
+        e.skip_lo[k] = skip[i + k].lo;
+        e.skip_hi[k] = skip[i + k].hi;
+      }
+      if (cudaError_t err = launch_mv_q_rope(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads,
+                                             ctx.tuning.mv, ctx.stream, e);
+          err != cudaSuccess)
+        return err;
+    } else if (cudaError_t e = launch_mv_q(batch, n, q8_act(r, path, scratch), total_cols(x), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream); e != cudaSuccess) {
       return e;
+    }
     i += n;
   }
   return cudaSuccess;
@@ -589,6 +604,42 @@ QuantAct matmul_quant_plan(const NodeArgs& mm, size_t* offset, const Tuning& t) 
 
 cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& ctx) {
   return mm.op == Op::MUL_MAT_MULTI ? run_mul_mat_multi(mm, ctx, true) : run_mul_mat(mm, ctx, true);
+}
+
+bool matmul_qkv_rope_ready(const NodeArgs& mm, const Tuning& t) {
+  if (mm.op != Op::MUL_MAT_MULTI || mm.n_outputs != 3) return false;
+  for (int i = 0; i < 3; i++) {
+    const Path path = choose_path(mm.in[1 + i], mm.in[0], false, t);
+    if ((path != Path::MvQ8A && path != Path::MvQ8K) || !mv_rope_supported(mm.in[1 + i]->dtype, t.mv_wide_loads, t.mv))
+      return false;
+  }
+  return true;
+}
+
+cudaError_t matmul_launch_qkv_rope(const NodeArgs& mm, const LaunchContext& ctx, bool prequantized, const NodeArgs* rope,
+                                   const ProductSkip* skip) {
+  if (!matmul_qkv_rope_ready(mm, ctx.tuning)) return cudaErrorNotSupported;
+  const Tensor* x = mm.in[0];
+  for (int i = 0; i < 3; i++) {
+    const Planes p = mul_mat_planes(mm.in[1 + i], x, mm.out[i], ctx);
+    if (!mv_q_aligned(p) || p.n_planes != 1 || !mv_rope_supported(p.wtype, ctx.tuning.mv_wide_loads, ctx.tuning.mv))
+      return cudaErrorNotSupported;
+  }
+  const NodeArgs &q = rope[0], &ks = rope[2], &vs = rope[3];
+  MvRope e{};
+  e.rot_q = *q.out[0];
+  e.rot_k = *rope[1].out[0];
+  e.cache_k = *ks.out[0];
+  e.cache_v = *vs.out[0];
+  e.pos = *q.in[1];
+  e.ff = q.n_inputs == 3 ? *q.in[2] : *q.in[1];  // unread without factors
+  e.idx = *ks.in[2];
+  e.hd = q.in[0]->ne[0];
+  e.k_node = ctx.node + 3;
+  e.v_node = ctx.node + 4;
+  e.err = ctx.err;
+  e.p = rope_params(q);
+  return run_mul_mat_multi(mm, ctx, prequantized, &e, skip);
 }
 
 }  // namespace minfer::cuda

@@ -23,6 +23,7 @@
 #include "../loads.cuh"
 #include "act_quant.cuh"
 #include "matmul_generic.cuh"
+#include "rope_common.cuh"
 
 namespace minfer::cuda::mm {
 
@@ -472,6 +473,86 @@ __device__ inline int batch_weight(const MvBatch& bt) {
   return wi;
 }
 
+// ---- the q/k/v product's epilogue (ops/qkv_rope.cu) --------------------------------------------
+// The mat-vec of MUL_MAT_MULTI(q, k, v) may also do what the four nodes after it do (ROPE q, ROPE k,
+// SET_ROWS of k's rows and of v into the caches; rope_store.cu runs them as one launch otherwise):
+// a row group of the rotated weights is one RoPE pair (rows j and j + nDims/2 of a head for NeoX,
+// j and j + 1 for the normal mode), so the lane that stores the two products rotates them as the
+// ROPE kernel does (rope_cos_sin, rope_rotate: the same bits) and stores the rotated pair, and k's
+// pair and v's rows go into their cache rows at the token's cell too. NoEpi: a plain product.
+struct NoEpi {};
+
+enum class MvRole : int8_t { Plain = 0, RotQ = 1, RotK = 2, StoreV = 3 };
+
+struct MvRope {
+  MvRole role[kMaxMvBatch];  // by weight of the launch's batch
+  // The bytes [skip_lo, skip_hi) of a weight's product are not stored (a RoPE's output, written
+  // after it apart, reuses them); the rest is, as the plain product stores it.
+  uintptr_t skip_lo[kMaxMvBatch], skip_hi[kMaxMvBatch];
+  Tensor rot_q, rot_k;       // the RoPEs' outputs [hd, heads, tokens]
+  Tensor cache_k, cache_v;   // the caches: a row of hd · heads elements per cell
+  Tensor pos, ff, idx;       // positions and frequency factors of the RoPEs, the stores' cells
+  int64_t hd;                // head size (= nDims: heads rotate whole)
+  int k_node, v_node;        // the stores' node indices, for reports
+  DeviceError* err;
+  RopeParams p;
+};
+
+// Row r (0 or 1) of row group `grp` of weight wi: a RoPE pair of a rotated weight, else grp·2 + r.
+__device__ inline int64_t rope_pair_row(const MvRope& e, int wi, int64_t grp) {
+  const bool rot = e.role[wi] == MvRole::RotQ || e.role[wi] == MvRole::RotK;
+  if (!rot || e.p.mode != 2) return grp * 2;
+  const int64_t half = e.hd / 2;
+  return (grp / half) * e.hd + grp % half;
+}
+__device__ inline int64_t rope_pair_step(const MvRope& e, int wi) {
+  const bool rot = e.role[wi] == MvRole::RotQ || e.role[wi] == MvRole::RotK;
+  return rot && e.p.mode == 2 ? e.hd / 2 : 1;
+}
+
+// Stores column c's two products s0, s1 of rows ra, rb = ra + step (after the addend, as plus_c).
+__device__ inline void rope_epilogue(const MvRope& e, int wi, const Planes& p, int64_t z, const Plane& pl, int c, int64_t ra,
+                                     int64_t rb, float s0, float s1) {
+  const float v0 = plus_c(p, z, c, ra, s0), v1 = plus_c(p, z, c, rb, s1);
+  float* out = reinterpret_cast<float*>(pl.out + c * p.o_nb1);
+  const auto put = [&](float* a, float v) {
+    const uintptr_t u = reinterpret_cast<uintptr_t>(a);
+    if (u < e.skip_lo[wi] || u >= e.skip_hi[wi]) *a = v;
+  };
+  put(out + ra, v0);
+  put(out + rb, v1);
+  const MvRole role = e.role[wi];
+  if (role == MvRole::Plain) return;
+  const int64_t t = pl.col0 + c;  // the token (one activation column each)
+  float y0 = v0, y1 = v1;
+  const int64_t h = ra / e.hd, j0 = ra % e.hd, j1 = rb % e.hd;
+  if (role != MvRole::StoreV) {
+    const int i = static_cast<int>(e.p.mode == 2 ? j0 : j0 / 2);
+    const double pos = *reinterpret_cast<const int32_t*>(e.pos.data + t * e.pos.nb[0]);
+    const float2 y = rope_rotate(v0, v1, rope_cos_sin(e.p, e.ff, pos, i));
+    y0 = y.x;
+    y1 = y.y;
+    const Tensor& ro = role == MvRole::RotQ ? e.rot_q : e.rot_k;
+    uint8_t* base = ro.data + h * ro.nb[1] + t * ro.nb[2];
+    *reinterpret_cast<float*>(base + j0 * ro.nb[0]) = y0;
+    *reinterpret_cast<float*>(base + j1 * ro.nb[0]) = y1;
+    if (role == MvRole::RotQ) return;
+  }
+  const Tensor& cd = role == MvRole::RotK ? e.cache_k : e.cache_v;
+  const int64_t cell = *reinterpret_cast<const int32_t*>(e.idx.data + t * e.idx.nb[0]);
+  if (cell < 0 || cell >= cd.ne[1]) {
+    // (a cell out of both caches is reported for the k store, the earlier node, as apart)
+    const bool k_bad = cell < 0 || cell >= e.cache_k.ne[1];
+    if (role == MvRole::RotK || !k_bad) report_error(e.err, role == MvRole::RotK ? e.k_node : e.v_node, cell);
+    return;
+  }
+  for (int64_t u = t + 1; u < pl.col0 + p.ncols; u++)  // a later token at the same cell is the one stored
+    if (*reinterpret_cast<const int32_t*>(e.idx.data + u * e.idx.nb[0]) == cell) return;
+  uint8_t* row = cd.data + cell * cd.nb[1];
+  store_elem(row + ra * cd.nb[0], cd.dtype, y0);
+  store_elem(row + rb * cd.nb[0], cd.dtype, y1);
+}
+
 // ---- the quantized mat-vec: grid (Σ ceil(M / (G·R)), min(planes, 65535)), G = kMvWarps / W -----
 // A block's kMvWarps warps form G groups of W warps; each group runs R consecutive rows, so that
 // one load of the activation codes serves R rows, its W·32 lanes taking the parts of K in turn
@@ -481,21 +562,30 @@ __device__ inline int batch_weight(const MvBatch& bt) {
 // before their arithmetic measured slower on the H200: Q4_0 3584 x 18944 at one column 29.3 and
 // 39.2 against 21.0 us, docs/PERFORMANCE.md.) kColsLast: each row's part first, then one column's
 // codes at a time (see the loop).
-template <class Q, int NC, int R, int W, bool kColsLast = false>
+// Epi: NoEpi, or MvRope (R = 2: a group's rows are a RoPE pair, rows row0 and row0 + rstep).
+template <class Q, int NC, int R, int W, bool kColsLast = false, class Epi = NoEpi>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
                                                              const int8_t* __restrict__ aq,
-                                                             const void* __restrict__ asc) {
+                                                             const void* __restrict__ asc,
+                                                             const __grid_constant__ Epi epi) {
   static_assert(W == 1 || W == 2 || W == 4, "a row group is 1, 2 or 4 warps");
+  constexpr bool kEpi = !std::is_same_v<Epi, NoEpi>;
+  static_assert(!kEpi || R == 2, "the epilogue's groups are row pairs");
   constexpr int G = kMvWarps / W;
   pdl_begin();
   const int wi = batch_weight(bt);
   const Planes& p = bt.p[wi];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int g = warp / W, slice = warp % W;
-  const int64_t row0 = ((static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * G + g) * R;
+  const int64_t grp = (static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * G + g;
+  int64_t row0 = grp * R, rstep = 1;
+  if constexpr (kEpi) {
+    row0 = rope_pair_row(epi, wi, grp);
+    rstep = rope_pair_step(epi, wi);
+  }
   // (W > 1: a group past the last row still reaches the block's barriers)
   if (W == 1 && row0 >= p.M) return;
-  const int nr = row0 >= p.M ? 0 : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
+  const int nr = row0 >= p.M ? 0 : kEpi ? R : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
   const int nc = static_cast<int>(p.ncols);
   __shared__ float red[W > 1 ? kMvWarps : 1][R][NC];
@@ -540,7 +630,7 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
         Q q[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-          if (r < nr) q[r].load(wrow + r * p.w_nb1, pi);
+          if (r < nr) q[r].load(wrow + r * rstep * p.w_nb1, pi);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           int a[8];
@@ -559,14 +649,20 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
         for (int r = 0; r < R; r++) {
           if (r < nr) {
             Q q;
-            q.load(wrow + r * p.w_nb1, pi);
+            q.load(wrow + r * rstep * p.w_nb1, pi);
 #pragma unroll
             for (int c = 0; c < NC; c++) acc[r][c] += q.dot(a[c], ad[c], as[c]);
           }
         }
       }
     }
-    if constexpr (W == 1) {
+    if constexpr (W == 1 && kEpi) {
+#pragma unroll
+      for (int c = 0; c < NC; c++) {
+        const float s0 = warp_sum(acc[0][c]), s1 = warp_sum(acc[1][c]);
+        if (lane == 0 && c < nc) rope_epilogue(epi, wi, p, z, pl, c, row0, row0 + rstep, s0, s1);
+      }
+    } else if constexpr (W == 1) {
 #pragma unroll
       for (int r = 0; r < R; r++)
 #pragma unroll
@@ -585,7 +681,14 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
           if (lane == 0) red[warp][r][c] = s;
         }
       __syncthreads();
-      if (slice == 0 && lane < R * NC) {
+      if constexpr (kEpi) {
+        if (slice == 0 && lane < nc && nr > 0) {
+          float s0 = red[warp][0][lane], s1 = red[warp][1][lane];
+#pragma unroll
+          for (int k = 1; k < W; k++) s0 += red[warp + k][0][lane], s1 += red[warp + k][1][lane];
+          rope_epilogue(epi, wi, p, z, pl, lane, row0, row0 + rstep, s0, s1);
+        }
+      } else if (slice == 0 && lane < R * NC) {
         const int r = lane / NC, c = lane % NC;
         if (r < nr && c < nc) {
           float s = red[warp][r][c];
@@ -622,12 +725,13 @@ inline bool mv_q_aligned(const Planes& p) { return planes_aligned(p, weight_alig
 
 namespace minfer::cuda::mm {
 
-template <class Q, int NC, int R, int W, bool kColsLast>
-cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+template <class Q, int NC, int R, int W, bool kColsLast, class Epi = NoEpi>
+cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s,
+                           const Epi& epi = Epi{}) {
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
+  return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast, Epi>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, epi);
 }
 
 // (its launch shape, MvShape, is in tuning.h. 4 warps a group, llama.cpp's shape for 2-8 columns,
@@ -724,6 +828,57 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
     case DType::Q6_K:
       return wide ? launch_mv_q_warp<PQ6_Ks>(ps, n, act, cols, sh, s) : launch_mv_q_warp<PQ6_K>(ps, n, act, cols, sh, s);
     default: return cudaErrorInvalidValue;
+  }
+}
+
+// ---- the q/k/v product with its RoPE and cache-store epilogue (MvRope) ---------------------------
+// On the launch shapes launch_mv_q_warp takes by default for the column count, each group a RoPE
+// pair (R = 2 where the default takes 1 row: the same sums, in pairs). Only the default shape
+// (MvShape{}), wide loads and the weight types of q/k/v in the common files; otherwise the caller
+// runs the products and the four nodes apart (mv_rope_supported false).
+inline bool mv_rope_supported(DType t, bool wide, const MvShape& sh) {
+  const bool shape = sh.warps1 == 1 && (sh.rows1 == 0 || sh.rows1 == 2) && sh.warps == 0 && sh.rows == 0 &&
+                     sh.warps_long == 0;
+  const bool type = t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+  return shape && type && wide;
+}
+
+template <class Q>
+cudaError_t launch_mv_q_rope_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, const MvRope& e) {
+  const auto* aq = reinterpret_cast<const int8_t*>(act);
+  const void* asc = act + qs_bytes(ps[0].K, cols);
+  const int64_t nc = ps[0].ncols;
+  if (nc <= 1) return launch_mv_q_nc<Q, 1, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+  if (nc <= 2) return launch_mv_q_nc<Q, 2, 2, 2, false, MvRope>(ps, n, aq, asc, s, e);
+  if (nc <= 4) {
+    if constexpr (!Q::kQ8K) {
+      if (ps[0].K > 4096) return launch_mv_q_nc<Q, 4, 2, 4, false, MvRope>(ps, n, aq, asc, s, e);
+      if constexpr (is_q4_0<Q>::value) return launch_mv_q_nc<Q, 4, 2, 2, true, MvRope>(ps, n, aq, asc, s, e);
+      return launch_mv_q_nc<Q, 4, 2, 2, false, MvRope>(ps, n, aq, asc, s, e);
+    } else {
+      return launch_mv_q_nc<Q, 4, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+    }
+  }
+  return launch_mv_q_nc<Q, 8, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+}
+
+// As launch_mv_q, with the epilogue; cudaErrorNotSupported (nothing launched) unless
+// mv_rope_supported.
+inline cudaError_t launch_mv_q_rope(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, const MvShape& sh,
+                                    cudaStream_t s, const MvRope& e) {
+  if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
+  if (!mv_rope_supported(in[0].wtype, wide, sh)) return cudaErrorNotSupported;
+  for (int i = 0; i < n; i++)
+    if (in[i].wtype != in[0].wtype || in[i].K != in[0].K || in[i].ncols != in[0].ncols || in[i].n_planes != 1 ||
+        in[i].M <= 0 || in[i].ncols > kMaxMvCols)
+      return cudaErrorInvalidValue;
+  switch (in[0].wtype) {
+    case DType::Q4_0: return launch_mv_q_rope_t<PQ4_0<true>>(in, n, act, cols, s, e);
+    case DType::Q8_0: return launch_mv_q_rope_t<PQ8_0<true>>(in, n, act, cols, s, e);
+    case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, s, e);
+    case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, s, e);
+    case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, s, e);
+    default: return cudaErrorNotSupported;
   }
 }
 

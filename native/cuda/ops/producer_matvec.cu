@@ -29,10 +29,13 @@ size_t producer_matvec_match(const NodeArgs* nodes, size_t available) {
   if (x.data != o.data || x.ne[0] != o.ne[0] || x.ne[1] != o.ne[1] * o.ne[2] * o.ne[3] || x.nb[0] != o.nb[0] ||
       (x.ne[1] > 1 && x.nb[1] != o.nb[1]))
     return 0;
+  // The q/k/v product's RoPEs and cache stores in its epilogue too (qkv_rope.cu).
+  if (mm.op == program::Op::MUL_MAT_MULTI && qkv_rope_match(nodes + 1, available - 1) == 5) return 6;
   return 2;
 }
 
-cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx) {
+// count 2: the producer and the matmul; 6: the matmul with qkv_rope's four nodes.
+cudaError_t producer_matvec_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx) {
   size_t offset = 0;
   const QuantAct fmt = matmul_quant_plan(nodes[1], &offset, ctx.tuning);
   LaunchContext next = ctx;
@@ -44,13 +47,14 @@ cudaError_t producer_matvec_launch(const NodeArgs* nodes, const LaunchContext& c
     const KernelDef *kp = find_kernel(nodes[0].op), *km = find_kernel(nodes[1].op);
     if (!kp || !km) return cudaErrorInvalidValue;
     const cudaError_t e = kp->launch(nodes[0], ctx);
-    return e != cudaSuccess ? e : km->launch(nodes[1], next);
+    if (e != cudaSuccess) return e;
+    return count == 6 ? qkv_rope_launch(nodes + 1, next, false) : km->launch(nodes[1], next);
   }
   uint8_t* act = static_cast<uint8_t*>(ctx.scratch) + offset;
   const cudaError_t e = nodes[0].op == program::Op::RMS_NORM_MUL ? norm_launch_quantizing(nodes[0], ctx, fmt, act)
                                                                  : gated_launch_quantizing(nodes[0], ctx, fmt, act);
   if (e != cudaSuccess) return e;
-  return matmul_launch_prequantized(nodes[1], next);
+  return count == 6 ? qkv_rope_launch(nodes + 1, next, true) : matmul_launch_prequantized(nodes[1], next);
 }
 
 }  // namespace minfer::cuda

@@ -391,25 +391,29 @@ bool one_launch_ok(const NodeArgs* nodes) {
 }
 }  // namespace
 
-size_t rope_store_match(const NodeArgs* nodes, size_t available) {
-  if (available < 4) return 0;
+bool rope_store_form(const NodeArgs* nodes, size_t available) {
+  if (available < 4) return false;
   const NodeArgs &q = nodes[0], &k = nodes[1], &ks = nodes[2], &vs = nodes[3];
-  if (!rope_pair_matches(q, k)) return 0;
+  if (!rope_pair_matches(q, k)) return false;
   const int64_t tokens = q.in[0]->ne[2];
-  if (!store_matches(ks, tokens) || !store_matches(vs, tokens)) return 0;
+  if (!store_matches(ks, tokens) || !store_matches(vs, tokens)) return false;
   // The k store reads the k RoPE's output, contiguous, as one row of all heads per token.
   const Tensor &ko = *k.out[0], &src = *ks.in[1];
   if (src.data != ko.data || ko.nb[0] != 4 || ko.nb[1] != 4 * ko.ne[0] || ko.nb[2] != ko.nb[1] * ko.ne[1] ||
       src.ne[0] != ko.ne[0] * ko.ne[1] || src.nb[1] != ko.nb[2])
-    return 0;
-  if (!same_tensor(*ks.in[2], *vs.in[2])) return 0;
+    return false;
+  if (!same_tensor(*ks.in[2], *vs.in[2])) return false;
   // The k store must not write what k's RoPE reads or writes (SET_ROWS into a cache: never).
   const Tensor &kd = *ks.out[0], &vd = *vs.out[0];
-  if (overlap(kd, *k.in[0]) || overlap(kd, ko) || overlap(kd, vd)) return 0;
+  return !overlap(kd, *k.in[0]) && !overlap(kd, ko) && !overlap(kd, vd);
+}
+
+size_t rope_store_match(const NodeArgs* nodes, size_t available) {
+  if (!rope_store_form(nodes, available)) return 0;
   // One token: the kernel runs q, k, v in that order (rope_store_kernel), as the nodes do, so the
   // allocator's reuse of a read input's memory for a later output is fine. Several tokens run in
   // parallel blocks: then the nodes must be independent (independent_io).
-  if (tokens == 1) return 4;
+  if (nodes[0].in[0]->ne[2] == 1) return 4;
   return independent_io(nodes) ? 4 : 0;
 }
 

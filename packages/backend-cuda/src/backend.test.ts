@@ -48,6 +48,7 @@ describe("CUDA settings from the environment", () => {
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
+      qkvRope: true,
       fuseRows: 64,
       fusedCombine: true,
       perQueryFlash: true,
@@ -78,6 +79,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_STEP_TIMES: "0",
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
+        MINFER_CUDA_QKV_ROPE: "0",
         MINFER_CUDA_FUSE_ROWS: "1",
         MINFER_CUDA_FUSED_COMBINE: "0",
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
@@ -106,6 +108,7 @@ describe("CUDA settings from the environment", () => {
       stepTimes: false,
       decodeRows: 64,
       ropeBlock: false,
+      qkvRope: false,
       fuseRows: 1,
       fusedCombine: false,
       perQueryFlash: false,
@@ -164,6 +167,7 @@ describe("CUDA settings from the environment", () => {
       stepTimes: true,
       decodeRows: 1,
       ropeBlock: true,
+      qkvRope: true,
       fuseRows: 17,
       fusedCombine: true,
       perQueryFlash: true,
@@ -384,7 +388,7 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
   });
 });
 
-type Runs = (program: Uint8Array, sizes: readonly number[]) => number;
+type Runs = (program: Uint8Array, sizes: readonly number[]) => number[];
 const fusedRuns = backend.getExtension?.("cuda.fusedRuns") as Runs | undefined;
 
 describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
@@ -452,14 +456,120 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
   }
 
   it("runs RoPE of q and k with the k and v cache stores as one launch, only when they match", () => {
-    expect(layer()).toBe(1);
-    expect(layer({ tokens: 3 })).toBe(1);
-    expect(layer({ kPositions: 10 })).toBe(0); // k rotated at other positions
-    expect(layer({ vCells: 11 })).toBe(0); // v stored at other cells
+    expect(layer()).toEqual([4]);
+    expect(layer({ tokens: 3 })).toEqual([4]);
+    expect(layer({ kPositions: 10 })).toEqual([]); // k rotated at other positions
+    expect(layer({ vCells: 11 })).toEqual([]); // v stored at other cells
     // k's output in q's input memory: one token runs q before k (fused); several tokens run in
     // parallel blocks (not fused).
-    expect(layer({ kOverQ: true })).toBe(1);
-    expect(layer({ tokens: 3, kOverQ: true })).toBe(0);
+    expect(layer({ kOverQ: true })).toEqual([4]);
+    expect(layer({ tokens: 3, kOverQ: true })).toEqual([]);
+  });
+
+  // An attention layer's norm, q/k/v product (3 weights, no biases) and cache writes: the product's
+  // mat-vec rotates q and k and stores the cache rows itself.
+  function qkvLayer(
+    o: {
+      tokens?: number;
+      norm?: boolean;
+      wtype?: DType;
+      mode?: number;
+      kOverQ?: boolean;
+      qOverV?: boolean;
+      kPositions?: boolean;
+    } = {},
+  ) {
+    const t = o.tokens ?? 1;
+    const wtype = o.wtype ?? DType.Q4_0;
+    const K = 256;
+    const rowBytes = wtype === DType.F32 ? 4 * K : wtype === DType.Q4_0 ? (K / 32) * 18 : (K / 256) * 84;
+    const dense = (dtype: DType, ne: number[], buffer: number, esize = 4) => {
+      const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
+      const nb = [esize, esize * n[0], esize * n[0] * n[1], esize * n[0] * n[1] * n[2]] as [
+        number,
+        number,
+        number,
+        number,
+      ];
+      return { dtype, buffer, offset: 0, ne: n, nb };
+    };
+    const weight = (rows: number, buffer: number) => ({
+      dtype: wtype,
+      buffer,
+      offset: 0,
+      ne: [K, rows, 1, 1] as [number, number, number, number],
+      nb: [
+        wtype === DType.F32 ? 4 : wtype === DType.Q4_0 ? 18 : 84,
+        rowBytes,
+        rowBytes * rows,
+        rowBytes * rows,
+      ] as [number, number, number, number],
+    });
+    const sizes = [
+      4 * K * t, // 0 x
+      4 * K, // 1 norm weight
+      4 * K * t, // 2 h
+      rowBytes * 32, // 3 wq
+      rowBytes * 16, // 4 wk
+      rowBytes * 16, // 5 wv
+      128 * t, // 6 q product
+      64 * t, // 7 k product
+      64 * t, // 8 v product
+      4 * t, // 9 positions
+      128 * t, // 10 q rotated
+      64 * t, // 11 k rotated
+      320, // 12 k cache
+      4 * t, // 13 cells
+      320, // 14 v cache
+      4 * t, // 15 other positions
+    ];
+    const tensors = [
+      dense(DType.F32, [K, t], 0), // 0 x
+      dense(DType.F32, [K], 1), // 1 norm weight
+      dense(DType.F32, [K, t], 2), // 2 h
+      weight(32, 3), // 3
+      weight(16, 4), // 4
+      weight(16, 5), // 5
+      dense(DType.F32, [32, t], 6), // 6 q product
+      dense(DType.F32, [16, t], 7), // 7 k product
+      dense(DType.F32, [16, t], o.qOverV ? 10 : 8), // 8 v product (over q's rotated output)
+      dense(DType.F32, [8, 4, t], 6), // 9 q heads
+      dense(DType.F32, [8, 2, t], 7), // 10 k heads
+      dense(DType.I32, [t], 9), // 11 positions
+      dense(DType.F32, [8, 4, t], 10), // 12 q rotated
+      dense(DType.F32, [8, 2, t], o.kOverQ ? 6 : 11), // 13 k rotated (over q's product: the allocator's reuse)
+      dense(DType.F32, [16, t], o.kOverQ ? 6 : 11), // 14 k rotated as rows
+      dense(DType.F16, [16, 10], 12, 2), // 15 k cache
+      dense(DType.I32, [t], 13), // 16 cells
+      dense(DType.F16, [16, 10], 14, 2), // 17 v cache
+      dense(DType.I32, [t], 15), // 18 other positions
+    ];
+    const rope = [o.mode ?? 2, 8, 4096, 1000000, 1, 0, 1, 32, 1];
+    const nodes = [
+      ...(o.norm === false ? [] : [{ op: Op.RMS_NORM_MUL, inputs: [0, 1], outputs: [2], params: [1e-6] }]),
+      { op: Op.MUL_MAT_MULTI, inputs: [o.norm === false ? 0 : 2, 3, 4, 5], outputs: [6, 7, 8], params: [] },
+      { op: Op.ROPE, inputs: [9, 11], outputs: [12], params: rope },
+      { op: Op.ROPE, inputs: [10, o.kPositions ? 18 : 11], outputs: [13], params: rope },
+      { op: Op.SET_ROWS, inputs: [15, 14, 16], outputs: [15], params: [] },
+      { op: Op.SET_ROWS, inputs: [17, 8, 16], outputs: [17], params: [] },
+    ];
+    return fusedRuns!(encodeProgram({ bufferSizes: sizes, tensors, nodes }), sizes);
+  }
+
+  it("has the q/k/v product's mat-vec rotate q and k and store the cache rows, only when it may", () => {
+    expect(qkvLayer()).toEqual([6]); // the norm quantizing for it, then the product with the four nodes
+    expect(qkvLayer({ norm: false })).toEqual([5]);
+    expect(qkvLayer({ mode: 0 })).toEqual([6]); // the normal mode's pairs
+    expect(qkvLayer({ tokens: 4 })).toEqual([6]);
+    expect(qkvLayer({ tokens: 8 })).toEqual([2, 4]); // the int8 tensor-core kernel's columns (5 on)
+    // k's output over q's product: q's product is stored but for those bytes, at any token count
+    // (rope_store alone runs several tokens apart then)
+    expect(qkvLayer({ kOverQ: true })).toEqual([6]);
+    expect(qkvLayer({ tokens: 4, kOverQ: true })).toEqual([6]);
+    expect(qkvLayer({ wtype: DType.Q2_K })).toEqual([2, 4]); // a weight type without the epilogue
+    expect(qkvLayer({ wtype: DType.F32 })).toEqual([4]); // not the quantized mat-vec
+    expect(qkvLayer({ qOverV: true })).toEqual([2, 4]); // v's product under q's rotated output
+    expect(qkvLayer({ kPositions: true })).toEqual([2]); // k rotated at other positions
   });
 
   // RMS_NORM_MUL (or SWIGLU, GEGLU) of a decode step's rows, then a product of quantized weights
@@ -503,17 +613,17 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
   }
 
   it("has a norm, SWIGLU or GEGLU quantize the activations of the quantized mat-vec reading it, only then", () => {
-    expect(producer()).toBe(1);
-    expect(producer({ op: Op.SWIGLU })).toBe(1);
-    expect(producer({ op: Op.GEGLU })).toBe(1);
-    expect(producer({ op: Op.GEGLU, wtype: DType.F32 })).toBe(0);
+    expect(producer()).toEqual([2]);
+    expect(producer({ op: Op.SWIGLU })).toEqual([2]);
+    expect(producer({ op: Op.GEGLU })).toEqual([2]);
+    expect(producer({ op: Op.GEGLU, wtype: DType.F32 })).toEqual([]);
     // rows of several sequences: the product's columns (the mat-vec's, then the int8 kernel's)
-    expect(producer({ op: Op.GEGLU, cols: 2 })).toBe(1);
-    expect(producer({ cols: 4 })).toBe(1);
-    expect(producer({ cols: 64 })).toBe(1);
-    expect(producer({ cols: 65 })).toBe(0); // a prompt's rows: the GEMM reads f32
-    expect(producer({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
-    expect(producer({ readsOther: true })).toBe(0); // the product reads something else
+    expect(producer({ op: Op.GEGLU, cols: 2 })).toEqual([2]);
+    expect(producer({ cols: 4 })).toEqual([2]);
+    expect(producer({ cols: 64 })).toEqual([2]);
+    expect(producer({ cols: 65 })).toEqual([]); // a prompt's rows: the GEMM reads f32
+    expect(producer({ wtype: DType.F32 })).toEqual([]); // an F32 weight takes f32 activations
+    expect(producer({ readsOther: true })).toEqual([]); // the product reads something else
   });
 
   // ATTENTION of one decode query (F16 cache, spans), then the o projection over its heads'
@@ -576,11 +686,11 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
   }
 
   it("has decode attention quantize the activations of the o projection's mat-vec, only then", () => {
-    expect(attnThenProduct()).toBe(1);
-    expect(attnThenProduct({ hdv: 64 })).toBe(1);
-    expect(attnThenProduct({ queries: 2 })).toBe(0); // two queries: two columns
-    expect(attnThenProduct({ hdv: 48 })).toBe(0); // heads not whole blocks of 32
-    expect(attnThenProduct({ wtype: DType.F32 })).toBe(0); // an F32 weight takes f32 activations
-    expect(attnThenProduct({ readsOther: true })).toBe(0); // the product reads something else
+    expect(attnThenProduct()).toEqual([2]);
+    expect(attnThenProduct({ hdv: 64 })).toEqual([2]);
+    expect(attnThenProduct({ queries: 2 })).toEqual([]); // two queries: two columns
+    expect(attnThenProduct({ hdv: 48 })).toEqual([]); // heads not whole blocks of 32
+    expect(attnThenProduct({ wtype: DType.F32 })).toEqual([]); // an F32 weight takes f32 activations
+    expect(attnThenProduct({ readsOther: true })).toEqual([]); // the product reads something else
   });
 });

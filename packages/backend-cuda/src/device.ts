@@ -98,6 +98,7 @@ export class CudaDevice implements Device {
         stepTimes: env.stepTimes,
         decodeRows: env.decodeRows,
         ropeBlock: env.ropeBlock,
+        qkvRope: env.qkvRope,
         fuseRows: env.fuseRows,
         fusedCombine: env.fusedCombine,
         perQueryFlash: env.perQueryFlash,

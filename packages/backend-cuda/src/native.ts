@@ -78,6 +78,7 @@ export interface NativeTuning {
   readonly decodeRows?: number;
   /** A decode token's RoPE + K/V stores on one block that loads everything first. */
   readonly ropeBlock?: boolean;
+  readonly qkvRope?: boolean;
   readonly fuseRows?: number;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
@@ -139,8 +140,8 @@ export interface NativeAddon {
   selfTest(device: number, n: number, seed: number): Int32Array;
   /** null when every node has a kernel accepting its dtypes and shapes. */
   checkProgram(program: Uint8Array, bufferSizes: readonly number[]): NativeCheck | null;
-  /** Runs of nodes fused kernels would take in a valid program (no device needed). */
-  fusedRuns(program: Uint8Array, bufferSizes: readonly number[]): number;
+  /** The runs of nodes fused kernels would take in a valid program, their node counts in order (no device needed). */
+  fusedRuns(program: Uint8Array, bufferSizes: readonly number[]): number[];
   registeredOps(): string[];
   createExecutor(device: number, useGraphs: boolean, tuning?: NativeTuning): NativeExecutor;
   /** BUSY while an execute is in flight. */

@@ -723,6 +723,48 @@ for (const [tokens, cells] of [
     tolerance: tol(F16),
   });
 
+// An attention layer's q/k/v product and cache writes as the model graphs emit them, after the
+// norm (or straight from an input): RMS_NORM_MUL, MUL_MAT_MULTI of q, k, v (with biases), ROPE q,
+// ROPE k, k's rows and v into F16 caches at the tokens' cells. A GPU runs the product's mat-vec with
+// the RoPEs and stores in its epilogue, the allocator putting k's RoPE output over q's product
+// where it may; 1-8 tokens (a step of that many sequences), a repeated cell, both RoPE modes.
+for (const w of [DType.Q4_0, DType.Q8_0, DType.Q4_K, DType.Q6_K])
+  for (const [tokens, cells, mode, norm] of [
+    [1, undefined, "neox", true],
+    [1, undefined, "normal", false],
+    [4, undefined, "neox", true],
+    [3, [7, 2, 7], "neox", true],
+    [8, undefined, "normal", true],
+  ] as const) {
+    if (w !== DType.Q4_0 && mode === "normal" && tokens === 1) continue;
+    add({
+      name: `${norm ? "RMS_NORM_MUL then " : ""}MUL_MAT_MULTI+c a=${n(w)} q/k/v [512, 256+128+128] then ROPE ${mode} q/k + k/v cache stores ${shape([512, tokens])}${cells ? " repeated cell" : ""}`,
+      op: "MUL_MAT_MULTI",
+      dtypes: ["F32", n(w), "I32", "F16"],
+      build: (b) => {
+        const x = b.input("x", F32, [512, tokens]);
+        const h = norm ? b.node(Op.RMS_NORM_MUL, [x, b.input("g", F32, [512])], [1e-6])[0]! : x;
+        const ws = [
+          b.weight("wq", w, [512, 256]),
+          b.weight("wk", w, [512, 128]),
+          b.weight("wv", w, [512, 128]),
+        ];
+        const cs = [256, 128, 128].map((m, i) => b.weight(`c${i}`, F32, [m]));
+        const [oq, ok, ov] = b.node(Op.MUL_MAT_MULTI, [h, ...ws, ...cs], []);
+        const pos = b.input("pos", I32, [tokens]);
+        const at = b.input("cells", I32, [tokens]);
+        const p = { mode, nDims: 64, freqBase: 1000000 } as const;
+        const q = b.rope(b.reshape(oq!, [64, 4, tokens]), pos, p);
+        const k = b.rope(b.reshape(ok!, [64, 2, tokens]), pos, p);
+        const kc = b.setRows(b.state("k_cache", F16, [128, 16]), b.reshape(k, [128, tokens]), at);
+        const vc = b.setRows(b.state("v_cache", F16, [128, 16]), ov!, at);
+        for (const t of [q, kc, vc]) b.output(t);
+      },
+      data: { pos: iota(tokens, 3000), cells: cells ? () => [...cells] : (rng) => rng.distinct(tokens, 16) },
+      tolerance: tol(w, F16),
+    });
+  }
+
 // ---- SOFTMAX: plain, F32/F16 masks (more rows than needed), scale, ALiBi, one row ----
 /** A causal-like mask [nKv, rows]: row i sees cells ≤ nKv − rows + i (0), the rest −∞. */
 const causalMask = (nKv: number, nQ: number) => (_rng: Rng, t: Tensor) =>
