@@ -230,13 +230,16 @@ Napi::Value CheckProgram(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// fusedRuns(program, bufferSizes) → the runs of nodes fused kernels would take, as their node
-// counts in program order (the program must pass checkProgram: else an Error with the check's code).
+Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i);
+
+// fusedRuns(program, bufferSizes, tuning?) → the runs of nodes fused kernels would take under the
+// tuning (createExecutor's), as their node counts in program order (the program must pass
+// checkProgram: else an Error with the check's code).
 Napi::Value FusedRuns(const Napi::CallbackInfo& info) {
   size_t length = 0;
   const uint8_t* bytes = bytes_arg(info, 0, &length);
   std::vector<size_t> runs;
-  const ExecStatus s = check_program(bytes, length, sizes_arg(info, 1), &runs);
+  const ExecStatus s = check_program(bytes, length, sizes_arg(info, 1), &runs, tuning_arg(info, 2));
   if (!s.ok()) throw_coded(info.Env(), exec_code_name(s.code), s.message);
   Napi::Array out = Napi::Array::New(info.Env(), runs.size());
   for (size_t i = 0; i < runs.size(); i++) out.Set(static_cast<uint32_t>(i), static_cast<double>(runs[i]));
@@ -271,13 +274,12 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows, warpsLong } })
-// → handle
-Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
-  const int device = device_arg(info, 0);
-  const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
+// → handle (tuning_arg reads the tuning)
+// The tuning object of argument i (createExecutor's third, fusedRuns' third); defaults where absent.
+Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
   Tuning tuning;
-  if (info.Length() > 2 && info[2].IsObject()) {
-    Napi::Object t = info[2].As<Napi::Object>();
+  if (info.Length() > i && info[i].IsObject()) {
+    Napi::Object t = info[i].As<Napi::Object>();
     auto flag = [&](const char* name, bool* out) {
       Napi::Value a = t.Get(name);
       if (!a.IsUndefined() && !a.IsBoolean())
@@ -367,6 +369,13 @@ Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
       tuning.mmq_max_cols = off ? 0 : static_cast<int>(b);
     }
   }
+  return tuning;
+}
+
+Napi::Value CreateExecutor(const Napi::CallbackInfo& info) {
+  const int device = device_arg(info, 0);
+  const bool graphs = info.Length() > 1 && info[1].IsBoolean() ? info[1].As<Napi::Boolean>().Value() : true;
+  const Tuning tuning = tuning_arg(info, 2);
   ExecStatus status;
   auto* h = new ExecutorHandle{std::make_unique<Executor>(device, graphs, tuning, &status), 0};
   if (!status.ok()) {

@@ -73,7 +73,7 @@ struct Loaded {
 };
 
 ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers, Loaded* out,
-                bool fuse = false) {
+                const Tuning* fuse = nullptr) {
   const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &out->parsed);
   if (!r.ok()) return err(from_load(r.code), r.message);
   const size_t n = out->parsed.nodes.size();
@@ -102,7 +102,7 @@ ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::Buffe
   out->fused.assign(n, 0);
   if (fuse) {
     for (size_t i = 0; i < n;) {
-      const size_t run = fused_match(&out->args[i], n - i);
+      const size_t run = fused_match(&out->args[i], n - i, *fuse);
       out->fused[i] = static_cast<uint8_t>(run);
       if (run > 1) out->scratch = std::max(out->scratch, fused_scratch_bytes(&out->args[i], run));
       i += run > 1 ? run : 1;
@@ -129,7 +129,7 @@ uint64_t hash_bytes(uint64_t h, const void* data, size_t n) {
 }  // namespace
 
 ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
-                         std::vector<size_t>* fused_runs) {
+                         std::vector<size_t>* fused_runs, const Tuning& tuning) {
   std::vector<pf::BufferBinding> buffers(buffer_sizes.size());
   for (size_t i = 0; i < buffers.size(); i++) {
     buffers[i].size = buffer_sizes[i];
@@ -137,7 +137,7 @@ ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<
     buffers[i].data = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(i + 1) << 40);
   }
   Loaded l;
-  const ExecStatus s = load(bytes, length, buffers, &l, fused_runs != nullptr);
+  const ExecStatus s = load(bytes, length, buffers, &l, fused_runs != nullptr && tuning.fuse ? &tuning : nullptr);
   if (s.ok() && fused_runs) {
     fused_runs->clear();
     for (uint8_t run : l.fused)
@@ -360,7 +360,7 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
 
   if (node_micros || !m.use_graphs) {
     Loaded l;
-    ExecStatus s = load(bytes, length, buffers, &l, m.tuning.fuse);
+    ExecStatus s = load(bytes, length, buffers, &l, m.tuning.fuse ? &m.tuning : nullptr);
     if (!s.ok()) return s;
     if (node_micros) node_micros->assign(l.args.size(), 0.0);
     if (l.args.empty()) return ExecStatus{};
@@ -453,7 +453,7 @@ ExecStatus Executor::execute(const uint8_t* bytes, size_t length, const std::vec
   if (e && id != 0) e->id = id;
   if (!e) {
     auto l = std::make_unique<Loaded>();
-    ExecStatus s = load(bytes, length, buffers, l.get(), m.tuning.fuse);
+    ExecStatus s = load(bytes, length, buffers, l.get(), m.tuning.fuse ? &m.tuning : nullptr);
     if (!s.ok()) return s;
     if (l->args.empty()) return ExecStatus{};
     s = m.ensure_scratch(l->scratch);

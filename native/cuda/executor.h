@@ -47,7 +47,7 @@ struct ExecStats {
 // With fused_runs, also lists the runs of nodes fused kernels would take, by their node counts in
 // program order (kernel.h: fused_match).
 ExecStatus check_program(const uint8_t* bytes, size_t length, const std::vector<uint64_t>& buffer_sizes,
-                         std::vector<size_t>* fused_runs = nullptr);
+                         std::vector<size_t>* fused_runs = nullptr, const Tuning& tuning = Tuning{});
 
 class Executor {
  public:

@@ -95,10 +95,11 @@ const char* registered_ops();
 
 inline size_t no_scratch(const NodeArgs&) { return 0; }
 
-// Fused launches (ops/rope_store.cu): a run of adjacent, already checked nodes that one kernel
+// Fused launches (ops/fused.cu): a run of adjacent, already checked nodes that one kernel
 // executes with the same results. fused_match returns how many nodes from `nodes` a fused kernel
-// takes (0: none; at most `available`); fused_launch enqueues it, ctx.node being the first node.
-size_t fused_match(const NodeArgs* nodes, size_t available);
+// takes under tuning t (0: none; at most `available`); fused_launch enqueues it, ctx.node being the
+// first node.
+size_t fused_match(const NodeArgs* nodes, size_t available, const Tuning& t);
 cudaError_t fused_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx);
 // Bytes of scratch a fused run needs (0: the largest of its nodes' own is enough).
 size_t fused_scratch_bytes(const NodeArgs* nodes, size_t count);

@@ -126,7 +126,8 @@ struct Tuning {
   bool rope_block = true;
   // The q/k/v product's mat-vec also rotates q and k and stores k and v into the caches (its
   // epilogue, ops/qkv_rope.cu) instead of rope_store's launch (one token) or launches after it.
-  bool qkv_rope = true;
+  // Off until it has run the op suite and memcheck on a GPU (written in a session without one).
+  bool qkv_rope = false;
   // Rows (sequences of a decode step) up to which RMS_NORM_MUL and SWIGLU / GEGLU also write the
   // quantized activations of the product reading them (ops/producer_matvec.cu), 1-64: one launch
   // a product less; more rows quantize in the product's own launch.

@@ -3,15 +3,15 @@
 
 namespace minfer::cuda {
 
-size_t fused_match(const NodeArgs* nodes, size_t available) {
+size_t fused_match(const NodeArgs* nodes, size_t available, const Tuning& t) {
   if (available < 2) return 0;
   switch (nodes[0].op) {
     case program::Op::ROPE: return rope_store_match(nodes, available);
     case program::Op::RMS_NORM_MUL:
     case program::Op::SWIGLU:
-    case program::Op::GEGLU: return producer_matvec_match(nodes, available);
+    case program::Op::GEGLU: return producer_matvec_match(nodes, available, t);
     case program::Op::ATTENTION: return attn_matvec_match(nodes, available);
-    case program::Op::MUL_MAT_MULTI: return qkv_rope_match(nodes, available);
+    case program::Op::MUL_MAT_MULTI: return qkv_rope_match(nodes, available, t);
     default: return 0;
   }
 }

@@ -21,13 +21,13 @@ cudaError_t rope_store_launch(const NodeArgs* nodes, const LaunchContext& ctx);
 // MUL_MAT_MULTI(q, k, v), then the four nodes of rope_store_match reading its products: the
 // products' mat-vec rotates and stores them itself (qkv_rope.cu). prequantized: the activations are
 // in the product's scratch already (a producer's launch wrote them).
-size_t qkv_rope_match(const NodeArgs* nodes, size_t available);
+size_t qkv_rope_match(const NodeArgs* nodes, size_t available, const Tuning& t);
 cudaError_t qkv_rope_launch(const NodeArgs* nodes, const LaunchContext& ctx, bool prequantized);
 
 // RMS_NORM_MUL, SWIGLU or GEGLU of one row, then the mat-vec(s) reading it (MUL_MAT, MUL_MAT_ADD,
 // MUL_MAT_MULTI): the producer also quantizes its output into the matmul's activation region
 // (producer_matvec.cu). 6 nodes: the matmul is qkv_rope_match's q/k/v product with its four nodes.
-size_t producer_matvec_match(const NodeArgs* nodes, size_t available);
+size_t producer_matvec_match(const NodeArgs* nodes, size_t available, const Tuning& t);
 cudaError_t producer_matvec_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx);
 
 // ATTENTION of one query, then the matmul reading its output (the o projection): the attention's

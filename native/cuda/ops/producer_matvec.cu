@@ -17,7 +17,7 @@ bool producer_supported(const NodeArgs& p, QuantAct fmt) {
 
 }  // namespace
 
-size_t producer_matvec_match(const NodeArgs* nodes, size_t available) {
+size_t producer_matvec_match(const NodeArgs* nodes, size_t available, const Tuning& t) {
   if (available < 2) return 0;
   const NodeArgs &prod = nodes[0], &mm = nodes[1];
   size_t offset = 0;
@@ -30,7 +30,7 @@ size_t producer_matvec_match(const NodeArgs* nodes, size_t available) {
       (x.ne[1] > 1 && x.nb[1] != o.nb[1]))
     return 0;
   // The q/k/v product's RoPEs and cache stores in its epilogue too (qkv_rope.cu).
-  if (mm.op == program::Op::MUL_MAT_MULTI && qkv_rope_match(nodes + 1, available - 1) == 5) return 6;
+  if (mm.op == program::Op::MUL_MAT_MULTI && qkv_rope_match(nodes + 1, available - 1, t) == 5) return 6;
   return 2;
 }
 

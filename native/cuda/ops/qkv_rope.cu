@@ -110,10 +110,9 @@ bool plan(const NodeArgs* nodes, size_t available, ProductSkip (&skip)[3]) {
 
 }  // namespace
 
-size_t qkv_rope_match(const NodeArgs* nodes, size_t available) {
+size_t qkv_rope_match(const NodeArgs* nodes, size_t available, const Tuning& t) {
   ProductSkip skip[3];
-  // (the default tuning here, as producer_matvec_match; the launch asks again under its own)
-  return plan(nodes, available, skip) && matmul_qkv_rope_ready(nodes[0], Tuning{}) ? 5 : 0;
+  return t.qkv_rope && plan(nodes, available, skip) && matmul_qkv_rope_ready(nodes[0], t) ? 5 : 0;
 }
 
 cudaError_t qkv_rope_launch(const NodeArgs* nodes, const LaunchContext& ctx, bool prequantized) {

@@ -48,7 +48,7 @@ describe("CUDA settings from the environment", () => {
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
-      qkvRope: true,
+      qkvRope: false,
       fuseRows: 64,
       fusedCombine: true,
       perQueryFlash: true,
@@ -139,6 +139,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_STEP_TIMES: "1",
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
+        MINFER_CUDA_QKV_ROPE: "1",
         MINFER_CUDA_FUSE_ROWS: "17",
         MINFER_CUDA_FUSED_COMBINE: "1",
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
@@ -388,7 +389,7 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
   });
 });
 
-type Runs = (program: Uint8Array, sizes: readonly number[]) => number[];
+type Runs = (program: Uint8Array, sizes: readonly number[], tuning?: { qkvRope?: boolean }) => number[];
 const fusedRuns = backend.getExtension?.("cuda.fusedRuns") as Runs | undefined;
 
 describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
@@ -477,6 +478,7 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
       kOverQ?: boolean;
       qOverV?: boolean;
       kPositions?: boolean;
+      qkvRope?: boolean;
     } = {},
   ) {
     const t = o.tokens ?? 1;
@@ -553,11 +555,14 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
       { op: Op.SET_ROWS, inputs: [15, 14, 16], outputs: [15], params: [] },
       { op: Op.SET_ROWS, inputs: [17, 8, 16], outputs: [17], params: [] },
     ];
-    return fusedRuns!(encodeProgram({ bufferSizes: sizes, tensors, nodes }), sizes);
+    return fusedRuns!(encodeProgram({ bufferSizes: sizes, tensors, nodes }), sizes, {
+      qkvRope: o.qkvRope ?? true,
+    });
   }
 
-  it("has the q/k/v product's mat-vec rotate q and k and store the cache rows, only when it may", () => {
+  it("has the q/k/v product's mat-vec rotate q and k and store the cache rows (qkvRope), only when it may", () => {
     expect(qkvLayer()).toEqual([6]); // the norm quantizing for it, then the product with the four nodes
+    expect(qkvLayer({ qkvRope: false })).toEqual([2, 4]); // MINFER_CUDA_QKV_ROPE unset: apart
     expect(qkvLayer({ norm: false })).toEqual([5]);
     expect(qkvLayer({ mode: 0 })).toEqual([6]); // the normal mode's pairs
     expect(qkvLayer({ tokens: 4 })).toEqual([6]);

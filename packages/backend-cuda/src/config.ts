@@ -103,8 +103,9 @@ export interface CudaEnv {
    */
   readonly ropeBlock: boolean;
   /**
-   * MINFER_CUDA_QKV_ROPE=0: the q/k/v product stores its outputs and the RoPEs and K/V cache
-   * stores run after it (rope_store's launch), instead of the product's mat-vec doing them.
+   * MINFER_CUDA_QKV_ROPE=1: the q/k/v product's mat-vec also rotates q and k and stores the K/V
+   * cache rows (its epilogue) instead of rope_store's launch after it. Off by default until it has
+   * run the op suite on a GPU.
    */
   readonly qkvRope: boolean;
   /**
@@ -251,7 +252,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     stepTimes: choice(env, "MINFER_CUDA_STEP_TIMES", ["0", "1"]) === "1",
     decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
-    qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) !== "0",
+    qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) === "1",
     fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",

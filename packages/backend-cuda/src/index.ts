@@ -8,7 +8,7 @@
 import { BACKEND_API_VERSION, type BackendEntry } from "@minfer/ir";
 import { computeCapabilityProblem } from "./compute-capability.js";
 import { CudaDevice } from "./device.js";
-import { loadNative, type NativeProbe } from "./native.js";
+import { loadNative, type NativeProbe, type NativeTuning } from "./native.js";
 
 export type { CudaEnv } from "./config.js";
 export { CudaDevice } from "./device.js";
@@ -69,7 +69,8 @@ export const backend: BackendEntry = {
         : undefined;
     if (name === "cuda.fusedRuns")
       return native.ok
-        ? (program: Uint8Array, sizes: readonly number[]) => native.addon.fusedRuns(program, sizes)
+        ? (program: Uint8Array, sizes: readonly number[], tuning?: NativeTuning) =>
+            native.addon.fusedRuns(program, sizes, tuning)
         : undefined;
     return undefined;
   },

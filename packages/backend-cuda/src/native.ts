@@ -140,8 +140,11 @@ export interface NativeAddon {
   selfTest(device: number, n: number, seed: number): Int32Array;
   /** null when every node has a kernel accepting its dtypes and shapes. */
   checkProgram(program: Uint8Array, bufferSizes: readonly number[]): NativeCheck | null;
-  /** The runs of nodes fused kernels would take in a valid program, their node counts in order (no device needed). */
-  fusedRuns(program: Uint8Array, bufferSizes: readonly number[]): number[];
+  /**
+   * The runs of nodes fused kernels would take in a valid program under `tuning` (createExecutor's;
+   * default: the defaults), their node counts in order (no device needed).
+   */
+  fusedRuns(program: Uint8Array, bufferSizes: readonly number[], tuning?: NativeTuning): number[];
   registeredOps(): string[];
   createExecutor(device: number, useGraphs: boolean, tuning?: NativeTuning): NativeExecutor;
   /** BUSY while an execute is in flight. */

@@ -240,6 +240,7 @@ export function attentionSpans(
       }
       if (sr !== null) r = runOf(sr, t.pos, v.causal, v.w);
     } else if (seq >= 0 && region > 0) r = regionRun(cells, pos, t, bits, v, region);
+    else if (seq >= 0) r = ownRun(cells, t, v, 0, v.nKv);
     if (r === null) return null;
     let start = -1;
     let end = -1;
@@ -283,6 +284,26 @@ function seqCells(
 }
 
 /**
+ * A one-sequence query's visible run when its sequence's cells are one run within [lo, hi), every
+ * one visible (a decode step of a sequence filled in order, no sliding window): that run, from the
+ * cells' tracked range without visiting them; undefined otherwise (the caller scans).
+ */
+function ownRun(
+  cells: KvCells,
+  t: KvBatch[number],
+  v: Vis,
+  lo: number,
+  hi: number,
+): [number, number] | undefined {
+  const seq = t.seqIds[0]!;
+  const count = cells.seqCount(seq);
+  if (count === 0 || v.w !== 0 || (v.causal && cells.seqPosMax(seq) > t.pos)) return undefined;
+  const first = cells.seqCellMin(seq);
+  const last = cells.seqCellMax(seq);
+  return last - first + 1 === count && first >= lo && last < hi ? [first, last + 1] : undefined;
+}
+
+/**
  * The visible run [start, end) of a one-sequence query within its sequence's region (start -1: it
  * sees none there); null when the visible cells there are not one run; undefined when the sequence
  * also owns cells outside the region (the caller scans the whole window).
@@ -298,14 +319,8 @@ function regionRun(
   const seq = t.seqIds[0]!;
   const lo = seq * region;
   const hi = Math.min(lo + region, v.nKv);
-  // A sequence whose cells are one run inside the region, every one visible (a decode step of a
-  // sequence filled in order): that run, without visiting the cells.
-  const count = cells.seqCount(seq);
-  if (count > 0 && v.w === 0 && (!v.causal || cells.seqPosMax(seq) <= t.pos)) {
-    const first = cells.seqCellMin(seq);
-    const last = cells.seqCellMax(seq);
-    if (last - first + 1 === count && first >= lo && last < hi) return [first, last + 1];
-  }
+  const own = ownRun(cells, t, v, lo, hi);
+  if (own !== undefined) return own;
   let owned = 0;
   let start = -1;
   let end = -1;

@@ -46,14 +46,14 @@ describe("seqRegions", () => {
     expect(r).toEqual({ status: "ok", cells: Int32Array.from([4, 5, 6]) });
   });
 
-  it("spans scan only a query's region when its sequence's cells all lie there, and stay exact when seqCp shared others", () => {
-    // The plain rule over every cell (refVisible) is the reference; random appends, removals and
-    // cross-region seqCp, then a step of one token per sequence with room, causal or windowed.
+  // The plain rule over every cell (refVisible) is the reference; random appends, removals and
+  // cross-region seqCp, then a step of one token per sequence with room, causal or windowed.
+  function randomSpans(seqRegions: boolean): { checked: number; outside: number } {
     let checked = 0;
     let outside = 0; // steps where some sequence owned a cell of another region (the full scan)
     for (let seed = 1; seed <= 60; seed++) {
       const rand = prng(seed);
-      const kv = new KvCache({ nCtx: 48, nSeqMax: 4, seqRegions: true });
+      const kv = new KvCache({ nCtx: 48, nSeqMax: 4, seqRegions });
       const next = [0, 0, 0, 0];
       for (let round = 0; round < 30; round++) {
         const s = Math.floor(rand() * 4);
@@ -77,9 +77,12 @@ describe("seqRegions", () => {
           }
         } else {
           const at = (q: number) => Math.max(next[q]!, kv.seqPosMax(q) + 1);
-          const step = [0, 1, 2, 3]
-            .filter((q) => kv.findSlot(tokens(q, at(q), at(q) + 1)).status === "ok")
-            .flatMap((q) => tokens(q, at(q), at(q) + 1));
+          // (one token per sequence with room; without regions, room for the whole step)
+          const step: ReturnType<typeof tokens> = [];
+          for (const q of [0, 1, 2, 3]) {
+            const more = [...step, ...tokens(q, at(q), at(q) + 1)];
+            if (kv.findSlot(more).status === "ok") step.splice(0, step.length, ...more);
+          }
           if (step.length === 0) continue;
           const cells = put(kv, step);
           for (const t of step) next[t.seqIds[0]!] = t.pos + 1;
@@ -105,8 +108,17 @@ describe("seqRegions", () => {
         }
       }
     }
+    return { checked, outside };
+  }
+
+  it("spans scan only a query's region when its sequence's cells all lie there, and stay exact when seqCp shared others", () => {
+    const { checked, outside } = randomSpans(true);
     expect(checked).toBeGreaterThan(200);
     expect(outside).toBeGreaterThan(10);
+  });
+
+  it("spans without regions take a sequence's tracked cell range when its cells are one visible run, and stay exact", () => {
+    expect(randomSpans(false).checked).toBeGreaterThan(200);
   });
 
   it("refuses shared tokens, defrag, a size that does not divide, and a non-boolean", () => {
