@@ -23,6 +23,22 @@ function serve(...args: string[]): Promise<ServeProcess> {
 }
 
 describe("minfer serve", () => {
+  it("--strict-api refuses a field the server does not use; without it the field is named in a header; --alias names the model", async () => {
+    const s = await serve("-m", stories, "-np", "1", "-c", "256", "--strict-api");
+    const body = JSON.stringify({ prompt: "Once", max_tokens: 1, frobnicate: 1 });
+    const headers = { "content-type": "application/json" };
+    const r = await fetch(`${s.url}/v1/completions`, { method: "POST", headers, body });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { param: string } }).error.param).toBe("frobnicate");
+    child!.kill("SIGKILL");
+    const lax = await serve("-m", stories, "-np", "1", "-c", "256", "--alias", "tiny-stories");
+    const models = (await (await fetch(`${lax.url}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data[0]!.id).toBe("tiny-stories");
+    const ok = await fetch(`${lax.url}/v1/completions`, { method: "POST", headers, body });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-minfer-ignored-fields")).toBe("frobnicate");
+  });
+
   it("reports slots and context, then on SIGTERM finishes the running stream and exits 0", async () => {
     const s = await serve("-m", stories, "-np", "2", "-c", "4096", "--metrics");
     expect(s.stderr()).toContain("2 slots × 2048 tokens of context each (KV cache 4096 cells");
@@ -121,5 +137,8 @@ describe("minfer serve", () => {
     const d = await minfer("serve", "-m", stories, "--drain-timeout", "-1");
     expect(d.code).not.toBe(0);
     expect(d.stderr).toContain("--drain-timeout");
+    const a = await minfer("serve", "-m", stories, "--alias", "");
+    expect(a.code).not.toBe(0);
+    expect(a.stderr).toContain("--alias");
   });
 });

@@ -353,7 +353,9 @@ export class Batcher {
       job.nPast = best;
       job.cached = best;
       job.startedAt = performance.now();
-      job.decoder = this.#model.tokenizer.streamDecoder();
+      // (generated text as llama-server gives it: each token's own text, a first piece's
+      // SentencePiece space kept)
+      job.decoder = this.#model.tokenizer.streamDecoder({ keepLeadingSpace: true });
       slot.job = job;
       slot.lastUsed = ++this.#clock;
       try {

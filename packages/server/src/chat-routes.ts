@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
 import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
@@ -7,6 +7,9 @@ import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
+
+/** The response header naming the request fields the server ignored (ServerOptions.strictApi). */
+export const IGNORED_FIELDS_HEADER = "X-Minfer-Ignored-Fields";
 
 /** `POST /v1/chat/completions`, `/v1/completions` and llama-server's text endpoints. */
 export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
@@ -90,12 +93,25 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     };
   }
 
-  app.post("/v1/chat/completions", async (request, reply) => {
-    const p = parseChat(request.body, s.model.hparams.nVocab);
-    return runCompletion(deps(), request, reply, await chatJob(p));
-  });
+  /** Fields a request gave that the server ignores: a response header and a log line name them. */
+  function reportIgnored(request: FastifyRequest, reply: FastifyReply, ignored: string[]): void {
+    if (ignored.length === 0) return;
+    const names = ignored.map((f) => f.replace(/[^\x20-\x7e]/g, "?").slice(0, 64)).slice(0, 32);
+    reply.header(IGNORED_FIELDS_HEADER, names.join(", "));
+    request.log.warn({ ignored: names }, `ignored request fields: ${names.join(", ")}`);
+  }
+
+  // (chat also without the /v1 prefix, as llama-server serves it; its /completions and
+  // /completion are its own format, not OpenAI's)
+  for (const path of ["/v1/chat/completions", "/chat/completions"])
+    app.post(path, async (request, reply) => {
+      const p = parseChat(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+      reportIgnored(request, reply, p.ignored);
+      return runCompletion(deps(), request, reply, await chatJob(p));
+    });
   app.post("/v1/completions", async (request, reply) => {
-    const p = parseCompletion(request.body, s.model.hparams.nVocab);
+    const p = parseCompletion(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+    reportIgnored(request, reply, p.ignored);
     return runCompletion(deps(), request, reply, {
       kind: "completion",
       prompt: { text: p.prompt, addSpecial: true },

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { OutgoingHttpHeaders } from "node:http";
 import type { Model } from "@minfer/engine";
 import { SamplerError } from "@minfer/sampler";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -15,6 +16,9 @@ import { tokenizePrompt } from "./prompt.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
 import { ServerError } from "./server-error.js";
+
+/** `system_fingerprint` of every completion object and chunk (as OpenAI and llama-server send one). */
+export const SYSTEM_FINGERPRINT = "minfer";
 
 /** A tool call as a choice returns it (OpenAI's message.tool_calls entry, flattened). */
 export interface ToolCall {
@@ -183,6 +187,7 @@ export async function runCompletion(
     object: chunkObject,
     created,
     model: deps.modelId,
+    system_fingerprint: SYSTEM_FINGERPRINT,
     choices: [choice],
   });
   let started = false;
@@ -191,14 +196,18 @@ export async function runCompletion(
     started = true;
     reply.hijack();
     // No Connection header of our own: Node keeps the connection alive or closes it after the
-    // stream as the client asked (a client's `Connection: close` is honoured).
-    reply.raw.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    // stream as the client asked (a client's `Connection: close` is honoured). The headers the
+    // route set on the reply (the ignored fields) go with it.
+    const headers: OutgoingHttpHeaders = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+    for (const [k, v] of Object.entries(reply.getHeaders()))
+      if (v !== undefined && !(k.toLowerCase() in headers)) headers[k] = v;
+    reply.raw.writeHead(200, headers);
     if (kind === "chat")
       for (const c of choices)
         sse(
           chunk({
             index: c.index,
-            delta: { role: "assistant", content: "" },
+            delta: { role: "assistant", content: null }, // (llama-server's first delta: no text yet)
             logprobs: null,
             finish_reason: null,
           }),
@@ -340,6 +349,7 @@ export async function runCompletion(
         object,
         created,
         model: deps.modelId,
+        system_fingerprint: SYSTEM_FINGERPRINT,
         choices: choices.map((c) => finalChoice(kind, c, p.nProbs !== undefined)),
         usage,
       };
@@ -359,7 +369,16 @@ export async function runCompletion(
       ),
     );
   }
-  if (p.includeUsage) sse({ id, object: chunkObject, created, model: deps.modelId, choices: [], usage });
+  if (p.includeUsage)
+    sse({
+      id,
+      object: chunkObject,
+      created,
+      model: deps.modelId,
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices: [],
+      usage,
+    });
   sse("[DONE]");
   reply.raw.end();
 }

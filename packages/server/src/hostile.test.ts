@@ -87,7 +87,6 @@ describe("request bodies", () => {
     const huge = "x".repeat(7 * 1024 * 1024);
     for (const body of [
       { prompt: "hi", temperature: huge },
-      { prompt: "hi", [huge.slice(0, 1_000_000)]: 1 },
       { prompt: "hi", logit_bias: { [huge.slice(0, 1_000_000)]: 1 } },
     ]) {
       const res = await r.post("/v1/completions", JSON.stringify(body));

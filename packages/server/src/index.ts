@@ -5,6 +5,7 @@
 
 export type { BatcherOptions, JobFinish, JobResult, JobSpec, SlotInfo, TokenEvent } from "./batcher.js";
 export { BATCHER_CANDIDATES, Batcher } from "./batcher.js";
+export { IGNORED_FIELDS_HEADER } from "./chat-routes.js";
 export { ApiError } from "./errors.js";
 export type { ServerLimits } from "./limits.js";
 export { SERVER_LIMITS } from "./limits.js";

@@ -1,16 +1,18 @@
 import { LLAMA_CPP_SAMPLING } from "@minfer/sampler";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "./errors.js";
+import { quote } from "./quote.js";
 import type { ServerState } from "./state.js";
 
 /**
- * `GET /health` (503 while loading, never behind the key), `/v1/models`, `/props`, `/slots` and
+ * `GET /health` (also `/v1/health`; 503 while loading, never behind the key), `/v1/models` (and
+ * `/v1/models/{id}`, each also without /v1), `/props`, `/slots` and
  * `/metrics` (Prometheus text; 501 unless the server was started with metrics on).
  */
 export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
   const created = Math.floor(Date.now() / 1000);
 
-  app.get("/health", async (_request, reply) => {
+  const health = async (_request: FastifyRequest, reply: FastifyReply) => {
     if (s.loaded) return { status: "ok" };
     if (s.loadError)
       return reply
@@ -28,12 +30,25 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
       .code(503)
       .header("retry-after", "1")
       .send(new ApiError(503, "Loading model", "unavailable_error", null, "loading").body());
-  });
+  };
+  app.get("/health", health);
+  app.get("/v1/health", health);
 
-  app.get("/v1/models", async () => ({
-    object: "list",
-    data: [{ id: s.modelId, object: "model", created, owned_by: "minfer" }],
-  }));
+  const modelEntry = () => ({ id: s.modelId, object: "model", created, owned_by: "minfer" });
+  for (const path of ["/v1/models", "/models"]) {
+    app.get(path, async () => ({ object: "list", data: [modelEntry()] }));
+    app.get<{ Params: { id: string } }>(`${path}/:id`, async (request) => {
+      if (request.params.id !== s.modelId)
+        throw new ApiError(
+          404,
+          `the model ${quote(request.params.id)} does not exist; this server serves ${quote(s.modelId)}`,
+          "invalid_request_error",
+          "model",
+          "model_not_found",
+        );
+      return modelEntry();
+    });
+  }
 
   app.get("/props", async () => {
     const b = s.batcher;

@@ -76,10 +76,13 @@ export async function tokenizePrompt(
 /** Tokens decoded between two yields of {@link detokenize}. */
 const DECODE_SLICE = 32 * 1024;
 
-/** `tokenizer.decode(ids)`, a slice at a time, yielding to other requests between slices. */
+/**
+ * `tokenizer.decode(ids)` as llama-server's `/detokenize` gives it (each token's text, the first
+ * piece's SentencePiece space kept), a slice at a time, yielding to other requests between slices.
+ */
 export async function detokenize(tokenizer: Tokenizer, ids: readonly number[]): Promise<string> {
-  if (ids.length <= DECODE_SLICE) return tokenizer.decode(ids);
-  const d = tokenizer.streamDecoder();
+  if (ids.length <= DECODE_SLICE) return tokenizer.decode(ids, { keepLeadingSpace: true });
+  const d = tokenizer.streamDecoder({ keepLeadingSpace: true });
   const parts: string[] = [];
   for (let i = 0; i < ids.length; i += DECODE_SLICE) {
     if (i > 0) await new Promise<void>((r) => setImmediate(r));

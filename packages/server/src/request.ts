@@ -44,6 +44,39 @@ export interface ParsedCommon {
   grammar: string | undefined;
   /** Log-probabilities: undefined = none, else the number of alternatives per token. */
   nProbs: number | undefined;
+  /** llama-server's sampler fields (undefined: the sampler's default). */
+  sampling: LlamaSampling;
+  /** llama-server's `ignore_eos`: end-of-generation tokens are never sampled. */
+  ignoreEos: boolean;
+  /**
+   * Fields the request gave that this server does not use (unknown ones, and llama-server's that
+   * have no effect here), by name: answered in a response header and logged, or a 400 under
+   * `strictApi`.
+   */
+  ignored: string[];
+}
+
+/** llama-server's sampler fields under their names, as the sampler takes them. */
+export interface LlamaSampling {
+  typicalP?: number;
+  xtcProbability?: number;
+  xtcThreshold?: number;
+  topNSigma?: number;
+  repeatLastN?: number;
+  dryMultiplier?: number;
+  dryBase?: number;
+  dryAllowedLength?: number;
+  dryPenaltyLastN?: number;
+  drySequenceBreakers?: string[];
+  mirostat?: 0 | 1 | 2;
+  mirostatTau?: number;
+  mirostatEta?: number;
+}
+
+/** How a request's fields are read. */
+export interface ParseOptions {
+  /** A field this server does not know (or does not use) is a 400 instead of ignored. */
+  readonly strictApi?: boolean;
 }
 
 export interface ParsedChat extends ParsedCommon {
@@ -59,6 +92,46 @@ export interface ParsedCompletion extends ParsedCommon {
 }
 
 type Body = Record<string, unknown>;
+
+/** llama-server's sampler fields (validated, used) and the rest of its generation fields. */
+const LLAMA_SAMPLER_FIELDS = [
+  "typical_p",
+  "xtc_probability",
+  "xtc_threshold",
+  "top_n_sigma",
+  "repeat_last_n",
+  "dry_multiplier",
+  "dry_base",
+  "dry_allowed_length",
+  "dry_penalty_last_n",
+  "dry_sequence_breakers",
+  "mirostat",
+  "mirostat_tau",
+  "mirostat_eta",
+  "ignore_eos",
+  "n_probs",
+  "n_predict",
+  "json_schema",
+];
+/**
+ * llama-server fields checked but without effect here (slots are the batcher's, the sampler has
+ * no dynamic temperature or min_keep yet, timing and progress fields shape llama-server's own
+ * responses): named as ignored when set to anything but their no-op value.
+ */
+const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
+  id_slot: (v) => v === -1,
+  min_keep: (v) => v === 0,
+  dynatemp_range: (v) => v === 0,
+  dynatemp_exponent: (v) => v === 1,
+  timings_per_token: (v) => v === false,
+  return_progress: (v) => v === false,
+  return_tokens: (v) => v === false,
+  post_sampling_probs: (v) => v === false,
+  t_max_predict_ms: (v) => v === 0 || v === -1,
+  n_indent: (v) => v === 0,
+  n_keep: (v) => v === 0,
+  samplers: () => false,
+};
 
 const COMMON_FIELDS = [
   "model",
@@ -83,6 +156,7 @@ const COMMON_FIELDS = [
 ];
 const CHAT_FIELDS = new Set([
   ...COMMON_FIELDS,
+  ...LLAMA_SAMPLER_FIELDS,
   "messages",
   "max_completion_tokens",
   "logprobs",
@@ -92,7 +166,7 @@ const CHAT_FIELDS = new Set([
   "tool_choice",
   "parallel_tool_calls",
 ]);
-const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, "prompt", "echo", "logprobs"]);
+const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...LLAMA_SAMPLER_FIELDS, "prompt", "echo", "logprobs"]);
 
 /** Fields OpenAI defines that this server does not implement yet: named in the 400. */
 const NOT_YET = new Set([
@@ -117,12 +191,28 @@ function checkObject(body: unknown): Body {
   return body as Body;
 }
 
-function checkKnown(body: Body, known: Set<string>): void {
+/**
+ * Fields outside `known`: OpenAI's not implemented here are a 400; llama-server's without effect
+ * and unknown ones are returned as ignored (a 400 under strictApi), as llama-server and vLLM
+ * accept and ignore fields clients and proxies send.
+ */
+function checkKnown(body: Body, known: Set<string>, o: ParseOptions): string[] {
+  const ignored: string[] = [];
   for (const key of Object.keys(body)) {
     if (known.has(key)) continue;
     if (NOT_YET.has(key)) throw bad(key, "is not supported by this server yet", "unsupported_parameter");
-    throw bad(key, "unknown field", "unknown_parameter");
+    const noop = LLAMA_NO_EFFECT[key];
+    if (noop) {
+      const v = body[key];
+      if (v === undefined || v === null || noop(v)) continue;
+      if (o.strictApi) throw bad(key, "has no effect on this server (--strict-api)", "unsupported_parameter");
+      ignored.push(key);
+      continue;
+    }
+    if (o.strictApi) throw bad(key, "unknown field (--strict-api)", "unknown_parameter");
+    ignored.push(key);
   }
+  return ignored;
 }
 
 function num(body: Body, key: string, min: number, max: number, integer = false): number | undefined {
@@ -190,8 +280,69 @@ function parseResponseFormat(v: unknown): ResponseFormat {
   throw bad("response_format.type", `must be "text", "json_object" or "json_schema", got ${quote(rf.type)}`);
 }
 
+/** dry_sequence_breakers: llama-server's non-empty array of non-empty strings. */
+function parseBreakers(v: unknown): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.length === 0)
+    throw bad("dry_sequence_breakers", "must be a non-empty array of strings");
+  if (v.length > 64) throw bad("dry_sequence_breakers", `at most 64 breakers, got ${v.length}`);
+  return v.map((s, i) => {
+    if (typeof s !== "string" || s === "")
+      throw bad(`dry_sequence_breakers[${i}]`, "must be a non-empty string");
+    if (s.length > 256) throw bad(`dry_sequence_breakers[${i}]`, `at most 256 characters, got ${s.length}`);
+    return s;
+  });
+}
+
+/** llama-server's sampler fields, each in the range the sampler takes. */
+function parseLlamaSampling(body: Body): LlamaSampling {
+  const out: LlamaSampling = {};
+  const set = <K extends keyof LlamaSampling>(k: K, v: LlamaSampling[K] | undefined) => {
+    if (v !== undefined) out[k] = v;
+  };
+  const typical = num(body, "typical_p", 0, 1);
+  if (typical === 0) throw bad("typical_p", "must be in (0, 1] (1 is off), got 0");
+  set("typicalP", typical);
+  set("xtcProbability", num(body, "xtc_probability", 0, 1));
+  set("xtcThreshold", num(body, "xtc_threshold", 0, 1));
+  set("topNSigma", num(body, "top_n_sigma", -1e9, 1e9));
+  set("repeatLastN", num(body, "repeat_last_n", -1, 2 ** 31 - 1, true));
+  set("dryMultiplier", num(body, "dry_multiplier", 0, 1e9));
+  set("dryBase", num(body, "dry_base", 1, 1e9));
+  set("dryAllowedLength", num(body, "dry_allowed_length", 1, 2 ** 31 - 1, true));
+  set("dryPenaltyLastN", num(body, "dry_penalty_last_n", -1, 2 ** 31 - 1, true));
+  set("drySequenceBreakers", parseBreakers(body.dry_sequence_breakers));
+  const m = num(body, "mirostat", 0, 2, true);
+  set("mirostat", m as 0 | 1 | 2 | undefined);
+  set("mirostatTau", num(body, "mirostat_tau", 0, 1e9));
+  set("mirostatEta", num(body, "mirostat_eta", 0, 1e9));
+  return out;
+}
+
+/** max_tokens, or llama-server's n_predict (-1: no limit); both given must agree. */
+function parseMaxTokens(body: Body): number | undefined {
+  const max = num(body, "max_tokens", 0, 2 ** 31 - 1, true);
+  const np = num(body, "n_predict", -1, 2 ** 31 - 1, true);
+  const predict = np === -1 ? undefined : np;
+  if (np !== undefined && max !== undefined && predict !== max)
+    throw bad("n_predict", "differs from max_tokens; give one of them");
+  return max ?? predict;
+}
+
+/** response_format, or llama-server's top-level json_schema (not both). */
+function parseFormat(body: Body): ResponseFormat {
+  const js = body.json_schema;
+  if (js === undefined || js === null) return parseResponseFormat(body.response_format);
+  if (body.response_format !== undefined && body.response_format !== null)
+    throw bad("json_schema", "and response_format both constrain the output; give one of them");
+  if (typeof js !== "object" && typeof js !== "boolean")
+    throw bad("json_schema", "must be a JSON Schema (an object)");
+  return { type: "json_schema", schema: js, name: "response" };
+}
+
 function parseCommon(body: Body, nVocab: number): ParsedCommon {
-  if (body.model !== undefined && typeof body.model !== "string") throw bad("model", "must be a string");
+  if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
+    throw bad("model", "must be a string");
   if (body.user !== undefined && typeof body.user !== "string") throw bad("user", "must be a string");
   const n = num(body, "n", 1, MAX_N, true) ?? 1;
   if (body.grammar !== undefined && body.grammar !== null && typeof body.grammar !== "string")
@@ -208,7 +359,7 @@ function parseCommon(body: Body, nVocab: number): ParsedCommon {
   return {
     stream: bool(body, "stream") ?? false,
     includeUsage,
-    maxTokens: num(body, "max_tokens", 0, 2 ** 31 - 1, true),
+    maxTokens: parseMaxTokens(body),
     temperature: num(body, "temperature", 0, 2),
     topP: num(body, "top_p", 0, 1),
     topK: num(body, "top_k", 0, 2 ** 31 - 1, true),
@@ -219,11 +370,14 @@ function parseCommon(body: Body, nVocab: number): ParsedCommon {
     frequencyPenalty: num(body, "frequency_penalty", -2, 2),
     repeatPenalty: num(body, "repeat_penalty", 0, 10),
     logitBias: parseLogitBias(body.logit_bias, nVocab),
-    responseFormat: parseResponseFormat(body.response_format),
+    responseFormat: parseFormat(body),
     n,
     cachePrompt: bool(body, "cache_prompt") ?? true,
     grammar,
-    nProbs: undefined,
+    nProbs: num(body, "n_probs", 0, MAX_TOP_LOGPROBS, true) || undefined,
+    sampling: parseLlamaSampling(body),
+    ignoreEos: bool(body, "ignore_eos") ?? false,
+    ignored: [],
   };
 }
 
@@ -248,10 +402,12 @@ function messageText(content: unknown, i: number): string {
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
-export function parseChat(raw: unknown, nVocab: number): ParsedChat {
+export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedChat {
   const body = checkObject(raw);
-  checkKnown(body, CHAT_FIELDS);
+  const ignored = checkKnown(body, CHAT_FIELDS, o);
   const logprobs = bool(body, "logprobs") ?? false;
+  if (body.logprobs === false && typeof body.n_probs === "number" && body.n_probs > 0)
+    throw bad("n_probs", "asks for log-probabilities that logprobs: false turns off; give one of them");
   const top = num(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, true);
   if (top !== undefined && !logprobs) throw bad("top_logprobs", "needs logprobs: true");
   const kw = body.chat_template_kwargs;
@@ -272,8 +428,11 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
       throw bad(`messages[${i}]`, "must be an object");
     const msg = m as Body;
     for (const k of Object.keys(msg))
-      if (!["role", "content", "name", "tool_calls", "tool_call_id"].includes(k))
-        throw bad(`messages[${i}].${k}`, "unknown field");
+      if (!["role", "content", "name", "tool_calls", "tool_call_id"].includes(k)) {
+        if (o.strictApi)
+          throw bad(`messages[${i}].${k}`, "unknown field (--strict-api)", "unknown_parameter");
+        ignored.push(`messages[${i}].${k}`);
+      }
     if (typeof msg.role !== "string" || !ROLES.has(msg.role))
       throw bad(`messages[${i}].role`, `must be one of ${[...ROLES].join(", ")}, got ${quote(msg.role)}`);
     if (msg.name !== undefined && typeof msg.name !== "string")
@@ -298,13 +457,15 @@ export function parseChat(raw: unknown, nVocab: number): ParsedChat {
     messages,
     templateKwargs,
     tools: parseTools(body),
-    nProbs: logprobs ? (top ?? 0) : undefined,
+    // logprobs, or llama-server's n_probs (alternatives per token) without it
+    nProbs: logprobs ? (top ?? 0) : body.logprobs === undefined ? common.nProbs : undefined,
+    ignored,
   };
 }
 
-export function parseCompletion(raw: unknown, nVocab: number): ParsedCompletion {
+export function parseCompletion(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedCompletion {
   const body = checkObject(raw);
-  checkKnown(body, COMPLETION_FIELDS);
+  const ignored = checkKnown(body, COMPLETION_FIELDS, o);
   if (body.echo === true) throw bad("echo", "is not supported by this server yet", "unsupported_parameter");
   bool(body, "echo");
   // Legacy completions: logprobs is the number of alternatives per token (OpenAI allows 0–5).
@@ -315,5 +476,8 @@ export function parseCompletion(raw: unknown, nVocab: number): ParsedCompletion 
     prompt = body.prompt[0];
   else if (body.prompt === undefined) throw bad("prompt", "is required", "missing_required_parameter");
   else throw bad("prompt", "must be a string (or an array of one string)");
-  return { ...parseCommon(body, nVocab), prompt, nProbs };
+  const common = parseCommon(body, nVocab);
+  if (nProbs !== undefined && common.nProbs !== undefined && nProbs !== common.nProbs)
+    throw bad("n_probs", "differs from logprobs; give one of them");
+  return { ...common, prompt, nProbs: nProbs ?? common.nProbs, ignored };
 }

@@ -102,6 +102,13 @@ export function compileGrammar(
   return () => grammar.constraint(model.tokenizer);
 }
 
+/** The request's logit bias, with every end-of-generation token banned under ignore_eos. */
+function withEogBan(model: Model, p: ParsedCommon): Map<number, number> {
+  const bias = new Map(p.logitBias ?? []);
+  if (p.ignoreEos) for (const id of model.tokenizer.vocab.eog) bias.set(id, Number.NEGATIVE_INFINITY);
+  return bias;
+}
+
 /**
  * A sampler for one choice of a request: llama.cpp's defaults (as llama-server) under the
  * request's fields; `choice` offsets the seed so n choices differ but each is reproducible.
@@ -122,7 +129,8 @@ export function makeSampler(
     ...(p.presencePenalty !== undefined ? { presencePenalty: p.presencePenalty } : {}),
     ...(p.frequencyPenalty !== undefined ? { frequencyPenalty: p.frequencyPenalty } : {}),
     ...(p.repeatPenalty !== undefined ? { repeatPenalty: p.repeatPenalty } : {}),
-    ...(p.logitBias ? { logitBias: p.logitBias } : {}),
+    ...p.sampling,
+    ...(p.logitBias || p.ignoreEos ? { logitBias: withEogBan(model, p) } : {}),
     vocab: model.tokenizer,
     ...(constraint ? { constraint: constraint() } : {}),
   };

@@ -59,6 +59,12 @@ export interface ServerOptions {
   readonly chatTemplate?: ChatTemplate;
   /** When set, every endpoint but /health requires `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string;
+  /**
+   * Refuse (400) a request field the server does not know or does not use, instead of ignoring it
+   * and naming it in the `X-Minfer-Ignored-Fields` response header and the log (as llama-server
+   * and vLLM accept such fields). Default false.
+   */
+  readonly strictApi?: boolean;
   /** The model id reported by /v1/models and in responses. Default: the file's name. */
   readonly modelId?: string;
   /** Called after each generation (also aborted ones) with its finish reason. */
@@ -319,19 +325,36 @@ export function createServer(options: ServerOptions): MinferServer {
         null,
         "bad_http",
       );
-    if (request.url === "/health") return;
-    // Everything but /health needs the key when one is set (llama-server does the same).
-    if (options.apiKey !== undefined && request.headers.authorization !== `Bearer ${options.apiKey}`)
-      throw new ApiError(
-        401,
-        "invalid or missing API key",
-        "invalid_request_error",
-        null,
-        "invalid_api_key",
-        {
-          "www-authenticate": 'Bearer realm="minfer"',
-        },
-      );
+    // CORS, as llama-server answers browsers: any origin; a preflight is answered here, before
+    // the key (a browser sends none with it).
+    reply.header("access-control-allow-origin", request.headers.origin ?? "*");
+    if (request.headers.origin !== undefined) reply.header("vary", "Origin");
+    if (request.method === "OPTIONS") {
+      const asked = request.headers["access-control-request-headers"];
+      reply
+        .code(204)
+        .header("access-control-allow-credentials", "true")
+        .header("access-control-allow-methods", "GET, POST, OPTIONS")
+        .header(
+          "access-control-allow-headers",
+          typeof asked === "string" && asked.length <= 1024
+            ? asked
+            : "Authorization, Content-Type, X-Api-Key",
+        )
+        .header("access-control-max-age", "86400");
+      return reply.send();
+    }
+    if (request.url === "/health" || request.url === "/v1/health") return;
+    // Everything but /health needs the key when one is set (llama-server does the same), as
+    // `Authorization: Bearer KEY` or `X-Api-Key: KEY`.
+    if (
+      options.apiKey !== undefined &&
+      request.headers.authorization !== `Bearer ${options.apiKey}` &&
+      request.headers["x-api-key"] !== options.apiKey
+    )
+      throw new ApiError(401, "invalid or missing API key", "authentication_error", null, "invalid_api_key", {
+        "www-authenticate": 'Bearer realm="minfer"',
+      });
     if (!batcher)
       throw loadError
         ? new ApiError(
@@ -365,6 +388,7 @@ export function createServer(options: ServerOptions): MinferServer {
     renderer,
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,
     metrics,
+    strictApi: options.strictApi ?? false,
   };
   registerInfoRoutes(app, state);
   registerChatRoutes(app, state);

@@ -17,4 +17,6 @@ export type ServerState = {
   readonly metrics: ServerMetrics | undefined;
   readonly limits: ServerLimits;
   readonly renderer: TemplateRenderer;
+  /** ServerOptions.strictApi. */
+  readonly strictApi: boolean;
 };

@@ -20,6 +20,13 @@ export interface EncodeOptions {
 export interface DecodeOptions {
   /** Render control tokens (BOS, `<|im_end|>`, …) as their text. Default: false (they render as nothing). */
   renderSpecial?: boolean;
+  /**
+   * Keep the space SentencePiece (`add_space_prefix`) puts before the first piece, as each token's
+   * own text has it (llama.cpp's `token_to_piece`, what llama-server returns for generated text and
+   * `/detokenize`). Default: false — the text of `decode(encode(s))` is `s` (llama.cpp's
+   * `llama_detokenize`).
+   */
+  keepLeadingSpace?: boolean;
 }
 
 /** Options of {@link Tokenizer.fromMetadata}. */
@@ -185,7 +192,7 @@ export class Tokenizer {
   streamDecoder(options: DecodeOptions = {}): StreamDecoder {
     return new StreamDecoder(
       (id) => this.tokenBytes(id, options),
-      this.vocab.model === "llama" && this.vocab.addSpacePrefix,
+      this.vocab.model === "llama" && this.vocab.addSpacePrefix && !options.keepLeadingSpace,
     );
   }
 

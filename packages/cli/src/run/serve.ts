@@ -64,6 +64,17 @@ export const serveOptions: OptionSpec[] = [
     help: "require `Authorization: Bearer KEY` on every endpoint but /health (default: no key)",
   },
   {
+    flags: ["-a", "--alias"],
+    kind: "string",
+    metavar: "NAME",
+    help: "the model id in /v1/models and in responses (default: the file name without .gguf), as llama-server's --alias",
+  },
+  {
+    flags: ["--strict-api"],
+    kind: "boolean",
+    help: "refuse (400) a request field the server does not know or does not use (default: ignore it and name it in the X-Minfer-Ignored-Fields response header and the log, as llama-server does)",
+  },
+  {
     flags: ["--chat-template-file"],
     kind: "string",
     metavar: "F",
@@ -128,6 +139,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     );
   const readMs = readTimeout !== undefined ? Math.round(readTimeout * 1000) : undefined;
   const apiKey = options.apiKey as string | undefined;
+  const alias = options.alias as string | undefined;
+  if (alias !== undefined && (alias === "" || alias.length > 256 || /[\u0000-\u001f\u007f]/.test(alias)))
+    throw new CliError("INVALID_ARGUMENT", "--alias must be 1-256 characters with no control characters");
   if (apiKey !== undefined && apiKey === "")
     throw new CliError("INVALID_ARGUMENT", "--api-key must not be empty");
   const settings = runSettings(options);
@@ -167,6 +181,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(options.noCandidatesOnly ? { candidatesOnly: false } : {}),
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(options.strictApi ? { strictApi: true } : {}),
+    ...(alias !== undefined ? { modelId: alias } : {}),
     logger: verbose,
     ...(readMs !== undefined
       ? {
