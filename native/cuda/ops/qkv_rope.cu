@@ -7,7 +7,8 @@
 // the rotated pair, and k's pair and v's two values into the caches at the token's cell
 // (ops/matvec_q.cuh MvRope, rope_epilogue). A decode step of one sequence drops rope_store's launch
 // (its one block of loads and stores after the product); several sequences drop its four launches.
-// The results are those of the five nodes apart, bit for bit (MINFER_CUDA_QKV_ROPE=0 runs them so).
+// The results are those of the five nodes apart, bit for bit. MINFER_CUDA_QKV_ROPE=1 turns it on (off
+// by default until it has run the op suite on a GPU; fusion matches it only under that tuning).
 //
 // Every value comes from the lane's registers, never from memory another node wrote, and every
 // byte is written once, so the match asks that the writes be disjoint and meet none of the reads
@@ -55,6 +56,7 @@ bool plan(const NodeArgs* nodes, size_t available, ProductSkip (&skip)[3]) {
   if (x.ne[2] != 1 || x.ne[3] != 1 || tokens < 1 || tokens > 8) return false;
   const Tensor &oq = *mm.out[0], &ok = *mm.out[1], &ov = *mm.out[2];
   if (!product_ok(oq, tokens) || !product_ok(ok, tokens) || !product_ok(ov, tokens)) return false;
+  if (ov.ne[0] % 2 != 0) return false;  // (v's rows go in pairs too)
   namespace P = program::param::ROPE;
   const int64_t hd = q.in[0]->ne[0];
   const int mode = param_i32(q, P::mode);

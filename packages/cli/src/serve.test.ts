@@ -23,7 +23,7 @@ function serve(...args: string[]): Promise<ServeProcess> {
 }
 
 describe("minfer serve", () => {
-  it("--strict-api refuses a field the server does not use; without it the field is named in a header; --alias names the model", async () => {
+  it("--strict-api refuses a field the server does not use; without it the field is named in a header; --alias, --temp, -n", async () => {
     const s = await serve("-m", stories, "-np", "1", "-c", "256", "--strict-api");
     const body = JSON.stringify({ prompt: "Once", max_tokens: 1, frobnicate: 1 });
     const headers = { "content-type": "application/json" };
@@ -31,12 +31,37 @@ describe("minfer serve", () => {
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { param: string } }).error.param).toBe("frobnicate");
     child!.kill("SIGKILL");
-    const lax = await serve("-m", stories, "-np", "1", "-c", "256", "--alias", "tiny-stories");
+    const lax = await serve(
+      "-m",
+      stories,
+      "-np",
+      "1",
+      "-c",
+      "256",
+      "--alias",
+      "tiny-stories",
+      "--temp",
+      "0",
+      "-n",
+      "3",
+    );
     const models = (await (await fetch(`${lax.url}/v1/models`)).json()) as { data: { id: string }[] };
     expect(models.data[0]!.id).toBe("tiny-stories");
     const ok = await fetch(`${lax.url}/v1/completions`, { method: "POST", headers, body });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-minfer-ignored-fields")).toBe("frobnicate");
+    // --temp and -n: the defaults of a request that leaves them unset
+    const run = (extra: object) =>
+      fetch(`${lax.url}/v1/completions`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ prompt: "Once", logit_bias: { "2": -100 }, ...extra }),
+      }).then(
+        (r) => r.json() as Promise<{ choices: { text: string }[]; usage: { completion_tokens: number } }>,
+      );
+    const byDefault = await run({});
+    expect(byDefault.usage.completion_tokens).toBe(3);
+    expect(byDefault.choices[0]!.text).toBe((await run({ temperature: 0 })).choices[0]!.text);
   });
 
   it("reports slots and context, then on SIGTERM finishes the running stream and exits 0", async () => {
@@ -140,5 +165,11 @@ describe("minfer serve", () => {
     const a = await minfer("serve", "-m", stories, "--alias", "");
     expect(a.code).not.toBe(0);
     expect(a.stderr).toContain("--alias");
+    const p = await minfer("serve", "-m", stories, "--top-p", "2");
+    expect(p.code).not.toBe(0);
+    expect(p.stderr).toContain("--top-p");
+    const x = await minfer("serve", "-m", stories, "--xtc-threshold", "7");
+    expect(x.code).not.toBe(0);
+    expect(x.stderr).toContain("--xtc-threshold");
   });
 });

@@ -41,6 +41,14 @@ export interface SamplerOptions {
   xtcThreshold?: number;
   /** top-n-sigma: keep the logits ≥ max − `topNSigma`·σ. Default -1; `<= 0` is off. */
   topNSigma?: number;
+  /**
+   * Dynamic temperature: with a range > 0, the draw's temperature moves within
+   * [max(0, temperature − range), temperature + range] by the candidates' normalized entropy
+   * (llama.cpp's `dynatemp_range`). Default 0 (off); must be finite and ≥ 0.
+   */
+  dynatempRange?: number;
+  /** The exponent on the normalized entropy of {@link dynatempRange}. Default 1; finite, ≥ 0. */
+  dynatempExponent?: number;
   /** Added to the logit of each token id (the first stage). `-Infinity` bans the token. Default none. */
   logitBias?: Readonly<Record<number, number>> | ReadonlyMap<number, number>;
   /** Repetition penalty over the last `repeatLastN` tokens. Default 1 (off); must be > 0. */
@@ -92,6 +100,8 @@ export interface ResolvedSamplerOptions {
   readonly xtcProbability: number;
   readonly xtcThreshold: number;
   readonly topNSigma: number;
+  readonly dynatempRange: number;
+  readonly dynatempExponent: number;
   /** The bias as a map from token id to the value added. */
   readonly logitBias: ReadonlyMap<number, number>;
   readonly repeatPenalty: number;
@@ -140,6 +150,8 @@ export const SAMPLER_DEFAULTS = Object.freeze({
   xtcProbability: 0,
   xtcThreshold: 0.1,
   topNSigma: -1,
+  dynatempRange: 0,
+  dynatempExponent: 1,
   repeatPenalty: 1,
   repeatLastN: 64,
   presencePenalty: 0,
@@ -178,6 +190,8 @@ export function resolveOptions(options: SamplerOptions = {}): ResolvedSamplerOpt
     xtcProbability: num("xtcProbability", unit, "a number in [0, 1]"),
     xtcThreshold: num("xtcThreshold", unit, "a number in [0, 1]"),
     topNSigma: num("topNSigma", finite, "a finite number (<= 0 for off)"),
+    dynatempRange: num("dynatempRange", (v) => finite(v) && v >= 0, "a finite number >= 0"),
+    dynatempExponent: num("dynatempExponent", (v) => finite(v) && v >= 0, "a finite number >= 0"),
     repeatPenalty: num("repeatPenalty", (v) => finite(v) && v > 0, "a finite number > 0"),
     repeatLastN: num("repeatLastN", (v) => int(v) && v >= -1, "an integer >= -1"),
     presencePenalty: num("presencePenalty", finite, "a finite number"),

@@ -2,6 +2,7 @@ import { type CandidateIds, candidateBound, candidateValuesBound, idsAbove } fro
 import { allNegInf, Candidates } from "./chain/candidates.js";
 import { draw } from "./chain/draw.js";
 import { Dry } from "./chain/dry.js";
+import { candidateArgmax, dynamicTemperature } from "./chain/dynatemp.js";
 import { TokenHistory } from "./chain/history.js";
 import { applyLogitBias } from "./chain/logit-bias.js";
 import { LogSoftmax, type SampleResult } from "./chain/logprobs.js";
@@ -31,7 +32,8 @@ const EMPTY = new Uint32Array(0);
  * 4. the constraint (a grammar) — see below;
  * 5. top-k → typical → top-p → min-p → XTC → top-n-sigma (the truncation stages), or mirostat
  *    v1/v2 in their place;
- * 6. temperature, then one draw from xoshiro128**.
+ * 6. temperature (dynamic by the candidates' entropy with `dynatempRange`), then one draw from
+ *    xoshiro128**.
  *
  * `temperature <= 0` is greedy: the argmax after stages 1–4, no draw. Each stage whose option is at
  * its "off" value does nothing; see {@link SamplerOptions} for every default.
@@ -430,7 +432,10 @@ export class Sampler {
     return this.truncateAndDraw(u, u2);
   }
 
-  /** typical → top-p → min-p → XTC (uniform `u2`) → top-n-sigma → temperature and the draw (`u`) on the candidates. */
+  /**
+   * typical → top-p → min-p → XTC (uniform `u2`) → top-n-sigma → temperature (dynamic with a
+   * dynatempRange) and the draw (`u`) on the candidates.
+   */
   private truncateAndDraw(u: number, u2: number): number {
     const o = this.opts;
     const c = this.cands;
@@ -439,7 +444,8 @@ export class Sampler {
     minP(c, o.minP);
     xtc(c, o.xtcProbability, o.xtcThreshold, u2);
     topNSigma(c, o.topNSigma);
-    return draw(c, o.temperature, u).token;
+    const t = dynamicTemperature(c, o.temperature, o.dynatempRange, o.dynatempExponent);
+    return t > 0 ? draw(c, t, u).token : candidateArgmax(c);
   }
 }
 

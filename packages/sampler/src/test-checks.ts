@@ -17,6 +17,8 @@ export function referenceOptions(s: Sampler): ReferenceOptions {
     minP: o.minP,
     typicalP: o.typicalP,
     topNSigma: o.topNSigma,
+    dynatempRange: o.dynatempRange,
+    dynatempExponent: o.dynatempExponent,
     ...(o.xtcProbability === 1 ? { xtcFiresAt: o.xtcThreshold } : {}),
   };
 }

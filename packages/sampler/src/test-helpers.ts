@@ -27,6 +27,9 @@ export interface ReferenceOptions {
   topNSigma?: number;
   /** XTC's threshold, for a draw where XTC fires (its chance came up); absent: XTC does nothing. */
   xtcFiresAt?: number;
+  /** Dynamic temperature's range (0 or absent: off) and exponent (default 1). */
+  dynatempRange?: number;
+  dynatempExponent?: number;
 }
 
 /** The largest of `xs` (no spread: vocabularies are too long for argument lists). */
@@ -104,7 +107,16 @@ export function reference(logits: Float32Array, o: ReferenceOptions): { ids: num
     const max = maxOf(vs);
     ids = ids.filter((i) => v(i) >= max - o.topNSigma! * sd);
   }
-  return { ids, probs: softmax(ids.map(v), 1 / o.temperature) };
+  let t = o.temperature;
+  if ((o.dynatempRange ?? 0) > 0 && ids.length > 1) {
+    // llama.cpp's temp_ext: the entropy of the kept ids at temperature 1 over its largest, ln(n)
+    const p = softmax(ids.map(v));
+    const h = -p.reduce((a, x) => a + (x > 0 ? x * Math.log(x) : 0), 0);
+    const lo = Math.max(0, t - o.dynatempRange!);
+    const hi = t + o.dynatempRange!;
+    t = lo + (hi - lo) * (h / Math.log(ids.length)) ** (o.dynatempExponent ?? 1);
+  }
+  return { ids, probs: softmax(ids.map(v), 1 / t) };
 }
 
 /** {@link reference} as one probability per vocabulary id (0 outside the support). */

@@ -22,6 +22,8 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     retryAfterS,
     onQueueFull: () => s.metrics?.rejected(),
     limits: s.limits,
+    sampling: s.sampling,
+    nPredict: s.nPredict,
   });
 
   async function renderChat(

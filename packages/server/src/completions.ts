@@ -15,6 +15,7 @@ import {
 import { tokenizePrompt } from "./prompt.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
+import type { ServerSampling } from "./server.js";
 import { ServerError } from "./server-error.js";
 
 /** `system_fingerprint` of every completion object and chunk (as OpenAI and llama-server send one). */
@@ -73,6 +74,9 @@ export interface CompletionDeps {
   readonly retryAfterS: number;
   readonly onQueueFull?: () => void;
   readonly limits: ServerLimits;
+  /** The server's sampling defaults (ServerOptions.sampling) and generated-token default (nPredict). */
+  readonly sampling?: ServerSampling;
+  readonly nPredict?: number;
 }
 
 type OpenAiFinish = "stop" | "length" | "tool_calls" | null;
@@ -156,7 +160,7 @@ export async function runCompletion(
       "context_length_exceeded",
     );
   const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
-  const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i));
+  const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i, deps.sampling));
 
   const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
@@ -271,7 +275,7 @@ export async function runCompletion(
       batcher.submit({
         ids,
         sampler: samplers[i]!,
-        ...(p.maxTokens !== undefined ? { maxTokens: p.maxTokens } : {}),
+        ...((p.maxTokens ?? deps.nPredict) !== undefined ? { maxTokens: p.maxTokens ?? deps.nPredict } : {}),
         stop: p.stop,
         ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),
         cachePrompt: p.cachePrompt,

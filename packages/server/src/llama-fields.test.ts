@@ -82,6 +82,8 @@ describe("llama-server's sampler fields", () => {
     ["mirostat", 3],
     ["mirostat_tau", -1],
     ["mirostat_eta", "fast"],
+    ["dynatemp_range", -0.5],
+    ["dynatemp_exponent", "two"],
     ["ignore_eos", "yes"],
     ["n_probs", 21],
     ["n_predict", -2],
@@ -110,6 +112,8 @@ describe("llama-server's sampler fields", () => {
         mirostat: 2,
         mirostat_tau: 4,
         mirostat_eta: 0.2,
+        dynatemp_range: 0.4,
+        dynatemp_exponent: 1.5,
       },
       stories().hparams.nVocab,
     );
@@ -120,6 +124,7 @@ describe("llama-server's sampler fields", () => {
     expect([o.dryMultiplier, o.dryBase, o.dryAllowedLength, o.dryPenaltyLastN]).toEqual([0.8, 2, 3, 128]);
     expect(o.drySequenceBreakers).toEqual(["\n", "."]);
     expect([o.mirostat, o.mirostatTau, o.mirostatEta]).toEqual([2, 4, 0.2]);
+    expect([o.dynatempRange, o.dynatempExponent]).toEqual([0.4, 1.5]);
   });
 
   it("ignore_eos keeps end-of-generation tokens from being sampled", async () => {
@@ -166,5 +171,51 @@ describe("llama-server's sampler fields", () => {
     expect(parseCompletion({ prompt, n_probs: 3 }, 512).nProbs).toBe(3);
     expect(parseChat({ messages: [{ role: "user", content: "hi" }], n_probs: 2 }, 512).nProbs).toBe(2);
     expect(parseChat({ messages: [{ role: "user", content: "hi" }], model: null }, 512).ignored).toEqual([]);
+  });
+});
+
+describe("server-side sampling defaults (llama-server's --temp, --seed, -n)", () => {
+  it("fill what a request leaves unset; the request's own fields win", async () => {
+    const d = await start({
+      model: stories(),
+      parallel: 1,
+      contextOptions: { nCtx: 256 },
+      sampling: { temperature: 0 },
+      nPredict: 5,
+    });
+    try {
+      const body = { prompt, ignore_eos: true };
+      type R = { choices: { text: string }[]; usage: { completion_tokens: number } };
+      const a = (await (await d.post("/v1/completions", body)).json()) as R;
+      const greedy = (await (
+        await lax.post("/v1/completions", { ...body, temperature: 0, max_tokens: 5 })
+      ).json()) as R;
+      expect(a.usage.completion_tokens).toBe(5); // nPredict
+      expect(a.choices[0]!.text).toBe(greedy.choices[0]!.text); // temperature 0 by default
+      const own = (await (await d.post("/v1/completions", { ...body, max_tokens: 2 })).json()) as R;
+      expect(own.usage.completion_tokens).toBe(2);
+    } finally {
+      await d.server.close();
+    }
+    const seeded = await start({
+      model: stories(),
+      parallel: 1,
+      contextOptions: { nCtx: 256 },
+      sampling: { temperature: 1.5, seed: 11 },
+    });
+    try {
+      const body = { prompt, max_tokens: 12, ignore_eos: true };
+      const text = async (b: object) =>
+        ((await (await seeded.post("/v1/completions", b)).json()) as { choices: { text: string }[] })
+          .choices[0]!.text;
+      const viaServerSeed = await text(body);
+      expect(await text(body)).toBe(viaServerSeed); // the server's seed: the same draws
+      expect(await text({ ...body, seed: 11 })).toBe(viaServerSeed);
+      const otherSeeds = await Promise.all([12, 13, 14].map((seed) => text({ ...body, seed })));
+      expect(otherSeeds.some((t) => t !== viaServerSeed)).toBe(true);
+    } finally {
+      await seeded.server.close();
+    }
+    await expect(start({ model: stories(), sampling: { topP: 2 } })).rejects.toThrow(/topP/);
   });
 });

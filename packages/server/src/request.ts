@@ -71,6 +71,8 @@ export interface LlamaSampling {
   mirostat?: 0 | 1 | 2;
   mirostatTau?: number;
   mirostatEta?: number;
+  dynatempRange?: number;
+  dynatempExponent?: number;
 }
 
 /** How a request's fields are read. */
@@ -108,6 +110,8 @@ const LLAMA_SAMPLER_FIELDS = [
   "mirostat",
   "mirostat_tau",
   "mirostat_eta",
+  "dynatemp_range",
+  "dynatemp_exponent",
   "ignore_eos",
   "n_probs",
   "n_predict",
@@ -115,14 +119,12 @@ const LLAMA_SAMPLER_FIELDS = [
 ];
 /**
  * llama-server fields checked but without effect here (slots are the batcher's, the sampler has
- * no dynamic temperature or min_keep yet, timing and progress fields shape llama-server's own
- * responses): named as ignored when set to anything but their no-op value.
+ * no min_keep or custom order yet, timing and progress fields shape llama-server's own responses):
+ * named as ignored when set to anything but their no-op value.
  */
 const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
   id_slot: (v) => v === -1,
   min_keep: (v) => v === 0,
-  dynatemp_range: (v) => v === 0,
-  dynatemp_exponent: (v) => v === 1,
   timings_per_token: (v) => v === false,
   return_progress: (v) => v === false,
   return_tokens: (v) => v === false,
@@ -316,6 +318,8 @@ function parseLlamaSampling(body: Body): LlamaSampling {
   set("mirostat", m as 0 | 1 | 2 | undefined);
   set("mirostatTau", num(body, "mirostat_tau", 0, 1e9));
   set("mirostatEta", num(body, "mirostat_eta", 0, 1e9));
+  set("dynatempRange", num(body, "dynatemp_range", 0, 1e9));
+  set("dynatempExponent", num(body, "dynatemp_exponent", 0, 1e9));
   return out;
 }
 

@@ -3,6 +3,7 @@ import { Grammar, jsonSchemaToGbnf, LLAMA_CPP_SAMPLING, Sampler, type SamplerOpt
 import { ApiError } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
 import type { ParsedCommon } from "./request.js";
+import type { ServerSampling } from "./server.js";
 
 /** A grammar the request asks for, with the field that asked (named in errors). */
 export interface GrammarRequest {
@@ -110,22 +111,26 @@ function withEogBan(model: Model, p: ParsedCommon): Map<number, number> {
 }
 
 /**
- * A sampler for one choice of a request: llama.cpp's defaults (as llama-server) under the
- * request's fields; `choice` offsets the seed so n choices differ but each is reproducible.
+ * A sampler for one choice of a request: llama.cpp's defaults (as llama-server), then the
+ * server's (`defaults`, ServerOptions.sampling), under the request's fields; `choice` offsets the
+ * seed (the request's, else the server's) so n choices differ but each is reproducible.
  */
 export function makeSampler(
   model: Model,
   p: ParsedCommon,
   constraint: (() => SamplerOptions["constraint"]) | undefined,
   choice = 0,
+  defaults: ServerSampling = {},
 ): Sampler {
+  const seed = p.seed ?? defaults.seed;
   const so: SamplerOptions = {
     ...LLAMA_CPP_SAMPLING,
+    ...defaults,
     ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
     ...(p.topP !== undefined ? { topP: p.topP } : {}),
     ...(p.topK !== undefined ? { topK: p.topK } : {}),
     ...(p.minP !== undefined ? { minP: p.minP } : {}),
-    ...(p.seed !== undefined ? { seed: (((p.seed + choice) % 2 ** 32) + 2 ** 32) % 2 ** 32 } : {}),
+    ...(seed !== undefined ? { seed: (((seed + choice) % 2 ** 32) + 2 ** 32) % 2 ** 32 } : {}),
     ...(p.presencePenalty !== undefined ? { presencePenalty: p.presencePenalty } : {}),
     ...(p.frequencyPenalty !== undefined ? { frequencyPenalty: p.frequencyPenalty } : {}),
     ...(p.repeatPenalty !== undefined ? { repeatPenalty: p.repeatPenalty } : {}),

@@ -7,6 +7,7 @@ import {
   type FinishReason,
   type Model,
 } from "@minfer/engine";
+import { LLAMA_CPP_SAMPLING, Sampler, SamplerError, type SamplerOptions } from "@minfer/sampler";
 import type { ChatTemplate } from "@minfer/tokenizer";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Batcher } from "./batcher.js";
@@ -32,6 +33,9 @@ export const SERVER_DEFAULTS = Object.freeze({
   queueSize: 64,
   drainSeconds: 30,
 });
+
+/** ServerOptions.sampling: the sampler's options a server may default (not its vocabulary or constraint). */
+export type ServerSampling = Omit<SamplerOptions, "vocab" | "tokenText" | "constraint">;
 
 export interface ServerOptions {
   /**
@@ -65,6 +69,15 @@ export interface ServerOptions {
    * and vLLM accept such fields). Default false.
    */
   readonly strictApi?: boolean;
+  /**
+   * Sampling defaults of requests that leave a field unset (llama-server's `--temp`, `--top-k`,
+   * `--seed`, … on its command line), over llama.cpp's (temperature 0.8, top-k 40, top-p 0.95,
+   * min-p 0.05). A request's `seed` replaces `seed`; without one, choice i of a request samples
+   * with `seed + i`. Checked when the server is created.
+   */
+  readonly sampling?: ServerSampling;
+  /** Tokens a request generates when it gives no max_tokens / n_predict (llama-server's `-n`). Default: no limit. */
+  readonly nPredict?: number;
   /** The model id reported by /v1/models and in responses. Default: the file's name. */
   readonly modelId?: string;
   /** Called after each generation (also aborted ones) with its finish reason. */
@@ -162,6 +175,20 @@ function positive(v: number | undefined, dflt: number, what: string, min = 1): n
  * {@link ServerError} INVALID_ARGUMENT naming a bad option; `ready` rejects with one when the
  * context cannot be shared by the slots.
  */
+/** The sampling defaults, checked by the sampler's own rules (a ServerError naming the option). */
+function checkSampling(s: ServerSampling | undefined): ServerSampling {
+  if (s === undefined) return {};
+  if (typeof s !== "object" || s === null)
+    throw new ServerError("INVALID_ARGUMENT", "sampling must be an object");
+  try {
+    new Sampler({ ...LLAMA_CPP_SAMPLING, ...s });
+  } catch (e) {
+    if (e instanceof SamplerError) throw new ServerError("INVALID_ARGUMENT", `sampling: ${e.message}`);
+    throw e;
+  }
+  return { ...s };
+}
+
 export function createServer(options: ServerOptions): MinferServer {
   const parallel = positive(options.parallel, SERVER_DEFAULTS.parallel, "parallel");
   const batchSize = positive(options.batchSize, SERVER_DEFAULTS.batchSize, "batchSize");
@@ -172,6 +199,10 @@ export function createServer(options: ServerOptions): MinferServer {
       "INVALID_ARGUMENT",
       `timeoutSeconds must be a positive number, got ${String(timeout)}`,
     );
+  const sampling = checkSampling(options.sampling);
+  const nPredict = options.nPredict;
+  if (nPredict !== undefined && !(Number.isSafeInteger(nPredict) && nPredict >= 0))
+    throw new ServerError("INVALID_ARGUMENT", `nPredict must be an integer >= 0, got ${String(nPredict)}`);
   const metrics = options.metrics ? new ServerMetrics() : undefined;
   const metricsObserver = metrics?.observer();
   const limits = resolveLimits(options.limits);
@@ -389,6 +420,8 @@ export function createServer(options: ServerOptions): MinferServer {
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,
     metrics,
     strictApi: options.strictApi ?? false,
+    sampling,
+    nPredict,
   };
   registerInfoRoutes(app, state);
   registerChatRoutes(app, state);

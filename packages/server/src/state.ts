@@ -4,6 +4,7 @@ import type { Batcher } from "./batcher.js";
 import type { ServerLimits } from "./limits.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { TemplateRenderer } from "./render.js";
+import type { ServerSampling } from "./server.js";
 
 /** What the routes read of a server: its model and batcher once loaded, and its settings. */
 export type ServerState = {
@@ -19,4 +20,7 @@ export type ServerState = {
   readonly renderer: TemplateRenderer;
   /** ServerOptions.strictApi. */
   readonly strictApi: boolean;
+  /** ServerOptions.sampling (checked) and nPredict. */
+  readonly sampling: ServerSampling;
+  readonly nPredict: number | undefined;
 };

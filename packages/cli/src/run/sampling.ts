@@ -168,6 +168,52 @@ async function readText(path: string, flag: string): Promise<string> {
 }
 
 /**
+ * The chain's flags over `basic` (the basic options, already checked) as sampler options: no
+ * logit bias, grammar or vocabulary. Checked by the sampler's own rules, reported with the flag's
+ * name.
+ */
+export function chainSettings(options: ParsedOptions, basic: SamplerOptions): SamplerOptions {
+  const o = options as Record<string, unknown>;
+  const num = (k: string) => (o[k] === undefined ? {} : { [k]: o[k] as number });
+  const mirostat = o.mirostat as number | undefined;
+  if (mirostat !== undefined && mirostat !== 0 && mirostat !== 1 && mirostat !== 2)
+    throw new CliError("INVALID_ARGUMENT", `--mirostat must be 0, 1 or 2, got ${mirostat}`);
+  const settings: SamplerOptions = {
+    ...basic,
+    ...num("minP"),
+    ...(o.typical !== undefined ? { typicalP: o.typical as number } : {}),
+    ...num("topNSigma"),
+    ...num("xtcProbability"),
+    ...num("xtcThreshold"),
+    ...num("repeatPenalty"),
+    ...num("repeatLastN"),
+    ...num("presencePenalty"),
+    ...num("frequencyPenalty"),
+    ...num("dryMultiplier"),
+    ...num("dryBase"),
+    ...num("dryAllowedLength"),
+    ...num("dryPenaltyLastN"),
+    ...(mirostat !== undefined ? { mirostat: mirostat as 0 | 1 | 2 } : {}),
+    ...(o.mirostatLr !== undefined ? { mirostatEta: o.mirostatLr as number } : {}),
+    ...(o.mirostatEnt !== undefined ? { mirostatTau: o.mirostatEnt as number } : {}),
+  };
+  withFlagNames(() => new Sampler(settings));
+  return settings;
+}
+
+/** Runs f, reporting a SamplerError about an option with that option's flag. */
+function withFlagNames<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    const arg = (e as { argument?: string }).argument;
+    if (e instanceof SamplerError && arg !== undefined && FLAG_OF[arg])
+      throw new CliError("INVALID_ARGUMENT", `${FLAG_OF[arg]}: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
  * The sampler of `run` and `chat`: the basic options (already checked), the chain's flags, and a
  * grammar or JSON Schema constraint over the model's vocabulary. The sampler's own checks name the
  * option; they are reported with the flag's name.
@@ -178,42 +224,19 @@ export async function makeSampler(
   model: Model,
 ): Promise<Sampler> {
   const o = options as Record<string, unknown>;
-  const num = (k: string) => (o[k] === undefined ? {} : { [k]: o[k] as number });
   const bias = ((o.logitBias as string[] | undefined) ?? []).map((s) =>
     parseLogitBias(s, model.hparams.nVocab),
   );
+  const settings = chainSettings(options, basic);
   const gbnf = await grammarText(options);
   const constraint = gbnf === undefined ? undefined : Grammar.parse(gbnf).constraint(model.tokenizer);
-  const mirostat = o.mirostat as number | undefined;
-  if (mirostat !== undefined && mirostat !== 0 && mirostat !== 1 && mirostat !== 2)
-    throw new CliError("INVALID_ARGUMENT", `--mirostat must be 0, 1 or 2, got ${mirostat}`);
-  try {
-    return new Sampler({
-      ...basic,
-      ...num("minP"),
-      ...(o.typical !== undefined ? { typicalP: o.typical as number } : {}),
-      ...num("topNSigma"),
-      ...num("xtcProbability"),
-      ...num("xtcThreshold"),
-      ...num("repeatPenalty"),
-      ...num("repeatLastN"),
-      ...num("presencePenalty"),
-      ...num("frequencyPenalty"),
-      ...num("dryMultiplier"),
-      ...num("dryBase"),
-      ...num("dryAllowedLength"),
-      ...num("dryPenaltyLastN"),
-      ...(mirostat !== undefined ? { mirostat: mirostat as 0 | 1 | 2 } : {}),
-      ...(o.mirostatLr !== undefined ? { mirostatEta: o.mirostatLr as number } : {}),
-      ...(o.mirostatEnt !== undefined ? { mirostatTau: o.mirostatEnt as number } : {}),
-      ...(bias.length > 0 ? { logitBias: new Map(bias) } : {}),
-      vocab: model.tokenizer,
-      ...(constraint ? { constraint } : {}),
-    });
-  } catch (e) {
-    const arg = (e as { argument?: string }).argument;
-    if (e instanceof SamplerError && arg !== undefined && FLAG_OF[arg])
-      throw new CliError("INVALID_ARGUMENT", `${FLAG_OF[arg]}: ${e.message}`);
-    throw e;
-  }
+  return withFlagNames(
+    () =>
+      new Sampler({
+        ...settings,
+        ...(bias.length > 0 ? { logitBias: new Map(bias) } : {}),
+        vocab: model.tokenizer,
+        ...(constraint ? { constraint } : {}),
+      }),
+  );
 }

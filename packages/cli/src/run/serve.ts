@@ -5,7 +5,19 @@ import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { type Loaded, loadModel } from "./load.js";
-import { check, contextOptions, modelOption, modelPath, runSettings } from "./options.js";
+import {
+  check,
+  contextOptions,
+  modelOption,
+  modelPath,
+  runSettings,
+  samplerSettings,
+  samplingOptions,
+} from "./options.js";
+import { chainOptions, chainSettings } from "./sampling.js";
+
+/** `run`'s sampler flags that are per request on a server (a request's own grammar or bias). */
+const SERVE_NOT_DEFAULTS = new Set(["--logit-bias", "--grammar", "--grammar-file", "--json-schema"]);
 
 export const serveOptions: OptionSpec[] = [
   modelOption,
@@ -93,6 +105,15 @@ export const serveOptions: OptionSpec[] = [
           }
         : o,
   ),
+  // Sampling defaults of requests that leave a field unset, as llama-server's flags set them.
+  ...samplingOptions,
+  ...chainOptions.filter((o) => !SERVE_NOT_DEFAULTS.has(o.flags.at(-1)!)),
+  {
+    flags: ["-n", "--n-predict"],
+    kind: "integer",
+    metavar: "N",
+    help: "tokens a request generates when it gives no max_tokens / n_predict; -1 = no limit (default)",
+  },
   { flags: ["--verbose"], kind: "boolean", help: "log every request (JSON lines on stdout)" },
 ];
 
@@ -138,6 +159,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
       readTimeout,
     );
   const readMs = readTimeout !== undefined ? Math.round(readTimeout * 1000) : undefined;
+  const sampling = chainSettings(options, samplerSettings(options));
+  const nPredict = options.nPredict as number | undefined;
+  if (nPredict !== undefined) check(nPredict >= -1, "-n", "-1 (no limit) or an integer >= 0", nPredict);
   const apiKey = options.apiKey as string | undefined;
   const alias = options.alias as string | undefined;
   if (alias !== undefined && (alias === "" || alias.length > 256 || /[\u0000-\u001f\u007f]/.test(alias)))
@@ -183,6 +207,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(options.strictApi ? { strictApi: true } : {}),
     ...(alias !== undefined ? { modelId: alias } : {}),
+    sampling,
+    ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
     logger: verbose,
     ...(readMs !== undefined
       ? {

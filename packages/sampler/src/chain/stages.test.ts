@@ -106,6 +106,41 @@ describe("top-n-sigma", () => {
   });
 });
 
+describe("dynamic temperature (dynatempRange)", () => {
+  it("draws at the temperature the kept candidates' entropy gives, within t ± range", () => {
+    const logits = randomLogits(300, 31, -4, 4, 0.01);
+    for (const [range, exponent, topK] of [
+      [0.5, 1, 0],
+      [0.7, 2, 40],
+      [1.5, 0.5, 12],
+    ] as const)
+      expect(
+        expectIntervalsMatchReference(logits, {
+          ...OFF,
+          topK,
+          temperature: 0.8,
+          dynatempRange: range,
+          dynatempExponent: exponent,
+        }),
+      ).toBe(topK || 300);
+  });
+
+  it("moves the temperature: a flat row draws hotter than a peaked one, and range 0 is plain temperature", () => {
+    // The same ids' order either way; the first id's probability tells the temperature used.
+    const flat = new Float32Array([1, 0.9, 0.8, 0.7]);
+    const peaked = new Float32Array([5, 0.9, 0.8, 0.7]);
+    const first = (logits: Float32Array, o: { dynatempRange?: number }) =>
+      reference(logits, { temperature: 1, topK: 0, topP: 1, minP: 0, ...o }).probs[0]!;
+    const plainFlat = first(flat, {});
+    expect(first(flat, { dynatempRange: 0.9 })).toBeLessThan(plainFlat); // near-max entropy: hotter
+    expect(first(peaked, { dynatempRange: 0.9 })).toBeGreaterThan(first(peaked, {})); // low entropy: colder
+    expect(expectIntervalsMatchReference(flat, { ...OFF, temperature: 1, dynatempRange: 0.9 })).toBe(4);
+    expect(expectIntervalsMatchReference(peaked, { ...OFF, temperature: 1, dynatempRange: 0.9 })).toBe(4);
+    expect(() => new Sampler({ dynatempRange: -1 })).toThrow(/dynatempRange/);
+    expect(() => new Sampler({ dynatempExponent: Number.NaN })).toThrow(/dynatempExponent/);
+  });
+});
+
 describe("XTC", () => {
   // Probabilities 0.3, 0.25, 0.2, 0.15 and a tail: with threshold 0.18, ids 0..2 are above it.
   const tail = 50;
