@@ -574,6 +574,7 @@ export class Batcher {
       queuedMs: started - j.queuedAt,
       promptMs: prefilled - started,
       generateMs: now - prefilled,
+      ...(j.stopWord !== undefined ? { stopWord: j.stopWord } : {}),
     };
     this.#observer.onJobEnd?.(result);
     j.resolve(result);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
-import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion } from "./request.js";
+import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion, parseNative } from "./request.js";
 import { checkSchemaSize } from "./sampling.js";
 import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
@@ -11,7 +11,7 @@ import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js"
 /** The response header naming the request fields the server ignored (ServerOptions.strictApi). */
 export const IGNORED_FIELDS_HEADER = "X-Minfer-Ignored-Fields";
 
-/** `POST /v1/chat/completions`, `/v1/completions` and llama-server's text endpoints. */
+/** `POST /v1/chat/completions`, `/v1/completions`, llama-server's `/completion` and its text endpoints. */
 export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
   const retryAfterS = 1;
   const deps = () => ({
@@ -104,12 +104,24 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
   }
 
   // (chat also without the /v1 prefix, as llama-server serves it; its /completions and
-  // /completion are its own format, not OpenAI's)
+  // /completion are its own format, below)
   for (const path of ["/v1/chat/completions", "/chat/completions"])
     app.post(path, async (request, reply) => {
       const p = parseChat(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
       reportIgnored(request, reply, p.ignored);
       return runCompletion(deps(), request, reply, await chatJob(p));
+    });
+  // llama-server's own completion format (native-format.ts)
+  for (const path of ["/completion", "/completions"])
+    app.post(path, async (request, reply) => {
+      const p = parseNative(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+      reportIgnored(request, reply, p.ignored);
+      return runCompletion(deps(), request, reply, {
+        kind: "native",
+        prompt: { text: p.prompt, addSpecial: true, ...(p.promptIds ? { ids: p.promptIds } : {}) },
+        p,
+        returnTokens: p.returnTokens,
+      });
     });
   app.post("/v1/completions", async (request, reply) => {
     const p = parseCompletion(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });

@@ -12,6 +12,7 @@ import {
   emptyCompletionLogprobs,
   LogprobFormatter,
 } from "./logprobs.js";
+import { generationSettings, nativeChunk, nativeResult } from "./native-format.js";
 import { tokenizePrompt } from "./prompt.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
@@ -53,10 +54,16 @@ class PlainText implements OutputParser {
   }
 }
 
-/** What a completion request runs: its prompt, parsed fields and, for chat, tool handling. */
+/**
+ * What a completion request runs: its prompt, parsed fields and, for chat, tool handling. `native`:
+ * llama-server's `/completion` format (native-format.ts).
+ */
 export interface CompletionJob {
-  readonly kind: "chat" | "completion";
-  readonly prompt: { text: string; addSpecial: boolean };
+  readonly kind: "chat" | "completion" | "native";
+  /** The prompt's text, or its token ids as given (`ids`; `text` then only reported). */
+  readonly prompt: { text: string; addSpecial: boolean; ids?: readonly number[] };
+  /** native: the generated ids in the response. */
+  readonly returnTokens?: boolean;
   readonly p: ParsedCommon;
   /** A grammar that forces tool calls (tool_choice required / a named function). */
   readonly toolGrammar?: GrammarRequest;
@@ -92,6 +99,9 @@ interface Choice {
   readonly index: number;
   readonly parser: OutputParser;
   content: string;
+  /** Tokens generated so far, and (native, streamed) the text no chunk carried yet. */
+  generated: number;
+  unsent: string;
   readonly chatLogprobs: ChatLogprob[];
   readonly textLogprobs: CompletionLogprobs;
   result?: JobResult;
@@ -142,12 +152,14 @@ export async function runCompletion(
   const { kind, p } = job;
   const tokenizer = model.tokenizer;
   const param = kind === "chat" ? "messages" : "prompt";
-  const ids = await tokenizePrompt(
-    tokenizer,
-    job.prompt.text,
-    { param, maxTokens: batcher.ctxPerSlot, addSpecial: job.prompt.addSpecial, parseSpecial: true },
-    deps.limits,
-  );
+  const ids =
+    job.prompt.ids ??
+    (await tokenizePrompt(
+      tokenizer,
+      job.prompt.text,
+      { param, maxTokens: batcher.ctxPerSlot, addSpecial: job.prompt.addSpecial, parseSpecial: true },
+      deps.limits,
+    ));
   if (ids.length === 0)
     throw new ApiError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
   if (ids.length >= batcher.ctxPerSlot)
@@ -171,6 +183,8 @@ export async function runCompletion(
     index,
     parser: job.parser?.() ?? new PlainText(),
     content: "",
+    generated: 0,
+    unsent: "",
     chatLogprobs: [],
     textLogprobs: emptyCompletionLogprobs(),
   }));
@@ -220,6 +234,15 @@ export async function runCompletion(
 
   const emit = (c: Choice, out: { content: string; deltas: readonly ToolCallFragment[] }, e?: TokenEvent) => {
     c.content += out.content;
+    if (e && e.token >= 0) c.generated++;
+    if (kind === "native") {
+      // a chunk a token (llama-server's); text released without a token goes with the next one
+      c.unsent += out.content;
+      if (!p.stream || !e || e.token < 0) return;
+      sse(nativeChunk(c.unsent, e.token, c.generated, ids.length));
+      c.unsent = "";
+      return;
+    }
     const lp = e && e.token >= 0 && p.nProbs !== undefined ? e : undefined;
     let chatLp: ChatLogprob | undefined;
     if (lp) {
@@ -344,9 +367,20 @@ export async function runCompletion(
     null,
     "timeout",
   );
+  const native = (c: Choice, streamed: boolean) =>
+    nativeResult({
+      content: streamed ? c.unsent : c.content,
+      tokens: !streamed && job.returnTokens ? c.result!.tokens : [],
+      result: c.result!,
+      modelId: deps.modelId,
+      prompt: job.prompt.ids ? tokenizer.decode(job.prompt.ids, { keepLeadingSpace: true }) : job.prompt.text,
+      settings: generationSettings(samplers[0]!.options, p, p.maxTokens ?? deps.nPredict),
+      fullContent: c.content,
+    });
   if (!p.stream || !started) {
     if (timedOut) throw timeoutError;
     if (p.stream) start();
+    else if (kind === "native") return native(choices[0]!, false);
     else
       return {
         id,
@@ -360,6 +394,12 @@ export async function runCompletion(
   }
   if (timedOut) {
     sse(timeoutError.body());
+    reply.raw.end();
+    return;
+  }
+  if (kind === "native") {
+    // llama-server's last chunk: stop true with the whole result's fields; no [DONE]
+    sse(native(choices[0]!, true));
     reply.raw.end();
     return;
   }
@@ -387,7 +427,7 @@ export async function runCompletion(
   reply.raw.end();
 }
 
-function finalChoice(kind: "chat" | "completion", c: Choice, logprobs: boolean): Record<string, unknown> {
+function finalChoice(kind: CompletionJob["kind"], c: Choice, logprobs: boolean): Record<string, unknown> {
   const finish = mapFinish(c.result!.finish, c.parser.calls.length);
   if (kind === "completion")
     return {

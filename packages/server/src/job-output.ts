@@ -25,6 +25,7 @@ export interface Ending {
 export function emitToken(j: Job, t: SampledToken): boolean {
   const r = j.stops.push(j.decoder.push(t.id));
   j.text += r.text;
+  if (r.stopped) j.stopWord = r.stop;
   const lp = t.logprob !== undefined ? { logprob: t.logprob, top: t.top ?? [] } : {};
   j.spec.onToken?.({ token: t.id, text: r.text, ...lp });
   return r.stopped;
@@ -37,6 +38,7 @@ export function emitToken(j: Job, t: SampledToken): boolean {
  */
 export function flushText(j: Job, finish: JobFinish): JobFinish {
   const rest = j.stops.push(j.decoder.flush());
+  if (rest.stopped) j.stopWord = rest.stop;
   const tail = rest.stopped ? rest.text : rest.text + j.stops.flush();
   j.text += tail;
   if (tail && finish !== "abort")

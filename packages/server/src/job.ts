@@ -58,6 +58,8 @@ export interface JobResult {
   readonly queuedMs: number;
   readonly promptMs: number;
   readonly generateMs: number;
+  /** The stop string that ended the text (finish "stop" by a stop string). */
+  readonly stopWord?: string;
 }
 
 /** A job's running state inside the batcher. */
@@ -81,6 +83,8 @@ export class Job {
   leader: Job | undefined;
   readonly tokens: number[] = [];
   text = "";
+  /** The stop string that ended the text, once one has. */
+  stopWord: string | undefined;
   decoder!: StreamDecoder;
   stops: StopMatcher;
   resolve!: (r: JobResult) => void;

@@ -485,3 +485,52 @@ export function parseCompletion(raw: unknown, nVocab: number, o: ParseOptions = 
     throw bad("n_probs", "differs from logprobs; give one of them");
   return { ...common, prompt, nProbs: nProbs ?? common.nProbs, ignored };
 }
+
+/** llama-server's native `/completion` request. */
+export interface ParsedNative extends ParsedCommon {
+  /** The prompt as text, or as token ids (then `promptIds`). */
+  prompt: string;
+  promptIds: number[] | undefined;
+  /** `return_tokens`: the generated token ids in the response (and each streamed chunk has its own). */
+  returnTokens: boolean;
+}
+
+const NATIVE_FIELDS = new Set([...COMMON_FIELDS, ...LLAMA_SAMPLER_FIELDS, "prompt", "return_tokens"]);
+
+/** Most token ids a native prompt may give (a slot's context is smaller in practice). */
+const MAX_PROMPT_IDS = 1 << 20;
+
+/**
+ * llama-server's `/completion` fields: its prompt as text or token ids (or an array of one text),
+ * `n_predict`, `return_tokens`, the sampler fields; one completion (no `n`).
+ */
+export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedNative {
+  const body = checkObject(raw);
+  const ignored = checkKnown(body, NATIVE_FIELDS, o);
+  const common = parseCommon(body, nVocab);
+  if (common.n !== 1)
+    throw bad("n", "the native completion returns one completion; use /v1/completions for n > 1");
+  if (common.nProbs !== undefined) {
+    // (its completion_probabilities are not produced yet: named, or refused under strictApi)
+    if (o.strictApi)
+      throw bad("n_probs", "has no effect on /completion yet (--strict-api)", "unsupported_parameter");
+    ignored.push("n_probs");
+    common.nProbs = undefined;
+  }
+  const returnTokens = bool(body, "return_tokens") ?? false;
+  const pr = body.prompt;
+  if (pr === undefined) throw bad("prompt", "is required", "missing_required_parameter");
+  if (typeof pr === "string") return { ...common, prompt: pr, promptIds: undefined, returnTokens, ignored };
+  if (Array.isArray(pr) && pr.length === 1 && typeof pr[0] === "string")
+    return { ...common, prompt: pr[0], promptIds: undefined, returnTokens, ignored };
+  if (!Array.isArray(pr) || pr.length === 0)
+    throw bad("prompt", "must be a string, an array of token ids or an array of one string");
+  if (pr.length > MAX_PROMPT_IDS)
+    throw bad("prompt", `at most ${MAX_PROMPT_IDS} token ids, got ${pr.length}`);
+  const ids = pr.map((t, i) => {
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
+      throw bad(`prompt[${i}]`, `must be a token id in [0, ${nVocab}), got ${quote(t)}`);
+    return t;
+  });
+  return { ...common, prompt: "", promptIds: ids, returnTokens, ignored };
+}
