@@ -24,7 +24,18 @@ function serve(...args: string[]): Promise<ServeProcess> {
 
 describe("minfer serve", () => {
   it("--strict-api refuses a field the server does not use; without it the field is named in a header; --alias, --temp, -n", async () => {
-    const s = await serve("-m", stories, "-np", "1", "-c", "256", "--strict-api");
+    const s = await serve(
+      "-m",
+      stories,
+      "-np",
+      "1",
+      "-c",
+      "256",
+      "--strict-api",
+      "--chat-template",
+      "chatml",
+    );
+    expect(s.stderr()).toContain("chat template: --chat-template chatml");
     const body = JSON.stringify({ prompt: "Once", max_tokens: 1, frobnicate: 1 });
     const headers = { "content-type": "application/json" };
     const r = await fetch(`${s.url}/v1/completions`, { method: "POST", headers, body });
@@ -171,5 +182,9 @@ describe("minfer serve", () => {
     const x = await minfer("serve", "-m", stories, "--xtc-threshold", "7");
     expect(x.code).not.toBe(0);
     expect(x.stderr).toContain("--xtc-threshold");
+    const t = await minfer("serve", "-m", stories, "--chat-template", "llama9");
+    expect(t.code).not.toBe(0);
+    expect(t.stderr).toContain("--chat-template");
+    expect(t.stderr).toContain("chatml");
   });
 });

@@ -1,7 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
-import { type ParsedChat, type ParsedMessage, parseChat, parseCompletion, parseNative } from "./request.js";
+import { tokenizePrompt } from "./prompt.js";
+import {
+  type ParsedChat,
+  type ParsedMessage,
+  type ParseOptions,
+  parseChat,
+  parseCompletion,
+  parseNative,
+} from "./request.js";
 import { checkSchemaSize } from "./sampling.js";
 import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
@@ -95,6 +103,12 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     };
   }
 
+  /** How requests are read: strictApi, and text keys of logit_bias in the model's tokens. */
+  const parseOptions = (): ParseOptions => ({
+    strictApi: s.strictApi,
+    tokenize: (text) => s.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: false }),
+  });
+
   /** Fields a request gave that the server ignores: a response header and a log line name them. */
   function reportIgnored(request: FastifyRequest, reply: FastifyReply, ignored: string[]): void {
     if (ignored.length === 0) return;
@@ -107,14 +121,29 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
   // /completion are its own format, below)
   for (const path of ["/v1/chat/completions", "/chat/completions"])
     app.post(path, async (request, reply) => {
-      const p = parseChat(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+      const p = parseChat(request.body, s.model.hparams.nVocab, parseOptions());
       reportIgnored(request, reply, p.ignored);
       return runCompletion(deps(), request, reply, await chatJob(p));
     });
+  // The prompt tokens a chat request would take (llama-server's count, before any cache reuse).
+  for (const path of ["/v1/chat/completions/input_tokens", "/chat/completions/input_tokens"])
+    app.post(path, async (request, reply) => {
+      const p = parseChat(request.body, s.model.hparams.nVocab, parseOptions());
+      reportIgnored(request, reply, p.ignored);
+      const job = await chatJob(p);
+      const ids = await tokenizePrompt(
+        s.model.tokenizer,
+        job.prompt.text,
+        { param: "messages", addSpecial: job.prompt.addSpecial, parseSpecial: true },
+        s.limits,
+      );
+      return { input_tokens: ids.length };
+    });
+
   // llama-server's own completion format (native-format.ts)
   for (const path of ["/completion", "/completions"])
     app.post(path, async (request, reply) => {
-      const p = parseNative(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+      const p = parseNative(request.body, s.model.hparams.nVocab, parseOptions());
       reportIgnored(request, reply, p.ignored);
       return runCompletion(deps(), request, reply, {
         kind: "native",
@@ -124,7 +153,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
       });
     });
   app.post("/v1/completions", async (request, reply) => {
-    const p = parseCompletion(request.body, s.model.hparams.nVocab, { strictApi: s.strictApi });
+    const p = parseCompletion(request.body, s.model.hparams.nVocab, parseOptions());
     reportIgnored(request, reply, p.ignored);
     return runCompletion(deps(), request, reply, {
       kind: "completion",

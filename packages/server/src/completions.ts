@@ -4,7 +4,7 @@ import type { Model } from "@minfer/engine";
 import { SamplerError } from "@minfer/sampler";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Batcher, JobFinish, JobResult, TokenEvent } from "./batcher.js";
-import { ApiError } from "./errors.js";
+import { ApiError, contextExceeded } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
 import {
   type ChatLogprob,
@@ -112,7 +112,7 @@ function toApiError(e: unknown, retryAfterS: number): ApiError {
   if (e instanceof ApiError) return e;
   if (e instanceof ServerError) {
     if (e.code === "PROMPT_TOO_LONG")
-      return new ApiError(400, e.message, "invalid_request_error", "messages", "context_length_exceeded");
+      return new ApiError(400, e.message, "exceed_context_size_error", "messages", "context_length_exceeded");
     if (e.code === "QUEUE_FULL")
       return new ApiError(
         503,
@@ -163,13 +163,12 @@ export async function runCompletion(
   if (ids.length === 0)
     throw new ApiError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
   if (ids.length >= batcher.ctxPerSlot)
-    throw new ApiError(
-      400,
+    throw contextExceeded(
       `the prompt has ${ids.length} tokens but a slot's context is ${batcher.ctxPerSlot} tokens ` +
         "(prompt and completion together); shorten the prompt or start the server with a larger -c / fewer -np",
-      "invalid_request_error",
       param,
-      "context_length_exceeded",
+      ids.length,
+      batcher.ctxPerSlot,
     );
   const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
   const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i, deps.sampling));

@@ -18,6 +18,8 @@ export class ApiError extends Error {
     readonly code: string | null = null,
     /** Extra response headers (e.g. Retry-After on a 503). */
     readonly headers: Readonly<Record<string, string>> = {},
+    /** Extra fields of the error object (llama-server's n_prompt_tokens and n_ctx on a context overflow). */
+    readonly fields: Readonly<Record<string, number>> = {},
   ) {
     // Messages quote client values through quote(); this bound is the last guard.
     super(message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message);
@@ -25,8 +27,34 @@ export class ApiError extends Error {
   }
 
   body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+    return {
+      error: { message: this.message, type: this.type, param: this.param, code: this.code, ...this.fields },
+    };
   }
+}
+
+/**
+ * A prompt that does not fit a slot's context (`nCtx` tokens): llama-server's error type and its
+ * `n_prompt_tokens` / `n_ctx` (the count, or its lower bound when refused by size), OpenAI's code.
+ */
+export function contextExceeded(
+  message: string,
+  param: string,
+  nPromptTokens: number,
+  nCtx: number,
+): ApiError {
+  return new ApiError(
+    400,
+    message,
+    "exceed_context_size_error",
+    param,
+    "context_length_exceeded",
+    {},
+    {
+      n_prompt_tokens: nPromptTokens,
+      n_ctx: nCtx,
+    },
+  );
 }
 
 /** A 400 naming the request field at fault (`param`) and what is wrong with it. */

@@ -63,9 +63,16 @@ describe("HTTP as llama-server serves it", () => {
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("model_not_found");
     expect((await fetch(`${r.url}/v1/health`)).status).toBe(200); // no key: public, as /health
-    // stories260K has no chat template: the un-prefixed route answers as /v1's does
-    const chat = await r.post("/chat/completions", { messages: [{ role: "user", content: "hi" }] });
-    expect(((await chat.json()) as { error: { code: string } }).error.code).toBe("no_chat_template");
+    // (stories260K has no chat template: ChatML, as llama-server falls back to)
+    const chat = await r.post("/chat/completions", {
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 2,
+    });
+    expect(((await chat.json()) as { object: string }).object).toBe("chat.completion");
+    const t = await r.post("/apply-template", { messages: [{ role: "user", content: "hi" }] });
+    expect(((await t.json()) as { prompt: string }).prompt).toBe(
+      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+    );
   });
 
   it("SentencePiece text keeps the first piece's space, as llama-server's (completions, streams, /detokenize)", async () => {
@@ -87,5 +94,36 @@ describe("HTTP as llama-server serves it", () => {
       .map((l) => (JSON.parse(l.slice(6)) as { choices: { text: string }[] }).choices[0]?.text ?? "")
       .join("");
     expect(streamed).toBe(text);
+  });
+
+  it("--cors-origins: localhost only, or a list; another origin gets no CORS header", async () => {
+    for (const [origins, allowed, refused] of [
+      ["localhost", ["http://localhost:3000", "http://127.0.0.1:8080"], ["http://evil.example"]],
+      [
+        "https://app.example,https://b.example",
+        ["https://b.example"],
+        ["https://c.example", "http://localhost"],
+      ],
+    ] as const) {
+      const c = await start({
+        model: stories(),
+        parallel: 1,
+        contextOptions: { nCtx: 64 },
+        corsOrigins: origins,
+      });
+      try {
+        for (const origin of allowed) {
+          const res = await fetch(`${c.url}/health`, { headers: { origin } });
+          expect(res.headers.get("access-control-allow-origin")).toBe(origin);
+        }
+        for (const origin of refused) {
+          const res = await fetch(`${c.url}/health`, { headers: { origin } });
+          expect(res.headers.get("access-control-allow-origin"), origin).toBeNull();
+        }
+      } finally {
+        await c.server.close();
+      }
+    }
+    await expect(start({ model: stories(), corsOrigins: "ftp://x" })).rejects.toThrow(/corsOrigins/);
   });
 });

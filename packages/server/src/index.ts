@@ -13,3 +13,4 @@ export type { MinferServer, ServerOptions, ServerSampling } from "./server.js";
 export { createServer, SERVER_DEFAULTS } from "./server.js";
 export type { ServerErrorCode } from "./server-error.js";
 export { ServerError } from "./server-error.js";
+export { BUILTIN_TEMPLATES, builtinTemplate, chatTemplateArg } from "./templates.js";

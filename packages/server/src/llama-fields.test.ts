@@ -42,7 +42,6 @@ describe("fields the server does not use", () => {
       max_tokens: 1,
       frobnicate: 1,
     });
-    // (stories260K has no chat template: the 400 is about that, after the fields were read)
     expect(chat.headers.get(IGNORED_FIELDS_HEADER)).toBe("frobnicate, messages[0].refusal");
 
     const refused = await strict.post("/v1/completions", body);
@@ -125,6 +124,49 @@ describe("llama-server's sampler fields", () => {
     expect(o.drySequenceBreakers).toEqual(["\n", "."]);
     expect([o.mirostat, o.mirostatTau, o.mirostatEta]).toEqual([2, 4, 0.2]);
     expect([o.dynatempRange, o.dynatempExponent]).toEqual([0.4, 1.5]);
+  });
+
+  it("logit_bias in llama-server's forms: [token, bias] pairs, text keys, false to ban", async () => {
+    const tok = stories().tokenizer;
+    const tokenize = (t: string) => tok.encode(t, { addSpecial: false, parseSpecial: false });
+    const hello = tokenize("hello");
+    const p = parseCompletion(
+      {
+        prompt,
+        logit_bias: [
+          [5, 2],
+          ["hello", false],
+          [7, -100],
+        ],
+      },
+      stories().hparams.nVocab,
+      { tokenize },
+    );
+    expect(p.logitBias!.get(5)).toBe(2);
+    expect(p.logitBias!.get(7)).toBe(Number.NEGATIVE_INFINITY);
+    for (const t of hello) expect(p.logitBias!.get(t)).toBe(Number.NEGATIVE_INFINITY);
+    const q = parseCompletion({ prompt, logit_bias: { hello: 1.5, 9: false } }, 512, { tokenize });
+    expect(q.logitBias!.get(9)).toBe(Number.NEGATIVE_INFINITY);
+    for (const t of hello) expect(q.logitBias!.get(t)).toBe(1.5);
+    // through the server: the end-of-generation token forced by a pair ends at once
+    const eos = tok.vocab.special.eos!;
+    const forced = (await (
+      await lax.post("/v1/completions", { prompt, max_tokens: 4, logit_bias: [[eos, 100]] })
+    ).json()) as Body;
+    expect(forced.choices![0]!.finish_reason).toBe("stop");
+    for (const [bias, param] of [
+      [[[1]], "logit_bias[0]"],
+      [[[1, "x"]], "logit_bias[0]"],
+      [[[99999, 1]], "logit_bias[0]"],
+      [{ 5: 500 }, "logit_bias"],
+      [{ "": 1 }, "logit_bias"],
+      [{ ["w".repeat(1025)]: 1 }, "logit_bias"],
+      ["x", "logit_bias"],
+    ] as const) {
+      const r = await lax.post("/v1/completions", { prompt, logit_bias: bias });
+      expect(r.status, JSON.stringify(bias)).toBe(400);
+      expect(((await r.json()) as Body).error!.param).toBe(param);
+    }
   });
 
   it("ignore_eos keeps end-of-generation tokens from being sampled", async () => {

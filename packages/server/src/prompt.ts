@@ -1,5 +1,5 @@
 import type { Tokenizer } from "@minfer/tokenizer";
-import { ApiError } from "./errors.js";
+import { ApiError, contextExceeded } from "./errors.js";
 import { ASYNC_TOKENIZE_CHARS, type ServerLimits } from "./limits.js";
 
 /**
@@ -58,13 +58,12 @@ export async function tokenizePrompt(
   if (check.maxTokens !== undefined && per !== undefined) {
     const atLeast = Math.ceil(bytes / per);
     if (atLeast >= check.maxTokens)
-      throw new ApiError(
-        400,
+      throw contextExceeded(
         `the ${check.param} is ${bytes} bytes, at least ${atLeast} tokens, but a slot's context is ${check.maxTokens} tokens ` +
           "(prompt and completion together); shorten it or start the server with a larger -c / fewer -np",
-        "invalid_request_error",
         check.param,
-        "context_length_exceeded",
+        atLeast,
+        check.maxTokens,
       );
   }
   const options = { addSpecial: check.addSpecial, parseSpecial: check.parseSpecial };

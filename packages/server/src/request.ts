@@ -79,6 +79,8 @@ export interface LlamaSampling {
 export interface ParseOptions {
   /** A field this server does not know (or does not use) is a 400 instead of ignored. */
   readonly strictApi?: boolean;
+  /** The model's tokens of a text (no special tokens), for logit_bias keyed by text. */
+  readonly tokenize?: (text: string) => number[];
 }
 
 export interface ParsedChat extends ParsedCommon {
@@ -244,20 +246,54 @@ function parseStop(v: unknown): string[] {
   });
 }
 
-function parseLogitBias(v: unknown, nVocab: number): Map<number, number> | undefined {
+/** The longest text a logit_bias entry may name (its tokens all take the bias). */
+const MAX_BIAS_TEXT = 1024;
+
+/**
+ * logit_bias: OpenAI's object of token id → bias (−100 bans, 100 forces), or llama-server's forms:
+ * an array of [token id or text, bias] pairs, a text key (each of its tokens biased), `false` to ban.
+ * Every entry is checked (a 400 naming it), where llama-server skips what it cannot read.
+ */
+function parseLogitBias(
+  v: unknown,
+  nVocab: number,
+  tokenize: ParseOptions["tokenize"],
+): Map<number, number> | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "object" || Array.isArray(v))
-    throw bad("logit_bias", "must be an object of token id → bias");
   const map = new Map<number, number>();
-  for (const [k, b] of Object.entries(v as Record<string, unknown>)) {
-    const id = Number(k);
-    if (!/^\d+$/.test(k) || id >= nVocab)
-      throw bad("logit_bias", `key ${quote(k)} is not a token id in [0, ${nVocab})`);
-    if (typeof b !== "number" || !Number.isFinite(b) || b < -100 || b > 100)
-      throw bad("logit_bias", `bias of token ${quote(k)} must be a number in [-100, 100]`);
-    // OpenAI: -100 bans the token, 100 forces it.
-    map.set(id, b <= -100 ? Number.NEGATIVE_INFINITY : b);
+  const add = (key: unknown, b: unknown, where: string) => {
+    let bias: number;
+    if (b === false) bias = Number.NEGATIVE_INFINITY;
+    else if (typeof b === "number" && Number.isFinite(b) && b >= -100 && b <= 100)
+      bias = b <= -100 ? Number.NEGATIVE_INFINITY : b; // (OpenAI: -100 bans the token, 100 forces it)
+    else throw bad(where, `the bias of ${quote(key)} must be a number in [-100, 100] or false (ban)`);
+    const id =
+      typeof key === "number" ? key : typeof key === "string" && /^\d+$/.test(key) ? Number(key) : undefined;
+    if (id !== undefined) {
+      if (!Number.isInteger(id) || id < 0 || id >= nVocab)
+        throw bad(where, `${quote(key)} is not a token id in [0, ${nVocab})`);
+      map.set(id, bias);
+      return;
+    }
+    if (typeof key !== "string" || key === "")
+      throw bad(where, `${quote(key)} must be a token id or a non-empty text`);
+    if (key.length > MAX_BIAS_TEXT)
+      throw bad(where, `a text key of ${key.length} characters; at most ${MAX_BIAS_TEXT}`);
+    if (!tokenize) throw bad(where, `${quote(key)} is not a token id in [0, ${nVocab})`);
+    for (const t of tokenize(key)) map.set(t, bias);
+  };
+  if (Array.isArray(v)) {
+    if (v.length > nVocab) throw bad("logit_bias", `at most ${nVocab} entries, got ${v.length}`);
+    v.forEach((e, i) => {
+      if (!Array.isArray(e) || e.length !== 2)
+        throw bad(`logit_bias[${i}]`, "must be a [token id or text, bias] pair");
+      add(e[0], e[1], `logit_bias[${i}]`);
+    });
+    return map;
   }
+  if (typeof v !== "object")
+    throw bad("logit_bias", "must be an object of token id → bias, or an array of [token, bias]");
+  for (const [k, b] of Object.entries(v as Record<string, unknown>)) add(k, b, "logit_bias");
   return map;
 }
 
@@ -344,7 +380,7 @@ function parseFormat(body: Body): ResponseFormat {
   return { type: "json_schema", schema: js, name: "response" };
 }
 
-function parseCommon(body: Body, nVocab: number): ParsedCommon {
+function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon {
   if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
     throw bad("model", "must be a string");
   if (body.user !== undefined && typeof body.user !== "string") throw bad("user", "must be a string");
@@ -373,7 +409,7 @@ function parseCommon(body: Body, nVocab: number): ParsedCommon {
     presencePenalty: num(body, "presence_penalty", -2, 2),
     frequencyPenalty: num(body, "frequency_penalty", -2, 2),
     repeatPenalty: num(body, "repeat_penalty", 0, 10),
-    logitBias: parseLogitBias(body.logit_bias, nVocab),
+    logitBias: parseLogitBias(body.logit_bias, nVocab, o.tokenize),
     responseFormat: parseFormat(body),
     n,
     cachePrompt: bool(body, "cache_prompt") ?? true,
@@ -451,7 +487,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
     if (tf.tool_call_id !== undefined) out.tool_call_id = tf.tool_call_id;
     return out;
   });
-  const common = parseCommon(body, nVocab);
+  const common = parseCommon(body, nVocab, o);
   const mct = num(body, "max_completion_tokens", 0, 2 ** 31 - 1, true);
   if (mct !== undefined && common.maxTokens !== undefined && mct !== common.maxTokens)
     throw bad("max_completion_tokens", "differs from max_tokens; give one of them");
@@ -480,7 +516,7 @@ export function parseCompletion(raw: unknown, nVocab: number, o: ParseOptions = 
     prompt = body.prompt[0];
   else if (body.prompt === undefined) throw bad("prompt", "is required", "missing_required_parameter");
   else throw bad("prompt", "must be a string (or an array of one string)");
-  const common = parseCommon(body, nVocab);
+  const common = parseCommon(body, nVocab, o);
   if (nProbs !== undefined && common.nProbs !== undefined && nProbs !== common.nProbs)
     throw bad("n_probs", "differs from logprobs; give one of them");
   return { ...common, prompt, nProbs: nProbs ?? common.nProbs, ignored };
@@ -507,7 +543,7 @@ const MAX_PROMPT_IDS = 1 << 20;
 export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedNative {
   const body = checkObject(raw);
   const ignored = checkKnown(body, NATIVE_FIELDS, o);
-  const common = parseCommon(body, nVocab);
+  const common = parseCommon(body, nVocab, o);
   if (common.n !== 1)
     throw bad("n", "the native completion returns one completion; use /v1/completions for n > 1");
   if (common.nProbs !== undefined) {

@@ -199,7 +199,7 @@ describe("bad requests", () => {
     [{ messages, temperature: "hot" }, "temperature"],
     [{ messages, max_tokens: -1 }, "max_tokens"],
     [{ messages, stop: 5 }, "stop"],
-    [{ messages, logit_bias: { abc: 1 } }, "logit_bias"],
+    [{ messages, logit_bias: { 5: "high" } }, "logit_bias"],
     [{ messages: [{ role: "wizard", content: "hi" }] }, "messages[0].role"],
     [{}, "messages"],
     [{ messages, response_format: { type: "yaml" } }, "response_format.type"],
@@ -284,7 +284,7 @@ describe("completions on a model without a chat template", () => {
     stories?.dispose();
   });
 
-  it("completes, streams the same text, and refuses chat with a 400", async () => {
+  it("completes, streams the same text, and chats in ChatML (the model has no template of its own)", async () => {
     const body = { model: "stories", prompt: "Once upon a time", max_tokens: 20, temperature: 0 };
     const r = await c2.completions.create(body);
     expect(r.object).toBe("text_completion");
@@ -300,8 +300,15 @@ describe("completions on a model without a chat template", () => {
     }
     expect(text).toBe(r.choices[0]!.text);
     expect(finish).toBe("length");
-    const err = await c2.chat.completions.create({ model: "stories", messages }).catch((e) => e);
-    expect(err.status).toBe(400);
+    const chat = await c2.chat.completions.create({
+      model: "stories",
+      messages,
+      max_tokens: 3,
+      temperature: 0,
+    });
+    expect(chat.object).toBe("chat.completion");
+    const chatml = "<|im_start|>user\nTell me about the city.<|im_end|>\n<|im_start|>assistant\n";
+    expect(chat.usage!.prompt_tokens).toBe(stories.tokenizer.encode(chatml).length);
   });
 
   it("a prompt longer than the context is a 400 naming the context size", async () => {
@@ -312,6 +319,10 @@ describe("completions on a model without a chat template", () => {
     expect(err.status).toBe(400);
     expect(err.error.code).toBe("context_length_exceeded");
     expect(err.message).toMatch(/the prompt has \d+ tokens but a slot.s context is 256 tokens/);
+    // llama-server's type and counts on the error object
+    expect(err.error.type).toBe("exceed_context_size_error");
+    expect(err.error.n_ctx).toBe(256);
+    expect(err.error.n_prompt_tokens).toBeGreaterThanOrEqual(256);
     // So many bytes that even the longest tokens could not fit: refused before tokenizing.
     const big = await c2.completions
       .create({ model: "s", prompt: "Once upon a time ".repeat(200), max_tokens: 4 })
@@ -321,6 +332,7 @@ describe("completions on a model without a chat template", () => {
     expect(big.message).toMatch(
       /the prompt is 3400 bytes, at least \d+ tokens, but a slot.s context is 256 tokens/,
     );
+    expect([big.error.type, big.error.n_ctx]).toEqual(["exceed_context_size_error", 256]);
   });
 
   it("a fuzz of malformed bodies: every one a 4xx, the server alive", async () => {
@@ -410,6 +422,15 @@ describe("llama-server's text endpoints", () => {
       headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
       body: JSON.stringify(body),
     });
+
+  it("/chat/completions/input_tokens counts the prompt a chat request takes", async () => {
+    const r = await client.chat.completions.create({ model: "x", messages, max_tokens: 1, temperature: 0 });
+    for (const path of ["/v1/chat/completions/input_tokens", "/chat/completions/input_tokens"]) {
+      const n = (await (await post(path, { messages })).json()) as { input_tokens: number };
+      expect(n.input_tokens).toBe(r.usage!.prompt_tokens);
+    }
+    expect((await post("/v1/chat/completions/input_tokens", { messages: [] })).status).toBe(400);
+  });
 
   it("/tokenize and /detokenize agree with the model's tokenizer and invert each other", async () => {
     const text = "The jury said that the city was quiet.";

@@ -25,6 +25,7 @@ import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
 import { TemplateRenderer } from "./render.js";
 import { ServerError } from "./server-error.js";
+import { builtinTemplate } from "./templates.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
 export const SERVER_DEFAULTS = Object.freeze({
@@ -59,7 +60,11 @@ export interface ServerOptions {
   readonly timeoutSeconds?: number;
   /** Serve Prometheus metrics at /metrics. Default false (501 there), as llama-server's --metrics. */
   readonly metrics?: boolean;
-  /** A chat template instead of the model's own. */
+  /**
+   * A chat template instead of the model's own (`chatTemplateArg` makes one of llama-server's
+   * `--chat-template` values). Without one, a model without a template of its own chats in ChatML,
+   * as llama-server does.
+   */
   readonly chatTemplate?: ChatTemplate;
   /** When set, every endpoint but /health requires `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string;
@@ -76,6 +81,12 @@ export interface ServerOptions {
    * with `seed + i`. Checked when the server is created.
    */
   readonly sampling?: ServerSampling;
+  /**
+   * Origins browsers may call from (llama-server's `--cors-origins`): `*` (default: any, the
+   * request's Origin echoed), `localhost` (localhost, 127.0.0.1 and ::1 at any port), or a
+   * comma-separated list of origins. A request from another origin gets no CORS headers.
+   */
+  readonly corsOrigins?: string;
   /** Tokens a request generates when it gives no max_tokens / n_predict (llama-server's `-n`). Default: no limit. */
   readonly nPredict?: number;
   /** The model id reported by /v1/models and in responses. Default: the file's name. */
@@ -175,6 +186,37 @@ function positive(v: number | undefined, dflt: number, what: string, min = 1): n
  * {@link ServerError} INVALID_ARGUMENT naming a bad option; `ready` rejects with one when the
  * context cannot be shared by the slots.
  */
+/** corsOrigins: "*", "localhost" or a list of origins. */
+type Cors = "*" | "localhost" | ReadonlySet<string>;
+
+function checkCors(v: string | undefined): Cors {
+  if (v === undefined || v === "*") return "*";
+  if (v === "localhost") return "localhost";
+  const list = typeof v === "string" ? v.split(",").map((o) => o.trim()) : [];
+  if (list.length === 0 || list.some((o) => !/^https?:\/\/[^\s/]+$/.test(o)))
+    throw new ServerError(
+      "INVALID_ARGUMENT",
+      `corsOrigins must be "*", "localhost" or comma-separated origins such as https://app.example, got ${JSON.stringify(v)}`,
+    );
+  return new Set(list);
+}
+
+/** The Access-Control-Allow-Origin of a request from `origin` (undefined: none, not allowed). */
+function corsOrigin(cors: Cors, origin: string | undefined): string | undefined {
+  if (cors === "*") return origin ?? "*";
+  if (origin === undefined) return undefined;
+  if (cors === "localhost") {
+    let host: string;
+    try {
+      host = new URL(origin).hostname;
+    } catch {
+      return undefined;
+    }
+    return host === "localhost" || host === "127.0.0.1" || host === "[::1]" ? origin : undefined;
+  }
+  return cors.has(origin) ? origin : undefined;
+}
+
 /** The sampling defaults, checked by the sampler's own rules (a ServerError naming the option). */
 function checkSampling(s: ServerSampling | undefined): ServerSampling {
   if (s === undefined) return {};
@@ -200,6 +242,8 @@ export function createServer(options: ServerOptions): MinferServer {
       `timeoutSeconds must be a positive number, got ${String(timeout)}`,
     );
   const sampling = checkSampling(options.sampling);
+  const cors = checkCors(options.corsOrigins);
+  const chatml = builtinTemplate("chatml")!;
   const nPredict = options.nPredict;
   if (nPredict !== undefined && !(Number.isSafeInteger(nPredict) && nPredict >= 0))
     throw new ServerError("INVALID_ARGUMENT", `nPredict must be an integer >= 0, got ${String(nPredict)}`);
@@ -356,9 +400,10 @@ export function createServer(options: ServerOptions): MinferServer {
         null,
         "bad_http",
       );
-    // CORS, as llama-server answers browsers: any origin; a preflight is answered here, before
+    // CORS, as llama-server answers browsers (corsOrigins); a preflight is answered here, before
     // the key (a browser sends none with it).
-    reply.header("access-control-allow-origin", request.headers.origin ?? "*");
+    const allowed = corsOrigin(cors, request.headers.origin);
+    if (allowed !== undefined) reply.header("access-control-allow-origin", allowed);
     if (request.headers.origin !== undefined) reply.header("vary", "Origin");
     if (request.method === "OPTIONS") {
       const asked = request.headers["access-control-request-headers"];
@@ -414,7 +459,8 @@ export function createServer(options: ServerOptions): MinferServer {
     get loadError() {
       return loadError;
     },
-    template: () => options.chatTemplate ?? model?.chatTemplate,
+    // (a model without a template of its own chats in ChatML, as llama-server falls back to it)
+    template: () => options.chatTemplate ?? model?.chatTemplate ?? chatml,
     limits,
     renderer,
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { ContextOptions } from "@minfer/engine";
-import { createServer, SERVER_DEFAULTS, SERVER_LIMITS } from "@minfer/server";
+import { chatTemplateArg, createServer, SERVER_DEFAULTS, SERVER_LIMITS } from "@minfer/server";
 import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
@@ -82,9 +82,21 @@ export const serveOptions: OptionSpec[] = [
     help: "the model id in /v1/models and in responses (default: the file name without .gguf), as llama-server's --alias",
   },
   {
+    flags: ["--cors-origins"],
+    kind: "string",
+    metavar: "ORIGINS",
+    help: "origins browsers may call from: * (any, the default), localhost, or a comma-separated list such as https://app.example",
+  },
+  {
     flags: ["--strict-api"],
     kind: "boolean",
     help: "refuse (400) a request field the server does not know or does not use (default: ignore it and name it in the X-Minfer-Ignored-Fields response header and the log, as llama-server does)",
+  },
+  {
+    flags: ["--chat-template"],
+    kind: "string",
+    metavar: "NAME|JINJA",
+    help: "use this chat template instead of the model's: a built-in name (chatml) or a Jinja template inline",
   },
   {
     flags: ["--chat-template-file"],
@@ -116,6 +128,15 @@ export const serveOptions: OptionSpec[] = [
   },
   { flags: ["--verbose"], kind: "boolean", help: "log every request (JSON lines on stdout)" },
 ];
+
+/** --chat-template's value as a template (a CliError naming the flag when it is neither). */
+function templateOf(value: string): ChatTemplate {
+  try {
+    return chatTemplateArg(value);
+  } catch (e) {
+    throw new CliError("INVALID_ARGUMENT", `--chat-template: ${(e as Error).message}`);
+  }
+}
 
 async function readTemplate(file: string): Promise<ChatTemplate> {
   let source: string;
@@ -171,7 +192,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const settings = runSettings(options);
   const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
-  const chatTemplate = templateFile !== undefined ? await readTemplate(templateFile) : undefined;
+  const templateArg = options.chatTemplate as string | undefined;
+  if (templateFile !== undefined && templateArg !== undefined)
+    throw new CliError("INVALID_ARGUMENT", "give one of --chat-template and --chat-template-file");
+  const chatTemplate =
+    templateFile !== undefined
+      ? await readTemplate(templateFile)
+      : templateArg !== undefined
+        ? templateOf(templateArg)
+        : undefined;
   const verbose = Boolean(options.verbose);
 
   let loaded: Loaded | undefined;
@@ -206,6 +235,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(options.strictApi ? { strictApi: true } : {}),
+    ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins as string } : {}),
     ...(alias !== undefined ? { modelId: alias } : {}),
     sampling,
     ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
@@ -257,10 +287,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const ctx = b.context;
     const rt = loaded!.runtime;
     const template = chatTemplate
-      ? templateFile
+      ? (templateFile ?? `--chat-template ${chatTemplate.name}`)
       : loaded!.model.chatTemplate
         ? "the model's"
-        : "none (chat requests are refused; /v1/completions works)";
+        : "chatml (the model has none; as llama-server falls back)";
     process.stderr.write(
       [
         `serve: model ${server.modelId} (${path})`,
