@@ -152,11 +152,12 @@ function parseJson(text: string): unknown {
 /**
  * What is wrong with an answer, or undefined when it is right: a status below 500; an error status
  * with an OpenAI error object; a success that is JSON, or an event stream whose events are JSON and
- * that ends with `[DONE]` or an error event.
+ * that ends with `[DONE]` or an error event; a 204 (a CORS preflight's answer) with no body.
  */
 export function judge(status: number, contentType: string, body: string): string | undefined {
   if (status === 0) return "no response";
   if (status >= 500) return `${status}: ${body.slice(0, 200)}`;
+  if (status === 204) return body === "" ? undefined : `204 with a body: ${body.slice(0, 100)}`;
   if (status >= 400)
     return isOpenAiError(parseJson(body))
       ? undefined
