@@ -389,6 +389,18 @@ describe.skipIf(devices.length === 0)("on a CUDA device", () => {
   });
 });
 
+/** A program tensor of `ne` (padded to 4 dims) packed in `buffer`, elements of `esize` bytes. */
+function denseTensor(dtype: DType, buffer: number, ne: number[], esize: number) {
+  const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
+  const nb = [esize, esize * n[0], esize * n[0] * n[1], esize * n[0] * n[1] * n[2]] as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  return { dtype, buffer, offset: 0, ne: n, nb };
+}
+
 type Runs = (program: Uint8Array, sizes: readonly number[], tuning?: { qkvRope?: boolean }) => number[];
 const fusedRuns = backend.getExtension?.("cuda.fusedRuns") as Runs | undefined;
 
@@ -485,16 +497,8 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     const wtype = o.wtype ?? DType.Q4_0;
     const K = 256;
     const rowBytes = wtype === DType.F32 ? 4 * K : wtype === DType.Q4_0 ? (K / 32) * 18 : (K / 256) * 84;
-    const dense = (dtype: DType, ne: number[], buffer: number, esize = 4) => {
-      const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
-      const nb = [esize, esize * n[0], esize * n[0] * n[1], esize * n[0] * n[1] * n[2]] as [
-        number,
-        number,
-        number,
-        number,
-      ];
-      return { dtype, buffer, offset: 0, ne: n, nb };
-    };
+    const dense = (dtype: DType, ne: number[], buffer: number, esize = 4) =>
+      denseTensor(dtype, buffer, ne, esize);
     const weight = (rows: number, buffer: number) => ({
       dtype: wtype,
       buffer,
@@ -642,16 +646,7 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     const wtype = o.wtype ?? DType.Q4_0;
     const k = hd * heads;
     const wRow = wtype === DType.Q4_0 ? (k / 32) * 18 : 4 * k;
-    const t = (dtype: DType, buffer: number, ne: number[], esize: number) => {
-      const n = [...ne, 1, 1, 1].slice(0, 4) as [number, number, number, number];
-      const nb = [esize, esize * n[0], esize * n[0] * n[1], esize * n[0] * n[1] * n[2]] as [
-        number,
-        number,
-        number,
-        number,
-      ];
-      return { dtype, buffer, offset: 0, ne: n, nb };
-    };
+    const t = denseTensor;
     const weight = {
       dtype: wtype,
       buffer: 5,

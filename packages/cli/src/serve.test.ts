@@ -173,15 +173,15 @@ describe("minfer serve", () => {
     const d = await minfer("serve", "-m", stories, "--drain-timeout", "-1");
     expect(d.code).not.toBe(0);
     expect(d.stderr).toContain("--drain-timeout");
-    const a = await minfer("serve", "-m", stories, "--alias", "");
-    expect(a.code).not.toBe(0);
-    expect(a.stderr).toContain("--alias");
-    const p = await minfer("serve", "-m", stories, "--top-p", "2");
-    expect(p.code).not.toBe(0);
-    expect(p.stderr).toContain("--top-p");
-    const x = await minfer("serve", "-m", stories, "--xtc-threshold", "7");
-    expect(x.code).not.toBe(0);
-    expect(x.stderr).toContain("--xtc-threshold");
+    for (const [flag, value] of [
+      ["--alias", ""],
+      ["--top-p", "2"],
+      ["--xtc-threshold", "7"],
+    ] as const) {
+      const bad = await minfer("serve", "-m", stories, flag, value);
+      expect(bad.code, flag).not.toBe(0);
+      expect(bad.stderr).toContain(flag);
+    }
     const t = await minfer("serve", "-m", stories, "--chat-template", "llama9");
     expect(t.code).not.toBe(0);
     expect(t.stderr).toContain("--chat-template");

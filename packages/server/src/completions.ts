@@ -172,6 +172,8 @@ export async function runCompletion(
     );
   const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
   const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i, deps.sampling));
+  // the request's token limit, else the server's (ServerOptions.nPredict)
+  const maxTokens = p.maxTokens ?? deps.nPredict;
 
   const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
@@ -297,7 +299,7 @@ export async function runCompletion(
       batcher.submit({
         ids,
         sampler: samplers[i]!,
-        ...((p.maxTokens ?? deps.nPredict) !== undefined ? { maxTokens: p.maxTokens ?? deps.nPredict } : {}),
+        ...(maxTokens !== undefined ? { maxTokens } : {}),
         stop: p.stop,
         ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),
         cachePrompt: p.cachePrompt,
@@ -373,7 +375,7 @@ export async function runCompletion(
       result: c.result!,
       modelId: deps.modelId,
       prompt: job.prompt.ids ? tokenizer.decode(job.prompt.ids, { keepLeadingSpace: true }) : job.prompt.text,
-      settings: generationSettings(samplers[0]!.options, p, p.maxTokens ?? deps.nPredict),
+      settings: generationSettings(samplers[0]!.options, p, maxTokens),
       fullContent: c.content,
     });
   if (!p.stream || !started) {
