@@ -1,63 +1,68 @@
 /**
- * xoshiro128** 1.1 (Blackman & Vigna, https://prng.di.unimi.it/), seeded from a uint32 through
- * splitmix32. Pure 32-bit integer arithmetic, so a seed gives the same stream on every platform.
+ * MT19937, the 32-bit Mersenne Twister (Matsumoto & Nishimura, 1998) as C++'s `std::mt19937`
+ * defines it, with the uniform draws libstdc++'s `std::uniform_real_distribution` makes from it.
+ * llama.cpp samples with these, so a seed draws the same tokens here as in llama.cpp (given the
+ * same logits). Pure 32-bit integer arithmetic: the same stream on every platform.
  */
-export class Xoshiro128 {
-  private s0 = 0;
-  private s1 = 0;
-  private s2 = 0;
-  private s3 = 0;
+export class Mt19937 {
+  private readonly mt = new Uint32Array(624);
+  private index = 624;
 
   /** @param seed an integer in [0, 2^32); the caller validates it. */
   constructor(seed: number) {
     this.seed(seed);
   }
 
-  /** Restarts the stream for `seed` (an integer in [0, 2^32)). */
+  /** Restarts the stream for `seed` (an integer in [0, 2^32)), as `std::mt19937::seed`. */
   seed(seed: number): void {
-    let x = seed >>> 0;
-    const next = (): number => {
-      // splitmix32: a Weyl sequence through a 32-bit finalizer.
-      x = (x + 0x9e3779b9) >>> 0;
-      let z = x;
-      z = Math.imul(z ^ (z >>> 16), 0x21f0aaad);
-      z = Math.imul(z ^ (z >>> 15), 0x735a2d97);
-      return (z ^ (z >>> 15)) >>> 0;
-    };
-    this.setState(next(), next(), next(), next());
-  }
-
-  /** Sets the raw state (not all zero; an all-zero state is replaced by [1, 0, 0, 0]). */
-  setState(s0: number, s1: number, s2: number, s3: number): void {
-    this.s0 = s0 >>> 0;
-    this.s1 = s1 >>> 0;
-    this.s2 = s2 >>> 0;
-    this.s3 = s3 >>> 0;
-    if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1;
+    const mt = this.mt;
+    mt[0] = seed >>> 0;
+    for (let i = 1; i < 624; i++) {
+      const p = mt[i - 1]!;
+      mt[i] = (Math.imul(1812433253, (p ^ (p >>> 30)) >>> 0) + i) >>> 0;
+    }
+    this.index = 624;
   }
 
   /** The next uint32. */
   nextUint32(): number {
-    const s1 = this.s1;
-    const r = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
-    const t = s1 << 9;
-    this.s2 ^= this.s0;
-    this.s3 ^= this.s1;
-    this.s1 ^= this.s2;
-    this.s0 ^= this.s3;
-    this.s2 ^= t;
-    this.s3 = rotl(this.s3, 11);
-    return r;
+    if (this.index >= 624) this.twist();
+    let y = this.mt[this.index++]!;
+    y ^= y >>> 11;
+    y ^= (y << 7) & 0x9d2c5680;
+    y ^= (y << 15) & 0xefc60000;
+    y ^= y >>> 18;
+    return y >>> 0;
   }
 
-  /** A uniform double in [0, 1) with 53 random bits (two uint32 draws). */
-  nextFloat64(): number {
-    const hi = this.nextUint32() >>> 5; // 27 bits
-    const lo = this.nextUint32() >>> 6; // 26 bits
-    return (hi * 67108864 + lo) / 9007199254740992;
+  /**
+   * A uniform double in [0, 1) as `std::uniform_real_distribution<double>(0, 1)` draws it in
+   * libstdc++ (`generate_canonical<double, 53>`): two words, (w0 + w1·2^32) / 2^64 rounded to
+   * double, and 1 − 2^−53 where that rounds up to 1.
+   */
+  nextDouble(): number {
+    const lo = this.nextUint32();
+    const hi = this.nextUint32();
+    const r = (lo + hi * 4294967296) / 2 ** 64;
+    return r >= 1 ? 1 - 2 ** -53 : r;
   }
-}
 
-function rotl(x: number, k: number): number {
-  return (x << k) | (x >>> (32 - k));
+  /**
+   * A uniform float in [0, 1) as `std::uniform_real_distribution<float>(0, 1)` draws it in
+   * libstdc++ (`generate_canonical<float, 24>`): one word rounded to float, over 2^32, and
+   * 1 − 2^−24 where that rounds up to 1.
+   */
+  nextFloat(): number {
+    const r = Math.fround(this.nextUint32()) / 4294967296;
+    return r >= 1 ? 1 - 2 ** -24 : r;
+  }
+
+  private twist(): void {
+    const mt = this.mt;
+    for (let i = 0; i < 624; i++) {
+      const y = (mt[i]! & 0x80000000) | (mt[(i + 1) % 624]! & 0x7fffffff);
+      mt[i] = (mt[(i + 397) % 624]! ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0)) >>> 0;
+    }
+    this.index = 0;
+  }
 }

@@ -15,7 +15,7 @@ import { type TypicalScratch, typical } from "./chain/typical.js";
 import { xtc } from "./chain/xtc.js";
 import { invalidArgument, SamplerError } from "./errors.js";
 import { checkSeed, type ResolvedSamplerOptions, resolveOptions, type SamplerOptions } from "./options.js";
-import { Xoshiro128 } from "./prng.js";
+import { Mt19937 } from "./prng.js";
 import { argmax, checkLogits } from "./select.js";
 
 /** With top-k off, top-p and min-p first look for their cut among this many best ids. */
@@ -76,7 +76,12 @@ const EMPTY = new Uint32Array(0);
  */
 export class Sampler {
   private opts: ResolvedSamplerOptions;
-  private readonly rng: Xoshiro128;
+  /** The draw's generator (and mirostat's), as llama.cpp's dist sampler has its own. */
+  private readonly rng: Mt19937;
+  /** XTC's chance, from its own generator on the same seed, as llama.cpp's XTC sampler has. */
+  private readonly xtcRng: Mt19937;
+  private readonly xtcChance = (): number => this.xtcRng.nextFloat();
+  private readonly mirostatDraw = (): number => this.rng.nextDouble();
   private readonly cands = new Candidates();
   /** Scratch of the candidate-id path: the ids above the bound, sorted. */
   private above = new Uint32Array(0);
@@ -102,7 +107,8 @@ export class Sampler {
   constructor(options: SamplerOptions = {}) {
     const o = resolveOptions(options);
     this.opts = o;
-    this.rng = new Xoshiro128(o.seed);
+    this.rng = new Mt19937(o.seed);
+    this.xtcRng = new Mt19937(o.seed);
     const window = (on: boolean, n: number): number => (!on || n === 0 ? 0 : n < 0 ? Infinity : n);
     const dryOn = o.dryMultiplier > 0 && o.dryPenaltyLastN !== 0;
     this.history = new TokenHistory(
@@ -138,6 +144,7 @@ export class Sampler {
   reset(seed?: number): void {
     if (seed !== undefined) this.opts = Object.freeze({ ...this.opts, seed: checkSeed(seed) });
     this.rng.seed(this.opts.seed);
+    this.xtcRng.seed(this.opts.seed);
     this.history.clear();
     this.mirostat?.reset();
     this.pending = undefined;
@@ -271,8 +278,7 @@ export class Sampler {
     this.pending = undefined;
     // The draws of chain(), in its order, on the `need` best as positions 0..need-1 (in that order,
     // so ties keep the lower id first): the stages see only their logits and order.
-    const u = this.rng.nextFloat64();
-    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const u = this.rng.nextDouble();
     const local = this.local;
     const work = this.localVals;
     for (let t = 0; t < need; t++) {
@@ -280,7 +286,7 @@ export class Sampler {
       local[t] = t;
     }
     this.cands.fillSorted(work, local, need);
-    return ids[pick[this.truncateAndDraw(u, u2)]!]!;
+    return ids[pick[this.truncateAndDraw(u)]!]!;
   }
 
   /**
@@ -401,11 +407,10 @@ export class Sampler {
     this.pending = undefined;
     if (greedy) return this.above[0]!;
     // The draws of chain(), in its order.
-    const u = this.rng.nextFloat64();
-    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const u = this.rng.nextDouble();
     const c = this.cands;
     c.fillSorted(work, this.above, need);
-    return this.truncateAndDraw(u, u2);
+    return this.truncateAndDraw(u);
   }
 
   /** Stages 5–6 on the working logits. */
@@ -417,32 +422,31 @@ export class Sampler {
       if (work[id] === -Infinity) throw allNegInf();
       return id;
     }
-    const u = this.rng.nextFloat64();
     const c = this.cands;
     if (this.mirostat) {
-      this.pending = this.mirostat.sample(c, work, o.temperature, u);
+      this.pending = this.mirostat.sample(c, work, o.temperature, this.mirostatDraw);
       return this.pending.token;
     }
-    const u2 = o.xtcProbability > 0 ? this.rng.nextFloat64() : 0;
+    const u = this.rng.nextDouble();
     const n = work.length;
     if (o.topK > 0 && o.topK < n) c.fillTopK(work, o.topK);
     else if (o.typicalP >= 1 && (o.topP < 1 || o.minP > 0))
       c.fillPrefix(work, o.topP, o.minP, PREFIX_FIRST_K);
     else c.fillAll(work);
-    return this.truncateAndDraw(u, u2);
+    return this.truncateAndDraw(u);
   }
 
   /**
-   * typical → top-p → min-p → XTC (uniform `u2`) → top-n-sigma → temperature (dynamic with a
+   * typical → top-p → min-p → XTC (its own generator's chance) → top-n-sigma → temperature (dynamic with a
    * dynatempRange) and the draw (`u`) on the candidates.
    */
-  private truncateAndDraw(u: number, u2: number): number {
+  private truncateAndDraw(u: number): number {
     const o = this.opts;
     const c = this.cands;
     typical(c, o.typicalP, this.typicalScratch);
     topP(c, o.topP);
     minP(c, o.minP);
-    xtc(c, o.xtcProbability, o.xtcThreshold, u2);
+    xtc(c, o.xtcProbability, o.xtcThreshold, this.xtcChance);
     topNSigma(c, o.topNSigma);
     const t = dynamicTemperature(c, o.temperature, o.dynatempRange, o.dynatempExponent);
     return t > 0 ? draw(c, t, u).token : candidateArgmax(c);

@@ -52,10 +52,12 @@ export function expectMatchesReference(logits: Float32Array, o: SamplerOptions &
   return support;
 }
 
-/** A sampler whose uniform draws come from `u()` instead of its PRNG. */
+/** A sampler whose uniform draws (the draw's and XTC's) come from `u()` instead of its generators. */
 export function withUniform(o: ConstructorParameters<typeof Sampler>[0], u: () => number): Sampler {
   const s = new Sampler(o);
-  (s as unknown as { rng: { nextFloat64: () => number } }).rng.nextFloat64 = u;
+  const g = s as unknown as { rng: { nextDouble: () => number }; xtcRng: { nextFloat: () => number } };
+  g.rng.nextDouble = u;
+  g.xtcRng.nextFloat = u;
   return s;
 }
 

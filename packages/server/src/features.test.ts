@@ -374,7 +374,7 @@ describe("tool calls (Qwen3 template, Hermes <tool_call> format)", () => {
       tool_choice: { type: "function" as const, function: { name: "get_weather" } },
       max_tokens: 120,
       temperature: 1,
-      seed: 4,
+      seed: 5,
     };
     const whole = await q.client.chat.completions.create(body);
     const call = whole.choices[0]!.message.tool_calls![0]! as {

@@ -96,8 +96,16 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
     };
   });
 
-  app.get("/slots", async () =>
-    s.batcher.slots().map((x) => ({
+  app.get("/slots", async () => {
+    if (!s.slotsEndpoint)
+      throw new ApiError(
+        501,
+        "the slots endpoint is off; start the server without --no-slots (createServer({ slots: true }))",
+        "not_supported_error",
+        null,
+        "slots_disabled",
+      );
+    return s.batcher.slots().map((x) => ({
       id: x.id,
       n_ctx: x.nCtx,
       is_processing: x.state !== "idle",
@@ -106,8 +114,8 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
       n_prompt_tokens: x.promptTokens,
       n_cached_tokens: x.cachedTokens,
       n_decoded: x.generated,
-    })),
-  );
+    }));
+  });
 
   app.get("/metrics", async (_request, reply) => {
     const m = s.metrics;

@@ -60,6 +60,8 @@ export interface ServerOptions {
   readonly timeoutSeconds?: number;
   /** Serve Prometheus metrics at /metrics. Default false (501 there), as llama-server's --metrics. */
   readonly metrics?: boolean;
+  /** Serve the slots' state at GET /slots. Default true (501 there when false), as llama-server's --slots / --no-slots. */
+  readonly slots?: boolean;
   /**
    * A chat template instead of the model's own (`chatTemplateArg` makes one of llama-server's
    * `--chat-template` values). Without one, a model without a template of its own chats in ChatML,
@@ -465,6 +467,7 @@ export function createServer(options: ServerOptions): MinferServer {
     renderer,
     timeoutMs: timeout !== undefined ? timeout * 1000 : undefined,
     metrics,
+    slotsEndpoint: options.slots ?? true,
     strictApi: options.strictApi ?? false,
     sampling,
     nPredict,

@@ -16,6 +16,8 @@ export type ServerState = {
   template(): ChatTemplate | undefined;
   readonly timeoutMs: number | undefined;
   readonly metrics: ServerMetrics | undefined;
+  /** ServerOptions.slots: whether GET /slots answers. */
+  readonly slotsEndpoint: boolean;
   readonly limits: ServerLimits;
   readonly renderer: TemplateRenderer;
   /** ServerOptions.strictApi. */

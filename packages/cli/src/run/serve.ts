@@ -59,6 +59,8 @@ export const serveOptions: OptionSpec[] = [
     help: `seconds a client has to send a whole request, headers and body; past it, 408 and the connection closes (default: ${SERVER_LIMITS.requestTimeoutMs / 1000})`,
   },
   { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
+  { flags: ["--slots"], kind: "boolean", help: "serve the slots' state at /slots (the default)" },
+  { flags: ["--no-slots"], kind: "boolean", help: "answer /slots with 501, as llama-server's --no-slots" },
   {
     flags: ["--no-overlap-output"],
     kind: "boolean",
@@ -189,6 +191,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError("INVALID_ARGUMENT", "--alias must be 1-256 characters with no control characters");
   if (apiKey !== undefined && apiKey === "")
     throw new CliError("INVALID_ARGUMENT", "--api-key must not be empty");
+  if (options.slots && options.noSlots)
+    throw new CliError("INVALID_ARGUMENT", "give one of --slots and --no-slots");
   const settings = runSettings(options);
   const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
@@ -230,6 +234,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     queueSize,
     ...(timeout !== undefined ? { timeoutSeconds: timeout } : {}),
     metrics: Boolean(options.metrics),
+    ...(options.noSlots ? { slots: false } : {}),
     ...(options.noOverlapOutput ? { overlapOutput: false } : {}),
     ...(options.noCandidatesOnly ? { candidatesOnly: false } : {}),
     ...(chatTemplate ? { chatTemplate } : {}),

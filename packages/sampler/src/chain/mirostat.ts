@@ -12,7 +12,8 @@ const V1_M = 100;
  *
  * - v1 estimates the Zipf exponent ŝ of the 100 most probable tokens, derives the k whose top-k
  *   would have surprise mu, and draws from the top k.
- * - v2 keeps the tokens whose surprise is ≤ mu (at least the most probable) and draws among them.
+ * - v2 keeps the tokens whose surprise is ≤ mu (at least the most probable) and draws among them,
+ *   most probable first.
  *
  * Both renormalize over what they keep; the chosen token's surprise under that distribution updates
  * mu ← mu − eta·(surprise − tau) when the token is accepted ({@link Mirostat.update}).
@@ -39,16 +40,19 @@ export class Mirostat {
     this.mu -= this.eta * (surprise - this.tau);
   }
 
-  /** Draws a token with the uniform `u`; returns it and its surprise in bits. */
+  /**
+   * Draws a token with the uniform `u()`, called only when more than one token is kept (as
+   * llama.cpp's discrete distribution draws nothing for one); returns it and its surprise in bits.
+   */
   sample(
     c: Candidates,
     logits: Float32Array,
     temperature: number,
-    u: number,
+    u: () => number,
   ): { token: number; surprise: number } {
     if (this.version === 1) this.truncateV1(c, logits, temperature);
     else this.truncateV2(c, logits, temperature);
-    const d = draw(c, temperature, u);
+    const d = draw(c, temperature, c.size > 1 ? u() : 0);
     return { token: d.token, surprise: -Math.log2(d.p) };
   }
 
@@ -89,5 +93,7 @@ export class Mirostat {
     const threshold = max === Infinity ? Infinity : max + t * (Math.log(z) - this.mu * Math.LN2);
     c.fillAbove(logits, threshold);
     if (c.size === 0) c.fillTopK(logits, 1);
+    // The draw walks the kept tokens most probable first, as llama.cpp's does.
+    else c.sort();
   }
 }
