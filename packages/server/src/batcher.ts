@@ -361,6 +361,7 @@ export class Batcher {
       try {
         job.spec.sampler.acceptPrompt(ids);
         job.spec.onStart?.({ slot: slot.id, cachedTokens: best });
+        job.spec.onPrefill?.({ total: job.spec.ids.length, cache: best, processed: best });
       } catch (e) {
         this.#fail(job, slot, e);
       }
@@ -496,6 +497,7 @@ export class Batcher {
       const j = s.job;
       if (!j) continue;
       j.nPast += j.chunk;
+      if (j.chunk > 0) j.spec.onPrefill?.({ total: j.spec.ids.length, cache: j.cached, processed: j.nPast });
       if (j.nPast === j.spec.ids.length && j.chunk > 0) j.prefilledAt = performance.now();
     }
     for (const { slot, index } of b.rows) {

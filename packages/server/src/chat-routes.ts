@@ -3,6 +3,7 @@ import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
 import { tokenizePrompt } from "./prompt.js";
 import {
+  type NativePrompt,
   type ParsedChat,
   type ParsedMessage,
   type ParseOptions,
@@ -15,6 +16,18 @@ import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
 import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
+
+/** llama-server's `response_fields`: each path (`a/b` is `r.a.b`) under its own name; absent ones left out. */
+function pickFields(r: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
+    let v: unknown = r;
+    for (const k of f.split("/"))
+      v = typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined;
+    if (v !== undefined) out[f] = v;
+  }
+  return out;
+}
 
 /** The response header naming the request fields the server ignored (ServerOptions.strictApi). */
 export const IGNORED_FIELDS_HEADER = "X-Minfer-Ignored-Fields";
@@ -32,12 +45,14 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     limits: s.limits,
     sampling: s.sampling,
     nPredict: s.nPredict,
+    verbose: s.verbose,
   });
 
   async function renderChat(
     messages: ParsedMessage[],
     kwargs: Record<string, unknown> = {},
     tools?: unknown[],
+    turn: { addGenerationPrompt?: boolean; prefill?: string | undefined } = {},
   ): Promise<{ text: string; addSpecial: boolean }> {
     const template = s.template();
     if (!template)
@@ -56,10 +71,10 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
       text = await s.renderer.render(template, {
         messages,
         ...(tools ? { tools } : {}),
-        addGenerationPrompt: true,
+        addGenerationPrompt: turn.addGenerationPrompt ?? true,
         bosToken: bos,
         eosToken: tokenText(tokenizer.vocab.special.eos),
-        kwargs,
+        kwargs: { ...s.templateKwargs, ...kwargs },
       });
     } catch (e) {
       if (e instanceof ServerError) throw e;
@@ -70,16 +85,17 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
         "messages",
       );
     }
+    // A continued assistant message: its text after the generation prompt, the completion goes on from it.
+    if (turn.prefill !== undefined) text += turn.prefill;
     return { text, addSpecial: !(bos !== "" && text.startsWith(bos)) };
   }
-
-  registerTextRoutes(app, () => s.model, renderChat, s.limits);
 
   /** The chat job: tools rendered by the template, calls parsed from its format, forced by grammar. */
   async function chatJob(p: ParsedChat): Promise<CompletionJob> {
     const t = p.tools;
+    const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
     if (!t || t.choice === "none")
-      return { kind: "chat", prompt: await renderChat(p.messages, p.templateKwargs), p };
+      return { kind: "chat", prompt: await renderChat(p.messages, p.templateKwargs, undefined, turn), p };
     const template = s.template();
     const format = template ? toolFormatOf(template.source) : undefined;
     if (template && !format)
@@ -91,7 +107,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
         "tools",
         "tools_unsupported",
       );
-    const prompt = await renderChat(p.messages, p.templateKwargs, t.templateTools);
+    const prompt = await renderChat(p.messages, p.templateKwargs, t.templateTools, turn);
     if (t.choice !== "auto") checkSchemaSize(t.tools, "tools", s.limits);
     const gbnf = toolCallGrammar(t, format!);
     return {
@@ -117,6 +133,15 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     request.log.warn({ ignored: names }, `ignored request fields: ${names.join(", ")}`);
   }
 
+  // The prompt a chat request renders (its template fields; tools rendered as the template shows them).
+  const applyTemplate = async (body: unknown): Promise<string> => {
+    const p = parseChat(body, s.model.hparams.nVocab, parseOptions());
+    const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
+    const tools = p.tools && p.tools.choice !== "none" ? p.tools.templateTools : undefined;
+    return (await renderChat(p.messages, p.templateKwargs, tools, turn)).text;
+  };
+  registerTextRoutes(app, () => s.model, applyTemplate, s.limits);
+
   // (chat also without the /v1 prefix, as llama-server serves it; its /completions and
   // /completion are its own format, below)
   for (const path of ["/v1/chat/completions", "/chat/completions"])
@@ -140,17 +165,43 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
       return { input_tokens: ids.length };
     });
 
-  // llama-server's own completion format (native-format.ts)
+  /** A native prompt as the job's: a text, or its token ids with each text part tokenized. */
+  const nativePrompt = async (np: NativePrompt): Promise<CompletionJob["prompt"]> => {
+    if ("text" in np) return { text: np.text, addSpecial: true };
+    const ids: number[] = [];
+    for (const part of np.parts)
+      if (typeof part === "number") ids.push(part);
+      else
+        ids.push(
+          ...(await tokenizePrompt(
+            s.model.tokenizer,
+            part,
+            { param: "prompt", addSpecial: false, parseSpecial: true },
+            s.limits,
+          )),
+        );
+    return { text: "", addSpecial: false, ids };
+  };
+
+  // llama-server's own completion format (native-format.ts); several prompts: an array of results
   for (const path of ["/completion", "/completions"])
     app.post(path, async (request, reply) => {
       const p = parseNative(request.body, s.model.hparams.nVocab, parseOptions());
       reportIgnored(request, reply, p.ignored);
-      return runCompletion(deps(), request, reply, {
-        kind: "native",
-        prompt: { text: p.prompt, addSpecial: true, ...(p.promptIds ? { ids: p.promptIds } : {}) },
-        p,
-        returnTokens: p.returnTokens,
-      });
+      const answer = async (np: NativePrompt, index: number) => {
+        const out = await runCompletion(deps(), request, reply, {
+          kind: "native",
+          prompt: await nativePrompt(np),
+          p,
+          returnTokens: p.returnTokens,
+        });
+        if (out === undefined || typeof out !== "object") return out;
+        const fields = p.responseFields;
+        const r = { ...(out as Record<string, unknown>), index };
+        return fields ? pickFields(r, fields) : r;
+      };
+      if (p.prompts.length === 1) return answer(p.prompts[0]!, 0);
+      return Promise.all(p.prompts.map(answer));
     });
   app.post("/v1/completions", async (request, reply) => {
     const p = parseCompletion(request.body, s.model.hparams.nVocab, parseOptions());

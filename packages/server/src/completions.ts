@@ -11,16 +11,26 @@ import {
   type CompletionLogprobs,
   emptyCompletionLogprobs,
   LogprobFormatter,
+  type NativeLogprob,
 } from "./logprobs.js";
-import { generationSettings, nativeChunk, nativeResult } from "./native-format.js";
+import {
+  generationSettings,
+  nativeChunk,
+  nativeResult,
+  nativeTimings,
+  partialTimings,
+} from "./native-format.js";
 import { tokenizePrompt } from "./prompt.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
 import type { ServerSampling } from "./server.js";
 import { ServerError } from "./server-error.js";
 
-/** `system_fingerprint` of every completion object and chunk (as OpenAI and llama-server send one). */
-export const SYSTEM_FINGERPRINT = "minfer";
+/**
+ * `system_fingerprint` of every completion object and chunk (as OpenAI and llama-server send one;
+ * shaped like llama-server's `b<build>-<commit>`, which clients and its tests check the `b` of).
+ */
+export const SYSTEM_FINGERPRINT = "b-minfer";
 
 /** A tool call as a choice returns it (OpenAI's message.tool_calls entry, flattened). */
 export interface ToolCall {
@@ -84,6 +94,8 @@ export interface CompletionDeps {
   /** The server's sampling defaults (ServerOptions.sampling) and generated-token default (nPredict). */
   readonly sampling?: ServerSampling;
   readonly nPredict?: number;
+  /** ServerOptions.verbose: every non-streamed response carries `__verbose`. */
+  readonly verbose?: boolean;
 }
 
 type OpenAiFinish = "stop" | "length" | "tool_calls" | null;
@@ -103,6 +115,7 @@ interface Choice {
   generated: number;
   unsent: string;
   readonly chatLogprobs: ChatLogprob[];
+  readonly nativeLogprobs: NativeLogprob[];
   readonly textLogprobs: CompletionLogprobs;
   result?: JobResult;
 }
@@ -180,6 +193,12 @@ export async function runCompletion(
   const object = kind === "chat" ? "chat.completion" : "text_completion";
   const chunkObject = kind === "chat" ? "chat.completion.chunk" : "text_completion";
   const fmt = new LogprobFormatter(tokenizer);
+  // The prompt as the model reads it (special tokens shown), as llama-server reports it.
+  const promptRead = () => tokenizer.decode(ids, { renderSpecial: true, keepLeadingSpace: true });
+  const settings = () => generationSettings(samplers[0]!.options, p, maxTokens);
+  let startedAt = 0;
+  let firstTokenAt = 0;
+  let cachedAtStart = 0;
   const choices: Choice[] = samplers.map((_, index) => ({
     index,
     parser: job.parser?.() ?? new PlainText(),
@@ -187,6 +206,7 @@ export async function runCompletion(
     generated: 0,
     unsent: "",
     chatLogprobs: [],
+    nativeLogprobs: [],
     textLogprobs: emptyCompletionLogprobs(),
   }));
 
@@ -233,14 +253,52 @@ export async function runCompletion(
         );
   };
 
+  /** The timings so far, for timings_per_token chunks. */
+  const timingsNow = (generated: number, read = ids.length) =>
+    partialTimings({
+      promptTokens: read,
+      cachedTokens: cachedAtStart,
+      generated,
+      startedAt,
+      firstTokenAt,
+      now: performance.now(),
+    });
+  const progress = (x: { total: number; cache: number; processed: number }) => {
+    if (!p.stream || !p.returnProgress) return;
+    start();
+    const prompt_progress = { ...x, time_ms: x.processed === x.cache ? 0 : performance.now() - startedAt };
+    const timings = p.timingsPerToken ? { timings: timingsNow(0, x.processed) } : {};
+    if (kind === "native") sse({ index: 0, content: "", stop: false, prompt_progress, ...timings });
+    else
+      sse({
+        id,
+        object: chunkObject,
+        created,
+        model: deps.modelId,
+        choices: [],
+        prompt_progress,
+        ...timings,
+      });
+  };
+
   const emit = (c: Choice, out: { content: string; deltas: readonly ToolCallFragment[] }, e?: TokenEvent) => {
     c.content += out.content;
-    if (e && e.token >= 0) c.generated++;
+    if (e && e.token >= 0) {
+      c.generated++;
+      if (firstTokenAt === 0) firstTokenAt = performance.now();
+    }
+    const perToken = p.timingsPerToken && p.stream ? { timings: timingsNow(c.generated) } : {};
     if (kind === "native") {
       // a chunk a token (llama-server's); text released without a token goes with the next one
       c.unsent += out.content;
+      const lp = e && e.token >= 0 && p.nProbs !== undefined ? fmt.native(e) : undefined;
+      if (lp) c.nativeLogprobs.push(lp);
       if (!p.stream || !e || e.token < 0) return;
-      sse(nativeChunk(c.unsent, e.token, c.generated, ids.length));
+      sse({
+        ...nativeChunk(c.unsent, e.token, c.generated, ids.length),
+        ...(lp ? { completion_probabilities: [lp] } : {}),
+        ...perToken,
+      });
       c.unsent = "";
       return;
     }
@@ -262,14 +320,15 @@ export async function runCompletion(
           ...(d.id !== undefined ? { id: d.id, type: "function" } : {}),
           function: { ...(d.name !== undefined ? { name: d.name } : {}), arguments: d.arguments },
         }));
-      sse(
-        chunk({
+      sse({
+        ...chunk({
           index: c.index,
           delta,
           logprobs: chatLp ? { content: [chatLp], refusal: null } : null,
           finish_reason: null,
         }),
-      );
+        ...perToken,
+      });
     } else {
       let logprobs: CompletionLogprobs | null = null;
       if (lp) {
@@ -282,7 +341,7 @@ export async function runCompletion(
           text_offset: t.text_offset.slice(k),
         };
       }
-      sse(chunk({ index: c.index, text: out.content, logprobs, finish_reason: null }));
+      sse({ ...chunk({ index: c.index, text: out.content, logprobs, finish_reason: null }), ...perToken });
     }
   };
 
@@ -306,7 +365,14 @@ export async function runCompletion(
         group: choices,
         signal: abort.signal,
         ...(deadline !== undefined ? { deadline } : {}),
-        onStart: start,
+        onStart: (info) => {
+          if (startedAt === 0) {
+            startedAt = performance.now();
+            cachedAtStart = info.cachedTokens;
+          }
+          start();
+        },
+        ...(i === 0 ? { onPrefill: progress } : {}),
         onToken: (e) => emit(c, c.parser.push(e.text), e),
       }),
     );
@@ -368,16 +434,18 @@ export async function runCompletion(
     null,
     "timeout",
   );
-  const native = (c: Choice, streamed: boolean) =>
-    nativeResult({
+  const native = (c: Choice, streamed: boolean) => ({
+    ...nativeResult({
       content: streamed ? c.unsent : c.content,
       tokens: !streamed && job.returnTokens ? c.result!.tokens : [],
       result: c.result!,
       modelId: deps.modelId,
-      prompt: job.prompt.ids ? tokenizer.decode(job.prompt.ids, { keepLeadingSpace: true }) : job.prompt.text,
-      settings: generationSettings(samplers[0]!.options, p, maxTokens),
+      prompt: promptRead(),
+      settings: settings(),
       fullContent: c.content,
-    });
+    }),
+    ...(!streamed && p.nProbs !== undefined ? { completion_probabilities: c.nativeLogprobs } : {}),
+  });
   if (!p.stream || !started) {
     if (timedOut) throw timeoutError;
     if (p.stream) start();
@@ -391,6 +459,17 @@ export async function runCompletion(
         system_fingerprint: SYSTEM_FINGERPRINT,
         choices: choices.map((c) => finalChoice(kind, c, p.nProbs !== undefined)),
         usage,
+        timings: nativeTimings(results[0]!),
+        // llama-server's debugging view: the prompt as read and the settings the request ran with
+        ...(p.verbose || deps.verbose
+          ? {
+              __verbose: {
+                prompt: promptRead(),
+                content: choices[0]!.content,
+                generation_settings: settings(),
+              },
+            }
+          : {}),
       };
   }
   if (timedOut) {
@@ -423,6 +502,7 @@ export async function runCompletion(
       system_fingerprint: SYSTEM_FINGERPRINT,
       choices: [],
       usage,
+      timings: nativeTimings(results[0]!),
     });
   sse("[DONE]");
   reply.raw.end();

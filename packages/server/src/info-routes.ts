@@ -11,6 +11,8 @@ import type { ServerState } from "./state.js";
  */
 export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
   const created = Math.floor(Date.now() / 1000);
+  // (llama-server's Process-Start-Time-Unix header on /metrics, so scrapers see restarts)
+  const processStart = Math.floor(Date.now() / 1000 - process.uptime());
 
   const health = async (_request: FastifyRequest, reply: FastifyReply) => {
     if (s.loaded) return { status: "ok" };
@@ -34,7 +36,14 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
   app.get("/health", health);
   app.get("/v1/health", health);
 
-  const modelEntry = () => ({ id: s.modelId, object: "model", created, owned_by: "minfer" });
+  const modelEntry = () => ({
+    id: s.modelId,
+    object: "model",
+    created,
+    owned_by: "minfer",
+    aliases: s.aliases.length > 0 ? [...s.aliases] : [s.modelId],
+    tags: [...s.tags],
+  });
   for (const path of ["/v1/models", "/models"]) {
     app.get(path, async () => ({ object: "list", data: [modelEntry()] }));
     app.get<{ Params: { id: string } }>(`${path}/:id`, async (request) => {
@@ -84,12 +93,15 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
       eos_token: text(tok.vocab.special.eos),
       default_generation_settings: {
         n_ctx: b.ctxPerSlot,
+        // (llama.cpp's defaults under the server's own, as a request that sets nothing runs)
         params: {
-          temperature: LLAMA_CPP_SAMPLING.temperature,
-          top_k: LLAMA_CPP_SAMPLING.topK,
-          top_p: LLAMA_CPP_SAMPLING.topP,
-          min_p: LLAMA_CPP_SAMPLING.minP,
-          n_predict: -1,
+          temperature: s.sampling.temperature ?? LLAMA_CPP_SAMPLING.temperature,
+          top_k: s.sampling.topK ?? LLAMA_CPP_SAMPLING.topK,
+          top_p: s.sampling.topP ?? LLAMA_CPP_SAMPLING.topP,
+          min_p: s.sampling.minP ?? LLAMA_CPP_SAMPLING.minP,
+          // (no seed: each request draws a random one, 4294967295 as llama-server shows it)
+          seed: s.sampling.seed ?? 4294967295,
+          n_predict: s.nPredict ?? -1,
           cache_prompt: true,
         },
       },
@@ -127,6 +139,7 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
         null,
         "metrics_disabled",
       );
+    reply.raw.setHeader("Process-Start-Time-Unix", String(processStart)); // (its case kept, as llama-server's)
     return reply.header("content-type", m.registry.contentType).send(await m.registry.metrics());
   });
 }

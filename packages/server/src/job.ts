@@ -45,6 +45,11 @@ export interface JobSpec {
   onStart?(info: { slot: number; cachedTokens: number }): void;
   /** Called for every generated token, then once more with `token: -1` for text held back at the end. */
   onToken?(event: TokenEvent): void;
+  /**
+   * Called as the prompt is read: once when the job gets its slot (`processed` = the cached
+   * tokens), then after each chunk decoded, until `processed` = `total`.
+   */
+  onPrefill?(progress: { total: number; cache: number; processed: number }): void;
 }
 
 /** How a job ended. */

@@ -9,6 +9,15 @@ export interface ChatLogprob {
   top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
+/** One token of llama-server's native `completion_probabilities`. */
+export interface NativeLogprob {
+  id: number;
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { id: number; token: string; logprob: number; bytes: number[] }[];
+}
+
 /** Legacy completions' `logprobs` object. */
 export interface CompletionLogprobs {
   tokens: string[];
@@ -36,6 +45,15 @@ export class LogprobFormatter {
     return {
       ...this.#entry(e.token, e.logprob ?? 0),
       top_logprobs: (e.top ?? []).map((t) => this.#entry(t.token, t.logprob)),
+    };
+  }
+
+  /** One token of llama-server's `completion_probabilities` (its /completion format). */
+  native(e: TokenEvent): NativeLogprob {
+    const entry = (id: number, logprob: number) => ({ id, ...this.#entry(id, logprob) });
+    return {
+      ...entry(e.token, e.logprob ?? 0),
+      top_logprobs: (e.top ?? []).map((t) => entry(t.token, t.logprob)),
     };
   }
 

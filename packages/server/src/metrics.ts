@@ -1,11 +1,12 @@
 import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Batcher, BatcherObserver, JobResult } from "./batcher.js";
+import { LlamaMetrics } from "./llama-metrics.js";
 
 /**
  * The server's Prometheus metrics (prom-client, one registry per server): requests, tokens,
- * latencies, the queue, busy slots, KV cells in use and decode batch sizes. Gauges of the
- * batcher's state are read when /metrics is scraped.
+ * latencies, the queue, busy slots, KV cells in use and decode batch sizes, and llama-server's
+ * `llamacpp:` set (llama-metrics.ts). Gauges of the batcher's state are read when /metrics is scraped.
  */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -25,9 +26,11 @@ export class ServerMetrics {
   readonly #stepGap: Histogram;
   readonly #stepGenerate: Histogram;
   #batcher: Batcher | undefined;
+  readonly #llama: LlamaMetrics;
 
   constructor() {
     const registers = [this.registry];
+    this.#llama = new LlamaMetrics(this.registry);
     this.#requests = new Counter({
       name: "minfer_requests_total",
       help: "HTTP requests answered, by endpoint and status code",
@@ -152,6 +155,7 @@ export class ServerMetrics {
   /** Reads the gauges from this batcher from now on. */
   attach(batcher: Batcher): void {
     this.#batcher = batcher;
+    this.#llama.attach(batcher);
     this.#delay?.enable();
   }
 
@@ -159,6 +163,7 @@ export class ServerMetrics {
   observer(): BatcherObserver {
     return {
       onStep: (s) => {
+        this.#llama.onStep();
         this.#steps.inc();
         this.#batchTokens.observe(s.tokens);
         this.#stepDecode.observe(s.ms / 1000);
@@ -166,6 +171,7 @@ export class ServerMetrics {
         if (s.gapMs !== undefined) this.#stepGap.observe(s.gapMs / 1000);
       },
       onJobEnd: (r: JobResult) => {
+        this.#llama.onJobEnd(r);
         this.#promptTokens.inc(r.promptTokens);
         this.#cachedTokens.inc(r.cachedTokens);
         this.#generated.inc(r.tokens.length);

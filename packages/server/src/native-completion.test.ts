@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IGNORED_FIELDS_HEADER } from "./index.js";
 import { type Running, start, useStories } from "./test-helpers.js";
 
 // llama-server's own completion format, `POST /completion` (and `/completions`): content, tokens,
@@ -49,7 +48,7 @@ describe("POST /completion (llama-server's format)", () => {
     expect(typeof a.has_new_line).toBe("boolean");
     expect(a.generation_settings).toMatchObject({ n_predict: 6, temperature: 0 });
     expect(a.timings.predicted_per_second).toBeGreaterThan(0);
-    expect(a.prompt).toBe(prompt);
+    expect(a.prompt).toBe(`<s> ${prompt}`); // (as the model reads it, as llama-server reports it)
     const oai = (await (await r.post("/v1/completions", { ...body, max_tokens: 6 })).json()) as {
       choices: { text: string }[];
     };
@@ -95,13 +94,65 @@ describe("POST /completion (llama-server's format)", () => {
     expect(e.tokens_predicted).toBe(0);
   });
 
-  it("refuses a bad prompt or n naming the field; n_probs is named as ignored (not produced yet)", async () => {
+  it("refuses a bad prompt or n naming the field", async () => {
     expect((await post("/completion", { n_predict: 1 })).error!.param).toBe("prompt");
     expect((await post("/completion", { prompt: [1, 99999] })).error!.param).toBe("prompt[1]");
     expect((await post("/completion", { prompt: [] })).error!.param).toBe("prompt");
     expect((await post("/completion", { prompt, n: 2 })).error!.param).toBe("n");
-    const probs = await r.post("/completion", { prompt, n_predict: 1, n_probs: 3 });
-    expect(probs.status).toBe(200);
-    expect(probs.headers.get(IGNORED_FIELDS_HEADER)).toBe("n_probs");
+    expect((await post("/completion", { prompt: { prompt_string: 3 } })).error!.param).toBe(
+      "prompt.prompt_string",
+    );
+    const media = await post("/completion", { prompt: { prompt_string: "a", multimodal_data: "x" } });
+    expect(media.error!.param).toBe("prompt.multimodal_data");
+    expect((await post("/completion", { prompt: ["a", "b"], stream: true })).error!.param).toBe("prompt");
+  });
+
+  it("n_probs: completion_probabilities with the drawn token's log-probability among the alternatives (chat's)", async () => {
+    type P = { id: number; token: string; logprob: number; bytes: number[] };
+    const body = { prompt, n_predict: 3, n_probs: 4, temperature: 0 };
+    const res = (await post("/completion", body)) as Native & {
+      completion_probabilities: (P & { top_logprobs: P[] })[];
+    };
+    expect(res.completion_probabilities).toHaveLength(3);
+    const chat = (await (
+      await r.post("/v1/completions", { prompt, max_tokens: 3, temperature: 0, logprobs: 4 })
+    ).json()) as {
+      choices: { logprobs: { token_logprobs: number[] } }[];
+    };
+    res.completion_probabilities.forEach((t, i) => {
+      expect(t.top_logprobs).toHaveLength(4);
+      // greedy: the drawn token is the most probable alternative
+      expect(t.top_logprobs[0]!.id).toBe(t.id);
+      expect(t.logprob).toBeCloseTo(t.top_logprobs[0]!.logprob, 6);
+      expect(t.logprob).toBeCloseTo(chat.choices[0]!.logprobs.token_logprobs[i]!, 6);
+      expect(Buffer.from(t.bytes).toString("utf8")).toBe(t.token);
+    });
+  });
+
+  it("several prompts: an array of results in order; token ids mixed with text; {prompt_string}; response_fields", async () => {
+    const ids = stories().tokenizer.encode(prompt, { addSpecial: true, parseSpecial: false });
+    const settings = { n_predict: 4, temperature: 0 };
+    const one = await post("/completion", { prompt, ...settings });
+    const many = (await (
+      await r.post("/completion", { prompt: [ids, prompt, { prompt_string: prompt }], ...settings })
+    ).json()) as (Native & {
+      index: number;
+    })[];
+    expect(many.map((m) => m.content)).toEqual([one.content, one.content, one.content]);
+    expect(many.map((m) => m.index)).toEqual([0, 1, 2]);
+    // (ids then a text: one prompt, the text tokenized as it is)
+    const mixed = await post("/completion", {
+      prompt: [...ids.slice(0, -2), stories().tokenizer.decode(ids.slice(-2))],
+      ...settings,
+    });
+    expect(mixed.tokens_evaluated).toBeGreaterThan(0);
+    const picked = (await post("/completion", {
+      prompt,
+      ...settings,
+      response_fields: ["content", "generation_settings/n_predict"],
+    })) as unknown as Record<string, unknown>;
+    expect(picked).toEqual({ content: one.content, "generation_settings/n_predict": 4 });
+    // the prompt as the model reads it: BOS shown, SentencePiece's leading space kept
+    expect(one.prompt).toBe(`<s> ${prompt}`);
   });
 });

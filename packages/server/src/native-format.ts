@@ -15,12 +15,17 @@ export function stopType(f: JobFinish | undefined): StopType {
   return "none";
 }
 
-/** Prompt and generation timings, as llama-server reports them (milliseconds, per token, per second). */
+const per = (ms: number, n: number) => (n > 0 ? ms / n : 0);
+const rate = (ms: number, n: number) => (ms > 0 && n > 0 ? (1000 * n) / ms : 0);
+
+/**
+ * Prompt and generation timings, as llama-server reports them (milliseconds, per token, per
+ * second). The generation rate is over the decode steps, one fewer than the tokens: the first
+ * token comes from the prompt's last logits.
+ */
 export function nativeTimings(r: JobResult): Record<string, number> {
   const promptN = r.promptTokens - r.cachedTokens;
   const predictedN = r.tokens.length;
-  const per = (ms: number, n: number) => (n > 0 ? ms / n : 0);
-  const rate = (ms: number, n: number) => (ms > 0 ? (1000 * n) / ms : 0);
   return {
     cache_n: r.cachedTokens,
     prompt_n: promptN,
@@ -29,8 +34,35 @@ export function nativeTimings(r: JobResult): Record<string, number> {
     prompt_per_second: rate(r.promptMs, promptN),
     predicted_n: predictedN,
     predicted_ms: r.generateMs,
-    predicted_per_token_ms: per(r.generateMs, predictedN),
-    predicted_per_second: rate(r.generateMs, predictedN),
+    predicted_per_token_ms: per(r.generateMs, predictedN - 1),
+    predicted_per_second: rate(r.generateMs, predictedN - 1),
+  };
+}
+
+/** The timings of a completion still running (timings_per_token), as {@link nativeTimings} names them. */
+export function partialTimings(x: {
+  /** Prompt tokens read so far, cached ones included. */
+  promptTokens: number;
+  cachedTokens: number;
+  generated: number;
+  startedAt: number;
+  firstTokenAt: number;
+  now: number;
+}): Record<string, number> {
+  const promptN = x.promptTokens - x.cachedTokens;
+  const promptMs =
+    promptN === 0 ? 0 : x.firstTokenAt > 0 ? x.firstTokenAt - x.startedAt : x.now - x.startedAt;
+  const predictedMs = x.firstTokenAt > 0 ? x.now - x.firstTokenAt : 0;
+  return {
+    cache_n: x.cachedTokens,
+    prompt_n: promptN,
+    prompt_ms: promptMs,
+    prompt_per_token_ms: per(promptMs, promptN),
+    prompt_per_second: rate(promptMs, promptN),
+    predicted_n: x.generated,
+    predicted_ms: predictedMs,
+    predicted_per_token_ms: per(predictedMs, x.generated - 1),
+    predicted_per_second: rate(predictedMs, x.generated - 1),
   };
 }
 
@@ -65,8 +97,21 @@ export function generationSettings(
     mirostat: o.mirostat,
     mirostat_tau: o.mirostatTau,
     mirostat_eta: o.mirostatEta,
+    // (llama-server's adaptive-p sampler, which minfer does not have: reported off)
+    adaptive_target: -1,
+    adaptive_decay: 0.9,
     stop: p.stop,
     max_tokens: maxTokens ?? -1,
+    n_keep: 0,
+    n_discard: 0,
+    min_keep: 0,
+    // the bias in effect, ignore_eos's bans included (null: -inf, a ban)
+    logit_bias: [...o.logitBias].map(([token, bias]) => ({
+      token,
+      bias: Number.isFinite(bias) ? bias : null,
+    })),
+    samplers: ["penalties", "dry", "top_k", "typ_p", "top_p", "min_p", "xtc", "top_n_sigma", "temperature"],
+    timings_per_token: p.timingsPerToken,
     n_probs: p.nProbs ?? 0,
     ignore_eos: p.ignoreEos,
     stream: p.stream,

@@ -18,7 +18,7 @@ export interface ParsedMessage {
 export type ResponseFormat =
   | { type: "text" }
   | { type: "json_object" }
-  | { type: "json_schema"; schema: unknown; name: string };
+  | { type: "json_schema"; schema: unknown; name: string; param?: string };
 
 /** What both endpoints share. */
 export interface ParsedCommon {
@@ -48,6 +48,12 @@ export interface ParsedCommon {
   sampling: LlamaSampling;
   /** llama-server's `ignore_eos`: end-of-generation tokens are never sampled. */
   ignoreEos: boolean;
+  /** llama-server's `timings_per_token`: each streamed chunk carries the timings so far. */
+  timingsPerToken: boolean;
+  /** llama-server's `return_progress`: streamed `prompt_progress` chunks while the prompt is read. */
+  returnProgress: boolean;
+  /** llama-server's `verbose`: the response carries `__verbose` (the prompt as read, the settings). */
+  verbose: boolean;
   /**
    * Fields the request gave that this server does not use (unknown ones, and llama-server's that
    * have no effect here), by name: answered in a response header and logged, or a 400 under
@@ -84,7 +90,16 @@ export interface ParseOptions {
 }
 
 export interface ParsedChat extends ParsedCommon {
+  /** The messages the template renders (without a final assistant message being continued). */
   messages: ParsedMessage[];
+  /** Whether the template adds the assistant's turn header (`add_generation_prompt`, default true). */
+  addGenerationPrompt: boolean;
+  /**
+   * The final assistant message's text when the request continues it (`continue_final_message`, or
+   * llama-server's prefill: a last message from the assistant): the prompt is the other messages
+   * with the generation prompt, then this text, and the completion goes on from it.
+   */
+  prefill: string | undefined;
   /** llama.cpp's `chat_template_kwargs`: extra template variables (e.g. enable_thinking). */
   templateKwargs: Record<string, unknown>;
   /** `tools` / `tool_choice` / `parallel_tool_calls`, when tools are given. */
@@ -118,6 +133,9 @@ const LLAMA_SAMPLER_FIELDS = [
   "n_probs",
   "n_predict",
   "json_schema",
+  "timings_per_token",
+  "return_progress",
+  "verbose",
 ];
 /**
  * llama-server fields checked but without effect here (slots are the batcher's, the sampler has
@@ -127,8 +145,6 @@ const LLAMA_SAMPLER_FIELDS = [
 const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
   id_slot: (v) => v === -1,
   min_keep: (v) => v === 0,
-  timings_per_token: (v) => v === false,
-  return_progress: (v) => v === false,
   return_tokens: (v) => v === false,
   post_sampling_probs: (v) => v === false,
   t_max_predict_ms: (v) => v === 0 || v === -1,
@@ -169,6 +185,8 @@ const CHAT_FIELDS = new Set([
   "tools",
   "tool_choice",
   "parallel_tool_calls",
+  "add_generation_prompt",
+  "continue_final_message",
 ]);
 const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...LLAMA_SAMPLER_FIELDS, "prompt", "echo", "logprobs"]);
 
@@ -302,7 +320,13 @@ function parseResponseFormat(v: unknown): ResponseFormat {
   if (typeof v !== "object" || Array.isArray(v)) throw bad("response_format", "must be an object");
   const rf = v as Body;
   if (rf.type === "text") return { type: "text" };
-  if (rf.type === "json_object") return { type: "json_object" };
+  if (rf.type === "json_object") {
+    // llama-server's extension: a schema under json_object constrains the object to it
+    if (rf.schema === undefined || rf.schema === null) return { type: "json_object" };
+    if (typeof rf.schema !== "object" && typeof rf.schema !== "boolean")
+      throw bad("response_format.schema", "must be a JSON Schema (an object)");
+    return { type: "json_schema", schema: rf.schema, name: "response", param: "response_format.schema" };
+  }
   if (rf.type === "json_schema") {
     const js = rf.json_schema;
     if (typeof js !== "object" || js === null || Array.isArray(js))
@@ -417,6 +441,9 @@ function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon 
     nProbs: num(body, "n_probs", 0, MAX_TOP_LOGPROBS, true) || undefined,
     sampling: parseLlamaSampling(body),
     ignoreEos: bool(body, "ignore_eos") ?? false,
+    timingsPerToken: bool(body, "timings_per_token") ?? false,
+    returnProgress: bool(body, "return_progress") ?? false,
+    verbose: bool(body, "verbose") ?? false,
     ignored: [],
   };
 }
@@ -426,10 +453,12 @@ export const MAX_N = 16;
 /** Most alternatives per token in log-probabilities (OpenAI's limit for chat). */
 export const MAX_TOP_LOGPROBS = 20;
 
-function messageText(content: unknown, i: number): string {
+function messageText(content: unknown, i: number, joiner = "\n"): string {
   if (content === undefined || content === null) return "";
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) throw bad(`messages[${i}].content`, "must be a string or an array of parts");
+  // (text parts joined by a newline, as llama-server gives them to the template; a continued
+  // assistant message's by a blank line, as it renders that)
   return content
     .map((p, j) => {
       const part = p as Body;
@@ -437,10 +466,48 @@ function messageText(content: unknown, i: number): string {
         throw bad(`messages[${i}].content[${j}]`, 'only {"type": "text", "text": …} parts are supported');
       return part.text;
     })
-    .join("");
+    .join(joiner);
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
+
+/**
+ * Whether the request continues its last (assistant) message, as llama-server decides it:
+ * `continue_final_message` (true, "content"), else a last assistant message when the one before is
+ * not one too; never together with `add_generation_prompt: true` or on a message with tool calls.
+ */
+function continuation(
+  body: Body,
+  messages: ParsedMessage[],
+): { prefill: string | undefined; addGenerationPrompt: boolean } {
+  const raw = (body.messages as Body[]).at(-1)!.content;
+  const lastText = () => messageText(raw, messages.length - 1, "\n\n");
+  const add = bool(body, "add_generation_prompt");
+  const cfm = body.continue_final_message;
+  if (cfm !== undefined && cfm !== null && typeof cfm !== "boolean" && cfm !== "content")
+    throw bad("continue_final_message", `must be a boolean or "content", got ${quote(cfm)}`);
+  const last = messages.at(-1)!;
+  const cont = cfm === true || cfm === "content";
+  const addGen = add ?? true;
+  if (!cont && last.role === "assistant") {
+    if (messages.at(-2)?.role === "assistant")
+      throw bad("messages", "ends with two assistant messages; at most the last one may be continued");
+    if (last.tool_calls !== undefined)
+      throw bad("messages", "ends with an assistant message with tool calls, which cannot be continued");
+    // (llama-server's prefill: the assistant's text is continued, whatever add_generation_prompt says)
+    return { prefill: lastText(), addGenerationPrompt: true };
+  }
+  if (!cont) return { prefill: undefined, addGenerationPrompt: addGen };
+  if (add === true) throw bad("continue_final_message", "and add_generation_prompt cannot both be true");
+  if (last.role !== "assistant")
+    throw bad(
+      "continue_final_message",
+      `continues the last message, which must be from the assistant, not ${last.role}`,
+    );
+  if (last.tool_calls !== undefined)
+    throw bad("continue_final_message", "cannot continue an assistant message with tool calls");
+  return { prefill: lastText(), addGenerationPrompt: true };
+}
 
 export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedChat {
   const body = checkObject(raw);
@@ -487,6 +554,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
     if (tf.tool_call_id !== undefined) out.tool_call_id = tf.tool_call_id;
     return out;
   });
+  const { prefill, addGenerationPrompt } = continuation(body, messages);
   const common = parseCommon(body, nVocab, o);
   const mct = num(body, "max_completion_tokens", 0, 2 ** 31 - 1, true);
   if (mct !== undefined && common.maxTokens !== undefined && mct !== common.maxTokens)
@@ -494,7 +562,9 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
   return {
     ...common,
     maxTokens: mct ?? common.maxTokens,
-    messages,
+    messages: prefill === undefined ? messages : messages.slice(0, -1),
+    addGenerationPrompt,
+    prefill,
     templateKwargs,
     tools: parseTools(body),
     // logprobs, or llama-server's n_probs (alternatives per token) without it
@@ -522,23 +592,83 @@ export function parseCompletion(raw: unknown, nVocab: number, o: ParseOptions = 
   return { ...common, prompt, nProbs: nProbs ?? common.nProbs, ignored };
 }
 
+/** One prompt of a native request: its text, or token ids mixed with texts (each tokenized as it is). */
+export type NativePrompt = { text: string } | { parts: (number | string)[] };
+
 /** llama-server's native `/completion` request. */
 export interface ParsedNative extends ParsedCommon {
-  /** The prompt as text, or as token ids (then `promptIds`). */
-  prompt: string;
-  promptIds: number[] | undefined;
+  /** The prompts: one, or several (an array of prompts), each answered in order. */
+  prompts: NativePrompt[];
   /** `return_tokens`: the generated token ids in the response (and each streamed chunk has its own). */
   returnTokens: boolean;
+  /** `response_fields`: only these fields (paths such as `generation_settings/n_predict`) in the response. */
+  responseFields: string[] | undefined;
 }
 
-const NATIVE_FIELDS = new Set([...COMMON_FIELDS, ...LLAMA_SAMPLER_FIELDS, "prompt", "return_tokens"]);
+const NATIVE_FIELDS = new Set([
+  ...COMMON_FIELDS,
+  ...LLAMA_SAMPLER_FIELDS,
+  "prompt",
+  "return_tokens",
+  "response_fields",
+]);
 
 /** Most token ids a native prompt may give (a slot's context is smaller in practice). */
 const MAX_PROMPT_IDS = 1 << 20;
+/** Most prompts one native request may give. */
+export const MAX_NATIVE_PROMPTS = 16;
+
+/** A prompt text in llama-server's forms: a string, or an object with `prompt_string`. */
+function promptText(v: unknown, where: string): string | undefined {
+  if (typeof v === "string") return v;
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+    const o = v as Body;
+    if (o.multimodal_data !== undefined)
+      throw bad(`${where}.multimodal_data`, "this server reads no images or audio", "unsupported_parameter");
+    for (const k of Object.keys(o))
+      if (k !== "prompt_string") throw bad(`${where}.${k}`, "unknown field of a prompt object");
+    if (typeof o.prompt_string !== "string") throw bad(`${where}.prompt_string`, "must be a string");
+    return o.prompt_string;
+  }
+  return undefined;
+}
+
+/** Token ids mixed with texts, as one prompt. */
+function promptParts(v: unknown[], where: string, nVocab: number): (number | string)[] {
+  if (v.length === 0) throw bad(where, "must not be empty");
+  if (v.length > MAX_PROMPT_IDS) throw bad(where, `at most ${MAX_PROMPT_IDS} token ids, got ${v.length}`);
+  return v.map((t, i) => {
+    if (typeof t === "string") return t;
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
+      throw bad(`${where}[${i}]`, `must be a token id in [0, ${nVocab}) or a text, got ${quote(t)}`);
+    return t;
+  });
+}
 
 /**
- * llama-server's `/completion` fields: its prompt as text or token ids (or an array of one text),
- * `n_predict`, `return_tokens`, the sampler fields; one completion (no `n`).
+ * llama-server's prompt forms: a text, a `{prompt_string}` object, token ids (mixed with texts:
+ * one prompt), or an array of those (several prompts).
+ */
+function parsePrompts(pr: unknown, nVocab: number): NativePrompt[] {
+  if (pr === undefined || pr === null) throw bad("prompt", "is required", "missing_required_parameter");
+  const one = promptText(pr, "prompt");
+  if (one !== undefined) return [{ text: one }];
+  if (!Array.isArray(pr) || pr.length === 0)
+    throw bad("prompt", "must be a text, token ids, or an array of prompts");
+  if (pr.some((x) => typeof x === "number")) return [{ parts: promptParts(pr, "prompt", nVocab) }];
+  if (pr.length > MAX_NATIVE_PROMPTS)
+    throw bad("prompt", `at most ${MAX_NATIVE_PROMPTS} prompts, got ${pr.length}`);
+  return pr.map((x, i) => {
+    const t = promptText(x, `prompt[${i}]`);
+    if (t !== undefined) return { text: t };
+    if (Array.isArray(x)) return { parts: promptParts(x, `prompt[${i}]`, nVocab) };
+    throw bad(`prompt[${i}]`, "must be a text, token ids or a {prompt_string} object");
+  });
+}
+
+/**
+ * llama-server's `/completion` fields: its prompts (see parsePrompts), `n_predict`,
+ * `return_tokens`, `response_fields`, the sampler fields; one completion a prompt (no `n`).
  */
 export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedNative {
   const body = checkObject(raw);
@@ -546,27 +676,26 @@ export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}):
   const common = parseCommon(body, nVocab, o);
   if (common.n !== 1)
     throw bad("n", "the native completion returns one completion; use /v1/completions for n > 1");
-  if (common.nProbs !== undefined) {
-    // (its completion_probabilities are not produced yet: named, or refused under strictApi)
-    if (o.strictApi)
-      throw bad("n_probs", "has no effect on /completion yet (--strict-api)", "unsupported_parameter");
-    ignored.push("n_probs");
-    common.nProbs = undefined;
-  }
   const returnTokens = bool(body, "return_tokens") ?? false;
-  const pr = body.prompt;
-  if (pr === undefined) throw bad("prompt", "is required", "missing_required_parameter");
-  if (typeof pr === "string") return { ...common, prompt: pr, promptIds: undefined, returnTokens, ignored };
-  if (Array.isArray(pr) && pr.length === 1 && typeof pr[0] === "string")
-    return { ...common, prompt: pr[0], promptIds: undefined, returnTokens, ignored };
-  if (!Array.isArray(pr) || pr.length === 0)
-    throw bad("prompt", "must be a string, an array of token ids or an array of one string");
-  if (pr.length > MAX_PROMPT_IDS)
-    throw bad("prompt", `at most ${MAX_PROMPT_IDS} token ids, got ${pr.length}`);
-  const ids = pr.map((t, i) => {
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t >= nVocab)
-      throw bad(`prompt[${i}]`, `must be a token id in [0, ${nVocab}), got ${quote(t)}`);
-    return t;
-  });
-  return { ...common, prompt: "", promptIds: ids, returnTokens, ignored };
+  const rf = body.response_fields;
+  let responseFields: string[] | undefined;
+  if (rf !== undefined && rf !== null) {
+    if (
+      !Array.isArray(rf) ||
+      rf.length > 64 ||
+      rf.some((f) => typeof f !== "string" || f === "" || f.length > 256)
+    )
+      throw bad(
+        "response_fields",
+        "must be an array of at most 64 field names (paths such as generation_settings/n_predict)",
+      );
+    responseFields = rf.length > 0 ? (rf as string[]) : undefined;
+  }
+  const prompts = parsePrompts(body.prompt, nVocab);
+  if (prompts.length > 1 && common.stream)
+    throw bad(
+      "prompt",
+      "several prompts are answered whole, not streamed; send them one a request to stream",
+    );
+  return { ...common, prompts, returnTokens, responseFields, ignored };
 }

@@ -57,8 +57,8 @@ describe("chat completions", () => {
     for await (const c of stream) chunks.push(c);
     expect(chunks[0]!.choices[0]!.delta.role).toBe("assistant");
     expect(chunks[0]!.choices[0]!.delta.content).toBeNull(); // llama-server's first delta
-    expect(chunks[0]!.system_fingerprint).toBe("minfer");
-    expect(whole.system_fingerprint).toBe("minfer");
+    expect(chunks[0]!.system_fingerprint).toBe("b-minfer");
+    expect(whole.system_fingerprint).toBe("b-minfer");
     const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
     expect(text).toBe(whole.choices[0]!.message.content);
     const last = chunks[chunks.length - 1]!;

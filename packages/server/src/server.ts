@@ -93,6 +93,17 @@ export interface ServerOptions {
   readonly nPredict?: number;
   /** The model id reported by /v1/models and in responses. Default: the file's name. */
   readonly modelId?: string;
+  /** Other names of the model, listed in /v1/models (llama-server's `--alias a,b`). */
+  readonly aliases?: readonly string[];
+  /** Tags listed in /v1/models (llama-server's `--tags`). */
+  readonly tags?: readonly string[];
+  /**
+   * Template variables every chat request renders with, under its own `chat_template_kwargs`
+   * (llama-server's `--chat-template-kwargs`; `--reasoning off` is `{ enable_thinking: false }`).
+   */
+  readonly templateKwargs?: Readonly<Record<string, unknown>>;
+  /** Every non-streamed response carries `__verbose` (the prompt as read, the settings), as under llama-server's `--verbose`. */
+  readonly verbose?: boolean;
   /** Called after each generation (also aborted ones) with its finish reason. */
   readonly onGeneration?: (info: {
     finishReason: FinishReason | "timeout" | "shutdown";
@@ -231,6 +242,16 @@ function checkSampling(s: ServerSampling | undefined): ServerSampling {
     throw e;
   }
   return { ...s };
+}
+
+/** ServerOptions.templateKwargs: a plain object without the variables the server sets. */
+function checkKwargs(kw: ServerOptions["templateKwargs"]): Readonly<Record<string, unknown>> {
+  if (kw === undefined) return {};
+  if (typeof kw !== "object" || kw === null || Array.isArray(kw))
+    throw new ServerError("INVALID_ARGUMENT", "templateKwargs must be an object of template variables");
+  for (const k of ["messages", "tools", "add_generation_prompt", "bos_token", "eos_token"])
+    if (k in kw) throw new ServerError("INVALID_ARGUMENT", `templateKwargs: ${k} is set by the server`);
+  return { ...kw };
 }
 
 export function createServer(options: ServerOptions): MinferServer {
@@ -404,23 +425,19 @@ export function createServer(options: ServerOptions): MinferServer {
       );
     // CORS, as llama-server answers browsers (corsOrigins); a preflight is answered here, before
     // the key (a browser sends none with it).
+    // (set on the raw response, which keeps the names' case as llama-server writes them; clients
+    // that read headers into a case-sensitive map, as llama.cpp's tests do, find them)
+    const raw = reply.raw;
     const allowed = corsOrigin(cors, request.headers.origin);
-    if (allowed !== undefined) reply.header("access-control-allow-origin", allowed);
-    if (request.headers.origin !== undefined) reply.header("vary", "Origin");
+    if (allowed !== undefined) raw.setHeader("Access-Control-Allow-Origin", allowed);
+    if (request.headers.origin !== undefined) raw.setHeader("Vary", "Origin");
     if (request.method === "OPTIONS") {
-      const asked = request.headers["access-control-request-headers"];
-      reply
-        .code(204)
-        .header("access-control-allow-credentials", "true")
-        .header("access-control-allow-methods", "GET, POST, OPTIONS")
-        .header(
-          "access-control-allow-headers",
-          typeof asked === "string" && asked.length <= 1024
-            ? asked
-            : "Authorization, Content-Type, X-Api-Key",
-        )
-        .header("access-control-max-age", "86400");
-      return reply.send();
+      // (llama-server's answer: 200, any header, its methods)
+      raw.setHeader("Access-Control-Allow-Credentials", "true");
+      raw.setHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+      raw.setHeader("Access-Control-Allow-Headers", "*");
+      raw.setHeader("Access-Control-Max-Age", "86400");
+      return reply.code(200).send();
     }
     if (request.url === "/health" || request.url === "/v1/health") return;
     // Everything but /health needs the key when one is set (llama-server does the same), as
@@ -471,6 +488,10 @@ export function createServer(options: ServerOptions): MinferServer {
     strictApi: options.strictApi ?? false,
     sampling,
     nPredict,
+    verbose: options.verbose ?? false,
+    templateKwargs: checkKwargs(options.templateKwargs),
+    aliases: options.aliases ?? [],
+    tags: options.tags ?? [],
   };
   registerInfoRoutes(app, state);
   registerChatRoutes(app, state);

@@ -25,4 +25,10 @@ export type ServerState = {
   /** ServerOptions.sampling (checked) and nPredict. */
   readonly sampling: ServerSampling;
   readonly nPredict: number | undefined;
+  /** ServerOptions.verbose, aliases and tags. */
+  readonly verbose: boolean;
+  /** ServerOptions.templateKwargs (checked). */
+  readonly templateKwargs: Readonly<Record<string, unknown>>;
+  readonly aliases: readonly string[];
+  readonly tags: readonly string[];
 };

@@ -4,7 +4,6 @@ import { ApiError, invalidField } from "./errors.js";
 import type { ServerLimits } from "./limits.js";
 import { detokenize, tokenizePrompt } from "./prompt.js";
 import { quote } from "./quote.js";
-import { type ParsedMessage, parseChat } from "./request.js";
 
 const bad = invalidField;
 
@@ -28,12 +27,13 @@ function optBool(body: Body, key: string, dflt: boolean): boolean {
 /**
  * llama-server's text endpoints: `POST /tokenize` {content, add_special?, parse_special?,
  * with_pieces?} → {tokens}, `POST /detokenize` {tokens} → {content}, `POST /apply-template`
- * {messages} → {prompt} (the chat template's rendering with the generation prompt).
+ * {messages, tools?, add_generation_prompt?, chat_template_kwargs?, …} → {prompt} (the chat
+ * template's rendering, as a chat request with those fields would be prompted).
  */
 export function registerTextRoutes(
   app: FastifyInstance,
   getModel: () => Model,
-  renderChat: (messages: ParsedMessage[]) => Promise<{ text: string }>,
+  applyTemplate: (body: unknown) => Promise<string>,
   limits: ServerLimits,
 ): void {
   app.post("/tokenize", async (request) => {
@@ -69,9 +69,5 @@ export function registerTextRoutes(
     return { content: await detokenize(tokenizer, tokens as number[]) };
   });
 
-  app.post("/apply-template", async (request) => {
-    const body = object(request.body, ["messages"]);
-    const { messages } = parseChat({ messages: body.messages }, getModel().hparams.nVocab);
-    return { prompt: (await renderChat(messages)).text };
-  });
+  app.post("/apply-template", async (request) => ({ prompt: await applyTemplate(request.body) }));
 }

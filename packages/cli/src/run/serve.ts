@@ -81,7 +81,13 @@ export const serveOptions: OptionSpec[] = [
     flags: ["-a", "--alias"],
     kind: "string",
     metavar: "NAME",
-    help: "the model id in /v1/models and in responses (default: the file name without .gguf), as llama-server's --alias",
+    help: "the model id in /v1/models and in responses (default: the file name without .gguf); several, comma-separated, are listed as its aliases and the first in sorted order is the id, as llama-server's --alias",
+  },
+  {
+    flags: ["--tags"],
+    kind: "string",
+    metavar: "TAGS",
+    help: "comma-separated tags listed with the model in /v1/models, as llama-server's --tags",
   },
   {
     flags: ["--cors-origins"],
@@ -98,13 +104,25 @@ export const serveOptions: OptionSpec[] = [
     flags: ["--chat-template"],
     kind: "string",
     metavar: "NAME|JINJA",
-    help: "use this chat template instead of the model's: a built-in name (chatml) or a Jinja template inline",
+    help: "use this chat template instead of the model's: a built-in name (chatml, llama3, command-r) or a Jinja template inline",
   },
   {
     flags: ["--chat-template-file"],
     kind: "string",
     metavar: "F",
     help: "use this Jinja chat template instead of the model's",
+  },
+  {
+    flags: ["--chat-template-kwargs"],
+    kind: "string",
+    metavar: "JSON",
+    help: "template variables every chat request renders with, under its own chat_template_kwargs, e.g. '{\"enable_thinking\": false}'",
+  },
+  {
+    flags: ["--reasoning"],
+    kind: "string",
+    metavar: "on|off|auto",
+    help: "whether templates that can think are asked to (their enable_thinking variable): on, off, or auto (the template's default, the default), as llama-server's --reasoning",
   },
   ...contextOptions.map((o) =>
     o.flags.includes("-c")
@@ -128,8 +146,44 @@ export const serveOptions: OptionSpec[] = [
     metavar: "N",
     help: "tokens a request generates when it gives no max_tokens / n_predict; -1 = no limit (default)",
   },
-  { flags: ["--verbose"], kind: "boolean", help: "log every request (JSON lines on stdout)" },
+  {
+    flags: ["--verbose"],
+    kind: "boolean",
+    help: "log every request (JSON lines on stdout), and give every non-streamed response a __verbose object (the prompt as read, the settings), as llama-server does",
+  },
 ];
+
+/** --chat-template-kwargs (a JSON object) with --reasoning's enable_thinking over it. */
+function templateKwargsOf(options: Record<string, unknown>): Record<string, unknown> | undefined {
+  let kw: Record<string, unknown> | undefined;
+  const raw = options.chatTemplateKwargs as string | undefined;
+  if (raw !== undefined) {
+    try {
+      kw = JSON.parse(raw) as Record<string, unknown>;
+    } catch (e) {
+      throw new CliError("INVALID_ARGUMENT", `--chat-template-kwargs is not JSON: ${(e as Error).message}`);
+    }
+    if (typeof kw !== "object" || kw === null || Array.isArray(kw))
+      throw new CliError("INVALID_ARGUMENT", "--chat-template-kwargs must be a JSON object");
+  }
+  const r = options.reasoning as string | undefined;
+  if (r === undefined || r === "auto") return kw;
+  if (r !== "on" && r !== "off")
+    throw new CliError("INVALID_ARGUMENT", `--reasoning must be on, off or auto, got ${JSON.stringify(r)}`);
+  return { ...kw, enable_thinking: r === "on" };
+}
+
+/** A comma-separated list of names (--alias, --tags): each 1-256 characters, no control characters. */
+function nameList(value: string | undefined, flag: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value.split(",").map((n) => n.trim());
+  if (names.some((n) => n === "" || n.length > 256 || /[\u0000-\u001f\u007f]/.test(n)))
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `${flag} takes comma-separated names of 1-256 characters with no control characters`,
+    );
+  return [...new Set(names)];
+}
 
 /** --chat-template's value as a template (a CliError naming the flag when it is neither). */
 function templateOf(value: string): ChatTemplate {
@@ -186,13 +240,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const nPredict = options.nPredict as number | undefined;
   if (nPredict !== undefined) check(nPredict >= -1, "-n", "-1 (no limit) or an integer >= 0", nPredict);
   const apiKey = options.apiKey as string | undefined;
-  const alias = options.alias as string | undefined;
-  if (alias !== undefined && (alias === "" || alias.length > 256 || /[\u0000-\u001f\u007f]/.test(alias)))
-    throw new CliError("INVALID_ARGUMENT", "--alias must be 1-256 characters with no control characters");
+  const aliases = nameList(options.alias as string | undefined, "--alias");
+  const tags = nameList(options.tags as string | undefined, "--tags");
+  // (llama-server's id of several aliases: the first in sorted order)
+  const alias = aliases ? [...aliases].sort()[0] : undefined;
   if (apiKey !== undefined && apiKey === "")
     throw new CliError("INVALID_ARGUMENT", "--api-key must not be empty");
   if (options.slots && options.noSlots)
     throw new CliError("INVALID_ARGUMENT", "give one of --slots and --no-slots");
+  const templateKwargs = templateKwargsOf(options);
   const settings = runSettings(options);
   const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
@@ -241,7 +297,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(options.strictApi ? { strictApi: true } : {}),
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins as string } : {}),
-    ...(alias !== undefined ? { modelId: alias } : {}),
+    ...(alias !== undefined ? { modelId: alias, aliases } : {}),
+    ...(tags ? { tags } : {}),
+    ...(verbose ? { verbose: true } : {}),
+    ...(templateKwargs ? { templateKwargs } : {}),
     sampling,
     ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
     logger: verbose,

@@ -152,12 +152,19 @@ function parseJson(text: string): unknown {
 /**
  * What is wrong with an answer, or undefined when it is right: a status below 500; an error status
  * with an OpenAI error object; a success that is JSON, or an event stream whose events are JSON and
- * that ends with `[DONE]` or an error event; a 204 (a CORS preflight's answer) with no body.
+ * that ends with `[DONE]` or an error event; a CORS preflight's answer (`preflight`: it allows
+ * methods) as a 200 or 204 with no body.
  */
-export function judge(status: number, contentType: string, body: string): string | undefined {
+export function judge(
+  status: number,
+  contentType: string,
+  body: string,
+  preflight = false,
+): string | undefined {
   if (status === 0) return "no response";
   if (status >= 500) return `${status}: ${body.slice(0, 200)}`;
-  if (status === 204) return body === "" ? undefined : `204 with a body: ${body.slice(0, 100)}`;
+  if (status === 204 || (status === 200 && preflight))
+    return body === "" ? undefined : `${status} with a body: ${body.slice(0, 100)}`;
   if (status >= 400)
     return isOpenAiError(parseJson(body))
       ? undefined
@@ -271,7 +278,12 @@ export function judgeRaw(text: string, isHead = false): { statuses: number[]; pr
       rest = "";
     }
     statuses.push(status);
-    const p = judge(status, headers.get("content-type") ?? "", Buffer.from(body, "latin1").toString("utf8"));
+    const p = judge(
+      status,
+      headers.get("content-type") ?? "",
+      Buffer.from(body, "latin1").toString("utf8"),
+      headers.has("access-control-allow-methods"),
+    );
     if (p) problems.push(p);
   }
   if (statuses.length === 0) problems.push(`no HTTP response: ${JSON.stringify(text.slice(0, 80))}`);
