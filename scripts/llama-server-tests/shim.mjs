@@ -111,9 +111,17 @@ const SAME = new Map([
 /**
  * Flags that tune llama.cpp's own machinery and have no effect on what a client sees: minfer
  * always batches continuously, always renders templates with its Jinja engine, sizes its own
- * micro-batches, and picks its attention kernel itself.
+ * micro-batches, picks its attention kernel itself, and samples on the host (--backend_sampling
+ * moves llama.cpp's sampling to the device; the tokens and probabilities are the same).
  */
-const NO_CLIENT_EFFECT = new Set(["--cont-batching", "--jinja", "--no-jinja", "--ubatch-size", "-fa"]);
+const NO_CLIENT_EFFECT = new Set([
+  "--cont-batching",
+  "--jinja",
+  "--no-jinja",
+  "--ubatch-size",
+  "-fa",
+  "--backend_sampling",
+]);
 
 function toMinfer(pairs, model) {
   const args = ["serve", "-m", model];

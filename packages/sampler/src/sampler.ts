@@ -82,6 +82,8 @@ export class Sampler {
   private readonly xtcRng: Mt19937;
   private readonly xtcChance = (): number => this.xtcRng.nextFloat();
   private readonly mirostatDraw = (): number => this.rng.nextDouble();
+  /** Whether the last call drew from the candidates (`cands` holds that distribution, vocabulary ids). */
+  private drewFromCandidates = false;
   private readonly cands = new Candidates();
   /** Scratch of the candidate-id path: the ids above the bound, sorted. */
   private above = new Uint32Array(0);
@@ -223,6 +225,7 @@ export class Sampler {
    * of `nVocab` or out of order.
    */
   sampleCandidates(ids: CandidateIds, values: Float32Array, nVocab: number): number {
+    this.drewFromCandidates = false;
     const bound = candidateValuesBound(ids, values, nVocab);
     if (Number.isNaN(bound)) return -1; // (the row's own path reports the NaN)
     const o = this.opts;
@@ -286,7 +289,9 @@ export class Sampler {
       local[t] = t;
     }
     this.cands.fillSorted(work, local, need);
-    return ids[pick[this.truncateAndDraw(u)]!]!;
+    const drawn = ids[pick[this.truncateAndDraw(u)]!]!;
+    this.drewFromCandidates = false; // (its candidates are positions in `ids`, not token ids)
+    return drawn;
   }
 
   /**
@@ -303,6 +308,7 @@ export class Sampler {
 
   /** The whole pipeline; `nProbs < 0` skips the log-probabilities. */
   private run(logits: Float32Array, nProbs: number, candidates?: CandidateIds): SampleResult {
+    this.drewFromCandidates = false;
     checkLogits(logits);
     // The bound is the unchanged row's; NaN: a candidate's logit is NaN, the full path reports it.
     const bound = candidates ? candidateBound(logits, candidates) : Number.NaN;
@@ -425,6 +431,7 @@ export class Sampler {
     const c = this.cands;
     if (this.mirostat) {
       this.pending = this.mirostat.sample(c, work, o.temperature, this.mirostatDraw);
+      this.drewFromCandidates = true;
       return this.pending.token;
     }
     const u = this.rng.nextDouble();
@@ -449,7 +456,32 @@ export class Sampler {
     xtc(c, o.xtcProbability, o.xtcThreshold, this.xtcChance);
     topNSigma(c, o.topNSigma);
     const t = dynamicTemperature(c, o.temperature, o.dynatempRange, o.dynatempExponent);
-    return t > 0 ? draw(c, t, u).token : candidateArgmax(c);
+    if (!(t > 0)) return candidateArgmax(c);
+    const d = draw(c, t, u);
+    this.drewFromCandidates = true;
+    return d.token;
+  }
+
+  /**
+   * The distribution the last {@link sample} / {@link sampleWithLogprobs} drew `token` from — after
+   * the truncation stages and the temperature (llama-server's post-sampling probabilities): its `n`
+   * most probable tokens with their probabilities (each > 0, most probable first), and the drawn
+   * token's. A greedy draw, one candidate left, or a draw from candidate ids: the token alone, 1.
+   */
+  postSamplingProbs(token: number, n: number): { p: number; top: { token: number; p: number }[] } {
+    const c = this.cands;
+    if (!this.drewFromCandidates || c.size < 2) return { p: 1, top: n > 0 ? [{ token, p: 1 }] : [] };
+    let total = 0;
+    for (let j = 0; j < c.size; j++) total += c.probs[j]!;
+    const all: { token: number; p: number }[] = [];
+    let p = 0;
+    for (let j = 0; j < c.size; j++) {
+      const q = c.probs[j]! / total;
+      if (c.ids[j] === token) p = q;
+      if (q > 0) all.push({ token: c.ids[j]!, p: q });
+    }
+    all.sort((a, b) => b.p - a.p || a.token - b.token);
+    return { p, top: all.slice(0, n) };
   }
 }
 

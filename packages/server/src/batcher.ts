@@ -59,6 +59,11 @@ export interface BatcherOptions {
    * way. Default true; needs the context's `candidates`.
    */
   readonly candidatesOnly?: boolean;
+  /**
+   * When a slot's context is full, drop older tokens and go on (llama-server's `--context-shift`)
+   * instead of ending the job with finish "context". Default false.
+   */
+  readonly contextShift?: boolean;
 }
 
 /** What /slots shows of a slot. */
@@ -101,6 +106,7 @@ export class Batcher {
   readonly #observer: BatcherObserver;
   readonly #overlap: boolean;
   readonly #candidatesOnly: boolean;
+  readonly #contextShift: boolean;
   /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
   #outputs: Output[] = [];
   #running: Promise<void> | undefined;
@@ -128,6 +134,7 @@ export class Batcher {
     this.#observer = options.observer ?? {};
     this.#overlap = options.overlapOutput ?? true;
     this.#candidatesOnly = options.candidatesOnly ?? true;
+    this.#contextShift = options.contextShift ?? false;
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
@@ -198,6 +205,14 @@ export class Batcher {
   submit(spec: JobSpec): Promise<JobResult> {
     if (this.#closed) throw new ServerError("CLOSED", "the server is shutting down");
     if (spec.ids.length === 0) throw new ServerError("INVALID_ARGUMENT", "the prompt has no tokens");
+    if (
+      spec.slot !== undefined &&
+      !(Number.isInteger(spec.slot) && spec.slot >= 0 && spec.slot < this.parallel)
+    )
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `slot ${spec.slot} does not exist; the slots are 0 to ${this.parallel - 1}`,
+      );
     if (spec.ids.length >= this.ctxPerSlot)
       throw new ServerError(
         "PROMPT_TOO_LONG",
@@ -241,8 +256,8 @@ export class Batcher {
       .then(() => this.#loop())
       .finally(() => {
         this.#running = undefined;
-        // A job submitted while the loop was finishing.
-        if (this.#queue.length > 0) this.#kick();
+        // A job submitted while the loop was finishing (not one waiting for a slot an action holds).
+        if (this.#queue.some((j) => this.#freeFor(j).length > 0)) this.#kick();
       });
   }
 
@@ -291,13 +306,45 @@ export class Batcher {
     }
   }
 
+  /** The free slots a job may take: its own (`slot`) or any. */
+  #freeFor(job: Job): Slot[] {
+    return this.#slots.filter(
+      (s) => !s.job && !s.reserved && (job.spec.slot === undefined || job.spec.slot === s.id),
+    );
+  }
+
+  /**
+   * Runs `action` on an idle slot's sequence (llama-server's slot save, restore, erase) with the
+   * slot held: no job takes it meanwhile. Throws a {@link ServerError} SLOT_BUSY when a job or
+   * another action has it, INVALID_ARGUMENT for a slot that does not exist.
+   */
+  async withSlot<T>(id: number, action: (seq: number) => Promise<T>): Promise<T> {
+    const slot = this.#slots[id];
+    if (!slot || !Number.isInteger(id))
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `slot ${id} does not exist; the slots are 0 to ${this.parallel - 1}`,
+      );
+    if (slot.job || slot.reserved) throw new ServerError("SLOT_BUSY", `slot ${id} is busy`);
+    slot.reserved = true;
+    try {
+      return await action(slot.id);
+    } finally {
+      slot.reserved = false;
+      slot.lastUsed = ++this.#clock;
+      if (this.#queue.length > 0) this.#kick();
+    }
+  }
+
   /** Gives waiting jobs free slots, reusing the longest cached prefix of their prompts. */
   #assign(): { slot: Slot; source: number; n: number }[] {
     const copies: { slot: Slot; source: number; n: number }[] = [];
-    while (this.#queue.length > 0) {
-      const free = this.#slots.filter((s) => !s.job);
-      if (free.length === 0) break;
-      const job = this.#queue.shift()!;
+    for (;;) {
+      // The first waiting job a slot is free for (one asking for a busy slot lets the others by).
+      const at = this.#queue.findIndex((j) => this.#freeFor(j).length > 0);
+      if (at < 0) break;
+      const job = this.#queue.splice(at, 1)[0]!;
+      const free = this.#freeFor(job);
       const ids = job.spec.ids;
       const reuse = job.spec.cachePrompt !== false;
       // A prefix match of at most ids.length - 1 tokens: the last prompt token is always
@@ -322,9 +369,10 @@ export class Batcher {
         }
       }
       // Another slot may hold a longer match (the same conversation running elsewhere): copy its
-      // K/V rows into this slot's region instead of prefilling them again.
+      // K/V rows into this slot's region instead of prefilling them again (not for a job given its
+      // slot: it reads that slot's cache, as llama-server's id_slot does).
       let source = slot;
-      for (const s of this.#slots) {
+      for (const s of job.spec.slot === undefined ? this.#slots : []) {
         if (s === slot) continue;
         const m = match(s.id);
         if (m > best) {
@@ -525,7 +573,8 @@ export class Batcher {
             drawn = drawToken(j, row, ids);
           }
         }
-        const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot);
+        const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot, this.#contextShift);
+        if (next.shift) this.#shift(slot, j);
         this.#outputs.push({ slot, job: j, ...next });
         // A job that ends after its output takes no further decode: its slot is free for the next
         // job now, as it would be without the overlap.
@@ -577,9 +626,31 @@ export class Batcher {
       promptMs: prefilled - started,
       generateMs: now - prefilled,
       ...(j.stopWord !== undefined ? { stopWord: j.stopWord } : {}),
+      truncated: j.shifted || finish === "context",
     };
     this.#observer.onJobEnd?.(result);
     j.resolve(result);
+  }
+
+  /**
+   * The context shift of a full slot, as llama-server's: keeps the first n_keep tokens (and the BOS
+   * the model adds), drops half of the rest, and moves the later ones back (their RoPE rotated by
+   * the engine), so generation goes on.
+   */
+  #shift(slot: Slot, j: Job): void {
+    const bos = this.#model.tokenizer.vocab.addBos ? 1 : 0;
+    const want = j.spec.nKeep === undefined ? 0 : j.spec.nKeep < 0 ? j.spec.ids.length : j.spec.nKeep;
+    const keep = Math.min(want + bos, j.nPast - 2);
+    const discard = Math.floor((j.nPast - keep) / 2);
+    if (keep < 0 || discard <= 0)
+      throw new ServerError(
+        "INTERNAL",
+        `context shift of slot ${slot.id}: nothing to drop (${j.nPast} tokens)`,
+      );
+    this.context.seqRm(slot.id, keep, keep + discard);
+    this.context.seqAdd(slot.id, keep + discard, -1, -discard);
+    j.nPast -= discard;
+    j.shifted = true;
   }
 
   #fail(j: Job, slot: Slot, e: unknown): void {

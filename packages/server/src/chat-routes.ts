@@ -122,6 +122,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
   /** How requests are read: strictApi, and text keys of logit_bias in the model's tokens. */
   const parseOptions = (): ParseOptions => ({
     strictApi: s.strictApi,
+    contextShift: s.contextShift,
     tokenize: (text) => s.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: false }),
   });
 
@@ -194,6 +195,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
           prompt: await nativePrompt(np),
           p,
           returnTokens: p.returnTokens,
+          postSampling: p.postSampling,
         });
         if (out === undefined || typeof out !== "object") return out;
         const fields = p.responseFields;

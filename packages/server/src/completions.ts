@@ -12,6 +12,7 @@ import {
   emptyCompletionLogprobs,
   LogprobFormatter,
   type NativeLogprob,
+  type NativePostProb,
 } from "./logprobs.js";
 import {
   generationSettings,
@@ -74,6 +75,8 @@ export interface CompletionJob {
   readonly prompt: { text: string; addSpecial: boolean; ids?: readonly number[] };
   /** native: the generated ids in the response. */
   readonly returnTokens?: boolean;
+  /** native: n_probs as post-sampling probabilities. */
+  readonly postSampling?: boolean;
   readonly p: ParsedCommon;
   /** A grammar that forces tool calls (tool_choice required / a named function). */
   readonly toolGrammar?: GrammarRequest;
@@ -115,7 +118,7 @@ interface Choice {
   generated: number;
   unsent: string;
   readonly chatLogprobs: ChatLogprob[];
-  readonly nativeLogprobs: NativeLogprob[];
+  readonly nativeLogprobs: (NativeLogprob | NativePostProb)[];
   readonly textLogprobs: CompletionLogprobs;
   result?: JobResult;
 }
@@ -177,11 +180,19 @@ export async function runCompletion(
     throw new ApiError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
   if (ids.length >= batcher.ctxPerSlot)
     throw contextExceeded(
-      `the prompt has ${ids.length} tokens but a slot's context is ${batcher.ctxPerSlot} tokens ` +
-        "(prompt and completion together); shorten the prompt or start the server with a larger -c / fewer -np",
+      `the request (${ids.length} prompt tokens) exceeds the available context size (${batcher.ctxPerSlot} tokens a slot, ` +
+        "prompt and completion together); shorten the prompt or start the server with a larger -c / fewer -np",
       param,
       ids.length,
       batcher.ctxPerSlot,
+    );
+  if (p.idSlot !== undefined && p.idSlot >= batcher.parallel)
+    throw new ApiError(
+      400,
+      `id_slot ${p.idSlot} does not exist; the slots are 0 to ${batcher.parallel - 1} (or -1: any)`,
+      "invalid_request_error",
+      "id_slot",
+      "invalid_value",
     );
   const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
   const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i, deps.sampling));
@@ -291,7 +302,12 @@ export async function runCompletion(
     if (kind === "native") {
       // a chunk a token (llama-server's); text released without a token goes with the next one
       c.unsent += out.content;
-      const lp = e && e.token >= 0 && p.nProbs !== undefined ? fmt.native(e) : undefined;
+      const lp =
+        e && e.token >= 0 && p.nProbs !== undefined
+          ? job.postSampling
+            ? fmt.nativePost(e)
+            : fmt.native(e)
+          : undefined;
       if (lp) c.nativeLogprobs.push(lp);
       if (!p.stream || !e || e.token < 0) return;
       sse({
@@ -361,7 +377,10 @@ export async function runCompletion(
         ...(maxTokens !== undefined ? { maxTokens } : {}),
         stop: p.stop,
         ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),
+        ...(job.postSampling ? { postSampling: true } : {}),
         cachePrompt: p.cachePrompt,
+        ...(p.idSlot !== undefined ? { slot: p.idSlot } : {}),
+        ...(p.nKeep !== undefined ? { nKeep: p.nKeep } : {}),
         group: choices,
         signal: abort.signal,
         ...(deadline !== undefined ? { deadline } : {}),

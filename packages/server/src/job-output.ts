@@ -1,5 +1,5 @@
 import type { TokenLogprob } from "@minfer/sampler";
-import type { Job, JobFinish } from "./job.js";
+import type { Job, JobFinish, PostSampling } from "./job.js";
 
 // A job's output, the part of a step that the next decode does not need: the text of its tokens
 // (detokenized, stop strings matched) and the reports of them (`onToken`: an SSE write).
@@ -10,6 +10,7 @@ export interface SampledToken {
   /** Present when the job asked for log-probabilities. */
   readonly logprob?: number;
   readonly top?: readonly TokenLogprob[];
+  readonly post?: PostSampling;
 }
 
 /** How a job ends once its output is out; `stopped`: no held-back text is flushed. */
@@ -26,7 +27,10 @@ export function emitToken(j: Job, t: SampledToken): boolean {
   const r = j.stops.push(j.decoder.push(t.id));
   j.text += r.text;
   if (r.stopped) j.stopWord = r.stop;
-  const lp = t.logprob !== undefined ? { logprob: t.logprob, top: t.top ?? [] } : {};
+  const lp =
+    t.logprob !== undefined
+      ? { logprob: t.logprob, top: t.top ?? [], ...(t.post ? { post: t.post } : {}) }
+      : {};
   j.spec.onToken?.({ token: t.id, text: r.text, ...lp });
   return r.stopped;
 }

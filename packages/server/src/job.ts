@@ -19,6 +19,14 @@ export interface TokenEvent {
   /** Present when the job asked for log-probabilities. */
   readonly logprob?: number;
   readonly top?: readonly TokenLogprob[];
+  /** Present when the job asked for post-sampling probabilities (JobSpec.postSampling). */
+  readonly post?: PostSampling;
+}
+
+/** The distribution a token was drawn from, after truncation and temperature: its probability and the top ones. */
+export interface PostSampling {
+  readonly p: number;
+  readonly top: readonly { token: number; p: number }[];
 }
 
 /** What a request asks the batcher to generate. */
@@ -31,8 +39,17 @@ export interface JobSpec {
   readonly stop?: readonly string[];
   /** Ask for log-probabilities with this many alternatives per token (0 = the drawn token's only). */
   readonly nProbs?: number;
+  /** With nProbs: the alternatives after the sampler's truncation and temperature, as probabilities (`post`). */
+  readonly postSampling?: boolean;
   /** Reuse the longest cached prefix held by any slot. Default true. */
   readonly cachePrompt?: boolean;
+  /** Run in this slot (llama-server's `id_slot`), waiting for it when it is busy; default: any. */
+  readonly slot?: number;
+  /**
+   * With the batcher's context shift: the first tokens a shift keeps (-1: the whole prompt).
+   * Default 0 (only the BOS, when the model adds one).
+   */
+  readonly nKeep?: number;
   /**
    * Jobs with the same group object share one prompt (the n choices of a request): a job whose
    * group-mate is still prefilling the prompt waits for it and copies its K/V rows instead.
@@ -65,6 +82,8 @@ export interface JobResult {
   readonly generateMs: number;
   /** The stop string that ended the text (finish "stop" by a stop string). */
   readonly stopWord?: string;
+  /** The context was shifted (older tokens dropped) or filled: llama-server's `truncated`. */
+  readonly truncated: boolean;
 }
 
 /** A job's running state inside the batcher. */
@@ -90,6 +109,8 @@ export class Job {
   text = "";
   /** The stop string that ended the text, once one has. */
   stopWord: string | undefined;
+  /** Older tokens were dropped to go on (context shift). */
+  shifted = false;
   decoder!: StreamDecoder;
   stops: StopMatcher;
   resolve!: (r: JobResult) => void;

@@ -18,6 +18,15 @@ export interface NativeLogprob {
   top_logprobs: { id: number; token: string; logprob: number; bytes: number[] }[];
 }
 
+/** One token of llama-server's `completion_probabilities` with post_sampling_probs. */
+export interface NativePostProb {
+  id: number;
+  token: string;
+  prob: number;
+  bytes: number[];
+  top_probs: { id: number; token: string; prob: number; bytes: number[] }[];
+}
+
 /** Legacy completions' `logprobs` object. */
 export interface CompletionLogprobs {
   tokens: string[];
@@ -45,6 +54,18 @@ export class LogprobFormatter {
     return {
       ...this.#entry(e.token, e.logprob ?? 0),
       top_logprobs: (e.top ?? []).map((t) => this.#entry(t.token, t.logprob)),
+    };
+  }
+
+  /** One token of llama-server's `completion_probabilities` as post-sampling probabilities. */
+  nativePost(e: TokenEvent): NativePostProb {
+    const entry = (id: number, prob: number) => {
+      const { token, bytes } = this.#entry(id, 0);
+      return { id, token, bytes, prob };
+    };
+    return {
+      ...entry(e.token, e.post?.p ?? 1),
+      top_probs: (e.post?.top ?? []).map((t) => entry(t.token, t.p)),
     };
   }
 

@@ -129,6 +129,28 @@ describe("POST /completion (llama-server's format)", () => {
     });
   });
 
+  it("post_sampling_probs: the kept candidates' probabilities after top-k and temperature, the drawn one's among them", async () => {
+    type P = { id: number; token: string; prob: number; bytes: number[] };
+    const res = (await post("/completion", {
+      prompt,
+      n_predict: 4,
+      n_probs: 10,
+      post_sampling_probs: true,
+      temperature: 1,
+      top_k: 3,
+      top_p: 1,
+      min_p: 0,
+      seed: 5,
+    })) as Native & { completion_probabilities: (P & { top_probs: P[] })[] };
+    for (const t of res.completion_probabilities) {
+      expect(t.top_probs.length).toBeLessThanOrEqual(3);
+      expect(t.top_probs.reduce((a, x) => a + x.prob, 0)).toBeCloseTo(1, 5);
+      expect(t.top_probs.find((x) => x.id === t.id)?.prob).toBe(t.prob);
+      for (let i = 1; i < t.top_probs.length; i++)
+        expect(t.top_probs[i]!.prob).toBeLessThanOrEqual(t.top_probs[i - 1]!.prob);
+    }
+  });
+
   it("several prompts: an array of results in order; token ids mixed with text; {prompt_string}; response_fields", async () => {
     const ids = stories().tokenizer.encode(prompt, { addSpecial: true, parseSpecial: false });
     const settings = { n_predict: 4, temperature: 0 };

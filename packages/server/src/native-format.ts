@@ -102,7 +102,7 @@ export function generationSettings(
     adaptive_decay: 0.9,
     stop: p.stop,
     max_tokens: maxTokens ?? -1,
-    n_keep: 0,
+    n_keep: p.nKeep ?? 0,
     n_discard: 0,
     min_keep: 0,
     // the bias in effect, ignore_eos's bans included (null: -inf, a ban)
@@ -164,7 +164,7 @@ export function nativeResult(x: {
     generation_settings: x.settings,
     prompt: x.prompt,
     has_new_line: x.fullContent.includes("\n"),
-    truncated: false,
+    truncated: r.truncated,
     stop_type: stopType(r.finish),
     stopping_word: r.stopWord ?? "",
     tokens_cached: r.promptTokens + r.tokens.length,

@@ -59,8 +59,8 @@ export async function tokenizePrompt(
     const atLeast = Math.ceil(bytes / per);
     if (atLeast >= check.maxTokens)
       throw contextExceeded(
-        `the ${check.param} is ${bytes} bytes, at least ${atLeast} tokens, but a slot's context is ${check.maxTokens} tokens ` +
-          "(prompt and completion together); shorten it or start the server with a larger -c / fewer -np",
+        `the ${check.param} (${bytes} bytes, at least ${atLeast} tokens) exceeds the available context size ` +
+          `(${check.maxTokens} tokens a slot, prompt and completion together); shorten it or start the server with a larger -c / fewer -np`,
         check.param,
         atLeast,
         check.maxTokens,

@@ -54,6 +54,10 @@ export interface ParsedCommon {
   returnProgress: boolean;
   /** llama-server's `verbose`: the response carries `__verbose` (the prompt as read, the settings). */
   verbose: boolean;
+  /** llama-server's `id_slot`: the slot to run in (undefined, or -1 given: any). */
+  idSlot: number | undefined;
+  /** llama-server's `n_keep`: the tokens a context shift keeps (-1: the prompt); default 0. */
+  nKeep: number | undefined;
   /**
    * Fields the request gave that this server does not use (unknown ones, and llama-server's that
    * have no effect here), by name: answered in a response header and logged, or a 400 under
@@ -85,6 +89,8 @@ export interface LlamaSampling {
 export interface ParseOptions {
   /** A field this server does not know (or does not use) is a 400 instead of ignored. */
   readonly strictApi?: boolean;
+  /** The server shifts full contexts (ServerOptions.contextShift): n_keep acts; else it is ignored. */
+  readonly contextShift?: boolean;
   /** The model's tokens of a text (no special tokens), for logit_bias keyed by text. */
   readonly tokenize?: (text: string) => number[];
 }
@@ -136,6 +142,8 @@ const LLAMA_SAMPLER_FIELDS = [
   "timings_per_token",
   "return_progress",
   "verbose",
+  "id_slot",
+  "n_keep",
 ];
 /**
  * llama-server fields checked but without effect here (slots are the batcher's, the sampler has
@@ -143,13 +151,12 @@ const LLAMA_SAMPLER_FIELDS = [
  * named as ignored when set to anything but their no-op value.
  */
 const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
-  id_slot: (v) => v === -1,
   min_keep: (v) => v === 0,
   return_tokens: (v) => v === false,
   post_sampling_probs: (v) => v === false,
+  n_keep: (v) => v === 0,
   t_max_predict_ms: (v) => v === 0 || v === -1,
   n_indent: (v) => v === 0,
-  n_keep: (v) => v === 0,
   samplers: () => false,
 };
 
@@ -221,7 +228,8 @@ function checkObject(body: unknown): Body {
 function checkKnown(body: Body, known: Set<string>, o: ParseOptions): string[] {
   const ignored: string[] = [];
   for (const key of Object.keys(body)) {
-    if (known.has(key)) continue;
+    // (n_keep only acts when the server shifts full contexts)
+    if (known.has(key) && !(key === "n_keep" && !o.contextShift)) continue;
     if (NOT_YET.has(key)) throw bad(key, "is not supported by this server yet", "unsupported_parameter");
     const noop = LLAMA_NO_EFFECT[key];
     if (noop) {
@@ -444,8 +452,16 @@ function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon 
     timingsPerToken: bool(body, "timings_per_token") ?? false,
     returnProgress: bool(body, "return_progress") ?? false,
     verbose: bool(body, "verbose") ?? false,
+    idSlot: idSlot(body),
+    nKeep: num(body, "n_keep", -1, 2 ** 31 - 1, true),
     ignored: [],
   };
+}
+
+/** id_slot: -1 (any) or a slot's number (checked against the slots when the request runs). */
+function idSlot(body: Body): number | undefined {
+  const v = num(body, "id_slot", -1, 1e6, true);
+  return v === undefined || v === -1 ? undefined : v;
 }
 
 /** Most choices one request may ask for. */
@@ -603,6 +619,8 @@ export interface ParsedNative extends ParsedCommon {
   returnTokens: boolean;
   /** `response_fields`: only these fields (paths such as `generation_settings/n_predict`) in the response. */
   responseFields: string[] | undefined;
+  /** `post_sampling_probs`: n_probs' alternatives as probabilities after truncation and temperature. */
+  postSampling: boolean;
 }
 
 const NATIVE_FIELDS = new Set([
@@ -611,6 +629,7 @@ const NATIVE_FIELDS = new Set([
   "prompt",
   "return_tokens",
   "response_fields",
+  "post_sampling_probs",
 ]);
 
 /** Most token ids a native prompt may give (a slot's context is smaller in practice). */
@@ -697,5 +716,12 @@ export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}):
       "prompt",
       "several prompts are answered whole, not streamed; send them one a request to stream",
     );
-  return { ...common, prompts, returnTokens, responseFields, ignored };
+  return {
+    ...common,
+    prompts,
+    returnTokens,
+    responseFields,
+    postSampling: bool(body, "post_sampling_probs") ?? false,
+    ignored,
+  };
 }

@@ -18,6 +18,8 @@ export type ServerErrorCode =
   | "PROMPT_TOO_LONG"
   /** The server is draining or closed and takes no more jobs (a 503 `shutting_down` to a client). */
   | "CLOSED"
+  /** A slot action (save, restore, erase) on a slot that runs a request or another action. */
+  | "SLOT_BUSY"
   /** The chat-template worker thread could not start or stopped (not the template's fault). */
   | "WORKER_STOPPED"
   /** A broken internal invariant: a bug in this package. */

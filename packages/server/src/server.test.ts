@@ -318,7 +318,9 @@ describe("completions on a model without a chat template", () => {
       .catch((e) => e);
     expect(err.status).toBe(400);
     expect(err.error.code).toBe("context_length_exceeded");
-    expect(err.message).toMatch(/the prompt has \d+ tokens but a slot.s context is 256 tokens/);
+    expect(err.message).toMatch(
+      /the request \(\d+ prompt tokens\) exceeds the available context size \(256 tokens a slot/,
+    );
     // llama-server's type and counts on the error object
     expect(err.error.type).toBe("exceed_context_size_error");
     expect(err.error.n_ctx).toBe(256);
@@ -330,7 +332,7 @@ describe("completions on a model without a chat template", () => {
     expect(big.status).toBe(400);
     expect(big.error.code).toBe("context_length_exceeded");
     expect(big.message).toMatch(
-      /the prompt is 3400 bytes, at least \d+ tokens, but a slot.s context is 256 tokens/,
+      /the prompt \(3400 bytes, at least \d+ tokens\) exceeds the available context size \(256 tokens a slot/,
     );
     expect([big.error.type, big.error.n_ctx]).toEqual(["exceed_context_size_error", 256]);
   });

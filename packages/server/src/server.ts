@@ -25,6 +25,7 @@ import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
 import { TemplateRenderer } from "./render.js";
 import { ServerError } from "./server-error.js";
+import { registerSlotRoutes } from "./slot-routes.js";
 import { builtinTemplate } from "./templates.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
@@ -102,6 +103,17 @@ export interface ServerOptions {
    * (llama-server's `--chat-template-kwargs`; `--reasoning off` is `{ enable_thinking: false }`).
    */
   readonly templateKwargs?: Readonly<Record<string, unknown>>;
+  /**
+   * The directory slot files are saved to and restored from (`POST /slots/{id}?action=save|restore`,
+   * llama-server's `--slot-save-path`). Default: none (those actions answer 501).
+   */
+  readonly slotSavePath?: string;
+  /**
+   * When a slot's context fills, drop the older half of its tokens (after the request's `n_keep`)
+   * and go on, as llama-server's `--context-shift`; otherwise generation stops there (finish
+   * "length"). Default false.
+   */
+  readonly contextShift?: boolean;
   /** Every non-streamed response carries `__verbose` (the prompt as read, the settings), as under llama-server's `--verbose`. */
   readonly verbose?: boolean;
   /** Called after each generation (also aborted ones) with its finish reason. */
@@ -337,6 +349,7 @@ export function createServer(options: ServerOptions): MinferServer {
         contextOptions: rest,
         ...(options.overlapOutput !== undefined ? { overlapOutput: options.overlapOutput } : {}),
         ...(options.candidatesOnly !== undefined ? { candidatesOnly: options.candidatesOnly } : {}),
+        ...(options.contextShift ? { contextShift: true } : {}),
         observer: {
           onStep: metricsObserver?.onStep,
           onJobEnd: (r) => {
@@ -490,11 +503,14 @@ export function createServer(options: ServerOptions): MinferServer {
     nPredict,
     verbose: options.verbose ?? false,
     templateKwargs: checkKwargs(options.templateKwargs),
+    slotSavePath: options.slotSavePath,
+    contextShift: options.contextShift ?? false,
     aliases: options.aliases ?? [],
     tags: options.tags ?? [],
   };
   registerInfoRoutes(app, state);
   registerChatRoutes(app, state);
+  registerSlotRoutes(app, state);
 
   const close = async () => {
     if (closed) return;

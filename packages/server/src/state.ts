@@ -29,6 +29,10 @@ export type ServerState = {
   readonly verbose: boolean;
   /** ServerOptions.templateKwargs (checked). */
   readonly templateKwargs: Readonly<Record<string, unknown>>;
+  /** ServerOptions.contextShift. */
+  readonly contextShift: boolean;
+  /** ServerOptions.slotSavePath. */
+  readonly slotSavePath: string | undefined;
   readonly aliases: readonly string[];
   readonly tags: readonly string[];
 };

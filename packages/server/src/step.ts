@@ -11,6 +11,8 @@ export interface Slot {
   readonly id: number;
   job: Job | undefined;
   lastUsed: number;
+  /** Held by a slot action (save, restore, erase): no job is given the slot meanwhile. */
+  reserved?: boolean;
   /** What the slot's last finished job held, for /slots (as llama-server keeps a slot's last task). */
   last: { promptTokens: number; cachedTokens: number; generated: number };
 }
@@ -94,7 +96,8 @@ export function drawToken(j: Job, row: Float32Array, ids: Int32Array | undefined
   const spec = j.spec;
   if (spec.nProbs !== undefined) {
     const r = spec.sampler.sampleWithLogprobs(row, spec.nProbs);
-    return { id: r.token, logprob: r.logprob, top: r.top };
+    const post = spec.postSampling ? spec.sampler.postSamplingProbs(r.token, spec.nProbs) : undefined;
+    return { id: r.token, logprob: r.logprob, top: r.top, ...(post ? { post } : {}) };
   }
   return { id: spec.sampler.sample(row, ids) };
 }
@@ -119,7 +122,8 @@ export function sampleNext(
   drawn: SampledToken | undefined,
   tokenizer: Tokenizer,
   ctxPerSlot: number,
-): { token?: SampledToken; end?: Ending } {
+  contextShift = false,
+): { token?: SampledToken; end?: Ending; shift?: boolean } {
   const spec = j.spec;
   const max = spec.maxTokens ?? Number.POSITIVE_INFINITY;
   const endNow = (finish: JobFinish): { end: Ending } => ({ end: { finish, stopped: false } });
@@ -135,9 +139,11 @@ export function sampleNext(
     ? { finish: "stop", stopped: true }
     : j.tokens.length >= max
       ? { finish: "length", stopped: false }
-      : j.nPast + 1 >= ctxPerSlot
+      : j.nPast + 1 >= ctxPerSlot && !contextShift
         ? { finish: "context", stopped: false }
         : undefined;
   if (!end) j.pending = token.id;
+  // (the context is full and shifts: the batcher drops older tokens before the pending one's decode)
+  if (!end && contextShift && j.nPast + 1 >= ctxPerSlot) return { token, shift: true };
   return end ? { token, end } : { token };
 }

@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { ContextOptions } from "@minfer/engine";
 import { chatTemplateArg, createServer, SERVER_DEFAULTS, SERVER_LIMITS } from "@minfer/server";
@@ -60,6 +61,22 @@ export const serveOptions: OptionSpec[] = [
   },
   { flags: ["--metrics"], kind: "boolean", help: "serve Prometheus metrics at /metrics (default: off)" },
   { flags: ["--slots"], kind: "boolean", help: "serve the slots' state at /slots (the default)" },
+  {
+    flags: ["--context-shift"],
+    kind: "boolean",
+    help: "when a slot's context fills, drop the older half of its tokens (after the request's n_keep) and go on, as llama-server's --context-shift (default: generation stops there, finish length)",
+  },
+  {
+    flags: ["--no-context-shift"],
+    kind: "boolean",
+    help: "stop generating when a slot's context fills (the default)",
+  },
+  {
+    flags: ["--slot-save-path"],
+    kind: "string",
+    metavar: "DIR",
+    help: "the directory POST /slots/{id}?action=save|restore writes and reads slot files in (default: none, those actions answer 501)",
+  },
   { flags: ["--no-slots"], kind: "boolean", help: "answer /slots with 501, as llama-server's --no-slots" },
   {
     flags: ["--no-overlap-output"],
@@ -249,6 +266,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (options.slots && options.noSlots)
     throw new CliError("INVALID_ARGUMENT", "give one of --slots and --no-slots");
   const templateKwargs = templateKwargsOf(options);
+  if (options.contextShift && options.noContextShift)
+    throw new CliError("INVALID_ARGUMENT", "give one of --context-shift and --no-context-shift");
+  const slotSavePath = options.slotSavePath as string | undefined;
+  if (slotSavePath !== undefined && !statSync(slotSavePath, { throwIfNoEntry: false })?.isDirectory())
+    throw new CliError("INVALID_ARGUMENT", `--slot-save-path ${slotSavePath} is not a directory`);
   const settings = runSettings(options);
   const batchSize = settings.nUbatch ?? SERVER_DEFAULTS.batchSize;
   const templateFile = options.chatTemplateFile as string | undefined;
@@ -301,6 +323,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(tags ? { tags } : {}),
     ...(verbose ? { verbose: true } : {}),
     ...(templateKwargs ? { templateKwargs } : {}),
+    ...(slotSavePath !== undefined ? { slotSavePath } : {}),
+    ...(options.contextShift ? { contextShift: true } : {}),
     sampling,
     ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
     logger: verbose,
