@@ -205,14 +205,7 @@ export class Batcher {
   submit(spec: JobSpec): Promise<JobResult> {
     if (this.#closed) throw new ServerError("CLOSED", "the server is shutting down");
     if (spec.ids.length === 0) throw new ServerError("INVALID_ARGUMENT", "the prompt has no tokens");
-    if (
-      spec.slot !== undefined &&
-      !(Number.isInteger(spec.slot) && spec.slot >= 0 && spec.slot < this.parallel)
-    )
-      throw new ServerError(
-        "INVALID_ARGUMENT",
-        `slot ${spec.slot} does not exist; the slots are 0 to ${this.parallel - 1}`,
-      );
+    if (spec.slot !== undefined) this.#slot(spec.slot);
     if (spec.ids.length >= this.ctxPerSlot)
       throw new ServerError(
         "PROMPT_TOO_LONG",
@@ -257,7 +250,8 @@ export class Batcher {
       .finally(() => {
         this.#running = undefined;
         // A job submitted while the loop was finishing (not one waiting for a slot an action holds).
-        if (this.#queue.some((j) => this.#freeFor(j).length > 0)) this.#kick();
+        const free = this.#freeSlots();
+        if (this.#queue.some((j) => this.#freeFor(j, free).length > 0)) this.#kick();
       });
   }
 
@@ -306,11 +300,25 @@ export class Batcher {
     }
   }
 
-  /** The free slots a job may take: its own (`slot`) or any. */
-  #freeFor(job: Job): Slot[] {
-    return this.#slots.filter(
-      (s) => !s.job && !s.reserved && (job.spec.slot === undefined || job.spec.slot === s.id),
-    );
+  /** Slots no job runs in and no action holds. */
+  #freeSlots(): Slot[] {
+    return this.#slots.filter((s) => !s.job && !s.reserved);
+  }
+
+  /** Of the free slots, those a job may take: its own (`slot`) or any. */
+  #freeFor(job: Job, free: Slot[]): Slot[] {
+    return job.spec.slot === undefined ? free : free.filter((s) => s.id === job.spec.slot);
+  }
+
+  /** Slot `id`; a {@link ServerError} INVALID_ARGUMENT when there is none. */
+  #slot(id: number): Slot {
+    const slot = Number.isInteger(id) ? this.#slots[id] : undefined;
+    if (!slot)
+      throw new ServerError(
+        "INVALID_ARGUMENT",
+        `slot ${id} does not exist; the slots are 0 to ${this.parallel - 1}`,
+      );
+    return slot;
   }
 
   /**
@@ -319,12 +327,7 @@ export class Batcher {
    * another action has it, INVALID_ARGUMENT for a slot that does not exist.
    */
   async withSlot<T>(id: number, action: (seq: number) => Promise<T>): Promise<T> {
-    const slot = this.#slots[id];
-    if (!slot || !Number.isInteger(id))
-      throw new ServerError(
-        "INVALID_ARGUMENT",
-        `slot ${id} does not exist; the slots are 0 to ${this.parallel - 1}`,
-      );
+    const slot = this.#slot(id);
     if (slot.job || slot.reserved) throw new ServerError("SLOT_BUSY", `slot ${id} is busy`);
     slot.reserved = true;
     try {
@@ -340,11 +343,13 @@ export class Batcher {
   #assign(): { slot: Slot; source: number; n: number }[] {
     const copies: { slot: Slot; source: number; n: number }[] = [];
     for (;;) {
+      const idle = this.#freeSlots();
+      if (idle.length === 0) break;
       // The first waiting job a slot is free for (one asking for a busy slot lets the others by).
-      const at = this.#queue.findIndex((j) => this.#freeFor(j).length > 0);
+      const at = this.#queue.findIndex((j) => this.#freeFor(j, idle).length > 0);
       if (at < 0) break;
       const job = this.#queue.splice(at, 1)[0]!;
-      const free = this.#freeFor(job);
+      const free = this.#freeFor(job, idle);
       const ids = job.spec.ids;
       const reuse = job.spec.cachePrompt !== false;
       // A prefix match of at most ids.length - 1 tokens: the last prompt token is always
