@@ -48,7 +48,7 @@ describe("CUDA settings from the environment", () => {
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
-      qkvRope: false,
+      qkvRope: true,
       fuseRows: 64,
       fusedCombine: true,
       perQueryFlash: true,
@@ -566,7 +566,7 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
 
   it("has the q/k/v product's mat-vec rotate q and k and store the cache rows (qkvRope), only when it may", () => {
     expect(qkvLayer()).toEqual([6]); // the norm quantizing for it, then the product with the four nodes
-    expect(qkvLayer({ qkvRope: false })).toEqual([2, 4]); // MINFER_CUDA_QKV_ROPE unset: apart
+    expect(qkvLayer({ qkvRope: false })).toEqual([2, 4]); // MINFER_CUDA_QKV_ROPE=0: apart
     expect(qkvLayer({ norm: false })).toEqual([5]);
     expect(qkvLayer({ mode: 0 })).toEqual([6]); // the normal mode's pairs
     expect(qkvLayer({ tokens: 4 })).toEqual([6]);

@@ -103,9 +103,9 @@ export interface CudaEnv {
    */
   readonly ropeBlock: boolean;
   /**
-   * MINFER_CUDA_QKV_ROPE=1: the q/k/v product's mat-vec also rotates q and k and stores the K/V
-   * cache rows (its epilogue) instead of rope_store's launch after it. Off by default until it has
-   * run the op suite on a GPU.
+   * MINFER_CUDA_QKV_ROPE=0: the q/k/v product's mat-vec no longer rotates q and k and stores the
+   * K/V cache rows in its epilogue (the default since the H200's op suite and memcheck ran clean
+   * with it, 2026-12-05); rope_store's launch after the product does that work instead.
    */
   readonly qkvRope: boolean;
   /**
@@ -252,7 +252,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     stepTimes: choice(env, "MINFER_CUDA_STEP_TIMES", ["0", "1"]) === "1",
     decodeRows: intIn(env, "MINFER_CUDA_DECODE_ROWS", 1, 64, 1),
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
-    qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) === "1",
+    qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) !== "0",
     fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
