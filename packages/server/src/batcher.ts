@@ -37,13 +37,24 @@ export interface BatcherObserver {
 export interface BatcherOptions {
   /** Slots (sequences generating at once). */
   readonly parallel: number;
-  /** KV cells of each slot: its prompt plus generated tokens. */
+  /**
+   * KV cells of each slot: its prompt plus generated tokens. With `contextOptions.kvUnified` the
+   * slots share one pool of this many cells instead of having this many each.
+   */
   readonly ctxPerSlot: number;
   /** Most tokens one step decodes (generating slots first, then prompt chunks). */
   readonly batchSize: number;
   /** Most jobs waiting for a slot; one more is refused with QUEUE_FULL. */
   readonly queueSize: number;
-  /** Of the shared context; `candidates` defaults to {@link BATCHER_CANDIDATES} (0 turns them off). */
+  /**
+   * Of the shared context; `candidates` defaults to {@link BATCHER_CANDIDATES} (0 turns them off).
+   * `kvUnified` (default false here, unlike a bare Context): true makes one pool of `ctxPerSlot`
+   * cells all slots draw from (llama-server's `--kv-unified`), so one request may use the whole
+   * pool while the others leave room. A step that needs cells first drops idle slots' cached
+   * prompts (least recently used first), then shortens its prompt chunks; when the generating
+   * slots alone do not fit, the job holding the most cells fails with CONTEXT_FULL. False gives
+   * each slot a region of `ctxPerSlot` cells of its own.
+   */
   readonly contextOptions?: Omit<ContextOptions, "nCtx" | "nSeqMax">;
   readonly observer?: BatcherObserver;
   /**
@@ -107,6 +118,8 @@ export class Batcher {
   readonly #overlap: boolean;
   readonly #candidatesOnly: boolean;
   readonly #contextShift: boolean;
+  /** One KV pool for all slots (contextOptions.kvUnified). */
+  readonly #unified: boolean;
   /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
   #outputs: Output[] = [];
   #running: Promise<void> | undefined;
@@ -135,16 +148,17 @@ export class Batcher {
     this.#overlap = options.overlapOutput ?? true;
     this.#candidatesOnly = options.candidatesOnly ?? true;
     this.#contextShift = options.contextShift ?? false;
+    this.#unified = options.contextOptions?.kvUnified ?? false;
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
       candidates: Math.min(BATCHER_CANDIDATES, model.hparams.nVocab),
       ...options.contextOptions,
-      nCtx: this.parallel * this.ctxPerSlot,
+      nCtx: this.#unified ? this.ctxPerSlot : this.parallel * this.ctxPerSlot,
       nSeqMax: this.parallel,
-      // Each slot's cells in its own region: a step mixing slots still attends by spans over each
-      // slot's run of cells, and a slot's context is its region.
-      kvUnified: false,
+      // Without a unified pool each slot's cells are a region of its own: a step mixing slots still
+      // attends by spans over each slot's run of cells, and a slot's context is its region.
+      kvUnified: this.#unified,
     });
     // The steps of 1…parallel generating streams (up to 32 of them), built before the first request
     // instead of while streams join and leave; the first decode runs after this. A failure here is
@@ -453,7 +467,11 @@ export class Batcher {
    * tokens' output before the next decode starts.
    */
   async #step(active: Slot[]): Promise<void> {
-    const batch = composeBatch(active, this.batchSize);
+    const limit = this.#unified ? this.#room(active) : this.batchSize;
+    const batch = composeBatch(
+      active.filter((s) => s.job),
+      limit,
+    );
     if (batch.tokens.length === 0) {
       // Only jobs ending after their last token's output: nothing to decode.
       this.#deliverOutputs();
@@ -489,6 +507,49 @@ export class Batcher {
     });
     await this.#chooseNext(batch, done.logits);
     if (!this.#overlap) this.#deliverOutputs();
+  }
+
+  /**
+   * A unified pool's room for the next step (at most `batchSize` tokens): idle slots' cached
+   * prompts are dropped, least recently used first, until the generating slots' tokens and the
+   * prompts' remaining tokens fit; failing that, prompts get the cells left; and while the
+   * generating slots alone do not fit (or a lone prompt gets no cell), the job holding the most
+   * cells fails with CONTEXT_FULL, as llama-server's "Context size has been exceeded".
+   */
+  #room(active: Slot[]): number {
+    const ctx = this.context;
+    for (;;) {
+      const jobs = active.filter((s) => s.job && !s.job.ended);
+      if (jobs.length === 0) return this.batchSize;
+      let generating = 0;
+      let prompt = 0;
+      for (const s of jobs) {
+        const j = s.job!;
+        if (j.pending >= 0) generating++;
+        else if (!j.leader) prompt += j.spec.ids.length - j.nPast;
+      }
+      const want = Math.min(this.batchSize, generating + prompt);
+      const free = ctx.nCtx - ctx.used();
+      if (free >= want) return this.batchSize;
+      const idle = this.#slots
+        .filter((s) => !s.job && !s.reserved && ctx.seqCount(s.id) > 0)
+        .sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (idle) {
+        ctx.seqRm(idle.id, 0, -1);
+        continue;
+      }
+      if (free >= generating && free > 0) return free;
+      const biggest = jobs.reduce((a, b) => (ctx.seqCount(b.id) > ctx.seqCount(a.id) ? b : a));
+      this.#fail(
+        biggest.job!,
+        biggest,
+        new ServerError(
+          "CONTEXT_FULL",
+          `the KV pool shared by the slots (${ctx.nCtx} cells, --kv-unified) has no room for this ` +
+            `request's next token: ${ctx.used()} cells are held by ${jobs.length} running requests`,
+        ),
+      );
+    }
   }
 
   /** Whether the step reads back only its rows' candidates (see BatcherOptions.candidatesOnly). */

@@ -141,6 +141,10 @@ function toApiError(e: unknown, retryAfterS: number): ApiError {
         },
       );
     if (e.code === "CLOSED") return new ApiError(503, e.message, "unavailable_error", null, "shutting_down");
+    if (e.code === "CONTEXT_FULL")
+      return new ApiError(503, `${e.message}; retry later`, "unavailable_error", null, "context_full", {
+        "retry-after": String(retryAfterS),
+      });
   }
   if (e instanceof SamplerError)
     return new ApiError(

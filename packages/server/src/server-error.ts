@@ -18,6 +18,11 @@ export type ServerErrorCode =
   | "PROMPT_TOO_LONG"
   /** The server is draining or closed and takes no more jobs (a 503 `shutting_down` to a client). */
   | "CLOSED"
+  /**
+   * A unified KV pool (`kvUnified`) filled while requests were generating: the one holding the
+   * most cells is ended with this (a 503 with Retry-After to a client).
+   */
+  | "CONTEXT_FULL"
   /** A slot action (save, restore, erase) on a slot that runs a request or another action. */
   | "SLOT_BUSY"
   /** The chat-template worker thread could not start or stopped (not the template's fault). */

@@ -50,7 +50,11 @@ export interface ServerOptions {
   /**
    * Context options. `nCtx` is the whole KV cache, shared out equally to the slots (llama-server's
    * -c; 0 = the model's training context); each slot's share is reported at startup, in /props
-   * and /slots. `nSeqMax` is set by the server.
+   * and /slots. `kvUnified: true` (llama-server's `--kv-unified`; default false here) makes it one
+   * pool all slots draw from instead: a slot may use all of it while the others leave room, idle
+   * slots' cached prompts are dropped when a step needs their cells, and when the generating
+   * requests alone no longer fit, the one holding the most cells ends with a 503. `nSeqMax` is set
+   * by the server.
    */
   readonly contextOptions?: ContextOptions;
   /** Most tokens one decode step holds (llama-server's -b). Default 512. */
@@ -334,7 +338,8 @@ export function createServer(options: ServerOptions): MinferServer {
       if (!options.modelId) modelId = basename(m.path).replace(/\.gguf$/i, "");
       const co = options.contextOptions ?? {};
       const nCtx = contextSize(co.nCtx, m.hparams.nCtxTrain);
-      const ctxPerSlot = Math.floor(nCtx / parallel);
+      // A unified pool: every slot may grow to the whole context (the others leaving room).
+      const ctxPerSlot = co.kvUnified ? nCtx : Math.floor(nCtx / parallel);
       if (ctxPerSlot < 2)
         throw new ServerError(
           "INVALID_ARGUMENT",

@@ -72,6 +72,11 @@ export const serveOptions: OptionSpec[] = [
     help: "stop generating when a slot's context fills (the default)",
   },
   {
+    flags: ["-kvu", "--kv-unified"],
+    kind: "boolean",
+    help: "one KV pool of -c cells all slots draw from, as llama-server's --kv-unified: one request may use all of it while the others leave room; idle slots' cached prompts are dropped when a step needs their cells, and when the generating requests alone no longer fit, the one holding the most cells ends with a 503 (default: each slot its own -c / -np cells)",
+  },
+  {
     flags: ["--slot-save-path"],
     kind: "string",
     metavar: "DIR",
@@ -295,7 +300,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   const modelReady = loading.then((m) => {
     const nCtx = settings.nCtx === 0 ? m.hparams.nCtxTrain : settings.nCtx;
-    if (nCtx !== undefined && Math.floor(nCtx / parallel) < 2)
+    if (nCtx !== undefined && Math.floor(nCtx / (options.kvUnified ? 1 : parallel)) < 2)
       throw new CliError("INVALID_ARGUMENT", `-c ${nCtx} cannot be shared by ${parallel} slots (-np)`);
     return m;
   });
@@ -303,6 +308,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(settings.nCtx !== undefined ? { nCtx: settings.nCtx } : {}),
     nUbatch: batchSize,
     ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
+    ...(options.kvUnified ? { kvUnified: true } : {}),
   };
   const server = createServer({
     model: modelReady,
@@ -385,8 +391,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
         loaded!.gpu
           ? `serve: ${loaded!.model.placement.describe()}; cpu ${rt.threads} threads (${rt.simd}) for the rest`
           : `serve: device cpu, ${rt.threads} threads (${rt.simd}); every layer and op runs on it`,
-        `serve: ${b.parallel} slot${b.parallel > 1 ? "s" : ""} × ${b.ctxPerSlot} tokens of context each ` +
-          `(KV cache ${ctx.nCtx} cells, ${ctx.kvDtype}); up to ${b.batchSize} tokens per decode step; ` +
+        (options.kvUnified
+          ? `serve: ${b.parallel} slot${b.parallel > 1 ? "s" : ""} sharing one KV pool of ${ctx.nCtx} cells (${ctx.kvDtype}); up to`
+          : `serve: ${b.parallel} slot${b.parallel > 1 ? "s" : ""} × ${b.ctxPerSlot} tokens of context each ` +
+            `(KV cache ${ctx.nCtx} cells, ${ctx.kvDtype}); up to`) +
+          ` ${b.batchSize} tokens per decode step; ` +
           `queue ${b.queueSize}; timeout ${timeout !== undefined ? `${timeout} s` : "none"}`,
         `serve: chat template: ${template}; API key: ${apiKey !== undefined ? "required" : "none"}; ` +
           `metrics: ${options.metrics ? "/metrics" : "off"}`,
