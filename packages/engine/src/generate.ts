@@ -37,6 +37,11 @@ export interface GenerateOptions {
    * rest (what a chat's next turn needs). Default: true. With false, the sequence is cleared.
    */
   readonly reusePrefix?: boolean;
+  /**
+   * Called once the prompt is in the context, before the first token is sampled; generation waits
+   * for it (the CLI's --prompt-cache saves the prompt's state there).
+   */
+  readonly onPrompt?: () => void | Promise<void>;
   /** For a text prompt: add BOS/EOS as the vocabulary asks. Default: true. */
   readonly addSpecial?: boolean;
   /** For a text prompt: special-token text (e.g. "<|im_start|>") becomes special tokens. Default: true. */
@@ -162,6 +167,7 @@ export function generate(
     keep = context.truncate(seq, keep);
     let logits = await context.eval(ids.slice(keep), seq);
     const promptMs = performance.now() - t0;
+    await options.onPrompt?.();
     const t1 = performance.now();
     let computeMs = 0;
     const decoder = tokenizer.streamDecoder();

@@ -26,4 +26,10 @@ export type { LayerSizes, OffloadPlan, OffloadPlanOptions } from "./offload-plan
 export { DEVICE_OVERHEAD_BYTES, fitLayers, layerSizes, planOffload } from "./offload-plan.js";
 export type { Offload } from "./placement.js";
 export { Placement } from "./placement.js";
+export {
+  readSequenceFile,
+  SEQUENCE_FILE_MAGIC,
+  SEQUENCE_FILE_VERSION,
+  writeSequenceFile,
+} from "./sequence-file.js";
 export { StopMatcher } from "./stop-matcher.js";

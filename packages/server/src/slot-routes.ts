@@ -1,10 +1,10 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readSequenceFile, writeSequenceFile } from "@minfer/engine";
 import type { FastifyInstance } from "fastify";
 import { ApiError, invalidField } from "./errors.js";
 import { quote } from "./quote.js";
 import { ServerError } from "./server-error.js";
-import { readSlotFile, writeSlotFile } from "./slot-file.js";
 import type { ServerState } from "./state.js";
 
 const bad = invalidField;
@@ -25,7 +25,7 @@ function fileName(body: unknown): string {
 
 /**
  * llama-server's slot actions, `POST /slots/{id}?action=save|restore|erase`: a slot's cached
- * tokens and K/V rows written to a file in the save directory (slot-file.ts), read back into a slot
+ * tokens and K/V rows written to a file in the save directory (`@minfer/engine`'s sequence-file.ts), read back into a slot
  * (which then reuses them as a cached prompt prefix), or dropped. The slot must be idle.
  */
 export function registerSlotRoutes(app: FastifyInstance, s: ServerState): void {
@@ -81,7 +81,7 @@ export function registerSlotRoutes(app: FastifyInstance, s: ServerState): void {
         const t0 = performance.now();
         const tokens = [...(ctx.history(seq) ?? [])];
         if (tokens.length === 0) throw bad("id_slot", `slot ${id} holds no tokens to save`);
-        const bytes = writeSlotFile(tokens, await ctx.saveSequence(seq));
+        const bytes = writeSequenceFile(tokens, await ctx.saveSequence(seq));
         await writeFile(path, bytes);
         return {
           id_slot: id,
@@ -96,7 +96,7 @@ export function registerSlotRoutes(app: FastifyInstance, s: ServerState): void {
     try {
       const bytes = new Uint8Array(await readFile(path));
       size = bytes.length;
-      file = readSlotFile(bytes);
+      file = readSequenceFile(bytes);
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       throw bad(

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readSequenceFile, SEQUENCE_FILE_MAGIC, writeSequenceFile } from "@minfer/engine";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSlotFile, SLOT_FILE_MAGIC, writeSlotFile } from "./slot-file.js";
 import { type Running, start, useStories } from "./test-helpers.js";
 
 // llama-server's slot actions: a slot's tokens and K/V rows saved to a file, restored into
@@ -40,7 +40,7 @@ describe("slot actions", () => {
     expect(saved.status).toBe(200);
     // the prompt and the generated tokens but the last (not decoded yet)
     expect(saved.body.n_saved).toBe(nPrompt + 8 - 1);
-    const file = readSlotFile(new Uint8Array(readFileSync(join(dir, "one.bin"))));
+    const file = readSequenceFile(new Uint8Array(readFileSync(join(dir, "one.bin"))));
     expect(file.tokens).toHaveLength(saved.body.n_saved);
     const restored = await post("/slots/0?action=restore", { filename: "one.bin" });
     expect(restored.body).toMatchObject({ id_slot: 0, n_restored: saved.body.n_saved });
@@ -88,20 +88,20 @@ describe("slot actions", () => {
 
   it("reads the token list packed or plain (as older llama-servers wrote it); refuses a truncated or mismatched file", () => {
     const state = new Uint8Array([1, 2, 3]);
-    const f = writeSlotFile([5, 6, 7], state);
-    expect(readSlotFile(f)).toEqual({ tokens: [5, 6, 7], state });
+    const f = writeSequenceFile([5, 6, 7], state);
+    expect(readSequenceFile(f)).toEqual({ tokens: [5, 6, 7], state });
     const plain = new Uint8Array(12 + 12 + 3);
     const v = new DataView(plain.buffer);
-    v.setUint32(0, SLOT_FILE_MAGIC, true);
+    v.setUint32(0, SEQUENCE_FILE_MAGIC, true);
     v.setUint32(4, 3, true);
     v.setUint32(8, 3, true);
     [5, 6, 7].forEach((t, i) => {
       v.setUint32(12 + 4 * i, t, true);
     });
     plain.set(state, 24);
-    expect(readSlotFile(plain)).toEqual({ tokens: [5, 6, 7], state });
-    expect(() => readSlotFile(f.subarray(0, 20))).toThrow(/runs past/);
-    expect(() => readSlotFile(f.subarray(0, f.length - 3))).toThrow(/no state/);
+    expect(readSequenceFile(plain)).toEqual({ tokens: [5, 6, 7], state });
+    expect(() => readSequenceFile(f.subarray(0, 20))).toThrow(/runs past/);
+    expect(() => readSequenceFile(f.subarray(0, f.length - 3))).toThrow(/no state/);
   });
 });
 

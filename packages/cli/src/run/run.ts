@@ -13,6 +13,7 @@ import {
   samplerSettings,
   samplingOptions,
 } from "./options.js";
+import { PromptCache, promptCacheOptions } from "./prompt-cache.js";
 import { chainOptions, makeSampler } from "./sampling.js";
 import { onInterrupt } from "./signal.js";
 import { StepTimer, timingSummary } from "./timings.js";
@@ -38,6 +39,7 @@ export const runOptions: OptionSpec[] = [
     help: "stop when the text contains TEXT",
   },
   { flags: ["--ignore-eos"], kind: "boolean", help: "do not stop at end-of-generation tokens" },
+  ...promptCacheOptions,
   {
     flags: ["--ids"],
     kind: "boolean",
@@ -77,6 +79,14 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   const ctx = newContext(loaded.model, settings);
   const stderr = process.stderr;
+  let cache: PromptCache | undefined;
+  try {
+    cache = await PromptCache.open(options, ctx);
+  } catch (e) {
+    ctx.dispose();
+    loaded.close();
+    throw e;
+  }
   if (verbose) {
     stderr.write(`${describeContext(ctx)}\n`);
     for (const line of describeAssignment(ctx, true))
@@ -87,12 +97,17 @@ export async function runCommand(argv: string[]): Promise<number> {
   const abort = new AbortController();
   const stopListening = onInterrupt(() => abort.abort());
   try {
-    const g = generate(ctx, prompt, {
+    // (tokenized here, as generate would, so that the cache can say how much of it it held)
+    const ids = ctx.model.tokenizer.encode(prompt, { addSpecial: true, parseSpecial: true });
+    if (cache) stderr.write(`${cache.describe(ids)}\n`);
+    const g = generate(ctx, ids, {
       sampler,
       ...(n !== undefined && n >= 0 ? { maxTokens: n } : {}),
       stop: (options.stop as string[] | undefined) ?? [],
       ignoreEog: Boolean(options.ignoreEos),
       signal: abort.signal,
+      // (the prompt's state saved once it is evaluated, as llama.cpp saves it)
+      ...(cache ? { onPrompt: () => cache.savePrompt() } : {}),
     });
     const timer = verbose ? new StepTimer(ctx) : undefined;
     timer?.start();
@@ -108,6 +123,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // The text ends its line, so what follows (the timings, a shell prompt) starts on its own.
     if (last !== "" && !last.endsWith("\n")) process.stdout.write("\n");
     if (options.ids) process.stdout.write(`${JSON.stringify(g.tokens)}\n`);
+    if (cache) await cache.saveAll();
     if (timer) stderr.write(`${timer.summary()}\n`);
     if (g.finishReason === "context")
       stderr.write(`\nminfer: the context is full (${ctx.nCtx} tokens); generation stopped (raise -c)\n`);
