@@ -11,7 +11,9 @@
  * MINFER_FUZZ_STRICT=1, on an otherwise idle machine, holds every /health answer to 100 ms while
  * one hostile request runs at a time, and 99% of them under four at once.
  */
-import { resolve } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   HealthProbe,
@@ -44,6 +46,8 @@ const MAX_MS = 2000;
 const READ_TIMEOUT_S = 2;
 
 let serve: ServeProcess;
+/** Where slot saves go (the slot actions are among the routes fuzzed). */
+const slotDir = mkdtempSync(join(tmpdir(), "minfer-serve-fuzz-slots-"));
 let probe: HealthProbe;
 const log: string[] = [];
 /** When each request ran, to name what was running when /health was slow. */
@@ -68,6 +72,8 @@ beforeAll(async () => {
     "--queue",
     "256",
     "--metrics",
+    "--slot-save-path",
+    slotDir,
     "--read-timeout",
     String(READ_TIMEOUT_S),
     "-t",
@@ -79,6 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (serve && serve.proc.exitCode === null) serve.proc.kill("SIGKILL");
+  rmSync(slotDir, { recursive: true, force: true });
 });
 
 describe("minfer serve under hostile input", () => {

@@ -152,7 +152,7 @@ function parseJson(text: string): unknown {
 /**
  * What is wrong with an answer, or undefined when it is right: a status below 500; an error status
  * with an OpenAI error object; a success that is JSON, or an event stream whose events are JSON and
- * that ends with `[DONE]` or an error event; a CORS preflight's answer (`preflight`: it allows
+ * that ends with `[DONE]`, an error event or (llama-server's /completion) an event with `stop: true`; a CORS preflight's answer (`preflight`: it allows
  * methods) as a 200 or 204 with no body.
  */
 export function judge(
@@ -180,7 +180,12 @@ export function judge(
       if (e === "[DONE]" || parseJson(e) === undefined) return `a bad event: ${e.slice(0, 100)}`;
     if (last === "[DONE]") return undefined;
     const lastJson = parseJson(last);
-    return isOpenAiError(lastJson) ? undefined : `a stream that ends without [DONE]: ${last.slice(0, 100)}`;
+    // (llama-server's own /completion stream ends with a chunk saying stop: true, no [DONE])
+    const nativeEnd =
+      typeof lastJson === "object" && lastJson !== null && (lastJson as { stop?: unknown }).stop === true;
+    return isOpenAiError(lastJson) || nativeEnd
+      ? undefined
+      : `a stream that ends without [DONE]: ${last.slice(0, 100)}`;
   }
   if (contentType.includes("json"))
     return parseJson(body) === undefined ? `${status} with bad JSON` : undefined;

@@ -36,8 +36,22 @@ const FIELDS = [
   "grammar",
   "response_format",
   "top_p",
+  "n_predict",
+  "n_probs",
+  "id_slot",
+  "samplers",
+  "json_schema",
+  "dry_sequence_breakers",
 ];
-const ROUTES = ["/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/apply-template"];
+const ROUTES = [
+  "/v1/completions",
+  "/v1/chat/completions",
+  "/completion",
+  "/chat/completions/input_tokens",
+  "/tokenize",
+  "/detokenize",
+  "/apply-template",
+];
 
 const deep = (n: number) => `${"[".repeat(n)}0${"]".repeat(n)}`;
 const deepObj = (n: number) => `${'{"a":'.repeat(n)}0${"}".repeat(n)}`;

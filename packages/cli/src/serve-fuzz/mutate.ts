@@ -135,6 +135,72 @@ export const SEEDS: readonly { method: string; path: string; body?: Json }[] = [
   },
   { method: "POST", path: "/detokenize", body: { tokens: [1, 403, 407, 261] } },
   { method: "POST", path: "/apply-template", body: { messages: [{ role: "user", content: "hi" }] } },
+  // llama-server's own API: its completion shape and sampler fields, slots, the prompt's size.
+  {
+    method: "POST",
+    path: "/completion",
+    body: {
+      prompt: [1, "Once upon", [403, 407]],
+      n_predict: 6,
+      n_probs: 2,
+      post_sampling_probs: true,
+      samplers: ["top_k", "typ_p", "top_p", "min_p", "xtc", "temperature"],
+      typical_p: 0.9,
+      xtc_probability: 0.5,
+      xtc_threshold: 0.1,
+      dry_multiplier: 0.8,
+      dry_base: 1.75,
+      dry_allowed_length: 2,
+      dry_sequence_breakers: ["\n", ":"],
+      top_n_sigma: 1.5,
+      dynatemp_range: 0.3,
+      min_keep: 1,
+      repeat_last_n: 32,
+      ignore_eos: true,
+      id_slot: 0,
+      cache_prompt: true,
+      return_tokens: true,
+      timings_per_token: true,
+      response_fields: ["content", "timings/predicted_n"],
+    },
+  },
+  {
+    method: "POST",
+    path: "/completion",
+    body: {
+      prompt: ["Lily", "Tom"],
+      n_predict: 4,
+      mirostat: 2,
+      mirostat_tau: 5,
+      mirostat_eta: 0.1,
+      stream: true,
+      return_progress: true,
+      json_schema: { type: "object", properties: { a: { type: "integer" } } },
+    },
+  },
+  {
+    method: "POST",
+    path: "/chat/completions",
+    body: {
+      messages: [
+        { role: "user", content: "Tell me a story." },
+        { role: "assistant", content: "Once upon" },
+      ],
+      continue_final_message: true,
+      add_generation_prompt: false,
+      n_predict: 6,
+      top_k: 1,
+    },
+  },
+  {
+    method: "POST",
+    path: "/chat/completions/input_tokens",
+    body: { messages: [{ role: "user", content: "How many tokens?" }] },
+  },
+  { method: "POST", path: "/slots/0?action=save", body: { filename: "fuzz.bin" } },
+  { method: "POST", path: "/slots/1?action=restore", body: { filename: "fuzz.bin" } },
+  { method: "POST", path: "/slots/1?action=erase" },
+  { method: "GET", path: "/v1/models/stories260K" },
   { method: "GET", path: "/v1/models" },
   { method: "GET", path: "/props" },
   { method: "GET", path: "/slots" },
@@ -334,7 +400,16 @@ export function mutatedRequest(rnd: () => number): FuzzRequest {
       `${path}/../x`,
       `/v1/../v1${path}`,
       `${path}%00`,
-    ][Math.floor(rnd() * 6)]!;
+      // (a slot id out of range or not a number; a slot action unknown or given twice)
+      path.replace(
+        /\/slots\/\d+/,
+        `/slots/${["99", "-1", "1e3", "x", "", "4294967296"][Math.floor(rnd() * 6)]}`,
+      ),
+      path.replace(
+        /action=\w+/,
+        ["action=evil", "action=save&action=erase", "action=", "x=1"][Math.floor(rnd() * 4)]!,
+      ),
+    ][Math.floor(rnd() * 8)]!;
     what.push(`path ${path}`);
   } else if (r < 0.3) {
     contentType = [

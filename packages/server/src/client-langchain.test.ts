@@ -1,0 +1,219 @@
+import type { AIMessage, AIMessageChunk } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { ChatOpenAI, type ChatOpenAIFields, OpenAIClient } from "@langchain/openai";
+import { describe, expect, it } from "vitest";
+import {
+  API_KEY,
+  chatByFetch,
+  Person,
+  QUESTION,
+  TOO_LONG,
+  useClientServers,
+  WEATHER_QUESTION,
+  WeatherArgs,
+  watchIgnoredFields,
+} from "./client-fixtures.js";
+import type { Running } from "./test-helpers.js";
+
+// LangChain (`@langchain/openai`'s ChatOpenAI over `@langchain/core`) against the server: invoke,
+// stream, withStructuredOutput, bindTools, modelKwargs for llama-server's fields, and its errors.
+
+const servers = useClientServers();
+const watched = watchIgnoredFields();
+
+function chat(run: Running, fields: ChatOpenAIFields = {}): ChatOpenAI {
+  return new ChatOpenAI({
+    model: "x",
+    apiKey: API_KEY,
+    configuration: { baseURL: `${run.url}/v1`, fetch: watched },
+    maxRetries: 0,
+    ...fields,
+  });
+}
+
+/** Joins a stream's chunks the way LangChain does (content, tool-call chunks, usage). */
+async function joined(stream: AsyncIterable<AIMessageChunk>): Promise<{ all: AIMessageChunk; n: number }> {
+  let all: AIMessageChunk | undefined;
+  let n = 0;
+  for await (const c of stream) {
+    all = all ? all.concat(c) : c;
+    n++;
+  }
+  if (!all) throw new Error("the stream gave no chunk");
+  return { all, n };
+}
+
+const messages = [{ role: "user", content: QUESTION }];
+
+describe("text", () => {
+  it("invoke gives the server's own greedy answer and its usage", async () => {
+    const s = servers().stories;
+    const ref = await chatByFetch(s, { messages, max_tokens: 8, temperature: 0 });
+    const m = await chat(s, { temperature: 0, maxTokens: 8 }).invoke(QUESTION);
+    expect(m.content).toBe(ref.text);
+    expect(m.text.length).toBeGreaterThan(0);
+    expect(m.response_metadata.finish_reason).toBe("length");
+    expect(m.usage_metadata).toMatchObject({
+      input_tokens: ref.usage.prompt_tokens,
+      output_tokens: 8,
+      total_tokens: ref.usage.total_tokens,
+    });
+  });
+
+  it("stream's chunks join to the same text with the same usage", async () => {
+    const m = chat(servers().stories, { temperature: 0, maxTokens: 10 });
+    const whole = await m.invoke(QUESTION);
+    const { all, n } = await joined(await m.stream(QUESTION));
+    expect(n).toBeGreaterThan(2); // really streamed, token by token
+    expect(all.content).toBe(whole.content);
+    expect(all.usage_metadata).toMatchObject({
+      input_tokens: whole.usage_metadata!.input_tokens,
+      output_tokens: whole.usage_metadata!.output_tokens,
+      total_tokens: whole.usage_metadata!.total_tokens,
+    });
+    expect(all.response_metadata.finish_reason).toBe(whole.response_metadata.finish_reason);
+  });
+});
+
+describe("structured output", () => {
+  it("withStructuredOutput (json_schema) returns an object that validates", async () => {
+    const m = chat(servers().stories, { temperature: 0, maxTokens: 60 });
+    const out = await m
+      .withStructuredOutput(Person, { method: "jsonSchema", includeRaw: true })
+      .invoke("Describe a person as JSON.");
+    expect(Person.safeParse(out.parsed).success).toBe(true);
+    expect((out.raw as AIMessage).response_metadata.finish_reason).toBe("stop");
+  });
+
+  it("withStructuredOutput (function calling, Qwen3 template) returns an object that validates", async () => {
+    const m = chat(servers().qwen, { temperature: 1, maxTokens: 120, modelKwargs: { seed: 2 } });
+    const out = await m
+      .withStructuredOutput(WeatherArgs, { method: "functionCalling", name: "get_weather" })
+      .invoke(WEATHER_QUESTION);
+    expect(WeatherArgs.safeParse(out).success).toBe(true);
+  });
+});
+
+describe("tools (Qwen3 template)", () => {
+  const weather = tool(async () => "sunny", {
+    name: "get_weather",
+    description: "The weather in a city",
+    schema: WeatherArgs,
+  });
+  const model = () =>
+    chat(servers().qwen, { temperature: 1, maxTokens: 120, modelKwargs: { seed: 5 } }).bindTools([weather], {
+      tool_choice: "required",
+      parallel_tool_calls: false,
+    });
+
+  it("bindTools with tool_choice required gives a call whose args validate", async () => {
+    const m = await model().invoke(WEATHER_QUESTION);
+    expect(m.response_metadata.finish_reason).toBe("tool_calls");
+    expect(m.tool_calls).toHaveLength(1);
+    const call = m.tool_calls![0]!;
+    expect(call.name).toBe("get_weather");
+    expect(call.id).toMatch(/^call_/);
+    expect(WeatherArgs.safeParse(call.args).success, JSON.stringify(call.args)).toBe(true);
+  });
+
+  it("streamed: the tool-call chunks join to the same call", async () => {
+    const whole = await model().invoke(WEATHER_QUESTION);
+    const { all } = await joined(await model().stream(WEATHER_QUESTION));
+    expect(all.tool_calls).toHaveLength(1);
+    expect(all.tool_calls![0]!.name).toBe("get_weather");
+    expect(WeatherArgs.safeParse(all.tool_calls![0]!.args).success).toBe(true);
+    expect(all.tool_calls![0]!.args).toEqual(whole.tool_calls![0]!.args);
+    expect(all.tool_calls![0]!.id).toMatch(/^call_/);
+  });
+});
+
+describe("llama-server's sampler fields through modelKwargs", () => {
+  it.each([
+    ["top_k", -1],
+    ["min_p", 2],
+    ["repeat_penalty", -1],
+    ["dry_multiplier", -1],
+    ["xtc_probability", 1.5],
+    ["mirostat", 3],
+    ["typical_p", 0],
+    ["n_probs", 21],
+  ])("%s = %j comes back as a BadRequestError naming it", async (field, value) => {
+    const err = await chat(servers().stories, { maxTokens: 2, modelKwargs: { [field]: value } })
+      .invoke(QUESTION)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAIClient.BadRequestError);
+    const e = err as InstanceType<typeof OpenAIClient.BadRequestError>;
+    expect(e.status).toBe(400);
+    expect(e.message).toContain(field);
+    expect((e.error as { param: string }).param).toBe(field);
+  });
+
+  it("a seeded request with the fields set equals the fetch-made one, and the fields change it", async () => {
+    const s = servers().stories;
+    const fields = { top_k: 1, min_p: 0.05, typical_p: 0.9, seed: 11 };
+    const withFields = await chatByFetch(s, { messages, max_tokens: 12, temperature: 1.5, ...fields });
+    const without = await chatByFetch(s, { messages, max_tokens: 12, temperature: 1.5, seed: 11 });
+    // top_k 1 keeps only the most likely token (min_p and typical_p come after it in llama.cpp's
+    // chain and keep a lone candidate): the answer is the greedy one whatever the seed.
+    const greedy = await chatByFetch(s, { messages, max_tokens: 12, temperature: 0 });
+    expect(withFields.text).toBe(greedy.text);
+    expect(without.text).not.toBe(withFields.text);
+    const m = await chat(s, { temperature: 1.5, maxTokens: 12, modelKwargs: fields }).invoke(QUESTION);
+    expect(m.content).toBe(withFields.text);
+  });
+
+  it("mirostat, dry, xtc and repeat_penalty, seeded, give what the same fetch request gives", async () => {
+    const s = servers().stories;
+    const fields = {
+      mirostat: 2,
+      mirostat_tau: 3,
+      dry_multiplier: 0.8,
+      dry_allowed_length: 2,
+      xtc_probability: 0.5,
+      xtc_threshold: 0.1,
+      repeat_penalty: 1.3,
+      seed: 4,
+    };
+    const ref = await chatByFetch(s, { messages, max_tokens: 12, temperature: 1, ...fields });
+    const plain = await chatByFetch(s, { messages, max_tokens: 12, temperature: 1, seed: 4 });
+    expect(ref.text).not.toBe(plain.text);
+    const m = await chat(s, { temperature: 1, maxTokens: 12, modelKwargs: fields }).invoke(QUESTION);
+    expect(m.content).toBe(ref.text);
+  });
+
+  it("n_probs: the response's logprobs carry that many alternatives a token", async () => {
+    const m = await chat(servers().stories, {
+      temperature: 0,
+      maxTokens: 3,
+      modelKwargs: { n_probs: 3 },
+    }).invoke(QUESTION);
+    const lp = m.response_metadata.logprobs as { content: { top_logprobs: unknown[] }[] };
+    expect(lp.content).toHaveLength(3);
+    for (const t of lp.content) expect(t.top_logprobs).toHaveLength(3);
+  });
+});
+
+describe("errors", () => {
+  it("a wrong API key is the client's AuthenticationError, marked MODEL_AUTHENTICATION", async () => {
+    const err = await chat(servers().stories, { apiKey: "sk-wrong", maxTokens: 2 })
+      .invoke(QUESTION)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAIClient.AuthenticationError);
+    expect((err as { status: number }).status).toBe(401);
+    expect((err as { lc_error_code: string }).lc_error_code).toBe("MODEL_AUTHENTICATION");
+  });
+
+  it("a prompt longer than the context is the client's BadRequestError with the server's message", async () => {
+    const err = await chat(servers().stories, { maxTokens: 2 })
+      .invoke(TOO_LONG)
+      .catch((e: unknown) => e);
+    // LangChain turns OpenAI's own wording ("maximum context length") into a ContextOverflowError;
+    // llama-server's wording (which the server keeps) reaches the caller as the client's 400.
+    expect(err).toBeInstanceOf(OpenAIClient.BadRequestError);
+    const e = err as InstanceType<typeof OpenAIClient.BadRequestError>;
+    expect(e.status).toBe(400);
+    expect(e.message).toMatch(/exceeds the available context size \(512 tokens a slot/);
+    expect(e.code).toBe("context_length_exceeded");
+    expect(e.type).toBe("exceed_context_size_error");
+  });
+});
