@@ -1,3 +1,4 @@
+import { ContextOverflowError } from "@langchain/core/errors";
 import type { AIMessage, AIMessageChunk } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI, type ChatOpenAIFields, OpenAIClient } from "@langchain/openai";
@@ -203,17 +204,19 @@ describe("errors", () => {
     expect((err as { lc_error_code: string }).lc_error_code).toBe("MODEL_AUTHENTICATION");
   });
 
-  it("a prompt longer than the context is the client's BadRequestError with the server's message", async () => {
+  it("a prompt longer than the context is LangChain's ContextOverflowError with the server's message", async () => {
     const err = await chat(servers().stories, { maxTokens: 2 })
       .invoke(TOO_LONG)
       .catch((e: unknown) => e);
-    // LangChain turns OpenAI's own wording ("maximum context length") into a ContextOverflowError;
-    // llama-server's wording (which the server keeps) reaches the caller as the client's 400.
-    expect(err).toBeInstanceOf(OpenAIClient.BadRequestError);
-    const e = err as InstanceType<typeof OpenAIClient.BadRequestError>;
-    expect(e.status).toBe(400);
-    expect(e.message).toMatch(/exceeds the available context size \(512 tokens a slot/);
-    expect(e.code).toBe("context_length_exceeded");
-    expect(e.type).toBe("exceed_context_size_error");
+    // LangChain knows a context overflow by OpenAI's words ("maximum context length"), which the
+    // server's message carries after llama-server's.
+    expect(err).toBeInstanceOf(ContextOverflowError);
+    const e = err as ContextOverflowError & { cause?: { status: number; code: string; type: string } };
+    expect(e.message).toMatch(
+      /exceeds the available context size \(512 tokens a slot.*maximum context length: 512 tokens/,
+    );
+    expect(e.cause?.status).toBe(400);
+    expect(e.cause?.code).toBe("context_length_exceeded");
+    expect(e.cause?.type).toBe("exceed_context_size_error");
   });
 });

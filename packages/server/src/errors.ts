@@ -35,7 +35,9 @@ export class ApiError extends Error {
 
 /**
  * A prompt that does not fit a slot's context (`nCtx` tokens): llama-server's error type and its
- * `n_prompt_tokens` / `n_ctx` (the count, or its lower bound when refused by size), OpenAI's code.
+ * `n_prompt_tokens` / `n_ctx` (the count, or its lower bound when refused by size), OpenAI's code,
+ * and OpenAI's words "maximum context length" after llama-server's (clients such as LangChain
+ * recognise a context overflow by them).
  */
 export function contextExceeded(
   message: string,
@@ -45,7 +47,7 @@ export function contextExceeded(
 ): ApiError {
   return new ApiError(
     400,
-    message,
+    `${message} (maximum context length: ${nCtx} tokens)`,
     "exceed_context_size_error",
     param,
     "context_length_exceeded",
