@@ -10,6 +10,12 @@ export type SamplerErrorCode =
   | "GRAMMAR_UNDEFINED_RULE"
   /** A GBNF rule can reach itself again before matching any character (left recursion: it would loop). */
   | "GRAMMAR_LEFT_RECURSION"
+  /**
+   * A GBNF grammar is too large to match safely: groups nested too deeply, more rule elements than the
+   * bound once repetitions are unrolled, or one matching step that could open more parses than the
+   * bound (repetitions of optional items inside each other). The message states the bound.
+   */
+  | "GRAMMAR_TOO_LARGE"
   /** A token the grammar does not allow was accepted. */
   | "GRAMMAR_REJECTED"
   /** A JSON Schema uses a keyword (or keyword value) the JSON Schema → GBNF converter does not support. */

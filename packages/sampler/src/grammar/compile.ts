@@ -2,6 +2,8 @@ import type { Expr, RuleDef, Sequence } from "./ast.js";
 import { CharSet } from "./charset.js";
 import { GrammarError } from "./errors.js";
 import { checkLeftRecursion } from "./left-recursion.js";
+import { checkOpenParses } from "./open-parses.js";
+import { checkExpandedSize } from "./size.js";
 
 /** Marks the end of an alternative in {@link Program.code}. */
 export const END = -1;
@@ -37,10 +39,12 @@ export interface Program {
 
 /**
  * Lowers parsed rules to a {@link Program}. Throws GRAMMAR_UNDEFINED_RULE for a reference to a rule
- * that is not defined or a missing `root`, and GRAMMAR_LEFT_RECURSION for a rule that can reach
- * itself again before matching a character.
+ * that is not defined or a missing `root`, GRAMMAR_LEFT_RECURSION for a rule that can reach
+ * itself again before matching a character, and GRAMMAR_TOO_LARGE past MAX_ELEMENTS,
+ * MAX_OPEN_PARSES or MAX_ENTRIES.
  */
 export function compile(defs: readonly RuleDef[], root: string): Program {
+  checkExpandedSize(defs);
   return new Compiler(defs).finish(root);
 }
 
@@ -76,12 +80,14 @@ class Compiler {
     const ruleAlts = this.alts.map((alts) =>
       Int32Array.from(alts, (seq) => {
         const start = code.length;
-        code.push(...seq, END);
+        for (const e of seq) code.push(e);
+        code.push(END);
         return start;
       }),
     );
     const nullable = nullableRules(this.alts);
     checkLeftRecursion(this.alts, this.names, this.userRuleCount, nullable);
+    checkOpenParses(this.alts, this.names, nullable, r);
     return {
       code: Int32Array.from(code),
       charSets: this.charSets,
@@ -148,7 +154,7 @@ class Compiler {
       case "repeat": {
         const body: number[] = [];
         this.expr(e.item, owner, body);
-        for (let i = 0; i < e.min; i++) out.push(...body);
+        for (let i = 0; i < e.min; i++) for (const x of body) out.push(x);
         if (e.max === Infinity) {
           // r ::= body r | ε
           const r = this.generatedRule(owner, []);

@@ -3,7 +3,8 @@ import type { SourcePos } from "./ast.js";
 
 /**
  * A {@link SamplerError} about a grammar: GRAMMAR_SYNTAX (with the line and column),
- * GRAMMAR_UNDEFINED_RULE or GRAMMAR_LEFT_RECURSION (with the rule at fault).
+ * GRAMMAR_UNDEFINED_RULE or GRAMMAR_LEFT_RECURSION (with the rule at fault), or GRAMMAR_TOO_LARGE
+ * (with the bound passed; see limits.ts).
  */
 export class GrammarError extends SamplerError {
   /** 1-based line of the fault in the grammar text, when it has one. */

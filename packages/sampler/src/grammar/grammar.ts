@@ -30,7 +30,8 @@ export class Grammar {
 
   /**
    * Parses GBNF `text` with `root` as the start rule. Throws a {@link GrammarError}
-   * (a SamplerError) GRAMMAR_SYNTAX, GRAMMAR_UNDEFINED_RULE or GRAMMAR_LEFT_RECURSION.
+   * (a SamplerError) GRAMMAR_SYNTAX, GRAMMAR_UNDEFINED_RULE, GRAMMAR_LEFT_RECURSION or
+   * GRAMMAR_TOO_LARGE (past a bound of limits.ts: matching could take unbounded work).
    */
   static parse(text: string, root = "root"): Grammar {
     return new Grammar(compile(parseRules(text), root), root);
@@ -46,7 +47,11 @@ export class Grammar {
     return new GrammarConstraint(new Matcher(this.program), vocab);
   }
 
-  /** Whether the whole of `text` matches the root rule. */
+  /**
+   * Whether the whole of `text` matches the root rule. Throws SamplerError GRAMMAR_TOO_LARGE when an
+   * ambiguous grammar would hold more than MAX_STATE_PARSES parses open at once (so do a constraint's
+   * methods).
+   */
   matches(text: string): boolean {
     const s = this.#run(text);
     return s !== DEAD && this.#m().isComplete(s);

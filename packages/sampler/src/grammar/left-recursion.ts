@@ -1,6 +1,7 @@
 import { GrammarError } from "./errors.js";
 
-interface Edge {
+/** A reference a rule can expand without reading a character (in the empty-matching prefix of an alternative). */
+export interface Edge {
   readonly to: number;
   /** The reference is the last element of its alternative (expanding it pushes nothing). */
   readonly tail: boolean;
@@ -21,19 +22,7 @@ export function checkLeftRecursion(
   userRuleCount: number,
   nullable: readonly boolean[],
 ): void {
-  const edges: Edge[][] = alts.map((ruleAlts) => {
-    const out: Edge[] = [];
-    for (const seq of ruleAlts) {
-      for (let i = 0; i < seq.length; i++) {
-        const e = seq[i]!;
-        if (e >= 0) break;
-        const to = -2 - e;
-        out.push({ to, tail: i === seq.length - 1 });
-        if (!nullable[to]) break;
-      }
-    }
-    return out;
-  });
+  const edges = emptyPrefixEdges(alts, nullable);
   for (const scc of stronglyConnected(edges)) {
     const inside = new Set(scc);
     for (const u of scc) {
@@ -51,6 +40,26 @@ export function checkLeftRecursion(
       }
     }
   }
+}
+
+/** Each rule's references that can be expanded before any character: those in its alternatives' nullable prefixes. */
+export function emptyPrefixEdges(
+  alts: readonly (readonly (readonly number[])[])[],
+  nullable: readonly boolean[],
+): Edge[][] {
+  return alts.map((ruleAlts) => {
+    const out: Edge[] = [];
+    for (const seq of ruleAlts) {
+      for (let i = 0; i < seq.length; i++) {
+        const e = seq[i]!;
+        if (e >= 0) break;
+        const to = -2 - e;
+        out.push({ to, tail: i === seq.length - 1 });
+        if (!nullable[to]) break;
+      }
+    }
+    return out;
+  });
 }
 
 /** The rules on a shortest path from `from` to `to` inside `inside` (both ends included). */
@@ -72,8 +81,11 @@ function pathWithin(edges: readonly Edge[][], inside: Set<number>, from: number,
   return path;
 }
 
-/** Tarjan's strongly connected components (iterative), each as a list of rules. */
-function stronglyConnected(edges: readonly Edge[][]): number[][] {
+/**
+ * Tarjan's strongly connected components (iterative), each as a list of rules, in reverse
+ * topological order: a component comes after every component it has an edge to.
+ */
+export function stronglyConnected(edges: readonly Edge[][]): number[][] {
   const n = edges.length;
   const index = new Int32Array(n).fill(-1);
   const low = new Int32Array(n);

@@ -1,8 +1,6 @@
 import type { CodeRange, Expr, RuleDef, Sequence, SourcePos } from "./ast.js";
 import { GrammarError } from "./errors.js";
-
-/** Largest repetition bound accepted in `{m,n}` (each repetition is unrolled). */
-export const MAX_REPETITION = 2000;
+import { MAX_NESTING, MAX_REPETITION } from "./limits.js";
 
 const NL = 0x0a;
 const CR = 0x0d;
@@ -22,6 +20,10 @@ class Parser {
   private readonly cp: number[];
   private readonly lineStarts: number[] = [0];
   private pos = 0;
+  /** Groups open at the parse position (parsing recurses once per group). */
+  private openGroups = 0;
+  /** How deeply each group or repetition nests (its own level included). */
+  private readonly depths = new Map<Expr, number>();
 
   constructor(text: string) {
     this.cp = Array.from(text, (c) => c.codePointAt(0)!);
@@ -114,12 +116,18 @@ class Parser {
       return { kind: "class", ranges: [{ lo: 0, hi: 0x10ffff }], negated: false, at };
     }
     if (c === 0x28 /* ( */) {
+      if (this.openGroups >= MAX_NESTING) this.tooDeep(at);
       this.pos++;
+      this.openGroups++;
       this.skipSpace(true);
       const alternatives = this.alternatives(true);
       if (this.peek() !== 0x29) this.fail("expected ')' to close the group");
       this.pos++;
-      return { kind: "group", alternatives, at };
+      this.openGroups--;
+      const group: Expr = { kind: "group", alternatives, at };
+      let inner = 0;
+      for (const seq of alternatives) for (const e of seq) inner = Math.max(inner, this.depthOf(e));
+      return this.nested(group, inner);
     }
     const name = this.name();
     if (name !== "") {
@@ -222,9 +230,11 @@ class Parser {
   private repetition(item: Expr): Expr {
     const at = item.at;
     const c = this.cp[this.pos++]!;
-    if (c === 0x2a) return { kind: "repeat", item, min: 0, max: Infinity, at };
-    if (c === 0x2b) return { kind: "repeat", item, min: 1, max: Infinity, at };
-    if (c === 0x3f) return { kind: "repeat", item, min: 0, max: 1, at };
+    if (c === 0x2a)
+      return this.nested({ kind: "repeat", item, min: 0, max: Infinity, at }, this.depthOf(item));
+    if (c === 0x2b)
+      return this.nested({ kind: "repeat", item, min: 1, max: Infinity, at }, this.depthOf(item));
+    if (c === 0x3f) return this.nested({ kind: "repeat", item, min: 0, max: 1, at }, this.depthOf(item));
     // {m}, {m,}, {m,n}, {,n}
     this.skipSpace(true);
     const m = this.integer();
@@ -256,20 +266,46 @@ class Parser {
         at,
       );
     }
-    return { kind: "repeat", item, min, max, at };
+    return this.nested({ kind: "repeat", item, min, max, at }, this.depthOf(item));
+  }
+
+  private depthOf(e: Expr): number {
+    return this.depths.get(e) ?? 0;
+  }
+
+  /** `e`, one level deeper than its deepest part (`inner`); refused past MAX_NESTING. */
+  private nested(e: Expr, inner: number): Expr {
+    if (inner + 1 > MAX_NESTING) this.tooDeep(e.at);
+    this.depths.set(e, inner + 1);
+    return e;
+  }
+
+  private tooDeep(at: SourcePos): never {
+    throw new GrammarError(
+      "GRAMMAR_TOO_LARGE",
+      `groups and repetitions nest more than ${MAX_NESTING} deep`,
+      at,
+    );
   }
 
   private integer(): number | undefined {
     const start = this.pos;
     while (!this.atEnd() && this.peek() >= 0x30 && this.peek() <= 0x39) this.pos++;
     if (this.pos === start) return undefined;
-    return Number(String.fromCodePoint(...this.cp.slice(start, this.pos)));
+    return Number(this.text(start));
   }
 
   private name(): string {
     const start = this.pos;
     while (!this.atEnd() && isNameChar(this.peek())) this.pos++;
-    return String.fromCodePoint(...this.cp.slice(start, this.pos));
+    return this.text(start);
+  }
+
+  /** The text from code point `start` to the parse position (a loop: it may be long). */
+  private text(start: number): string {
+    let out = "";
+    for (let i = start; i < this.pos; i++) out += String.fromCodePoint(this.cp[i]!);
+    return out;
   }
 
   /** Skips spaces, tabs, carriage returns and comments; newlines too when `newlines`. */

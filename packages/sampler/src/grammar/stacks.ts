@@ -1,4 +1,7 @@
+import { SamplerError } from "../errors.js";
 import { END, type Program, refRule } from "./compile.js";
+import { MAX_STATE_PARSES } from "./limits.js";
+import { PairTable } from "./pair-table.js";
 import { INVALID, NO_PARTIAL, partialHigh, partialLow, utf8Step } from "./utf8.js";
 
 /** The state id of "no stack survives". */
@@ -28,24 +31,31 @@ interface StateSet {
 export class Matcher {
   readonly program: Program;
   private readonly code: Int32Array;
-  private readonly width: number;
   private nodePos = new Int32Array(1024);
   private nodeNext = new Int32Array(1024);
   private nodeCount = 1; // node 0: the empty stack
-  private readonly nodeIndex = new Map<number, number>();
+  /** (position, rest) → node. */
+  private readonly nodeIndex = new PairTable();
   private readonly sets: StateSet[] = [];
-  private readonly setIndex = new Map<string, number>();
+  /** States by a hash of their stacks (several when hashes collide). */
+  private readonly setIndex = new Map<number, number[]>();
+  /** Scratch for {@link expand}: (position, rest) pairs still to visit. */
+  private readonly work: number[] = [];
+  /** Scratch for one step: the (position, rest) pairs expanded so far. */
+  private readonly seen = new PairTable();
+  /** Scratch for one step: the stacks found, and a mark per node of the step that found it. */
+  private readonly found: number[] = [];
+  private marks = new Uint32Array(1024);
+  private step = 0;
   /** The start state. */
   readonly initial: number;
 
   constructor(program: Program) {
     this.program = program;
     this.code = program.code;
-    this.width = program.code.length + 1;
-    const out = new Set<number>();
-    const seen = new Set<number>();
-    for (const a of program.ruleAlts[program.root]!) this.expand(a, 0, out, seen);
-    this.initial = this.intern(out);
+    this.begin();
+    for (const a of program.ruleAlts[program.root]!) this.expand(a, 0);
+    this.initial = this.intern();
   }
 
   /** Number of interned states (grows as new states are met; for cache limits). */
@@ -124,76 +134,125 @@ export class Matcher {
   }
 
   private advance(set: StateSet, cp: number): number {
-    const out = new Set<number>();
-    const seen = new Set<number>();
     const { charSets } = this.program;
+    this.begin();
     for (const n of set.stacks) {
       if (n === 0) continue;
       const pos = this.nodePos[n]!;
-      if (charSets[this.code[pos]!]!.has(cp)) this.expand(pos + 1, this.nodeNext[n]!, out, seen);
+      if (charSets[this.code[pos]!]!.has(cp)) this.expand(pos + 1, this.nodeNext[n]!);
     }
-    return out.size === 0 ? DEAD : this.intern(out);
+    return this.found.length === 0 ? DEAD : this.intern();
+  }
+
+  /** Starts a step: nothing found or expanded yet. */
+  private begin(): void {
+    this.seen.clear();
+    this.found.length = 0;
+    this.step++;
+    if (this.step === 0xffffffff) {
+      this.marks.fill(0);
+      this.step = 1;
+    }
+  }
+
+  /** Adds stack `n` to what this step found. */
+  private found1(n: number): void {
+    if (this.marks[n] === this.step) return;
+    this.marks[n] = this.step;
+    this.found.push(n);
+    if (this.found.length > MAX_STATE_PARSES) {
+      throw new SamplerError(
+        "GRAMMAR_TOO_LARGE",
+        `the grammar is too ambiguous for this text: more than ${MAX_STATE_PARSES} parses are open at once`,
+        "grammar",
+      );
+    }
   }
 
   /**
-   * Adds to `out` every stack reachable from position `pos` over `rest` without reading a
-   * character: through rule references (pushing the position after them unless it ends the
+   * Adds to this step's stacks every one reachable from position `pos` over `rest` without reading
+   * a character: through rule references (pushing the position after them unless it ends the
    * alternative) and alternative ends (popping). `seen` stops repeats of a (position, rest) pair.
+   * A loop over an explicit work list, not recursion: the rests can be as deep as the text nests.
+   * Throws GRAMMAR_TOO_LARGE past MAX_STATE_PARSES stacks.
    */
-  private expand(pos: number, rest: number, out: Set<number>, seen: Set<number>): void {
-    const key = rest * this.width + pos;
-    if (seen.has(key)) return;
-    seen.add(key);
-    const e = this.code[pos]!;
-    if (e === END) {
-      if (rest === 0) out.add(0);
-      else this.expand(this.nodePos[rest]!, this.nodeNext[rest]!, out, seen);
-    } else if (e >= 0) {
-      out.add(this.node(pos, rest));
-    } else {
-      const cont = this.code[pos + 1] === END ? rest : this.node(pos + 1, rest);
-      for (const a of this.program.ruleAlts[refRule(e)]!) this.expand(a, cont, out, seen);
+  private expand(pos: number, rest: number): void {
+    const { work, seen, code } = this;
+    const base = work.length;
+    work.push(pos, rest);
+    try {
+      while (work.length > base) {
+        const r = work.pop()!;
+        const p = work.pop()!;
+        if (!seen.add(p, r)) continue;
+        const e = code[p]!;
+        if (e === END) {
+          if (r === 0) this.found1(0);
+          else work.push(this.nodePos[r]!, this.nodeNext[r]!);
+        } else if (e >= 0) {
+          this.found1(this.node(p, r));
+        } else {
+          const cont = code[p + 1] === END ? r : this.node(p + 1, r);
+          const alts = this.program.ruleAlts[refRule(e)]!;
+          for (let i = alts.length - 1; i >= 0; i--) work.push(alts[i]!, cont);
+        }
+      }
+    } finally {
+      work.length = base;
     }
   }
 
   private node(pos: number, rest: number): number {
-    const key = rest * this.width + pos;
-    let n = this.nodeIndex.get(key);
-    if (n === undefined) {
+    let n = this.nodeIndex.get(pos, rest);
+    if (n < 0) {
       n = this.nodeCount++;
       if (n === this.nodePos.length) {
-        const grow = (a: Int32Array) => {
-          const b = new Int32Array(a.length * 2);
-          b.set(a);
-          return b;
-        };
-        this.nodePos = grow(this.nodePos);
-        this.nodeNext = grow(this.nodeNext);
+        this.nodePos = grown(this.nodePos);
+        this.nodeNext = grown(this.nodeNext);
+        const marks = new Uint32Array(this.marks.length * 2);
+        marks.set(this.marks);
+        this.marks = marks;
       }
       this.nodePos[n] = pos;
       this.nodeNext[n] = rest;
-      this.nodeIndex.set(key, n);
+      this.nodeIndex.set(pos, rest, n);
     }
     return n;
   }
 
-  private intern(nodes: Set<number>): number {
-    const stacks = Int32Array.from(nodes).sort();
-    const key = stacks.join(",");
-    let id = this.setIndex.get(key);
-    if (id === undefined) {
-      id = this.sets.length;
-      const complete = stacks[0] === 0;
-      this.sets.push({
-        stacks,
-        complete,
-        live: stacks.length > (complete ? 1 : 0),
-        ascii: new Int32Array(128).fill(UNKNOWN),
-        other: new Map(),
-        partialOk: new Map(),
-      });
-      this.setIndex.set(key, id);
+  /** The state of the stacks this step found (an existing one if they are the same). */
+  private intern(): number {
+    const stacks = Int32Array.from(this.found).sort();
+    let h = stacks.length;
+    for (const n of stacks) h = (Math.imul(h, 31) + n) | 0;
+    const bucket = this.setIndex.get(h);
+    if (bucket) {
+      for (const id of bucket) if (sameStacks(this.sets[id]!.stacks, stacks)) return id;
     }
+    const id = this.sets.length;
+    const complete = stacks[0] === 0;
+    this.sets.push({
+      stacks,
+      complete,
+      live: stacks.length > (complete ? 1 : 0),
+      ascii: new Int32Array(128).fill(UNKNOWN),
+      other: new Map(),
+      partialOk: new Map(),
+    });
+    if (bucket) bucket.push(id);
+    else this.setIndex.set(h, [id]);
     return id;
   }
+}
+
+function grown(a: Int32Array): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+function sameStacks(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -10,6 +10,14 @@ import { repeat, seq } from "./gbnf.js";
 import { capped, MAX_COUNT } from "./limits.js";
 import type { ObjectContext } from "./object.js";
 
+/** Tuple positions written inside one another before the rest goes into a rule of its own. */
+const POSITIONS_PER_RULE = 32;
+
+/** Whether `expr` is a rule name. */
+function isName(expr: string): boolean {
+  return /^[a-zA-Z0-9-]+$/.test(expr);
+}
+
 function count(s: Record<string, unknown>, key: string, path: string, fallback: number): number {
   const v = s[key];
   if (v === undefined) return fallback;
@@ -56,15 +64,20 @@ export function arrayExpr(
 
   const k = Math.min(prefix.length, max);
   const element = prefix.slice(0, k).map((p, i) => ctx.visit(p, child(path, prefixKey, i), `${hint}-${i}`));
-  const restExpr = max > k ? ctx.visit(rest, child(path, restKey), `${hint}-item`) : "";
+  let restExpr = max > k ? ctx.visit(rest, child(path, restKey), `${hint}-item`) : "";
+  // A repeated element is a rule, so that a repetition copies one reference, not the element's text.
+  if (max - k > 1 && !isName(restExpr)) restExpr = ctx.rule(`${hint}-item`, restExpr);
   const comma = ctx.sep.comma;
-  // The elements after the first i: tuple positions one by one, then the rest repeated.
-  const tail = (i: number): string => {
-    if (i >= max) return "";
-    if (i >= k) return repeat(seq(comma, restExpr), Math.max(0, min - i), max - i);
-    const next = seq(comma, element[i]!, tail(i + 1));
-    return i < min ? next : repeat(next, 0, 1);
-  };
-  const body = seq(k > 0 ? element[0]! : restExpr, tail(1));
+  // The elements after the first i: tuple positions one by one, then the rest repeated. Built from the
+  // end (a loop: a tuple may be long); each position nests inside the one before, so every
+  // POSITIONS_PER_RULE positions the rest becomes a rule of its own.
+  const from = Math.max(k, 1);
+  let tail = max > from ? repeat(seq(comma, restExpr), Math.max(0, min - from), max - from) : "";
+  for (let i = k - 1; i >= 1; i--) {
+    const next = seq(comma, element[i]!, tail);
+    tail = i < min ? next : repeat(next, 0, 1);
+    if (i % POSITIONS_PER_RULE === 0) tail = ctx.rule(`${hint}-from-${i}`, tail);
+  }
+  const body = seq(k > 0 ? element[0]! : restExpr, tail);
   return seq('"["', min === 0 ? repeat(body, 0, 1) : body, '"]"');
 }

@@ -7,15 +7,20 @@
  */
 
 import { invalidArgument } from "../errors.js";
+import { GrammarError } from "../grammar/errors.js";
+import { parseRules } from "../grammar/parse.js";
+import { checkExpandedSize } from "../grammar/size.js";
 import { arrayExpr } from "./array.js";
+import { checkDepth } from "./depth.js";
 import { child, invalid, SchemaError, UnsatisfiableSchema, unsupported } from "./errors.js";
 import { formatBody, SUPPORTED_FORMATS, type SupportedFormat } from "./formats.js";
-import { alt, RuleTable, seq } from "./gbnf.js";
-import { integerRange } from "./integer-range.js";
+import { altOf, RuleTable, seq, truncate } from "./gbnf.js";
 import { checkKeywords, constrainingKeys, isObject, without } from "./keywords.js";
-import { capped, MAX_COUNT } from "./limits.js";
-import { canonical, mergeSchemas } from "./merge.js";
+import { capped, MAX_COUNT, MAX_EXPANSION, MAX_MERGED, MAX_VISITS } from "./limits.js";
+import { canonical, type MergeBudget, mergeSchemas } from "./merge.js";
+import { bounded, integerBetween, numberBetween, readBounds } from "./numeric.js";
 import { objectExpr } from "./object.js";
+import { overlap, SHAPE_BUDGET, shapeOf } from "./one-of.js";
 import { jsonLiteral, Primitives, type Separators, separators, stringBody } from "./primitives.js";
 import { refHint, resolveRef } from "./refs.js";
 import { allowedTypes, declaredTypes, type JsonType, typeAllowed, typeOf } from "./types.js";
@@ -42,7 +47,7 @@ export function jsonSchemaToGbnf(schema: unknown, options: JsonSchemaToGbnfOptio
   return new Converter(schema, separators(whitespace)).run();
 }
 
-/** Everything a conversion defines, to undo a failed `anyOf` branch. */
+/** Everything a conversion defines (each only grows), and a mark in it to undo a failed branch. */
 interface State {
   rules: RuleTable;
   prims: Primitives;
@@ -50,10 +55,23 @@ interface State {
   formats: Map<SupportedFormat, string>;
 }
 
+interface Mark {
+  rules: number[];
+  prims: number;
+  refs: number;
+  formats: number;
+  leftOpen: Set<string>;
+}
+
 class Converter {
   private state: State;
   /** Refs entered since the last character consumed: meeting one again would be left recursion. */
   private leftOpen = new Set<string>();
+  /** Subschemas visited so far, and visits open now. */
+  private visits = 0;
+  private depth = 0;
+  /** What is left of this conversion's allowance of schemas expanded by merging. */
+  private readonly merged: MergeBudget = { left: MAX_MERGED };
 
   constructor(
     private readonly root: unknown,
@@ -64,27 +82,91 @@ class Converter {
   }
 
   run(): string {
+    checkDepth(this.root);
     const name = this.state.rules.reserve("root");
     this.state.refs.set("#", name);
     this.leftOpen.add("#");
     const body = this.visit(this.root, "#", "root");
     this.state.rules.define(name, body);
-    return this.state.rules.toString(name);
+    const text = this.state.rules.toString(name);
+    try {
+      checkExpandedSize(parseRules(text));
+    } catch (e) {
+      if (!(e instanceof GrammarError) || e.code !== "GRAMMAR_TOO_LARGE") throw e;
+      throw new SchemaError(
+        "SCHEMA_UNSUPPORTED",
+        "",
+        "#",
+        `the grammar for this schema would be too large to enforce: ${e.message}`,
+      );
+    }
+    return text;
   }
 
-  private snapshot(): State {
-    const { rules, refs, formats } = this.state;
-    const copy = rules.clone();
+  private mark(): Mark {
+    const { rules, prims, refs, formats } = this.state;
     return {
-      rules: copy,
-      prims: this.state.prims.clone(copy),
-      refs: new Map(refs),
-      formats: new Map(formats),
+      rules: rules.mark(),
+      prims: prims.mark(),
+      refs: refs.size,
+      formats: formats.size,
+      leftOpen: new Set(this.leftOpen),
     };
   }
 
-  /** A GBNF expression for `schema` at `path`; rules made for it are named from `hint`. */
+  /** Undoes everything defined since `m` (a branch found unsatisfiable part way). */
+  private rollback(m: Mark): void {
+    const { rules, prims, refs, formats } = this.state;
+    rules.rollback(m.rules);
+    prims.rollback(m.prims);
+    truncate(refs, m.refs);
+    truncate(formats, m.formats);
+    this.leftOpen = m.leftOpen;
+  }
+
+  /** `f()`, or undefined with everything it defined undone when it finds its schema unsatisfiable. */
+  private unlessUnsatisfiable(f: () => string): string | undefined {
+    const m = this.mark();
+    try {
+      return f();
+    } catch (e) {
+      if (!(e instanceof UnsatisfiableSchema)) throw e;
+      this.rollback(m);
+      return undefined;
+    }
+  }
+
+  /**
+   * A GBNF expression for `schema` at `path`; rules made for it are named from `hint`. Bounded in depth
+   * and in count: a `$ref` beside other keywords or in `allOf` is expanded in place, which can nest
+   * without end (a cycle) or multiply.
+   */
   readonly visit = (schema: unknown, path: string, hint: string): string => {
+    if (++this.visits > MAX_VISITS) {
+      throw new SchemaError(
+        "SCHEMA_UNSUPPORTED",
+        "$ref",
+        path,
+        `converting the schema visits more than ${MAX_VISITS} subschemas ($refs expanded in place multiply them)`,
+      );
+    }
+    if (this.depth >= MAX_EXPANSION) {
+      throw new SchemaError(
+        "SCHEMA_UNSUPPORTED",
+        "$ref",
+        path,
+        `converting the schema nests more than ${MAX_EXPANSION} subschemas deep (a $ref that reaches itself beside other keywords or through allOf is not supported)`,
+      );
+    }
+    this.depth++;
+    try {
+      return this.visitOne(schema, path, hint);
+    } finally {
+      this.depth--;
+    }
+  };
+
+  private visitOne(schema: unknown, path: string, hint: string): string {
     if (schema === true) return this.state.prims.name("value");
     if (schema === false) throw new UnsatisfiableSchema("false", path, "the schema is false");
     if (!isObject(schema)) {
@@ -94,14 +176,14 @@ class Converter {
     const keys = constrainingKeys(schema);
     if (schema.$ref !== undefined) {
       if (keys.length === 1) return this.ref(schema.$ref, path, hint);
-      return this.visit(mergeSchemas(this.root, [{ schema, path }], path), path, hint);
+      return this.visit(mergeSchemas(this.root, [{ schema, path }], path, this.merged), path, hint);
     }
     if (schema.allOf !== undefined)
-      return this.visit(mergeSchemas(this.root, [{ schema, path }], path), path, hint);
+      return this.visit(mergeSchemas(this.root, [{ schema, path }], path, this.merged), path, hint);
     if (schema.anyOf !== undefined || schema.oneOf !== undefined) return this.union(schema, path, hint);
     if (schema.enum !== undefined || schema.const !== undefined) return this.values(schema, path);
     return this.typed(schema, path, hint);
-  };
+  }
 
   /** `$ref`: one rule per target, so that recursion works. */
   private ref(ref: unknown, path: string, hint: string): string {
@@ -125,7 +207,10 @@ class Converter {
     return name;
   }
 
-  /** `anyOf` / `oneOf` (oneOf is treated as anyOf): each branch conjoined with the schema's other keywords. */
+  /**
+   * `anyOf` / `oneOf`: each branch conjoined with the schema's other keywords. A `oneOf` whose branches
+   * could both match one document is refused (see one-of.ts): a grammar cannot require exactly one.
+   */
   private union(schema: Record<string, unknown>, path: string, hint: string): string {
     if (schema.anyOf !== undefined && schema.oneOf !== undefined) {
       throw unsupported("oneOf", path, "alongside anyOf is not supported");
@@ -136,31 +221,44 @@ class Converter {
       throw invalid(key, path, "must be a non-empty array");
     const siblings = without(schema, key);
     const alts: string[] = [];
+    const kept: { index: number; schema: unknown }[] = [];
     branches.forEach((branch, i) => {
       const at = child(path, key, i);
-      const saved = this.snapshot();
-      const savedLeft = new Set(this.leftOpen);
-      try {
-        const merged =
-          Object.keys(siblings).length === 0
-            ? branch
-            : mergeSchemas(
-                this.root,
-                [
-                  { schema: siblings, path },
-                  { schema: branch, path: at },
-                ],
-                at,
-              );
-        alts.push(this.visit(merged, at, `${hint}-${i}`));
-      } catch (e) {
-        if (!(e instanceof UnsatisfiableSchema)) throw e;
-        this.state = saved;
-        this.leftOpen = savedLeft;
-      }
+      let merged: unknown = branch;
+      const expr = this.unlessUnsatisfiable(() => {
+        if (Object.keys(siblings).length > 0) {
+          const parts = [
+            { schema: siblings, path },
+            { schema: branch, path: at },
+          ];
+          merged = mergeSchemas(this.root, parts, at, this.merged);
+        }
+        return this.visit(merged, at, `${hint}-${i}`);
+      });
+      if (expr === undefined) return;
+      alts.push(expr);
+      kept.push({ index: i, schema: merged });
     });
     if (alts.length === 0) throw new UnsatisfiableSchema(key, path, "no branch is satisfiable");
-    return alt(...alts);
+    if (key === "oneOf") this.checkDisjoint(kept, path);
+    return altOf(alts);
+  }
+
+  /** Refuses a `oneOf` two of whose branches (as conjoined with their siblings) may match one document. */
+  private checkDisjoint(kept: readonly { index: number; schema: unknown }[], path: string): void {
+    const budget = { left: SHAPE_BUDGET };
+    const shapes = kept.map((k) => shapeOf(this.root, k.schema, budget));
+    for (let i = 0; i < kept.length; i++) {
+      for (let j = i + 1; j < kept.length; j++) {
+        const why = overlap(shapes[i]!, shapes[j]!);
+        if (why === undefined) continue;
+        throw unsupported(
+          "oneOf",
+          path,
+          `branches ${kept[i]!.index} and ${kept[j]!.index} overlap (${why}): a grammar cannot enforce that exactly one branch matches, so oneOf is supported only when its branches cannot overlap — different types, disjoint const/enum values, or a property required in every branch with disjoint const/enum values (use anyOf if a document may match several)`,
+        );
+      }
+    }
   }
 
   /** `enum` / `const`: the values' compact JSON texts, filtered by `type`. */
@@ -185,38 +283,56 @@ class Converter {
     const types = declaredTypes(schema, path);
     values = values.filter((v) => types === undefined || typeAllowed(typeOf(v), types));
     if (values.length === 0) throw new UnsatisfiableSchema("enum", path, "no value has an allowed type");
-    return alt(...values.map(jsonLiteral));
+    return altOf(values.map(jsonLiteral));
   }
 
-  /** A schema of one or more types, each constrained by its own keywords. */
+  /**
+   * A schema of one or more types, each constrained by its own keywords. Of several types, one that no
+   * value can satisfy (`{"minLength": 3, "maxLength": 2}` for strings) is left out; if none is left, the
+   * schema is unsatisfiable.
+   */
   private typed(schema: Record<string, unknown>, path: string, hint: string): string {
     const types = allowedTypes(schema, path);
-    const prims = this.state.prims;
     const alts: string[] = [];
     const order: JsonType[] = ["object", "array", "string", "number", "integer", "boolean", "null"];
+    let unsatisfiable: UnsatisfiableSchema | undefined;
     for (const t of order) {
       if (!types.has(t)) continue;
       if (t === "integer" && types.has("number")) continue;
-      if (t === "object")
-        alts.push(
-          this.rule(
-            hint,
-            this.withFreshLeft(() => objectExpr(this, schema, path, hint)),
-          ),
-        );
-      else if (t === "array")
-        alts.push(
-          this.rule(
-            hint,
-            this.withFreshLeft(() => arrayExpr(this, schema, path, hint)),
-          ),
-        );
-      else if (t === "string") alts.push(this.string(schema, path, hint));
-      else if (t === "number") alts.push(this.number(schema, path));
-      else if (t === "integer") alts.push(this.integer(schema, path, hint));
-      else alts.push(prims.name(t));
+      const one = () => this.typeExpr(t, schema, path, hint);
+      if (types.size === 1) return one();
+      const x = this.unlessUnsatisfiable(() => {
+        try {
+          return one();
+        } catch (e) {
+          if (e instanceof UnsatisfiableSchema) unsatisfiable ??= e;
+          throw e;
+        }
+      });
+      if (x !== undefined) alts.push(x);
     }
-    return alt(...alts);
+    if (alts.length === 0) throw unsatisfiable ?? new UnsatisfiableSchema("type", path, "no type is allowed");
+    return altOf(alts);
+  }
+
+  /** The expression for the values of type `t` that `schema` allows. */
+  private typeExpr(t: JsonType, schema: Record<string, unknown>, path: string, hint: string): string {
+    if (t === "object") {
+      return this.rule(
+        hint,
+        this.withFreshLeft(() => objectExpr(this, schema, path, hint)),
+      );
+    }
+    if (t === "array") {
+      return this.rule(
+        hint,
+        this.withFreshLeft(() => arrayExpr(this, schema, path, hint)),
+      );
+    }
+    if (t === "string") return this.string(schema, path, hint);
+    if (t === "number") return this.number(schema, path, hint);
+    if (t === "integer") return this.integer(schema, path, hint);
+    return this.state.prims.name(t);
   }
 
   rule(hint: string, body: string): string {
@@ -271,35 +387,15 @@ class Converter {
     return name;
   }
 
-  private number(schema: Record<string, unknown>, path: string): string {
-    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) {
-      if (schema[k] !== undefined) throw unsupported(k, path, 'is only supported with type "integer"');
-    }
-    return this.state.prims.name("number");
+  private number(schema: Record<string, unknown>, path: string, hint: string): string {
+    const b = readBounds(schema, path);
+    if (!bounded(b)) return this.state.prims.name("number");
+    return this.rule(`${hint}-num`, numberBetween(b, path));
   }
 
   private integer(schema: Record<string, unknown>, path: string, hint: string): string {
-    let lo = -Infinity;
-    let hi = Infinity;
-    const bound = (k: string): number | boolean | undefined => {
-      const v = schema[k];
-      if (v === undefined || typeof v === "boolean") return v;
-      if (typeof v !== "number" || !Number.isFinite(v)) throw invalid(k, path, "must be a number");
-      if (Math.abs(v) > Number.MAX_SAFE_INTEGER) throw unsupported(k, path, "beyond ±2^53 is not supported");
-      return v;
-    };
-    const minimum = bound("minimum");
-    const maximum = bound("maximum");
-    const exMin = bound("exclusiveMinimum");
-    const exMax = bound("exclusiveMaximum");
-    if (typeof minimum === "number") lo = exMin === true ? Math.floor(minimum) + 1 : Math.ceil(minimum);
-    if (typeof maximum === "number") hi = exMax === true ? Math.ceil(maximum) - 1 : Math.floor(maximum);
-    if (typeof exMin === "number") lo = Math.max(lo, Math.floor(exMin) + 1);
-    if (typeof exMax === "number") hi = Math.min(hi, Math.ceil(exMax) - 1);
-    if (typeof minimum === "boolean") throw invalid("minimum", path, "must be a number");
-    if (typeof maximum === "boolean") throw invalid("maximum", path, "must be a number");
-    if (lo > hi) throw new UnsatisfiableSchema("minimum", path, `no integer lies in [${lo}, ${hi}]`);
-    if (lo === -Infinity && hi === Infinity) return this.state.prims.name("integer");
-    return this.rule(`${hint}-int`, integerRange(lo, hi));
+    const b = readBounds(schema, path);
+    if (!bounded(b)) return this.state.prims.name("integer");
+    return this.rule(`${hint}-int`, integerBetween(b, path));
   }
 }

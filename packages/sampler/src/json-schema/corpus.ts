@@ -404,4 +404,102 @@ export const CORPUS: readonly CorpusEntry[] = [
     valid: ["[0,-0.5,1e10,2E-3,-12.25e+2,3]"],
     invalid: ["[.5]", "[1.]", "[+1]", "[01]", "[1e]"],
   },
+  {
+    name: "numbers with bounds (written without an exponent)",
+    schema: {
+      type: "object",
+      properties: {
+        a: { type: "number", minimum: -2.5, exclusiveMaximum: 10 },
+        b: { type: "number", exclusiveMinimum: 0.1, maximum: 0.3 },
+        c: { type: "number", minimum: 1234.5678 },
+        d: { type: "number", exclusiveMaximum: -0.001 },
+      },
+      required: ["a", "b", "c", "d"],
+    },
+    valid: [
+      '{"a":-2.5,"b":0.3,"c":1234.5678,"d":-0.0011}',
+      '{"a":9.999999999999998,"b":0.1000000000000001,"c":9999999999999999,"d":-9999999999999999.5}',
+      '{"a":0,"b":0.2,"c":1234.56780,"d":-1}',
+    ],
+    invalid: [
+      '{"a":-2.51,"b":0.2,"c":2000,"d":-1}',
+      '{"a":10,"b":0.2,"c":2000,"d":-1}',
+      '{"a":0,"b":0.1,"c":2000,"d":-1}',
+      '{"a":0,"b":0.30000000000000004,"c":2000,"d":-1}',
+      '{"a":0,"b":0.2,"c":1234.5677,"d":-1}',
+      '{"a":0,"b":0.2,"c":2000,"d":-0.001}',
+      '{"a":0,"b":0.2,"c":2000,"d":0}',
+    ],
+  },
+  {
+    name: "a schema without type allows every type its keywords do not constrain",
+    schema: { minimum: 3 },
+    valid: ['"x"', "{}", '{"a":[1]}', "[1,2]", "true", "null", "3", "3.5", "100"],
+    invalid: ["2", "2.99", "-1", "-3.5"],
+  },
+  {
+    name: "properties without type (non-objects pass)",
+    schema: { properties: { a: { type: "integer" } }, required: ["a"] },
+    valid: ['{"a":1}', '"a"', "1", "[]", "null", "false"],
+    invalid: ['{"a":"x"}', "{}"],
+  },
+  {
+    name: "oneOf of distinct types",
+    schema: { oneOf: [{ type: "string", maxLength: 2 }, { type: "integer" }, { type: "null" }] },
+    valid: ['"ab"', "7", "-0", "null"],
+    invalid: ['"abc"', "1.5", "true", "[]"],
+  },
+  {
+    name: "oneOf of disjoint values",
+    schema: {
+      oneOf: [{ enum: ["a", 1] }, { const: "b" }, { type: "boolean" }, { type: "number", const: 1.5 }],
+    },
+    valid: ['"a"', "1", '"b"', "true", "1.5"],
+    invalid: ['"c"', "2", "null"],
+  },
+  {
+    name: "oneOf with the discriminator beside it",
+    schema: {
+      type: "object",
+      required: ["kind"],
+      properties: { kind: { type: "string" }, x: { type: "integer" } },
+      additionalProperties: false,
+      oneOf: [
+        { properties: { kind: { const: "a" } }, required: ["x"] },
+        { properties: { kind: { enum: ["b", "c"] } } },
+      ],
+    },
+    valid: ['{"kind":"a","x":1}', '{"kind":"b"}', '{"kind":"c","x":2}'],
+    invalid: ['{"kind":"a"}', '{"kind":"d"}', "{}", '{"kind":"b","y":1}'],
+  },
+  {
+    name: "a schema without type whose bounds no number or string meets (other types remain)",
+    schema: { minimum: 5, maximum: 4, minLength: 3, maxLength: 2 },
+    valid: ["{}", "[]", "true", "null", '{"a":"xyz"}'],
+    invalid: ["4", "5", "4.5", '"abc"', '"ab"'],
+  },
+  {
+    name: "type arrays leave out an unsatisfiable type",
+    schema: { type: ["array", "string"], minItems: 3, maxItems: 2, items: { $ref: "#" } },
+    valid: ['""', '"abc"'],
+    invalid: ["[]", '[""]', "1"],
+  },
+  {
+    // The object branch defines a rule for the array of X before X turns out unsatisfiable: it is undone.
+    name: "an unsatisfiable type branch leaves no rules behind",
+    schema: {
+      $defs: {
+        X: {
+          type: "object",
+          properties: { kids: { type: "array", items: { $ref: "#/$defs/X" } }, bad: false },
+          required: ["bad"],
+        },
+      },
+      type: ["object", "string"],
+      properties: { x: { $ref: "#/$defs/X" } },
+      required: ["x"],
+    },
+    valid: ['"s"', '""'],
+    invalid: ['{"x":{}}', "{}", "1"],
+  },
 ];

@@ -86,6 +86,11 @@ export function seq(...parts: string[]): string {
 
 /** The alternation of `alts` (duplicates dropped). */
 export function alt(...alts: string[]): string {
+  return altOf(alts);
+}
+
+/** {@link alt} of a list (which may be longer than a call's arguments can be). */
+export function altOf(alts: readonly string[]): string {
   return [...new Set(alts)].join(" | ");
 }
 
@@ -146,13 +151,16 @@ export class RuleTable {
     return name;
   }
 
-  /** A copy to go back to. */
-  clone(): RuleTable {
-    const copy = new RuleTable();
-    for (const [k, v] of this.bodies) copy.bodies.set(k, v);
-    for (const [k, v] of this.byBody) copy.byBody.set(k, v);
-    for (const n of this.names) copy.names.add(n);
-    return copy;
+  /** A point to go back to (the table only grows, so its sizes say what came after). */
+  mark(): number[] {
+    return [this.bodies.size, this.byBody.size, this.names.size];
+  }
+
+  /** Forgets every rule reserved or defined since `mark`. */
+  rollback(mark: readonly number[]): void {
+    truncate(this.bodies, mark[0]!);
+    truncate(this.byBody, mark[1]!);
+    truncate(this.names, mark[2]!);
   }
 
   /** The grammar text, one rule per line, `first` first and the rest in the order they were defined. */
@@ -161,4 +169,11 @@ export class RuleTable {
     for (const [name, body] of this.bodies) if (name !== first) lines.push(`${name} ::= ${body}`);
     return `${lines.join("\n")}\n`;
   }
+}
+
+/** Deletes the entries of `m` after its first `n` (in insertion order). */
+export function truncate(m: Map<unknown, unknown> | Set<unknown>, n: number): void {
+  if (m.size <= n) return;
+  const extra = [...m.keys()].slice(n);
+  for (const k of extra) m.delete(k);
 }

@@ -47,14 +47,29 @@ describe("integerRange", () => {
     }
   });
 
-  it("handles unbounded ends", () => {
+  it("stops an unbounded end at 16 digits, as llama.cpp's ranges do", () => {
+    // llama.cpp, minimum 37 alone: [1-2] [0-9]{2,15} | "3" ([7-9] [0-9]{0,14} | ...) | [4-9] [0-9]{1,15}:
+    // 37 up to sixteen nines.
     const gAbove = Grammar.parse(`root ::= ${integerRange(37, Infinity)}\n`);
     for (let n = -50; n <= 2000; n++) expect(gAbove.matches(String(n)), String(n)).toBe(n >= 37);
-    expect(gAbove.matches("123456789012345678901234567890")).toBe(true);
+    expect(gAbove.matches("9999999999999999")).toBe(true);
+    expect(gAbove.matches("1000000000000000")).toBe(true);
+    expect(gAbove.matches("10000000000000000")).toBe(false);
     const gBelow = Grammar.parse(`root ::= ${integerRange(-Infinity, -12)}\n`);
     for (let n = -2000; n <= 50; n++) expect(gBelow.matches(String(n)), String(n)).toBe(n <= -12);
-    expect(gBelow.matches("-123456789012345678901234567890")).toBe(true);
+    expect(gBelow.matches("-9999999999999999")).toBe(true);
+    expect(gBelow.matches("-10000000000000000")).toBe(false);
     const gAll = Grammar.parse(`root ::= ${integerRange(-Infinity, 5)}\n`);
     for (let n = -300; n <= 300; n++) expect(gAll.matches(String(n)), String(n)).toBe(n <= 5);
+    expect(gAll.matches("-9999999999999999")).toBe(true);
+    expect(gAll.matches("-12345678901234567")).toBe(false);
+  });
+
+  it("writes the whole 16-digit range as llama.cpp's integral part", () => {
+    // [0] | [1-9] [0-9]{0,15}, with an optional "-" before a non-zero magnitude.
+    const g = Grammar.parse(`root ::= ${integerRange(-Infinity, Infinity)}\n`);
+    for (const ok of ["0", "7", "-7", "1234567890123456", "-9999999999999999"])
+      expect(g.matches(ok), ok).toBe(true);
+    for (const bad of ["12345678901234567", "-0", "01", "+1", "1.0"]) expect(g.matches(bad), bad).toBe(false);
   });
 });

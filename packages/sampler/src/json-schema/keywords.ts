@@ -19,7 +19,7 @@ export const ANNOTATIONS = new Set([
 /** Keywords that only hold schemas for `$ref` to reach: ignored where they are. */
 export const CONTAINERS = new Set(["$defs", "definitions"]);
 
-/** Keywords by the JSON type they constrain (a schema without `type` is inferred from them). */
+/** Keywords by the JSON type whose values they constrain (values of other types pass them). */
 export const FAMILY_KEYWORDS = {
   object: ["properties", "required", "additionalProperties"],
   array: ["items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"],

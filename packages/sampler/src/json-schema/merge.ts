@@ -8,6 +8,7 @@
 
 import { child, invalid, UnsatisfiableSchema, unsupported } from "./errors.js";
 import { checkKeywords, constrainingKeys, isObject, without } from "./keywords.js";
+import { MAX_MERGED } from "./limits.js";
 import { resolveRef } from "./refs.js";
 import { declaredTypes, intersectTypes, type JsonType } from "./types.js";
 
@@ -15,6 +16,11 @@ import { declaredTypes, intersectTypes, type JsonType } from "./types.js";
 export interface Located {
   readonly schema: unknown;
   readonly path: string;
+}
+
+/** How many more schemas merging may expand (shared by the merges of one conversion). */
+export interface MergeBudget {
+  left: number;
 }
 
 /** The conjunction of `schemas` (JSON Schema booleans allowed): true, false, one schema or an allOf. */
@@ -25,10 +31,20 @@ export function conjunction(schemas: unknown[]): unknown {
   return kept.length === 1 ? kept[0] : { allOf: kept };
 }
 
-/** Object schemas with `$ref` and `allOf` expanded, in order (true dropped; false refused as unsatisfiable). */
-function flatten(root: unknown, part: Located, depth: number, out: Located[]): void {
+/**
+ * Object schemas with `$ref` and `allOf` expanded, in order (true dropped; false refused as unsatisfiable).
+ * `budget.left` counts down the schemas expanded: `$ref`s reached several ways multiply them.
+ */
+function flatten(root: unknown, part: Located, depth: number, out: Located[], budget: MergeBudget): void {
   const { schema, path } = part;
   if (depth > 64) throw invalid("$ref", path, "nests too deeply (a reference cycle through allOf?)");
+  if (--budget.left < 0) {
+    throw unsupported(
+      "allOf",
+      path,
+      `expands to more than ${MAX_MERGED} schemas with the other merges of this conversion ($refs reached several ways multiply them)`,
+    );
+  }
   if (schema === true) return;
   if (schema === false) throw new UnsatisfiableSchema("allOf", path, "a branch is false");
   if (!isObject(schema)) throw invalid("allOf", path, "holds something that is not a schema");
@@ -36,18 +52,18 @@ function flatten(root: unknown, part: Located, depth: number, out: Located[]): v
   const rest = without(schema, "$ref", "allOf");
   if (schema.$ref !== undefined) {
     const ref = schema.$ref as string;
-    flatten(root, { schema: resolveRef(root, ref, path), path: ref }, depth + 1, out);
+    flatten(root, { schema: resolveRef(root, ref, path), path: ref }, depth + 1, out, budget);
   }
   if (schema.allOf !== undefined) {
     if (!Array.isArray(schema.allOf) || schema.allOf.length === 0) {
       throw invalid("allOf", path, "must be a non-empty array");
     }
     schema.allOf.forEach((s, i) => {
-      flatten(root, { schema: s, path: child(path, "allOf", i) }, depth + 1, out);
+      flatten(root, { schema: s, path: child(path, "allOf", i) }, depth + 1, out, budget);
     });
   }
   if (schema.$ref === undefined && schema.allOf === undefined) out.push({ schema: rest, path });
-  else if (Object.keys(rest).length > 0) flatten(root, { schema: rest, path }, depth + 1, out);
+  else if (Object.keys(rest).length > 0) flatten(root, { schema: rest, path }, depth + 1, out, budget);
 }
 
 /** A canonical JSON text for deep equality (object keys sorted). */
@@ -61,9 +77,14 @@ export function canonical(value: unknown): string {
 }
 
 /** The one schema equivalent to the conjunction of `parts` (each expanded through $ref and allOf). */
-export function mergeSchemas(root: unknown, parts: Located[], at: string): Record<string, unknown> {
+export function mergeSchemas(
+  root: unknown,
+  parts: Located[],
+  at: string,
+  budget: MergeBudget = { left: MAX_MERGED },
+): Record<string, unknown> {
   const flat: Located[] = [];
-  for (const p of parts) flatten(root, p, 0, flat);
+  for (const p of parts) flatten(root, p, 0, flat, budget);
   const schemas = flat.map((p) => p.schema as Record<string, unknown>);
   const out: Record<string, unknown> = {};
 

@@ -8,7 +8,7 @@
  */
 
 import { child, invalid, UnsatisfiableSchema } from "./errors.js";
-import { alt, classChar, literal, repeat, seq } from "./gbnf.js";
+import { altOf, classChar, literal, repeat, seq } from "./gbnf.js";
 import { isObject } from "./keywords.js";
 import { jsonLiteral, type Separators } from "./primitives.js";
 
@@ -74,7 +74,13 @@ export function objectExpr(
   let extra: string | undefined;
   if (additional !== undefined && additional !== false) {
     const value = ctx.visit(additional, child(path, "additionalProperties"), `${hint}-additional`);
-    extra = seq('"\\""', keyNotIn(names), '"\\""', ctx.sep.colon, value);
+    extra = seq(
+      '"\\""',
+      keyNotIn(names, (body) => ctx.rule(`${hint}-key`, body)),
+      '"\\""',
+      ctx.sep.colon,
+      value,
+    );
   }
   return seq('"{"', membersExpr(ctx, hint, members, extra, ctx.sep.comma), '"}"');
 }
@@ -119,7 +125,7 @@ function membersExpr(
   }
   if (nullable && extra !== undefined) alts.push(seq(extra, repeat(seq(comma, extra), 0, Infinity)));
   if (alts.length === 0) return "";
-  const body = alt(...alts);
+  const body = altOf(alts);
   return nullable ? `(${body})?` : body;
 }
 
@@ -129,8 +135,15 @@ const RAW_KEY_CHAR = '[^"\\\\\\x00-\\x1F]';
 /** Code points a key written without escapes may not hold (as class members). */
 const RAW_EXCLUDED = '"\\\\\\x00-\\x1F';
 
-/** Keys (the text between the quotes, no escapes) that are none of `names`: a complement of their trie. */
-function keyNotIn(names: Set<string>): string {
+/** Trie levels written inside one another before the rest of a long name goes into a rule of its own. */
+const LEVELS_PER_RULE = 32;
+
+/**
+ * Keys (the text between the quotes, no escapes) that are none of `names`: a complement of their trie.
+ * Each character of a name nests one level, so every LEVELS_PER_RULE levels the rest becomes a rule
+ * (`rule` makes one from a body and gives its name): a long name must not nest the grammar deeply.
+ */
+function keyNotIn(names: Set<string>, rule: (body: string) => string): string {
   interface Node {
     terminal: boolean;
     children: Map<number, Node>;
@@ -155,13 +168,27 @@ function keyNotIn(names: Set<string>): string {
     }
     if (writable) node.terminal = true;
   }
-  const expr = (node: Node): string => {
+  // Children before parents (a loop, not recursion: a name may be long).
+  const order: [Node, number][] = [];
+  const todo: [Node, number][] = [[root, 0]];
+  while (todo.length > 0) {
+    const [node, depth] = todo.pop()!;
+    order.push([node, depth]);
+    for (const next of node.children.values()) todo.push([next, depth + 1]);
+  }
+  const texts = new Map<Node, string>();
+  for (let k = order.length - 1; k >= 0; k--) {
+    const [node, depth] = order[k]!;
     const alts: string[] = [];
-    for (const [cp, next] of node.children) alts.push(seq(literal(String.fromCodePoint(cp)), expr(next)));
+    for (const [cp, next] of node.children) {
+      alts.push(seq(literal(String.fromCodePoint(cp)), texts.get(next)!));
+      texts.delete(next);
+    }
     const other = [...node.children.keys()].map(classChar).join("");
     alts.push(seq(`[^${RAW_EXCLUDED}${other}]`, repeat(RAW_KEY_CHAR, 0, Infinity)));
-    const body = alt(...alts);
-    return node.terminal ? `(${body})` : `(${body})?`;
-  };
-  return expr(root);
+    const body = altOf(alts);
+    const text = node.terminal ? `(${body})` : `(${body})?`;
+    texts.set(node, depth > 0 && depth % LEVELS_PER_RULE === 0 ? rule(text) : text);
+  }
+  return texts.get(root)!;
 }

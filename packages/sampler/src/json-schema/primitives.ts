@@ -4,10 +4,14 @@
  * Strings: any character but `"`, `\` and U+0000–U+001F raw, or an escape (`\" \\ \/ \b \f \n \r \t`,
  * `\uXXXX` outside the surrogate range D800–DFFF: characters beyond the BMP are written raw, so that one
  * grammar character is one code point and minLength/maxLength count what JSON Schema counts).
- * Numbers: JSON's number syntax exactly. Integers: `0` or an optional `-` and digits without leading zeros.
+ * Numbers and integers: llama.cpp's rules, so that a model cannot spend its budget inside one number —
+ * an optional `-`, an integral part of `0` or 1–16 digits without a leading zero, then (numbers only) an
+ * optional fraction of 1–16 digits and an optional exponent whose digits follow the integral part's rule.
+ * (So `-0` is an integer, and `1e05` is not a number.)
  */
 
-import { alt, literal, type RuleTable, repeat, seq } from "./gbnf.js";
+import { alt, literal, type RuleTable, repeat, seq, truncate } from "./gbnf.js";
+import { MAX_DIGITS } from "./limits.js";
 
 /** The separators of a grammar's whitespace convention. */
 export interface Separators {
@@ -27,8 +31,15 @@ export function separators(whitespace: "optional-space" | "none"): Separators {
 const BODIES: Record<string, (name: (p: string) => string, sep: Separators) => string> = {
   null: () => '"null"',
   boolean: () => alt('"true"', '"false"'),
-  integer: () => alt('"0"', '"-"? [1-9] [0-9]*'),
-  number: () => '"-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?',
+  "integral-part": () => alt('"0"', `[1-9] [0-9]{0,${MAX_DIGITS - 1}}`),
+  integer: (name) => seq('"-"?', name("integral-part")),
+  number: (name) =>
+    seq(
+      '"-"?',
+      name("integral-part"),
+      `("." [0-9]{1,${MAX_DIGITS}})?`,
+      `([eE] [-+]? ${name("integral-part")})?`,
+    ),
   char: () => alt('[^"\\\\\\x00-\\x1F]', seq('"\\\\"', `(["\\\\/bfnrt] | "u" ${HEX4_NOT_SURROGATE})`)),
   string: (name) => stringBody(name, 0, Infinity),
   value: (name) =>
@@ -58,11 +69,14 @@ export class Primitives {
     private readonly sep: Separators,
   ) {}
 
-  /** A copy that defines into `rules` (a clone of this one's table). */
-  clone(rules: RuleTable): Primitives {
-    const copy = new Primitives(rules, this.sep);
-    for (const [k, v] of this.names) copy.names.set(k, v);
-    return copy;
+  /** A point to go back to: how many primitives are defined. */
+  mark(): number {
+    return this.names.size;
+  }
+
+  /** Forgets the primitives defined since `mark` (their rules are rolled back with the table's). */
+  rollback(mark: number): void {
+    truncate(this.names, mark);
   }
 
   /** The rule name of primitive `p` (`"string"`, `"number"`, `"value"`, ...), defining it if needed. */

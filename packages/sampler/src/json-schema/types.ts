@@ -1,11 +1,10 @@
 /** JSON Schema's `type` keyword: reading it, inferring it and intersecting type sets. */
 
 import { invalid } from "./errors.js";
-import { FAMILY_KEYWORDS } from "./keywords.js";
 
 export type JsonType = "object" | "array" | "string" | "number" | "integer" | "boolean" | "null";
 
-const ALL: readonly JsonType[] = ["object", "array", "string", "number", "boolean", "null"];
+export const ALL: readonly JsonType[] = ["object", "array", "string", "number", "boolean", "null"];
 const NAMES = new Set<string>([...ALL, "integer"]);
 
 /** The types `schema.type` names (plus null when `nullable: true`), or undefined if it has no `type`. */
@@ -29,20 +28,11 @@ export function declaredTypes(schema: Record<string, unknown>, path: string): Se
 }
 
 /**
- * The types a schema allows: its declared types, or else those whose keywords it uses (a schema with
- * `properties` and no `type` is taken to be an object: a documented subset of JSON Schema, which would also
- * let any non-object through), or else every type.
+ * The types a schema allows: its declared types, or else every type. A keyword constrains only values of
+ * its own type (`minimum` numbers, `properties` objects, ...), so `{"minimum": 3}` still allows strings.
  */
 export function allowedTypes(schema: Record<string, unknown>, path: string): Set<JsonType> {
-  const declared = declaredTypes(schema, path);
-  if (declared !== undefined) return declared;
-  const inferred = new Set<JsonType>();
-  for (const [family, keys] of Object.entries(FAMILY_KEYWORDS)) {
-    if (keys.some((k) => schema[k] !== undefined)) inferred.add(family as JsonType);
-  }
-  if (inferred.size === 0) return new Set(ALL);
-  if (schema.nullable === true) inferred.add("null");
-  return inferred;
+  return declaredTypes(schema, path) ?? new Set(ALL);
 }
 
 /** The types in both `a` and `b` (integer ∩ number = integer). */
