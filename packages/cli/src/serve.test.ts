@@ -177,6 +177,8 @@ describe("minfer serve", () => {
       ["--alias", ""],
       ["--top-p", "2"],
       ["--xtc-threshold", "7"],
+      ["--reasoning-format", "r1"],
+      ["--reasoning-budget", "-2"],
     ] as const) {
       const bad = await minfer("serve", "-m", stories, flag, value);
       expect(bad.code, flag).not.toBe(0);

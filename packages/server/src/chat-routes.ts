@@ -3,6 +3,14 @@ import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
 import { tokenizePrompt } from "./prompt.js";
 import {
+  chatOutput,
+  promptOpensThink,
+  REASONING_DEFAULTS,
+  type ReasoningSettings,
+  thinkBeforeCalls,
+  thinkTagsOf,
+} from "./reasoning/index.js";
+import {
   type NativePrompt,
   type ParsedChat,
   type ParsedMessage,
@@ -15,7 +23,13 @@ import { checkSchemaSize } from "./sampling.js";
 import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
-import { ToolCallParser, toolCallGrammar, toolFormatOf } from "./tools/index.js";
+import {
+  reasoningEndMarkers,
+  TOOL_FORMATS,
+  ToolCallParser,
+  toolCallGrammar,
+  toolFormatOf,
+} from "./tools/index.js";
 
 /** llama-server's `response_fields`: each path (`a/b` is `r.a.b`) under its own name; absent ones left out. */
 function pickFields(r: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
@@ -33,7 +47,11 @@ function pickFields(r: Record<string, unknown>, fields: readonly string[]): Reco
 export const IGNORED_FIELDS_HEADER = "X-Minfer-Ignored-Fields";
 
 /** `POST /v1/chat/completions`, `/v1/completions`, llama-server's `/completion` and its text endpoints. */
-export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
+export function registerChatRoutes(
+  app: FastifyInstance,
+  s: ServerState,
+  reasoning: ReasoningSettings = REASONING_DEFAULTS,
+): void {
   const retryAfterS = 1;
   const deps = () => ({
     model: s.model,
@@ -53,7 +71,7 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
     kwargs: Record<string, unknown> = {},
     tools?: unknown[],
     turn: { addGenerationPrompt?: boolean; prefill?: string | undefined } = {},
-  ): Promise<{ text: string; addSpecial: boolean }> {
+  ): Promise<{ text: string; addSpecial: boolean; beforePrefill: string }> {
     const template = s.template();
     if (!template)
       throw new ApiError(
@@ -86,36 +104,64 @@ export function registerChatRoutes(app: FastifyInstance, s: ServerState): void {
       );
     }
     // A continued assistant message: its text after the generation prompt, the completion goes on from it.
+    const beforePrefill = text;
     if (turn.prefill !== undefined) text += turn.prefill;
-    return { text, addSpecial: !(bos !== "" && text.startsWith(bos)) };
+    return { text, addSpecial: !(bos !== "" && text.startsWith(bos)), beforePrefill };
   }
 
-  /** The chat job: tools rendered by the template, calls parsed from its format, forced by grammar. */
+  /**
+   * The chat job: tools rendered by the template, calls parsed from its format (forced by grammar when
+   * tool_choice asks), the think block split off as the reasoning format says, and its budget.
+   */
   async function chatJob(p: ParsedChat): Promise<CompletionJob> {
-    const t = p.tools;
+    const t = p.tools && p.tools.choice !== "none" ? p.tools : undefined;
     const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
-    if (!t || t.choice === "none")
-      return { kind: "chat", prompt: await renderChat(p.messages, p.templateKwargs, undefined, turn), p };
     const template = s.template();
-    const format = template ? toolFormatOf(template.source) : undefined;
-    if (template && !format)
+    const format = t && template ? toolFormatOf(template.source) : undefined;
+    if (t && template && !format)
       throw new ApiError(
         400,
         `tools: the chat template (${template.name}) has no tool-call format minfer can parse ` +
-          "(Hermes/Qwen <tool_call> or Llama 3 JSON); start the server with --chat-template-file",
+          `(${TOOL_FORMATS.join(", ")}); start the server with --chat-template-file`,
         "invalid_request_error",
         "tools",
         "tools_unsupported",
       );
-    const prompt = await renderChat(p.messages, p.templateKwargs, t.templateTools, turn);
-    if (t.choice !== "auto") checkSchemaSize(t.tools, "tools", s.limits);
-    const gbnf = toolCallGrammar(t, format!);
+    const rendered = await renderChat(p.messages, p.templateKwargs, t?.templateTools, turn);
+    const prompt = { text: rendered.text, addSpecial: rendered.addSpecial };
+    // Thinking: the template's tags, and whether its generation prompt opened the block.
+    const rf = p.reasoningFormat ?? reasoning.format;
+    const tags = template ? thinkTagsOf(template.source) : undefined;
+    const open = tags !== undefined && promptOpensThink(rendered.beforePrefill, tags);
+    if (t && t.choice !== "auto") checkSchemaSize(t.tools, "tools", s.limits);
+    const kwargs = { ...s.templateKwargs, ...p.templateKwargs };
+    const gbnf = t ? toolCallGrammar(t, format!, thinkBeforeCalls(rf, tags, open, kwargs)) : undefined;
+    const parser = chatOutput({
+      format: rf,
+      tags,
+      open,
+      stream: p.stream,
+      prefill: p.prefill,
+      ends: reasoningEndMarkers(format),
+      ...(t ? { tools: () => new ToolCallParser(format!, t.tools, { parallel: t.parallel }) } : {}),
+    });
     return {
       kind: "chat",
       prompt,
       p,
       ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: "tool_choice" } } : {}),
-      parser: () => new ToolCallParser(format!, t.tools, { parallel: t.parallel }),
+      ...(parser ? { parser } : {}),
+      ...(tags && reasoning.budget >= 0
+        ? {
+            reasoningBudget: {
+              start: tags.start,
+              end: tags.end,
+              tokens: reasoning.budget,
+              message: reasoning.budgetMessage,
+              open,
+            },
+          }
+        : {}),
     };
   }
 

@@ -22,6 +22,7 @@ import {
   partialTimings,
 } from "./native-format.js";
 import { tokenizePrompt } from "./prompt.js";
+import { type BudgetRequest, budgetFor } from "./reasoning/index.js";
 import type { ParsedCommon } from "./request.js";
 import { compileGrammar, type GrammarRequest, makeSampler, requestGrammar } from "./sampling.js";
 import type { ServerSampling } from "./server.js";
@@ -48,10 +49,19 @@ export interface ToolCallFragment {
   readonly arguments: string;
 }
 
-/** Turns a choice's generated text into content and tool calls (plain text when no tools). */
+/** What a choice's output parser releases: content, thinking split off (chat), tool-call fragments. */
+export interface ParsedOutput {
+  readonly content: string;
+  /** Thinking text (a think block split off the content: `reasoning_content`). */
+  readonly reasoning?: string;
+  readonly deltas: readonly ToolCallFragment[];
+}
+
+/** Turns a choice's generated text into content, reasoning and tool calls (plain text by default). */
 export interface OutputParser {
-  push(text: string): { content: string; deltas: readonly ToolCallFragment[] };
-  end(): { content: string; deltas: readonly ToolCallFragment[] };
+  push(text: string): ParsedOutput;
+  /** The rest; `cut`: generation stopped at its token limit (finish "length"). */
+  end(cut: boolean): ParsedOutput;
   readonly calls: readonly ToolCall[];
 }
 
@@ -82,6 +92,8 @@ export interface CompletionJob {
   readonly toolGrammar?: GrammarRequest;
   /** A fresh output parser per choice (tools); default plain text. */
   readonly parser?: () => OutputParser;
+  /** A think block's token budget (llama-server's --reasoning-budget), forced closed when spent. */
+  readonly reasoningBudget?: BudgetRequest;
 }
 
 export interface CompletionDeps {
@@ -114,6 +126,8 @@ interface Choice {
   readonly index: number;
   readonly parser: OutputParser;
   content: string;
+  /** Thinking split off the content (reasoning_content). */
+  reasoning: string;
   /** Tokens generated so far, and (native, streamed) the text no chunk carried yet. */
   generated: number;
   unsent: string;
@@ -198,7 +212,10 @@ export async function runCompletion(
       "id_slot",
       "invalid_value",
     );
-  const constraint = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
+  const grammar = compileGrammar(model, requestGrammar(p, deps.limits, job.toolGrammar), deps.limits);
+  // A think block's budget wraps the grammar (each choice its own), so both constrain every token.
+  const budget = job.reasoningBudget ? budgetFor(tokenizer, job.reasoningBudget, ids) : undefined;
+  const constraint = budget ? () => budget(grammar?.()) : grammar;
   const samplers = Array.from({ length: p.n }, (_, i) => makeSampler(model, p, constraint, i, deps.sampling));
   // the request's token limit, else the server's (ServerOptions.nPredict)
   const maxTokens = p.maxTokens ?? deps.nPredict;
@@ -218,6 +235,7 @@ export async function runCompletion(
     index,
     parser: job.parser?.() ?? new PlainText(),
     content: "",
+    reasoning: "",
     generated: 0,
     unsent: "",
     chatLogprobs: [],
@@ -296,8 +314,10 @@ export async function runCompletion(
       });
   };
 
-  const emit = (c: Choice, out: { content: string; deltas: readonly ToolCallFragment[] }, e?: TokenEvent) => {
+  const emit = (c: Choice, out: ParsedOutput, e?: TokenEvent) => {
     c.content += out.content;
+    const reasoning = out.reasoning ?? "";
+    c.reasoning += reasoning;
     if (e && e.token >= 0) {
       c.generated++;
       if (firstTokenAt === 0) firstTokenAt = performance.now();
@@ -330,10 +350,12 @@ export async function runCompletion(
         c.chatLogprobs.push(chatLp);
       } else fmt.completion(c.textLogprobs, lp, c.content.length - out.content.length);
     }
-    if (!p.stream || (out.content === "" && out.deltas.length === 0 && !lp)) return;
+    if (!p.stream || (out.content === "" && reasoning === "" && out.deltas.length === 0 && !lp)) return;
     if (kind === "chat") {
       const delta: Record<string, unknown> = {};
-      if (out.content !== "" || out.deltas.length === 0) delta.content = out.content;
+      // (llama-server's deltas: the thinking under reasoning_content, beside content only when both came)
+      if (reasoning !== "") delta.reasoning_content = reasoning;
+      if (out.content !== "" || (out.deltas.length === 0 && reasoning === "")) delta.content = out.content;
       if (out.deltas.length > 0)
         delta.tool_calls = out.deltas.map((d) => ({
           index: d.index,
@@ -419,7 +441,7 @@ export async function runCompletion(
   results.forEach((r, i) => {
     const c = choices[i]!;
     c.result = r;
-    emit(c, c.parser.end());
+    emit(c, c.parser.end(r.finish === "length" || r.finish === "context"));
   });
 
   if (results.some((r) => r.finish === "shutdown")) {
@@ -545,6 +567,7 @@ function finalChoice(kind: CompletionJob["kind"], c: Choice, logprobs: boolean):
     role: "assistant",
     content: calls.length > 0 && c.content.trim() === "" ? null : c.content,
   };
+  if (c.reasoning !== "") message.reasoning_content = c.reasoning;
   if (calls.length > 0)
     message.tool_calls = calls.map((t) => ({
       id: t.id,

@@ -9,6 +9,8 @@ export { IGNORED_FIELDS_HEADER } from "./chat-routes.js";
 export { ApiError } from "./errors.js";
 export type { ServerLimits } from "./limits.js";
 export { SERVER_LIMITS } from "./limits.js";
+export type { ReasoningFormat } from "./reasoning/index.js";
+export { REASONING_FORMATS } from "./reasoning/index.js";
 export type { MinferServer, ServerOptions, ServerSampling } from "./server.js";
 export { createServer, SERVER_DEFAULTS } from "./server.js";
 export type { ServerErrorCode } from "./server-error.js";

@@ -196,6 +196,7 @@ describe("llama-server's sampler fields", () => {
       type: "json_schema",
       schema,
       name: "response",
+      param: "json_schema", // (errors in the schema name this field)
     });
     const j = (await (
       await lax.post("/v1/completions", { prompt, json_schema: schema, max_tokens: 24, temperature: 0 })

@@ -2,6 +2,7 @@
 
 import { ApiError, invalidField } from "./errors.js";
 import { quote } from "./quote.js";
+import { parseReasoningFormat, type ReasoningFormat } from "./reasoning/tags.js";
 import { parseMessageToolFields, parseTools, type ToolsRequest } from "./tools/index.js";
 
 const bad = invalidField;
@@ -110,6 +111,8 @@ export interface ParsedChat extends ParsedCommon {
   templateKwargs: Record<string, unknown>;
   /** `tools` / `tool_choice` / `parallel_tool_calls`, when tools are given. */
   tools: ToolsRequest | undefined;
+  /** llama-server's `reasoning_format`: how thinking is returned (undefined: the server's default). */
+  reasoningFormat: ReasoningFormat | undefined;
 }
 
 export interface ParsedCompletion extends ParsedCommon {
@@ -158,6 +161,8 @@ const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
   t_max_predict_ms: (v) => v === 0 || v === -1,
   n_indent: (v) => v === 0,
   samplers: () => false,
+  // (text completions return the text as generated, thinking included, as llama-server's do)
+  reasoning_format: (v) => v === "none",
 };
 
 const COMMON_FIELDS = [
@@ -194,6 +199,7 @@ const CHAT_FIELDS = new Set([
   "parallel_tool_calls",
   "add_generation_prompt",
   "continue_final_message",
+  "reasoning_format",
 ]);
 const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...LLAMA_SAMPLER_FIELDS, "prompt", "echo", "logprobs"]);
 
@@ -409,7 +415,7 @@ function parseFormat(body: Body): ResponseFormat {
     throw bad("json_schema", "and response_format both constrain the output; give one of them");
   if (typeof js !== "object" && typeof js !== "boolean")
     throw bad("json_schema", "must be a JSON Schema (an object)");
-  return { type: "json_schema", schema: js, name: "response" };
+  return { type: "json_schema", schema: js, name: "response", param: "json_schema" };
 }
 
 function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon {
@@ -583,6 +589,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
     prefill,
     templateKwargs,
     tools: parseTools(body),
+    reasoningFormat: parseReasoningFormat(body.reasoning_format),
     // logprobs, or llama-server's n_probs (alternatives per token) without it
     nProbs: logprobs ? (top ?? 0) : body.logprobs === undefined ? common.nProbs : undefined,
     ignored,
@@ -591,6 +598,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
 
 export function parseCompletion(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedCompletion {
   const body = checkObject(raw);
+  parseReasoningFormat(body.reasoning_format); // a bad value is a 400 here too, as in llama-server
   const ignored = checkKnown(body, COMPLETION_FIELDS, o);
   if (body.echo === true) throw bad("echo", "is not supported by this server yet", "unsupported_parameter");
   bool(body, "echo");
@@ -691,6 +699,7 @@ function parsePrompts(pr: unknown, nVocab: number): NativePrompt[] {
  */
 export function parseNative(raw: unknown, nVocab: number, o: ParseOptions = {}): ParsedNative {
   const body = checkObject(raw);
+  parseReasoningFormat(body.reasoning_format); // a bad value is a 400 here too, as in llama-server
   const ignored = checkKnown(body, NATIVE_FIELDS, o);
   const common = parseCommon(body, nVocab, o);
   if (common.n !== 1)

@@ -23,7 +23,8 @@ export function requestGrammar(
   const found: GrammarRequest[] = [];
   const rf = p.responseFormat;
   if (rf.type !== "text") {
-    const param = rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format";
+    const param =
+      rf.type === "json_schema" ? (rf.param ?? "response_format.json_schema.schema") : "response_format";
     if (rf.type === "json_schema") checkSchemaSize(rf.schema, param, limits);
     try {
       found.push({

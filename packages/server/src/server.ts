@@ -23,6 +23,7 @@ import {
 import { registerInfoRoutes } from "./info-routes.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
+import { type ReasoningFormat, reasoningSettings } from "./reasoning/index.js";
 import { TemplateRenderer } from "./render.js";
 import { ServerError } from "./server-error.js";
 import { registerSlotRoutes } from "./slot-routes.js";
@@ -118,6 +119,20 @@ export interface ServerOptions {
    * "length"). Default false.
    */
   readonly contextShift?: boolean;
+  /**
+   * How a thinking model's think block is returned (llama-server's `--reasoning-format`; a request's
+   * `reasoning_format` overrides it): `auto` (default) and `deepseek` split it into `reasoning_content`,
+   * `deepseek-legacy` does when not streamed (streams keep it in `content`, with its tags), `none` leaves
+   * it in `content`. Only templates that write think tags have one split off.
+   */
+  readonly reasoningFormat?: ReasoningFormat;
+  /**
+   * Tokens a think block may hold before its end tag is forced (llama-server's `--reasoning-budget`):
+   * -1 (default) no limit, 0 the block ends as it opens.
+   */
+  readonly reasoningBudget?: number;
+  /** Text forced before the end tag when the budget is spent (llama-server's `--reasoning-budget-message`). Default none. */
+  readonly reasoningBudgetMessage?: string;
   /** Every non-streamed response carries `__verbose` (the prompt as read, the settings), as under llama-server's `--verbose`. */
   readonly verbose?: boolean;
   /** Called after each generation (also aborted ones) with its finish reason. */
@@ -281,6 +296,7 @@ export function createServer(options: ServerOptions): MinferServer {
       `timeoutSeconds must be a positive number, got ${String(timeout)}`,
     );
   const sampling = checkSampling(options.sampling);
+  const reasoning = reasoningSettings(options);
   const cors = checkCors(options.corsOrigins);
   const chatml = builtinTemplate("chatml")!;
   const nPredict = options.nPredict;
@@ -514,7 +530,7 @@ export function createServer(options: ServerOptions): MinferServer {
     tags: options.tags ?? [],
   };
   registerInfoRoutes(app, state);
-  registerChatRoutes(app, state);
+  registerChatRoutes(app, state, reasoning);
   registerSlotRoutes(app, state);
 
   const close = async () => {

@@ -1,7 +1,15 @@
 import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { ContextOptions } from "@minfer/engine";
-import { chatTemplateArg, createServer, SERVER_DEFAULTS, SERVER_LIMITS } from "@minfer/server";
+import {
+  chatTemplateArg,
+  createServer,
+  REASONING_FORMATS,
+  type ReasoningFormat,
+  SERVER_DEFAULTS,
+  SERVER_LIMITS,
+  type ServerOptions,
+} from "@minfer/server";
 import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
@@ -146,6 +154,24 @@ export const serveOptions: OptionSpec[] = [
     metavar: "on|off|auto",
     help: "whether templates that can think are asked to (their enable_thinking variable): on, off, or auto (the template's default, the default), as llama-server's --reasoning",
   },
+  {
+    flags: ["--reasoning-format"],
+    kind: "string",
+    metavar: "FORMAT",
+    help: "how a thinking model's think block is returned: none (left in content), deepseek (in reasoning_content), deepseek-legacy (in reasoning_content; streams keep it in content, tags included), or auto (as deepseek, the default), as llama-server's --reasoning-format; a request's reasoning_format overrides it",
+  },
+  {
+    flags: ["--reasoning-budget"],
+    kind: "integer",
+    metavar: "N",
+    help: "tokens a think block may hold before its end tag is forced: -1 no limit (the default), 0 the block ends as it opens, as llama-server's --reasoning-budget",
+  },
+  {
+    flags: ["--reasoning-budget-message"],
+    kind: "string",
+    metavar: "TEXT",
+    help: "text forced before the end tag when the reasoning budget is spent (default: none), as llama-server's --reasoning-budget-message",
+  },
   ...contextOptions.map((o) =>
     o.flags.includes("-c")
       ? {
@@ -193,6 +219,27 @@ function templateKwargsOf(options: Record<string, unknown>): Record<string, unkn
   if (r !== "on" && r !== "off")
     throw new CliError("INVALID_ARGUMENT", `--reasoning must be on, off or auto, got ${JSON.stringify(r)}`);
   return { ...kw, enable_thinking: r === "on" };
+}
+
+/** --reasoning-format, --reasoning-budget and --reasoning-budget-message as ServerOptions. */
+function reasoningOptions(
+  options: Record<string, unknown>,
+): Pick<ServerOptions, "reasoningFormat" | "reasoningBudget" | "reasoningBudgetMessage"> {
+  const format = options.reasoningFormat as string | undefined;
+  if (format !== undefined && !(REASONING_FORMATS as readonly string[]).includes(format))
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `--reasoning-format must be one of ${REASONING_FORMATS.join(", ")}, got ${JSON.stringify(format)}`,
+    );
+  const budget = options.reasoningBudget as number | undefined;
+  if (budget !== undefined)
+    check(budget >= -1, "--reasoning-budget", "-1 (no limit) or an integer >= 0", budget);
+  const message = options.reasoningBudgetMessage as string | undefined;
+  return {
+    ...(format !== undefined ? { reasoningFormat: format as ReasoningFormat } : {}),
+    ...(budget !== undefined ? { reasoningBudget: budget } : {}),
+    ...(message !== undefined ? { reasoningBudgetMessage: message } : {}),
+  };
 }
 
 /** A comma-separated list of names (--alias, --tags): each 1-256 characters, no control characters. */
@@ -271,6 +318,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (options.slots && options.noSlots)
     throw new CliError("INVALID_ARGUMENT", "give one of --slots and --no-slots");
   const templateKwargs = templateKwargsOf(options);
+  const reasoning = reasoningOptions(options);
   if (options.contextShift && options.noContextShift)
     throw new CliError("INVALID_ARGUMENT", "give one of --context-shift and --no-context-shift");
   const slotSavePath = options.slotSavePath as string | undefined;
@@ -329,6 +377,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(tags ? { tags } : {}),
     ...(verbose ? { verbose: true } : {}),
     ...(templateKwargs ? { templateKwargs } : {}),
+    ...reasoning,
     ...(slotSavePath !== undefined ? { slotSavePath } : {}),
     ...(options.contextShift ? { contextShift: true } : {}),
     sampling,

@@ -28,4 +28,26 @@ describe("toolFormatOf", () => {
     expect(toolFormatOf("{% if tools %}<|python_tag|>{% endif %}")).toBe("llama3");
     expect(toolFormatOf("{% for m in messages %}{{ m.content }}{% endfor %}")).toBeUndefined();
   });
+
+  it("tries the specific markers before the general ones", () => {
+    const t = (body: string) => `{% if tools %}${body}{% endif %}`;
+    for (const [src, format] of [
+      [t("<tool_call>{{ name }}<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>"), "glm-4.5"],
+      [
+        t("<tool_call>\n<function=f>\n<parameter=p>\nv\n</parameter>\n</function>\n</tool_call>"),
+        "qwen3-coder",
+      ],
+      [t("<tool_call>{{ call | tojson }}</tool_call>"), "hermes"],
+      [t("[TOOL_CALLS][{{ calls | tojson }}]"), "mistral-nemo"],
+      [t("[TOOL_CALLS]{{ name }}[ARGS]{{ args }}"), "mistral"],
+      [t("<\uff5ctool\u2581calls\u2581begin\uff5c>function\n```json\n"), "deepseek-r1"],
+      [t("<\uff5ctool\u2581calls\u2581begin\uff5c>{{ name }}"), "deepseek-v3.1"],
+      [t("<|tool_calls_section_begin|><|tool_call_begin|>"), "kimi-k2"],
+      [t("<|START_ACTION|>"), "command-r7b"],
+      [t("<|tool_call|>"), "granite"],
+      [t("<|tool_call_start|>"), "lfm2"],
+      [t("[func_name1(params_name1=params_value1, params_name2=params_value2...)]"), "pythonic"],
+    ] as const)
+      expect(toolFormatOf(src), src).toBe(format);
+  });
 });

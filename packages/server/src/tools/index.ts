@@ -5,8 +5,9 @@
  */
 
 export type { ToolFormat } from "./formats.js";
-export { toolFormatOf } from "./formats.js";
-export { toolCallGrammar } from "./grammar.js";
+export { reasoningEndMarkers, TOOL_FORMATS, toolFormatOf } from "./formats.js";
+export type { ReasoningPrefix } from "./grammar.js";
+export { gbnfLiteral, textWithout, toolCallGrammar } from "./grammar.js";
 export type { TemplateToolCall, ToolChoice, ToolDef, ToolsRequest } from "./parse.js";
 export { parseMessageToolFields, parseTools } from "./parse.js";
 export type { ParsedToolCall, ToolCallDelta, ToolCallParserOptions } from "./parser.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { ToolFormat } from "./formats.js";
 import type { ToolDef } from "./parse.js";
 import { newCallId, ToolCallParser } from "./parser.js";
+import { checkCuts, parseAll } from "./test-parse.js";
 
 const TOOLS: ToolDef[] = [
   {
@@ -11,75 +11,14 @@ const TOOLS: ToolDef[] = [
   { name: "get_time", parameters: { type: "object", properties: {} } },
 ];
 
-interface Result {
-  content: string;
-  calls: { name: string; arguments: string }[];
-}
+const parse = (format: "hermes" | "llama3", text: string, parallel = true) =>
+  parseAll(format, TOOLS, text, { parallel });
 
-/** Feeds `pieces` and checks the deltas against `calls`: one header (id, name, "") then argument fragments. */
-function run(format: ToolFormat, pieces: string[], parallel = true): Result {
-  let n = 0;
-  const p = new ToolCallParser(format, TOOLS, { parallel, newId: () => `call_${n++}` });
-  let content = "";
-  const streamed: { id: string; name: string; arguments: string }[] = [];
-  const take = (r: {
-    content: string;
-    deltas: { index: number; id?: string; name?: string; arguments: string }[];
-  }) => {
-    content += r.content;
-    for (const d of r.deltas) {
-      if (d.index === streamed.length) {
-        expect(d.id).toBeDefined();
-        expect(d.name).toBeDefined();
-        expect(d.arguments).toBe("");
-        streamed.push({ id: d.id!, name: d.name!, arguments: "" });
-      } else {
-        expect(d.index).toBe(streamed.length - 1);
-        expect(d.id).toBeUndefined();
-        streamed[d.index]!.arguments += d.arguments;
-      }
-    }
-  };
-  for (const piece of pieces) take(p.push(piece));
-  take(p.end());
-  expect(streamed).toEqual(p.calls);
-  return { content, calls: p.calls.map(({ name, arguments: a }) => ({ name, arguments: a })) };
-}
-
-/** Every way of cutting `text` once, every character alone, and random cuts into several pieces. */
-function* splits(text: string): Generator<string[]> {
-  const chars = [...text];
-  for (let i = 0; i <= chars.length; i++) yield [chars.slice(0, i).join(""), chars.slice(i).join("")];
-  yield chars;
-  let seed = 12345;
-  const rand = () => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed / 2 ** 31;
-  };
-  for (let r = 0; r < 30; r++) {
-    const pieces: string[] = [];
-    let cur = "";
-    for (const c of chars) {
-      cur += c;
-      if (rand() < 0.3) {
-        pieces.push(cur);
-        cur = "";
-      }
-    }
-    pieces.push(cur);
-    yield pieces;
-  }
-}
-
-/** The result of the whole text, after checking that every split gives the same. */
-function parse(format: ToolFormat, text: string, parallel = true): Result {
-  const whole = run(format, [text], parallel);
-  for (const pieces of splits(text))
-    expect(run(format, pieces, parallel), JSON.stringify(pieces)).toEqual(whole);
-  return whole;
-}
-
-const weather = (city: string) => ({ name: "get_weather", arguments: JSON.stringify({ city }) });
+// The arguments are the model's JSON text, as written (spacing kept).
+const weather = (city: string, json = `{"city": ${JSON.stringify(city)}}`) => ({
+  name: "get_weather",
+  arguments: json,
+});
 
 describe("ToolCallParser hermes", () => {
   it("parses a Qwen call with text before it", () => {
@@ -92,14 +31,18 @@ describe("ToolCallParser hermes", () => {
     const text =
       '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
       '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>\n' +
-      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich \\"Z\\" <tool_call>"}}\n</tool_call>\n';
+      '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Zürich \\"Z\\" <tool_call>"}}\n</tool_call>\n';
     expect(parse("hermes", text)).toEqual({
       content: "",
-      calls: [weather("Paris"), { name: "get_time", arguments: "{}" }, weather('Zürich "Z" <tool_call>')],
+      calls: [
+        weather("Paris"),
+        { name: "get_time", arguments: "{}" },
+        weather("", '{"city":"Zürich \\"Z\\" <tool_call>"}'),
+      ],
     });
   });
 
-  it("keeps Qwen3 think text as content", () => {
+  it("keeps think text as content (the splitting of reasoning is not the parser's)", () => {
     const text =
       '<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
     expect(parse("hermes", text)).toEqual({
@@ -113,15 +56,17 @@ describe("ToolCallParser hermes", () => {
     expect(parse("hermes", text)).toEqual({ content: text, calls: [] });
   });
 
-  it("accepts arguments given as JSON text, and parameters for arguments", () => {
+  it("accepts arguments given as JSON text (that text is the arguments), and parameters for arguments", () => {
     const text =
       '<tool_call>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}\n</tool_call>' +
       '<tool_call>{"type": "function", "name": "get_weather", "parameters": {"city": "Bern"}}</tool_call>' +
-      '<tool_call>{"name": "get_time"}</tool_call>';
+      '<tool_call>{"name": "get_time"}</tool_call>' +
+      '<tool_call>{"arguments": {"city":"Lima"}, "name": "get_weather"}</tool_call>';
     expect(parse("hermes", text).calls).toEqual([
       weather("Rome"),
       weather("Bern"),
       { name: "get_time", arguments: "{}" },
+      weather("", '{"city":"Lima"}'),
     ]);
   });
 
@@ -134,23 +79,60 @@ describe("ToolCallParser hermes", () => {
     });
   });
 
-  it("turns malformed JSON and bad call objects into content", () => {
+  it("turns markup that breaks before the call is known into content", () => {
     for (const body of [
-      '{"name": "get_weather", "arguments": {"city": "Paris"}',
       '{"name": "get_weather", "arguments": [1]}',
-      '{"name": "get_weather", "arguments": {}, "extra": 1}',
-      '{"name": "get_weather", "arguments": {}, "parameters": {}}',
+      '{"extra": 1, "name": "get_weather", "arguments": {}}',
+      '{"name": "get_weather", "parameters": {}, "arguments": {}}'.replace('"parameters": {}, ', '"id": 1, '),
       '["get_weather"]',
       '{"name": "get_weather", "arguments": "not json"}',
+      '{"name": 3, "arguments": {}}',
+      "not json",
     ]) {
       const text = `x <tool_call>\n${body}\n</tool_call> y`;
       expect(parse("hermes", text), body).toEqual({ content: text, calls: [] });
     }
   });
 
-  it("returns an unterminated call as content", () => {
-    const text = 'Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}';
+  it("keeps a call whose markup breaks after it was reported, dropping the broken markup up to </tool_call>", () => {
+    for (const [body, args] of [
+      ['{"name": "get_weather", "arguments": {"city": "Paris"}', '{"city": "Paris"}'],
+      ['{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}', '{"city": "Paris"}'],
+      ['{"name": "get_weather", "arguments": {"city": "Pa" x}}', '{"city": "Pa" '],
+    ] as const) {
+      const text = `x <tool_call>\n${body}\n</tool_call> y`;
+      expect(parse("hermes", text), body).toEqual({ content: "xy", calls: [weather("", args)] });
+    }
+  });
+
+  it("keeps an unterminated call with its arguments as far as they go; text after a closed call object is content", () => {
+    expect(parse("hermes", 'Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa')).toEqual({
+      content: "Sure.",
+      calls: [weather("", '{"city": "Pa')],
+    });
+    expect(parse("hermes", '<tool_call>{"name": "get_time", "arguments": {}}\nDone, I think.')).toEqual({
+      content: "Done, I think.",
+      calls: [{ name: "get_time", arguments: "{}" }],
+    });
+  });
+
+  it("at a normal end, markup that never showed its call is content; cut off, it is dropped", () => {
+    const text = 'Sure.\n<tool_call>\n{"name": "get_wea';
     expect(parse("hermes", text)).toEqual({ content: text, calls: [] });
+    expect(parseAll("hermes", TOOLS, text, { cut: true })).toEqual({ content: "Sure.\n", calls: [] });
+    expect(parseAll("hermes", TOOLS, "Sure. <tool_ca", { cut: true })).toEqual({
+      content: "Sure. ",
+      calls: [],
+    });
+  });
+
+  it("cut at every point: partial arguments, never markup", () => {
+    checkCuts(
+      "hermes",
+      TOOLS,
+      'Hello.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris \\"X\\""}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+      ["<tool_call>", "</tool_call>", '"name"'],
+    );
   });
 
   it("keeps text after a call as content", () => {
@@ -173,16 +155,19 @@ describe("ToolCallParser hermes", () => {
     expect(p.callsComplete).toBe(true);
   });
 
-  it("releases content as soon as it cannot start a call", () => {
+  it("releases content as soon as it cannot start a call, and streams the arguments as they come", () => {
     const p = new ToolCallParser("hermes", TOOLS);
     expect(p.push("Hello <tool")).toEqual({ content: "Hello", deltas: [] });
     expect(p.push("s> ok")).toEqual({ content: " <tools> ok", deltas: [] });
-    const r = p.push(' <tool_call>{"name": "get_time", "arguments": {}}</tool_call>');
-    expect(r.content).toBe("");
+    expect(p.push(' <tool_call>{"name": "get_weather", "argu')).toEqual({ content: "", deltas: [] });
+    const r = p.push('ments": {"ci');
     expect(r.deltas).toEqual([
-      { index: 0, id: expect.stringMatching(/^call_[A-Za-z0-9]{24}$/), name: "get_time", arguments: "" },
-      { index: 0, arguments: "{}" },
+      { index: 0, id: expect.stringMatching(/^call_[A-Za-z0-9]{24}$/), name: "get_weather", arguments: "" },
+      { index: 0, arguments: '{"ci' },
     ]);
+    expect(p.push('ty": "Par')).toEqual({ content: "", deltas: [{ index: 0, arguments: 'ty": "Par' }] });
+    expect(p.push('is"}}</tool_call>')).toEqual({ content: "", deltas: [{ index: 0, arguments: 'is"}' }] });
+    expect(p.calls[0]!.arguments).toBe('{"city": "Paris"}');
     expect(() => {
       p.end();
       p.push("x");
@@ -201,28 +186,58 @@ describe("ToolCallParser llama3", () => {
       expect(parse("llama3", text), text).toEqual({ content: "", calls: [weather("Paris")] });
   });
 
-  it("leaves text, and JSON that is not a call, as content", () => {
+  it("parses a built-in tool's call, <|python_tag|>name.call(k=v)", () => {
+    for (const text of [
+      '<|python_tag|>get_weather.call(city="Paris")',
+      "<|python_tag|>get_weather.call(city='Paris')",
+      '<|python_tag|> get_weather.call( city = "Paris" )',
+    ])
+      expect(parse("llama3", text), text).toEqual({ content: "", calls: [weather("Paris")] });
+    expect(
+      parse("llama3", '<|python_tag|>get_weather.call(city="a \\"b\\"\\n", n=[1, True], x=None)'),
+    ).toEqual({
+      content: "",
+      calls: [weather("", '{"city": "a \\"b\\"\\n", "n": [1,true], "x": null}')],
+    });
+  });
+
+  it("leaves text, and JSON or calls that are not a known tool's, as content", () => {
     for (const text of [
       "The weather in Paris is sunny.",
       '{"answer": 42}',
       '{"name": "send_mail", "parameters": {}}',
-      '{"name": "get_weather", "parameters": {"city": "Paris"',
-      '{"name": "get_weather", "parameters": {"city": "Paris"}} and more',
       '<|python_tag|>brave_search.call(query="x")',
       'Call: {"name": "get_weather", "parameters": {"city": "Paris"}}',
       "  ",
       "<|python",
-    ]) {
-      const r = parse("llama3", text);
-      if (text.endsWith("and more")) expect(r).toEqual({ content: "and more", calls: [weather("Paris")] });
-      else expect(r, text).toEqual({ content: text, calls: [] });
-    }
+    ])
+      expect(parse("llama3", text), text).toEqual({ content: text, calls: [] });
   });
 
-  it("releases JSON content once its first key shows it is not a call", () => {
+  it("text after the call is content; an unterminated call keeps its arguments as far as they go", () => {
+    expect(parse("llama3", '{"name": "get_weather", "parameters": {"city": "Paris"}} and more')).toEqual({
+      content: "and more",
+      calls: [weather("Paris")],
+    });
+    expect(parse("llama3", '{"name": "get_weather", "parameters": {"city": "Paris"')).toEqual({
+      content: "",
+      calls: [weather("", '{"city": "Paris"')],
+    });
+  });
+
+  it("cut at every point: partial arguments, never markup", () => {
+    checkCuts("llama3", TOOLS, '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', [
+      "<|python_tag|>",
+      "{",
+    ]);
+    checkCuts("llama3", TOOLS, '<|python_tag|>get_weather.call(city="Paris")', ["<|python_tag|>", "call("]);
+  });
+
+  it("holds JSON back until its first keys show whether it is a call", () => {
     const p = new ToolCallParser("llama3", TOOLS);
     expect(p.push('{"na')).toEqual({ content: "", deltas: [] });
-    expect(p.push('me": "get_weather", "parameters": {')).toEqual({ content: "", deltas: [] });
+    expect(p.push('me": "get_weather", "parameters": ')).toEqual({ content: "", deltas: [] });
+    expect(p.push("{").deltas).toHaveLength(2);
     const q = new ToolCallParser("llama3", TOOLS);
     expect(q.push('{"answer": ')).toEqual({ content: '{"answer":', deltas: [] });
   });

@@ -84,7 +84,7 @@ describe("templates render parsed tool fields", () => {
       const format = toolFormatOf(templateSource(file))!;
       const p = new ToolCallParser(format, parseTools(body)!.tools);
       expect(p.push(written).content + p.end().content).toBe("");
-      expect(p.calls.map((c) => [c.name, c.arguments])).toEqual([["get_weather", '{"city":"Paris"}']]);
+      expect(p.calls.map((c) => [c.name, c.arguments])).toEqual([["get_weather", '{"city": "Paris"}']]);
     }
   });
 });

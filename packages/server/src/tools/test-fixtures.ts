@@ -15,3 +15,14 @@ export const TEMPLATES = resolve(
 export function templateSource(file: string): string {
   return readFileSync(resolve(TEMPLATES, file), "utf8");
 }
+
+/** minfer's own small templates of the formats no fixture model shows: packages/server/test-fixtures/templates. */
+export const OWN_TEMPLATES = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  "../../test-fixtures/templates",
+);
+
+/** The source of minfer's own test template `file`. */
+export function ownTemplateSource(file: string): string {
+  return readFileSync(resolve(OWN_TEMPLATES, file), "utf8");
+}
