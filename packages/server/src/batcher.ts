@@ -422,7 +422,10 @@ export class Batcher {
       job.startedAt = performance.now();
       // (generated text as llama-server gives it: each token's own text, a first piece's
       // SentencePiece space kept)
-      job.decoder = this.#model.tokenizer.streamDecoder({ keepLeadingSpace: true });
+      job.decoder = this.#model.tokenizer.streamDecoder({
+        keepLeadingSpace: true,
+        ...(job.spec.preserve ? { preserve: job.spec.preserve } : {}),
+      });
       slot.job = job;
       slot.lastUsed = ++this.#clock;
       try {

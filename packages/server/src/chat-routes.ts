@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
+import { preservedTokens } from "./preserved.js";
 import { tokenizePrompt } from "./prompt.js";
 import {
   chatOutput,
@@ -26,6 +27,7 @@ import { registerTextRoutes } from "./text-routes.js";
 import {
   reasoningEndMarkers,
   TOOL_FORMATS,
+  TOOL_MARKERS,
   ToolCallParser,
   toolCallGrammar,
   toolFormatOf,
@@ -145,10 +147,15 @@ export function registerChatRoutes(
       ends: reasoningEndMarkers(format),
       ...(t ? { tools: () => new ToolCallParser(format!, t.tools, { parallel: t.parallel }) } : {}),
     });
+    const preserve = preservedTokens(s.model.tokenizer, [
+      ...(t ? TOOL_MARKERS[format!] : []),
+      ...(tags ? [tags.start, tags.end] : []),
+    ]);
     return {
       kind: "chat",
       prompt,
       p,
+      ...(preserve ? { preserve } : {}),
       ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: "tool_choice" } } : {}),
       ...(parser ? { parser } : {}),
       ...(tags && reasoning.budget >= 0

@@ -94,6 +94,8 @@ export interface CompletionJob {
   readonly parser?: () => OutputParser;
   /** A think block's token budget (llama-server's --reasoning-budget), forced closed when spent. */
   readonly reasoningBudget?: BudgetRequest;
+  /** Control tokens the generated text shows: the chat format's markers, for its parser. */
+  readonly preserve?: ReadonlySet<number>;
 }
 
 export interface CompletionDeps {
@@ -400,6 +402,7 @@ export async function runCompletion(
       batcher.submit({
         ids,
         sampler: samplers[i]!,
+        ...(job.preserve ? { preserve: job.preserve } : {}),
         ...(maxTokens !== undefined ? { maxTokens } : {}),
         stop: p.stop,
         ...(p.nProbs !== undefined ? { nProbs: p.nProbs } : {}),

@@ -35,6 +35,8 @@ export interface JobSpec {
   readonly ids: readonly number[];
   /** This job's own sampler (its state follows the job). */
   readonly sampler: Sampler;
+  /** Control tokens the generated text shows (a chat format's markers; see `DecodeOptions.preserve`). */
+  readonly preserve?: ReadonlySet<number>;
   readonly maxTokens?: number;
   readonly stop?: readonly string[];
   /** Ask for log-probabilities with this many alternatives per token (0 = the drawn token's only). */

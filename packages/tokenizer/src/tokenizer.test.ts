@@ -85,6 +85,17 @@ describe("special tokens", () => {
     expect(tok.decode(ids)).toBe("Hi");
     expect(tok.decode(ids, { renderSpecial: true })).toBe("<s> Hi");
   });
+
+  it("render as text when preserved (a chat format's markers), the others still as nothing", () => {
+    const tok = tokenizer("qwen2");
+    const start = tok.vocab.ids.get("<|im_start|>")!;
+    const end = tok.vocab.ids.get("<|im_end|>")!;
+    const ids = [start, ...tok.encode("user", { addSpecial: false }), end];
+    expect(tok.decode(ids)).toBe("user");
+    expect(tok.decode(ids, { preserve: new Set([start]) })).toBe("<|im_start|>user");
+    const d = tok.streamDecoder({ preserve: new Set([end]) });
+    expect(d.pushMany(ids) + d.flush()).toBe("user<|im_end|>");
+  });
 });
 
 describe("streaming decode", () => {

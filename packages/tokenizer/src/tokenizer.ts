@@ -27,6 +27,12 @@ export interface DecodeOptions {
    * `llama_detokenize`).
    */
   keepLeadingSpace?: boolean;
+  /**
+   * Control tokens rendered as their text although `renderSpecial` is off: llama.cpp's preserved
+   * tokens, a chat format's markers (`[TOOL_CALLS]`, `<|python_tag|>`, think tags) that the server
+   * must see in the generated text to parse calls and reasoning from it.
+   */
+  preserve?: ReadonlySet<number>;
 }
 
 /** Options of {@link Tokenizer.fromMetadata}. */
@@ -209,7 +215,9 @@ export class Tokenizer {
     }
     const t = this.vocab.types[id];
     if (t === TokenType.CONTROL || t === TokenType.UNKNOWN || t === TokenType.UNUSED) {
-      return options.renderSpecial ? utf8.encode(this.vocab.tokens[id]!) : EMPTY;
+      return options.renderSpecial || (t === TokenType.CONTROL && options.preserve?.has(id))
+        ? utf8.encode(this.vocab.tokens[id]!)
+        : EMPTY;
     }
     let piece = this.#pieces[id];
     if (!piece) {

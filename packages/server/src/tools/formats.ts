@@ -120,3 +120,37 @@ export function reasoningEndMarkers(format: ToolFormat | undefined): readonly st
   if (format === "qwen3-coder") return ["<tool_call>"];
   return [];
 }
+
+const DEEPSEEK_MARKERS = [
+  "<｜tool▁calls▁begin｜>",
+  "<｜tool▁calls▁end｜>",
+  "<｜tool▁call▁begin｜>",
+  "<｜tool▁call▁end｜>",
+  "<｜tool▁sep｜>",
+];
+
+/**
+ * The marker texts of `format`'s calls. Where a model's vocabulary has one as a single control token,
+ * the generated text must show it (llama.cpp's preserved tokens), or the parser never sees the call.
+ */
+export const TOOL_MARKERS: Record<ToolFormat, readonly string[]> = {
+  hermes: ["<tool_call>", "</tool_call>"],
+  llama3: ["<|python_tag|>"],
+  pythonic: [],
+  lfm2: ["<|tool_call_start|>", "<|tool_call_end|>"],
+  "mistral-nemo": ["[TOOL_CALLS]"],
+  mistral: ["[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"],
+  "deepseek-r1": DEEPSEEK_MARKERS,
+  "deepseek-v3.1": DEEPSEEK_MARKERS,
+  "qwen3-coder": ["<tool_call>", "</tool_call>"],
+  "command-r7b": ["<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>"],
+  granite: ["<|tool_call|>"],
+  "glm-4.5": ["<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"],
+  "kimi-k2": [
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+  ],
+};

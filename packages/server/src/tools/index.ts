@@ -5,7 +5,7 @@
  */
 
 export type { ToolFormat } from "./formats.js";
-export { reasoningEndMarkers, TOOL_FORMATS, toolFormatOf } from "./formats.js";
+export { reasoningEndMarkers, TOOL_FORMATS, TOOL_MARKERS, toolFormatOf } from "./formats.js";
 export type { ReasoningPrefix } from "./grammar.js";
 export { gbnfLiteral, textWithout, toolCallGrammar } from "./grammar.js";
 export type { TemplateToolCall, ToolChoice, ToolDef, ToolsRequest } from "./parse.js";
