@@ -1,9 +1,21 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { APICallError, generateObject, generateText, streamObject, streamText, tool } from "ai";
+import {
+  APICallError,
+  generateObject,
+  generateText,
+  InvalidToolInputError,
+  streamObject,
+  streamText,
+  type TextStreamPart,
+  type ToolSet,
+  tool,
+} from "ai";
 import { describe, expect, it } from "vitest";
 import {
   API_KEY,
   chatByFetch,
+  cutCallByFetch,
+  LongCityArgs,
   Person,
   QUESTION,
   TOO_LONG,
@@ -141,23 +153,99 @@ describe("tools (Qwen3 template)", () => {
     expect(WeatherArgs.safeParse(one.toolCalls[0]!.input).success).toBe(true);
   });
 
-  it("streamed: the input deltas rebuild the same call", async () => {
+  it("streamed: the input arrives in several deltas that rebuild the same call", async () => {
     const run = servers().qwen;
     const whole = await generateText(base(run, false));
     const s = streamText(base(run, false));
-    let deltas = "";
-    const calls: { toolName: string; input: unknown }[] = [];
-    for await (const part of s.fullStream) {
-      if (part.type === "tool-input-delta") deltas += part.delta;
-      if (part.type === "tool-call") calls.push(part);
-      if (part.type === "error") throw part.error;
-    }
+    const { deltas, calls, errors } = await toolParts(s.fullStream);
+    expect(deltas.length).toBeGreaterThan(1); // as generated, not the whole arguments at once
+    expect(errors).toEqual([]);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.toolName).toBe("get_weather");
     expect(WeatherArgs.safeParse(calls[0]!.input).success).toBe(true);
     expect(calls[0]!.input).toEqual(whole.toolCalls[0]!.input);
-    expect(JSON.parse(deltas)).toEqual(whole.toolCalls[0]!.input);
+    expect(deltas.join("")).toBe(sentArguments(whole.response.body)[0]);
     expect(await s.finishReason).toBe("tool-calls");
+  });
+});
+
+/** The arguments of the tool calls in a raw (non-streamed) response body, as the server wrote them. */
+function sentArguments(body: unknown): string[] {
+  const b = body as { choices: { message: { tool_calls?: { function: { arguments: string } }[] } }[] };
+  return (b.choices[0]!.message.tool_calls ?? []).map((c) => c.function.arguments);
+}
+
+interface ToolParts {
+  deltas: string[];
+  calls: { toolName: string; toolCallId: string; input: unknown; invalid?: boolean; error?: unknown }[];
+  errors: { toolName: string; input: unknown; error: unknown }[];
+  text: string;
+}
+
+/** A fullStream's tool-input deltas, tool calls, tool errors and text (a stream error is thrown). */
+async function toolParts(stream: AsyncIterable<TextStreamPart<ToolSet>>): Promise<ToolParts> {
+  const out: ToolParts = { deltas: [], calls: [], errors: [], text: "" };
+  for await (const part of stream) {
+    if (part.type === "error") throw part.error;
+    if (part.type === "tool-input-delta") out.deltas.push(part.delta);
+    if (part.type === "tool-call") out.calls.push(part);
+    if (part.type === "tool-error") out.errors.push(part);
+    if (part.type === "text-delta") out.text += part.text;
+  }
+  return out;
+}
+
+describe("a tool call cut by max tokens (Qwen3 template)", () => {
+  // A city of 24 to 40 characters, so that a cut lands inside its string.
+  const tools = { get_weather: tool({ description: "The weather in a city", inputSchema: LongCityArgs }) };
+  const ask = (maxOutputTokens: number) => ({
+    model: provider(servers().qwen).chatModel("qwen"),
+    prompt: WEATHER_QUESTION,
+    tools,
+    toolChoice: "required" as const,
+    maxOutputTokens,
+    temperature: 1,
+    seed: 7,
+    maxRetries: 0,
+    providerOptions: { minfer: { parallel_tool_calls: false } },
+  });
+
+  it("finish length; the call, invalid, has the partial arguments as input and a tool-error; no text", async () => {
+    const whole = await generateText(ask(200));
+    expect(whole.finishReason).toBe("tool-calls");
+    const ref = await cutCallByFetch(servers().qwen, JSON.parse(whole.request.body as string));
+    // The server's answer: the call as far as it got, no markup in content.
+    expect(ref.cut.finishReason).toBe("length");
+    expect(ref.cut.content ?? "").toBe("");
+    expect(ref.cut.calls).toHaveLength(1);
+    const partial = ref.cut.calls[0]!.function.arguments;
+    expect(partial.startsWith('{"city"')).toBe(true);
+    expect(ref.full.startsWith(partial) && partial.length < ref.full.length).toBe(true);
+
+    // The SDK parses the input when the call ends; truncated JSON makes the call invalid (its input the
+    // raw text, its error an InvalidToolInputError) and adds a tool-error result, rather than throwing.
+    const r = await generateText(ask(ref.maxTokens));
+    expect(r.finishReason).toBe("length");
+    expect(r.text).toBe("");
+    expect(sentArguments(r.response.body)).toEqual([partial]);
+    expect(r.toolCalls).toHaveLength(1);
+    const call = r.toolCalls[0]! as ToolParts["calls"][number];
+    expect(call).toMatchObject({ toolName: "get_weather", input: partial, invalid: true });
+    expect(call.toolCallId).toMatch(/^call_/);
+    expect(InvalidToolInputError.isInstance(call.error)).toBe(true);
+    expect((call.error as InvalidToolInputError).toolInput).toBe(partial);
+    expect(r.content.map((p) => p.type)).toEqual(["tool-call", "tool-error"]);
+
+    const s = streamText(ask(ref.maxTokens));
+    const parts = await toolParts(s.fullStream);
+    expect(await s.finishReason).toBe("length");
+    expect(parts.text).toBe("");
+    expect(parts.deltas.length).toBeGreaterThan(1);
+    expect(parts.deltas.join("")).toBe(partial);
+    expect(parts.calls).toHaveLength(1);
+    expect(parts.calls[0]).toMatchObject({ toolName: "get_weather", input: partial, invalid: true });
+    expect(InvalidToolInputError.isInstance(parts.calls[0]!.error)).toBe(true);
+    expect(parts.errors).toEqual([expect.objectContaining({ toolName: "get_weather", input: partial })]);
   });
 });
 

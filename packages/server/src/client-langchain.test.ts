@@ -6,8 +6,11 @@ import { describe, expect, it } from "vitest";
 import {
   API_KEY,
   chatByFetch,
+  cutCallByFetch,
+  LongCityArgs,
   Person,
   QUESTION,
+  recordingFetch,
   TOO_LONG,
   useClientServers,
   WEATHER_QUESTION,
@@ -117,14 +120,87 @@ describe("tools (Qwen3 template)", () => {
     expect(WeatherArgs.safeParse(call.args).success, JSON.stringify(call.args)).toBe(true);
   });
 
-  it("streamed: the tool-call chunks join to the same call", async () => {
+  it("streamed: the arguments arrive in several tool-call chunks that join to the same call", async () => {
     const whole = await model().invoke(WEATHER_QUESTION);
-    const { all } = await joined(await model().stream(WEATHER_QUESTION));
+    const { all, argChunks } = await joinedCalls(await model().stream(WEATHER_QUESTION));
+    expect(argChunks).toBeGreaterThan(1); // as generated, not the whole arguments at once
     expect(all.tool_calls).toHaveLength(1);
     expect(all.tool_calls![0]!.name).toBe("get_weather");
     expect(WeatherArgs.safeParse(all.tool_calls![0]!.args).success).toBe(true);
     expect(all.tool_calls![0]!.args).toEqual(whole.tool_calls![0]!.args);
     expect(all.tool_calls![0]!.id).toMatch(/^call_/);
+    // the joined text is the non-streamed call's arguments as the server wrote them
+    const sent = whole.additional_kwargs.tool_calls![0]!.function.arguments;
+    expect(all.tool_call_chunks!.map((c) => c.args)).toEqual([sent]);
+  });
+});
+
+/** A stream joined, and how many of its chunks carried a piece of tool-call arguments. */
+async function joinedCalls(stream: AsyncIterable<AIMessageChunk>) {
+  let argChunks = 0;
+  async function* counted() {
+    for await (const c of stream) {
+      if (c.tool_call_chunks?.some((t) => t.args)) argChunks++;
+      yield c;
+    }
+  }
+  const { all } = await joined(counted());
+  return { all, argChunks };
+}
+
+describe("a tool call cut by max tokens (Qwen3 template)", () => {
+  // A city of 24 to 40 characters, so that a cut lands inside its string.
+  const weather = tool(async () => "sunny", {
+    name: "get_weather",
+    description: "The weather in a city",
+    schema: LongCityArgs,
+  });
+  const recorded = recordingFetch(watched);
+  const model = (maxTokens: number) =>
+    chat(servers().qwen, {
+      temperature: 1,
+      maxTokens,
+      modelKwargs: { seed: 7 },
+      configuration: { baseURL: `${servers().qwen.url}/v1`, fetch: recorded.fetch },
+    }).bindTools([weather], { tool_choice: "required", parallel_tool_calls: false });
+
+  it("invoke: an invalid tool call with the partial args; stream: chunks whose args parse partially", async () => {
+    const whole = await model(200).invoke(WEATHER_QUESTION);
+    expect(whole.response_metadata.finish_reason).toBe("tool_calls");
+    const ref = await cutCallByFetch(servers().qwen, recorded.lastBody());
+    // The server's answer: the call as far as it got, no markup in content.
+    expect(ref.cut.finishReason).toBe("length");
+    expect(ref.cut.content ?? "").toBe("");
+    expect(ref.cut.calls).toHaveLength(1);
+    const partial = ref.cut.calls[0]!.function.arguments;
+    expect(partial.startsWith('{"city"')).toBe(true);
+    expect(ref.full.startsWith(partial) && partial.length < ref.full.length).toBe(true);
+
+    // invoke parses each call with JSON.parse: truncated JSON goes to invalid_tool_calls, args as sent.
+    // (@langchain/core then warns of "new LangChain packages", seeing raw tool_calls and no parsed one.)
+    const m = await model(ref.maxTokens).invoke(WEATHER_QUESTION);
+    expect(m.response_metadata.finish_reason).toBe("length");
+    expect(m.content).toBe("");
+    expect(m.tool_calls).toEqual([]);
+    expect(m.invalid_tool_calls).toHaveLength(1);
+    expect(m.invalid_tool_calls![0]).toMatchObject({
+      name: "get_weather",
+      args: partial,
+      type: "invalid_tool_call",
+    });
+    expect(m.invalid_tool_calls![0]!.id).toMatch(/^call_/);
+    expect(m.invalid_tool_calls![0]!.error).toContain("are not valid JSON");
+
+    // Streamed, the chunks' args join to the same text, and the joined message parses them as partial
+    // JSON: a tool call whose city is the part that came (the string closed where it stopped).
+    const { all, argChunks } = await joinedCalls(await model(ref.maxTokens).stream(WEATHER_QUESTION));
+    expect(all.response_metadata.finish_reason).toBe("length");
+    expect(all.content).toBe("");
+    expect(argChunks).toBeGreaterThan(1);
+    expect(all.tool_call_chunks!.map((c) => [c.name, c.args])).toEqual([["get_weather", partial]]);
+    expect(all.invalid_tool_calls).toEqual([]);
+    expect(all.tool_calls).toHaveLength(1);
+    expect(all.tool_calls![0]!.args).toEqual(JSON.parse(`${partial}"}`));
   });
 });
 
