@@ -28,6 +28,11 @@ export interface Batch {
    * LOGITS_NOT_READ). For a batch of at most `nUbatch` tokens. Default false.
    */
   readonly candidatesOnly?: boolean;
+  /**
+   * Each token's segment (BERT's token type: 0 for the first text, 1 for the second of a pair),
+   * for encoders that have segment embeddings; integers below the model's type count. Default 0.
+   */
+  readonly tokenTypes?: ArrayLike<number>;
 }
 
 /** A batch checked and spelled out per token. */
@@ -36,6 +41,16 @@ export interface NormalizedBatch {
   readonly seqIds: readonly (readonly number[])[];
   readonly pos: Int32Array;
   readonly wantLogits: Uint8Array;
+  /** Each token's segment; undefined when the batch gave none (all 0). */
+  readonly tokenTypes: Int32Array | undefined;
+}
+
+/** Limits of a batch beyond the vocabulary: segment ids and positions the model has embeddings for. */
+export interface BatchLimits {
+  /** Segment ids are integers below this. Default 1 (only 0). */
+  readonly nTokenTypes?: number;
+  /** Positions are integers below this (a model with a table of absolute positions). Default 2^31 − 1. */
+  readonly posLimit?: number;
 }
 
 function bad(message: string): never {
@@ -79,6 +94,7 @@ export function normalizeBatch(
   nVocab: number,
   nSeqMax: number,
   lastPos: (seq: number) => number,
+  limits: BatchLimits = {},
 ): NormalizedBatch {
   if (batch === null || typeof batch !== "object") bad("give a batch { tokens, seq?, pos?, logits? }");
   const { tokens } = batch;
@@ -116,6 +132,31 @@ export function normalizeBatch(
     }
   }
 
+  const posLimit = limits.posLimit ?? 2 ** 31 - 1;
+  for (let i = 0; i < n; i++)
+    if (pos[i]! >= posLimit)
+      bad(
+        `token ${i}: position ${pos[i]} is past the model's ${posLimit} positions (its context_length); ` +
+          "this model cannot take longer sequences",
+      );
+
+  let tokenTypes: Int32Array | undefined;
+  if (batch.tokenTypes !== undefined) {
+    const tt = batch.tokenTypes;
+    if (tt === null || typeof tt !== "object" || tt.length !== n)
+      bad(`batch.tokenTypes must have one segment id per token (${n})`);
+    const nTypes = limits.nTokenTypes ?? 1;
+    tokenTypes = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const v = tt[i];
+      if (!isIndex(v, nTypes))
+        bad(
+          `token ${i}: token type ${String(v)} is not an integer in [0, ${nTypes}) (the model's segment count)`,
+        );
+      tokenTypes[i] = v;
+    }
+  }
+
   const want = new Uint8Array(n);
   const mode = batch.logits ?? "last";
   if (mode === "all") want.fill(1);
@@ -131,5 +172,5 @@ export function normalizeBatch(
       bad(`batch.logits must be "last", "all", "none" or one flag per token (${n})`);
     for (let i = 0; i < n; i++) want[i] = mode[i] ? 1 : 0;
   }
-  return { tokens: ids, seqIds, pos, wantLogits: want };
+  return { tokens: ids, seqIds, pos, wantLogits: want, tokenTypes };
 }

@@ -1,6 +1,13 @@
 import type { DType } from "@minfer/ir";
 import { type KvDtype, kvDtypeId, parseKvDtype } from "@minfer/kvcache";
-import { type BuildOptions, buildKvMove, buildKvShift, type KvGroup } from "@minfer/models";
+import {
+  type BuildOptions,
+  buildKvMove,
+  buildKvShift,
+  type GraphOutput,
+  type KvGroup,
+  type Pooling,
+} from "@minfer/models";
 import {
   type Assignment,
   GraphCache,
@@ -10,9 +17,10 @@ import {
   SchedulerError,
   type TimingReport,
 } from "@minfer/scheduler";
-import { type Batch, normalizeBatch } from "./batch.js";
+import { type Batch, type BatchLimits, normalizeBatch } from "./batch.js";
 import { contextSize, DEFAULT_N_UBATCH } from "./context-size.js";
 import { type OutputsInto, spanWindow, UbatchRunner } from "./decode-step.js";
+import { batchLimits, embeddingPooling } from "./embedding-options.js";
 import { EngineError } from "./errors.js";
 import { type Built, fused, type GraphParams, type Step } from "./graph-params.js";
 import { KvBuffers } from "./kv-buffers.js";
@@ -72,6 +80,18 @@ export interface ContextOptions {
    * 0…nVocab; default 0 (off).
    */
   readonly candidates?: number;
+  /**
+   * Compute embeddings instead of logits (llama.cpp's `embeddings`): each decoded row is the
+   * model's final hidden state (F32 [nEmbd]), or with `pooling` "rank" its classifier's scores.
+   * An encoder (BERT family) needs it. Pool and normalise with `embed()`. Default false.
+   */
+  readonly embeddings?: boolean;
+  /**
+   * With `embeddings`: how `embed()` pools a sequence's rows (see `Pooling`); "rank" makes the
+   * graph end in the model's classifier head. Default: the file's `<arch>.pooling_type`, else
+   * "mean" for an encoder and "last" for a decoder.
+   */
+  readonly pooling?: Pooling;
 }
 
 export type { GraphParams } from "./graph-params.js";
@@ -135,6 +155,10 @@ export class Context {
   readonly kvDtype: KvDtype;
   /** Candidate ids per logits row (see {@link ContextOptions.candidates}); 0 when off. */
   readonly nCandidates: number;
+  /** With `embeddings`: the pooling `embed()` applies (see {@link ContextOptions.pooling}); undefined for logits. */
+  readonly pooling: Pooling | undefined;
+  /** Floats in one row of a decode's output: the vocabulary, or nEmbd / the classifier's outputs with `embeddings`. */
+  readonly outputWidth: number;
   readonly model: Model;
   readonly #store: KvStore;
   readonly #buffers: KvBuffers;
@@ -145,6 +169,12 @@ export class Context {
   readonly #fuse: boolean;
   readonly #runner: UbatchRunner;
   readonly #reuseLogits: boolean;
+  /** What the decode graphs output (logits unless `embeddings`). */
+  readonly #output: GraphOutput = "logits";
+  /** Segment ids and positions a batch may use. */
+  readonly #limits: BatchLimits = {};
+  /** Whether attention is causal (false for the BERT family: a sequence is decoded at once). */
+  readonly #causal: boolean = true;
   /** With reuseLogits: the buffer every call's logits are read into, grown as needed. */
   #logitsBuf: Float32Array | undefined;
   /** With reuseLogits and candidates: the buffer every call's candidate ids are read into. */
@@ -178,6 +208,12 @@ export class Context {
         "INVALID_ARGUMENT",
         `candidates must be an integer in 0…${hp.nVocab} (the vocabulary), got ${String(k)}`,
       );
+    this.pooling = embeddingPooling(model, options);
+    if (this.pooling !== undefined && k > 0)
+      throw new EngineError("INVALID_ARGUMENT", "candidates pick logits: they do not apply with embeddings");
+    this.#output = this.pooling === undefined ? "logits" : this.pooling === "rank" ? "rank" : "embeddings";
+    this.#causal = hp.causal ?? true;
+    this.#limits = batchLimits(model);
     this.nCandidates = k;
     try {
       this.kvDtype = parseKvDtype(options.kvDtype ?? "f16");
@@ -206,14 +242,17 @@ export class Context {
       dtype: this.kvDtype,
       regions: options.kvUnified === false,
       swaFull: options.swaFull ?? false,
+      causal: this.#causal,
     });
     const worst = this.#build({
       kind: "decode",
       nTokens: this.nUbatch,
       nKv: this.#cells("full"),
       nKvSwa: this.#cells("swa"),
-      nOutputs: Math.min(this.nUbatch, this.nSeqMax),
+      // (embeddings pool every token's row: any number of outputs)
+      nOutputs: this.#output === "logits" ? Math.min(this.nUbatch, this.nSeqMax) : this.nUbatch,
     });
+    this.outputWidth = worst.logits?.ne[0] ?? hp.nVocab;
     this.#buffers = new KvBuffers(worst.graph, model.placement);
     try {
       this.#scheduler = new Scheduler({
@@ -288,6 +327,7 @@ export class Context {
         contextSize: this.nCtx,
         tensors,
         ...(this.nCandidates > 0 ? { candidates: this.nCandidates } : {}),
+        ...(this.#output !== "logits" ? { output: this.#output } : {}),
       };
       built = arch.buildGraph(hp, options);
       if (this.#fuse) built = fused(built);
@@ -429,10 +469,22 @@ export class Context {
   async #decode(input: Batch): Promise<Logits> {
     const t0 = performance.now();
     const decodeCall = ++this.#decodeCalls;
-    const nVocab = this.model.hparams.nVocab;
     const kv = this.#store.primary;
-    const b = normalizeBatch(input, nVocab, this.nSeqMax, (s) => kv.seqPosMax(s));
+    const b = normalizeBatch(
+      input,
+      this.model.hparams.nVocab,
+      this.nSeqMax,
+      (s) => kv.seqPosMax(s),
+      this.#limits,
+    );
+    const nVocab = this.outputWidth;
     const n = b.tokens.length;
+    if (!this.#causal && n > this.nUbatch)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `decode: ${this.model.arch.ARCH} attends over whole sequences (not causal), so a batch must fit one micro-batch: ` +
+          `${n} tokens is more than nUbatch (${this.nUbatch}); make the Context with a larger nUbatch`,
+      );
     const only = input.candidatesOnly ?? false;
     if (typeof only !== "boolean")
       throw new EngineError(
@@ -563,7 +615,7 @@ export class Context {
    * 152k vocabulary takes milliseconds.
    */
   #outputsInto(s: Step, total: number, row: number, rows: number): OutputsInto {
-    const nVocab = this.model.hparams.nVocab;
+    const nVocab = this.outputWidth;
     const held = this.#logitsBuf ? this.#logitsBuf.length / nVocab : 0;
     if (held < total) {
       const bytes = Math.max(total, Math.min(2 * held, this.nSeqMax)) * nVocab * 4;

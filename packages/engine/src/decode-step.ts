@@ -1,6 +1,6 @@
 import type { Tensor } from "@minfer/ir";
 import type { KvToken } from "@minfer/kvcache";
-import { type KvGroup, kvInputNames, STEP_INPUTS } from "@minfer/models";
+import { type KvGroup, kvInputNames, STEP_INPUTS, TOKEN_TYPES_INPUT } from "@minfer/models";
 import type { TimingReport } from "@minfer/scheduler";
 import type { NormalizedBatch } from "./batch.js";
 import { EngineError } from "./errors.js";
@@ -111,6 +111,8 @@ export class UbatchRunner {
       [STEP_INPUTS.tokens]: b.tokens.subarray(i0, i1),
       [STEP_INPUTS.positions]: b.pos.subarray(i0, i1),
       [STEP_INPUTS.outIds]: outIds,
+      // (only an encoder's graph has this input; the others ignore the value)
+      [TOKEN_TYPES_INPUT]: b.tokenTypes?.subarray(i0, i1) ?? new Int32Array(n),
     };
     const window: Partial<Record<KvGroup, { nKv: number; spans: boolean }>> = {};
     store.groups.forEach((g, gi) => {
@@ -181,7 +183,7 @@ export class UbatchRunner {
     names: { mask: string; spans: string },
   ): { nKv: number; spans: boolean } {
     const n = batch.length;
-    const sliding = g.window > 0 ? { slidingWindow: g.window } : {};
+    const sliding = { ...(g.window > 0 ? { slidingWindow: g.window } : {}), causal: g.causal };
     let spanBuf = this.#spans.get(g.group);
     if (!spanBuf || spanBuf.length < 2 * n) {
       spanBuf = new Int32Array(2 * n);

@@ -3,12 +3,16 @@
  * @module @minfer/engine
  */
 
+export type { Pooling } from "@minfer/models";
+export { POOLINGS } from "@minfer/models";
 /** The index of the largest logit, the lowest on ties (re-exported from `@minfer/sampler`). */
 export { argmax } from "@minfer/sampler";
 export type { Batch } from "./batch.js";
 export type { ContextOptions, ContextStats, DecodeTiming, GraphParams, KvCacheStats } from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
 export { contextSize, DEFAULT_N_CTX, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
+export type { Embedding, EmbedInput, EmbedOptions } from "./embed.js";
+export { embed, normalizeEmbedding } from "./embed.js";
 export type { EngineErrorCode } from "./errors.js";
 export { EngineError } from "./errors.js";
 export type {
@@ -26,6 +30,7 @@ export type { LayerSizes, OffloadPlan, OffloadPlanOptions } from "./offload-plan
 export { DEVICE_OVERHEAD_BYTES, fitLayers, layerSizes, planOffload } from "./offload-plan.js";
 export type { Offload } from "./placement.js";
 export { Placement } from "./placement.js";
+export { rerank, rerankInput } from "./rerank.js";
 export {
   readSequenceFile,
   SEQUENCE_FILE_MAGIC,

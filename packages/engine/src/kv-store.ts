@@ -16,6 +16,8 @@ export interface KvGroupCache {
   readonly prunes: boolean;
   /** The layers whose K/V rows it holds. */
   readonly layers: readonly number[];
+  /** Whether a query sees only positions up to its own (false: its whole sequence). */
+  readonly causal: boolean;
 }
 
 /** Options of {@link KvStore}. */
@@ -31,6 +33,8 @@ export interface KvStoreOptions {
   readonly regions: boolean;
   /** Give the sliding-window layers a cache of the whole context (no reuse of cells). */
   readonly swaFull: boolean;
+  /** Attention is causal (default true; false for encoders). */
+  readonly causal?: boolean;
 }
 
 /**
@@ -73,7 +77,7 @@ export class KvStore {
       const window = group === "swa" ? o.window : 0;
       const nCtx = group === "swa" && !o.swaFull ? swaCells(o) : o.nCtx;
       const cache = new KvCache({ nCtx, nSeqMax: o.nSeqMax, dtype: o.dtype, seqRegions: o.regions });
-      groups.push({ group, cache, window, prunes: nCtx < o.nCtx, layers });
+      groups.push({ group, cache, window, prunes: nCtx < o.nCtx, layers, causal: o.causal ?? true });
     }
     this.groups = groups;
   }

@@ -51,7 +51,16 @@ export interface BuildOptions extends GraphShape {
    * vocabulary. An integer in 0…nVocab; default 0 (no such output).
    */
   readonly candidates?: number;
+  /**
+   * What the graph outputs, per `out_ids` row: `logits` (default: F32 [nVocab, nOutputs]),
+   * `embeddings` (the final hidden state, F32 [nEmbd, nOutputs], as llama.cpp's embeddings) or
+   * `rank` (those rows through the model's classifier head: F32 [nClassifierOutputs, nOutputs]).
+   */
+  readonly output?: GraphOutput;
 }
+
+/** What a graph computes for its output rows (see `BuildOptions.output`). */
+export type GraphOutput = "logits" | "embeddings" | "rank";
 
 /**
  * A built graph. Its inputs are found by name: the per-step ones the engine fills
@@ -63,7 +72,7 @@ export interface BuiltGraph {
   readonly inputs: Readonly<Record<string, Tensor>>;
   /** Values of the inputs that are the same at every step (RoPE factors computed from keys), by name. */
   readonly constants: ReadonlyMap<string, Float32Array>;
-  /** F32 [nVocab, nOutputs]. */
+  /** F32 [nVocab, nOutputs]: the logits, or what `BuildOptions.output` asked for instead ([nEmbd | classes, nOutputs]). */
   readonly logits: Tensor;
   /** With `BuildOptions.candidates`: I32 [candidates, nOutputs], each row's best ids, best first. */
   readonly candidates?: Tensor;
@@ -89,6 +98,12 @@ export interface LayerRope {
 export interface ArchModule<H extends Hparams = Hparams> {
   /** `general.architecture`. */
   readonly ARCH: string;
+  /**
+   * An encoder (the BERT family): no vocabulary projection, so its graphs are built only for
+   * `embeddings` or `rank` output; every token of a sequence must be in one micro-batch, since
+   * attention is not causal. Absent: a decoder.
+   */
+  readonly ENCODER?: boolean;
   /** Hyperparameters from `<arch>.*` keys; a missing required key is MISSING_KEY naming it. */
   loadHparams(meta: GgufMetadata): H;
   /** The tensors a file of these hyperparameters has (optional ones marked), in file order. */

@@ -28,7 +28,8 @@ export interface AttentionWeights {
 /** How one layer attends. */
 export interface AttentionOptions {
   readonly heads: HeadShape;
-  readonly rope: RopeParams;
+  /** Absent: no rotary embedding (positions added to the input instead, as BERT's). */
+  readonly rope?: RopeParams;
   /** RoPE frequency factors F32 [nDims / 2]. */
   readonly ropeFactors?: Tensor;
   /** Multiplies q·k. */
@@ -74,8 +75,10 @@ export function buildAttention(
   k = b.reshape(k, [headDimK, nHeadKv, nTokens], `Kcur_heads-${il}`);
   if (w.qNorm && !whole(w.qNorm)) q = rmsNorm(b, q, w.qNorm, o.normEps, "Qcur_normed", il);
   if (w.kNorm && !whole(w.kNorm)) k = rmsNorm(b, k, w.kNorm, o.normEps, "Kcur_normed", il);
-  q = b.name(b.rope(q, positions, o.rope, o.ropeFactors), "Qcur_rope", il);
-  k = b.name(b.rope(k, positions, o.rope, o.ropeFactors), "Kcur_rope", il);
+  if (o.rope) {
+    q = b.name(b.rope(q, positions, o.rope, o.ropeFactors), "Qcur_rope", il);
+    k = b.name(b.rope(k, positions, o.rope, o.ropeFactors), "Kcur_rope", il);
+  }
 
   const kCache = b.state(`k_cache-${il}`, o.kvDtype, [headDimK * nHeadKv, nCtx]);
   const vCache = b.state(`v_cache-${il}`, o.kvDtype, [headDimV * nHeadKv, nCtx]);

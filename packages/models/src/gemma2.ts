@@ -130,6 +130,7 @@ export function buildGraph(hp: Gemma2Hparams, o: BuildOptions): BuiltGraph {
     cur = b.name(b.add(ffnOut, saOut), "l_out", il);
   }
   const logits = outputLogits(g, hp, cur, inp.outIds, "result_logits");
+  if (g.output !== "logits") return g.finish(logits);
   const capped = b.tanh(b.scale(logits, 1 / hp.finalSoftcap), "result_tanh");
   return g.finish(b.name(b.scale(capped, hp.finalSoftcap), "result_output"));
 }

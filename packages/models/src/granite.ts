@@ -135,5 +135,6 @@ export function buildGraph(hp: GraniteHparams, o: BuildOptions): BuiltGraph {
     cur = b.name(b.add(scaled(ffn, hp.residualScale, "ffn_scaled", il), ffnInp), "l_out", il);
   }
   const logits = outputLogits(g, hp, cur, inp.outIds, "result_logits");
+  if (g.output !== "logits") return g.finish(logits);
   return g.finish(b.name(b.scale(logits, 1 / hp.logitScale), "result_output"));
 }

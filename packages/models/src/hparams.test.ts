@@ -149,6 +149,8 @@ describe("registry", () => {
       "glm4",
       "granite",
       "olmo2",
+      "bert",
+      "nomic-bert",
     ]);
     expect(architecture("qwen3")).toBe(qwen3);
     const e = caught(() => architecture("gpt2"));

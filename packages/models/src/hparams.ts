@@ -1,6 +1,7 @@
 import type { GgufMetadata } from "@minfer/gguf";
 import { guard, positive } from "./arch-keys.js";
 import { ModelError } from "./errors.js";
+import { type Pooling, readPooling } from "./pooling.js";
 
 /** RoPE context scaling, from `<arch>.rope.scaling.*`. */
 export interface RopeScaling {
@@ -49,6 +50,10 @@ export interface Hparams {
   /** `vocab_size`, else the length of `tokenizer.ggml.tokens`. */
   readonly nVocab: number;
   readonly ropeScaling: RopeScaling;
+  /** `pooling_type`: how the model's embeddings are pooled; undefined when the file names none. */
+  readonly pooling?: Pooling;
+  /** `attention.causal`: whether a token sees only earlier positions. Default: per architecture (true for decoders). */
+  readonly causal?: boolean;
 }
 
 /** An architecture's documented defaults for keys that may be absent. */
@@ -57,6 +62,8 @@ export interface ArchDefaults {
   readonly ropeFreqBase: number;
   /** RoPE scaling types the architecture runs. Default: none, linear, yarn, llama3 (LongRoPE only where its factors are read). */
   readonly scalings?: readonly RopeScaling["type"][];
+  /** `attention.causal` when absent. Default: true. */
+  readonly causal?: boolean;
 }
 
 /**
@@ -179,5 +186,13 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
     nCtxTrain,
     nVocab,
     ropeScaling,
+    ...optional("pooling", readPooling(meta, arch)),
+    causal:
+      guard(k("attention.causal"), () => meta.optBool(k("attention.causal"))) ?? defaults.causal ?? true,
   };
+}
+
+/** `{ [name]: value }`, or nothing when the value is undefined (for optional fields). */
+function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
 }

@@ -1,5 +1,5 @@
 /**
- * Model architectures — one file each (llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, glm4, granite, olmo2): hyperparameters, tensors, the graph
+ * Model architectures — one file each (llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, glm4, granite, olmo2; the encoders bert and nomic-bert): hyperparameters, tensors, the graph
  * builder and the KV layout, over shared builders (norms, attention, feed-forward, RoPE).
  * @module @minfer/models
  */
@@ -8,6 +8,7 @@ export type {
   ArchModule,
   BuildOptions,
   BuiltGraph,
+  GraphOutput,
   GraphShape,
   KvCacheShape,
   KvGroup,
@@ -16,6 +17,9 @@ export type {
 } from "./arch.js";
 export type { AttentionOptions, AttentionWeights, HeadShape } from "./attention.js";
 export { buildAttention } from "./attention.js";
+export * as bert from "./bert.js";
+export type { EncoderHparams } from "./encoder.js";
+export { TOKEN_TYPES_INPUT } from "./encoder.js";
 export type { ModelErrorCode, ModelErrorDetails } from "./errors.js";
 export { ModelError } from "./errors.js";
 export type { FfnActivation, FfnWeights } from "./ffn.js";
@@ -39,9 +43,12 @@ export type { KvGraph, KvLayout } from "./kv-graphs.js";
 export { buildKvMove, buildKvShift, shiftRopeParams } from "./kv-graphs.js";
 export * as llama from "./llama.js";
 export { ModelGraph } from "./model-graph.js";
+export * as nomicBert from "./nomic-bert.js";
 export { layerNorm, rmsNorm } from "./norm.js";
 export * as olmo2 from "./olmo2.js";
 export * as phi3 from "./phi3.js";
+export type { Pooling } from "./pooling.js";
+export { POOLING_BY_ID, POOLINGS, readPooling } from "./pooling.js";
 export * as qwen2 from "./qwen2.js";
 export * as qwen3 from "./qwen3.js";
 export { architecture, SUPPORTED_ARCHS } from "./registry.js";

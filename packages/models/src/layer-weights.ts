@@ -1,6 +1,7 @@
 import { DType, type Tensor } from "@minfer/ir";
 import type { BuildOptions, LayerRope } from "./arch.js";
 import type { AttentionOptions, AttentionWeights } from "./attention.js";
+import { ModelError } from "./errors.js";
 import type { FfnWeights } from "./ffn.js";
 import type { KvInputs } from "./graph-inputs.js";
 import type { Hparams } from "./hparams.js";
@@ -145,7 +146,10 @@ export function attentionSettings(
 
 /**
  * The rows of `out_ids` (`out_rows`), the final RMSNorm (`result_norm`) and the output projection:
- * logits F32 [nVocab, nOutputs] named `name`.
+ * logits F32 [nVocab, nOutputs] named `name`. A graph built for `embeddings` ends at the norm (the
+ * hidden state, as llama.cpp's embeddings); one built for `rank` projects it by the classifier
+ * `cls.output.weight` (a decoder reranker's, which llama.cpp's converter makes from the output
+ * rows of its answer tokens) and takes the softmax over the classes, as llama.cpp does.
  */
 export function outputLogits(
   g: ModelGraph,
@@ -157,5 +161,43 @@ export function outputLogits(
   const { b } = g;
   const selected = b.name(b.getRows(cur, outIds), "out_rows");
   const normed = rmsNorm(b, selected, g.weight("output_norm.weight", [hp.nEmbd]), hp.rmsEps, "result_norm");
+  if (g.output === "embeddings") return normed;
+  if (g.output === "rank") return classifierScores(g, hp, normed, { softmax: true });
   return b.name(b.mulMat(outputWeight(g, hp), normed), name);
+}
+
+/**
+ * A classifier head over pooled rows F32 [nEmbd, n]: `cls.weight`/`cls.bias` then tanh (BERT's
+ * pooler) when the file has them, then `cls.output.weight`/`cls.output.bias` when it has them;
+ * with `softmax`, the softmax over the classes. F32 [classes, n], named `result_rank`. A file with
+ * neither is INVALID_ARGUMENT: rank pooling needs a classifier.
+ */
+export function classifierScores(
+  g: ModelGraph,
+  hp: Hparams,
+  x: Tensor,
+  o: { readonly softmax?: boolean } = {},
+): Tensor {
+  const { b } = g;
+  const hasPooler = g.has("cls.weight");
+  const out = g.tensors?.byName.get("cls.output.weight");
+  if (!hasPooler && !out)
+    throw new ModelError(
+      "INVALID_ARGUMENT",
+      "rank pooling needs a classifier head (cls.weight or cls.output.weight); this model has none",
+    );
+  let cur = x;
+  if (hasPooler) {
+    cur = b.name(b.mulMat(g.weight("cls.weight", [hp.nEmbd, hp.nEmbd]), cur), "cls");
+    if (g.has("cls.bias")) cur = b.name(b.add(cur, g.weight("cls.bias", [hp.nEmbd])), "cls_b");
+    cur = b.name(b.tanh(cur), "cls_tanh");
+  }
+  if (out) {
+    const classes = out.ne[1] ?? 1;
+    cur = b.name(b.mulMat(g.weight("cls.output.weight", [hp.nEmbd, classes]), cur), "cls_out");
+    if (g.has("cls.output.bias"))
+      cur = b.name(b.add(cur, g.weight("cls.output.bias", [classes])), "cls_out_b");
+  }
+  if (o.softmax) cur = b.softmax(cur);
+  return b.name(cur, "result_rank");
 }

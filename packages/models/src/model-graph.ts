@@ -1,5 +1,5 @@
 import { DType, GraphBuilder, type Tensor } from "@minfer/ir";
-import type { BuiltGraph, LayerRope } from "./arch.js";
+import type { BuiltGraph, GraphOutput, LayerRope } from "./arch.js";
 import { ModelError } from "./errors.js";
 import { CANDIDATE_LOGITS_OUTPUT, CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import type { ModelTensors } from "./tensors.js";
@@ -20,7 +20,7 @@ export class ModelGraph {
    */
   constructor(
     readonly tensors: ModelTensors | undefined,
-    readonly outputs: { readonly candidates?: number } = {},
+    readonly outputs: { readonly candidates?: number; readonly output?: GraphOutput } = {},
   ) {}
 
   /** The weight `name` of shape `ne`. */
@@ -32,6 +32,11 @@ export class ModelGraph {
       this.#weights.set(name, t);
     }
     return t;
+  }
+
+  /** What the graph outputs (`BuildOptions.output`). */
+  get output(): GraphOutput {
+    return this.outputs.output ?? "logits";
   }
 
   /** Whether the file has the (optional) tensor `name`; without checked tensors, false. */

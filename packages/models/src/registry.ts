@@ -1,4 +1,5 @@
 import type { ArchModule } from "./arch.js";
+import * as bert from "./bert.js";
 import { ModelError } from "./errors.js";
 import * as gemma from "./gemma.js";
 import * as gemma2 from "./gemma2.js";
@@ -7,6 +8,7 @@ import * as glm4 from "./glm4.js";
 import * as granite from "./granite.js";
 import type { Hparams } from "./hparams.js";
 import * as llama from "./llama.js";
+import * as nomicBert from "./nomic-bert.js";
 import * as olmo2 from "./olmo2.js";
 import * as phi3 from "./phi3.js";
 import * as qwen2 from "./qwen2.js";
@@ -32,6 +34,8 @@ const ALL: readonly ArchModule<Hparams>[] = [
   entry(glm4),
   entry(granite),
   entry(olmo2),
+  entry(bert),
+  entry(nomicBert),
 ];
 
 const MODULES: ReadonlyMap<string, ArchModule<Hparams>> = new Map(ALL.map((m) => [m.ARCH, m]));

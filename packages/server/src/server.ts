@@ -6,12 +6,16 @@ import {
   contextSize,
   type FinishReason,
   type Model,
+  POOLINGS,
+  type Pooling,
 } from "@minfer/engine";
 import { LLAMA_CPP_SAMPLING, Sampler, SamplerError, type SamplerOptions } from "@minfer/sampler";
 import type { ChatTemplate } from "@minfer/tokenizer";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Batcher } from "./batcher.js";
 import { registerChatRoutes } from "./chat-routes.js";
+import { Embedder } from "./embedder.js";
+import { registerEmbeddingRoutes } from "./embedding-routes.js";
 import { ApiError } from "./errors.js";
 import {
   answerRaw,
@@ -20,6 +24,7 @@ import {
   guardJsonBodies,
   httpOptions,
 } from "./http-guards.js";
+import { registerInfillRoutes } from "./infill-routes.js";
 import { registerInfoRoutes } from "./info-routes.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
@@ -155,14 +160,24 @@ export interface ServerOptions {
   readonly candidatesOnly?: boolean;
   /** Fastify's logger option (false by default). */
   readonly logger?: boolean | Record<string, unknown>;
+  /**
+   * Serve embeddings instead of completions (llama-server's `--embedding`): /v1/embeddings,
+   * /embedding, and with pooling "rank" (`--reranking`) /rerank; the completion endpoints answer
+   * 501. An encoder model (BERT family) needs it. Default false.
+   */
+  readonly embeddings?: boolean;
+  /** With `embeddings`: the pooling (`--pooling`); default the model file's (see ContextOptions.pooling). */
+  readonly pooling?: Pooling;
 }
 
 export interface MinferServer {
   readonly app: FastifyInstance;
   /** Resolves when the model is loaded and requests are served; rejects when loading failed. */
   readonly ready: Promise<void>;
-  /** The batcher (after `ready`; before, reading it throws a ServerError NOT_READY). */
+  /** The batcher (after `ready`; before, reading it throws a ServerError NOT_READY; an embeddings server has none). */
   readonly batcher: Batcher;
+  /** An embeddings server's embedder (after `ready`), else undefined. */
+  readonly embedder: Embedder | undefined;
   /** The batcher's context (after `ready`; before, reading it throws a ServerError NOT_READY). */
   readonly context: Context;
   readonly modelId: string;
@@ -337,6 +352,17 @@ export function createServer(options: ServerOptions): MinferServer {
   guardJsonBodies(app, limits);
   let model: Model | undefined;
   let batcher: Batcher | undefined;
+  let embedder: Embedder | undefined;
+  if (options.pooling !== undefined && !options.embeddings)
+    throw new ServerError(
+      "INVALID_ARGUMENT",
+      "pooling applies to an embeddings server: give embeddings: true (--embedding) with it",
+    );
+  if (options.pooling !== undefined && !POOLINGS.includes(options.pooling))
+    throw new ServerError(
+      "INVALID_ARGUMENT",
+      `pooling must be one of ${POOLINGS.join(", ")}, got ${JSON.stringify(options.pooling)}`,
+    );
   let loadError: unknown;
   let modelId = options.modelId ?? "";
   let closed = false;
@@ -362,6 +388,16 @@ export function createServer(options: ServerOptions): MinferServer {
           `a context of ${nCtx} tokens cannot be shared by ${parallel} slots (parallel); give a larger nCtx or fewer slots`,
         );
       const { nCtx: _n, nSeqMax: _s, ...rest } = co;
+      if (options.embeddings) {
+        embedder = new Embedder(m, {
+          ...(options.pooling ? { pooling: options.pooling } : {}),
+          nUbatch: co.nUbatch ?? batchSize,
+          nSeqMax: Math.max(parallel, 8),
+          nCtx: Math.max(nCtx, co.nUbatch ?? batchSize),
+          queueSize,
+        });
+        return;
+      }
       batcher = new Batcher(m, {
         parallel,
         ctxPerSlot,
@@ -484,7 +520,7 @@ export function createServer(options: ServerOptions): MinferServer {
       throw new ApiError(401, "invalid or missing API key", "authentication_error", null, "invalid_api_key", {
         "www-authenticate": 'Bearer realm="minfer"',
       });
-    if (!batcher)
+    if (!batcher && !embedder)
       throw loadError
         ? new ApiError(
             500,
@@ -501,13 +537,21 @@ export function createServer(options: ServerOptions): MinferServer {
       return model!;
     },
     get batcher() {
+      if (embedder)
+        throw new ApiError(
+          501,
+          "This server does not support completions. Start it without `--embeddings`",
+          "not_supported_error",
+          null,
+          "not_supported",
+        );
       return batcher!;
     },
     get modelId() {
       return modelId;
     },
     get loaded() {
-      return batcher !== undefined;
+      return batcher !== undefined || embedder !== undefined;
     },
     get loadError() {
       return loadError;
@@ -532,6 +576,8 @@ export function createServer(options: ServerOptions): MinferServer {
   registerInfoRoutes(app, state);
   registerChatRoutes(app, state, reasoning);
   registerSlotRoutes(app, state);
+  registerInfillRoutes(app, state);
+  registerEmbeddingRoutes(app, state, () => embedder);
 
   const close = async () => {
     if (closed) return;
@@ -539,6 +585,7 @@ export function createServer(options: ServerOptions): MinferServer {
     const closing = closeApp();
     await ready.catch(() => undefined);
     if (batcher) await batcher.close();
+    embedder?.dispose();
     await renderer.close();
     metrics?.close();
     // Nothing runs any more: connections kept alive by clients would hold close() until their
@@ -551,6 +598,9 @@ export function createServer(options: ServerOptions): MinferServer {
     get batcher() {
       if (!batcher) throw notReady();
       return batcher;
+    },
+    get embedder() {
+      return embedder;
     },
     get context() {
       if (!batcher) throw notReady();

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import type { ContextOptions } from "@minfer/engine";
+import { type ContextOptions, POOLINGS, type Pooling } from "@minfer/engine";
 import {
   chatTemplateArg,
   createServer,
@@ -124,6 +124,22 @@ export const serveOptions: OptionSpec[] = [
     kind: "string",
     metavar: "ORIGINS",
     help: "origins browsers may call from: * (any, the default), localhost, or a comma-separated list such as https://app.example",
+  },
+  {
+    flags: ["--embedding", "--embeddings"],
+    kind: "boolean",
+    help: "serve embeddings (/v1/embeddings, /embedding) instead of completions, as llama-server's --embedding; an embedding model (BERT family) needs it. An input must fit one batch (-b)",
+  },
+  {
+    flags: ["--pooling"],
+    kind: "string",
+    metavar: "TYPE",
+    help: "with --embedding: none, mean, cls, last or rank (default: the model file's pooling_type, else mean for an encoder and last for a decoder)",
+  },
+  {
+    flags: ["--reranking", "--rerank"],
+    kind: "boolean",
+    help: "serve /rerank (and /v1/rerank) with the model's classifier head: --embedding --pooling rank, as llama-server's --reranking",
   },
   {
     flags: ["--strict-api"],
@@ -358,8 +374,21 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(settings.kvDtype !== undefined ? { kvDtype: settings.kvDtype } : {}),
     ...(options.kvUnified ? { kvUnified: true } : {}),
   };
+  const embeddings = Boolean(options.embedding || options.reranking);
+  const pooling = options.reranking ? "rank" : (options.pooling as string | undefined);
+  if (options.reranking && options.pooling !== undefined && options.pooling !== "rank")
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `--reranking ranks (pooling rank); it cannot take --pooling ${String(options.pooling)}`,
+    );
+  if (pooling !== undefined && !embeddings)
+    throw new CliError("INVALID_ARGUMENT", "--pooling applies to embeddings: give --embedding with it");
+  if (pooling !== undefined && !(POOLINGS as readonly string[]).includes(pooling))
+    throw new CliError("INVALID_ARGUMENT", `--pooling must be one of ${POOLINGS.join(", ")}, got ${pooling}`);
   const server = createServer({
     model: modelReady,
+    ...(embeddings ? { embeddings: true } : {}),
+    ...(pooling !== undefined ? { pooling: pooling as Pooling } : {}),
     parallel,
     contextOptions,
     batchSize,
@@ -425,7 +454,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
     loaded?.close();
     throw e;
   }
-  if (signal === undefined) {
+  if (signal === undefined && server.embedder) {
+    const e = server.embedder;
+    process.stderr.write(
+      [
+        `serve: model ${server.modelId} (${path})`,
+        `serve: embeddings (pooling ${e.pooling}), up to ${e.maxTokens} tokens an input (-b), ${e.context.nSeqMax} inputs a decode; ` +
+          `device ${loaded!.gpu ? loaded!.model.placement.describe() : `cpu, ${loaded!.runtime.threads} threads (${loaded!.runtime.simd})`}`,
+        `serve: ready on ${address}`,
+        "",
+      ].join("\n"),
+    );
+  } else if (signal === undefined) {
     const b = server.batcher;
     const ctx = b.context;
     const rt = loaded!.runtime;
