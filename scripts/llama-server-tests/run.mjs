@@ -17,12 +17,14 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeLocalModels } from "./local-models.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../..");
 const source = resolve(
   process.env.LLAMA_CPP_SRC ?? join(repo, "../shared/device/llamacpp/llama.cpp-src.tar.xz"),
 );
+const fixtures = resolve(process.env.MINFER_FIXTURES ?? join(repo, "../shared/fixtures"));
 const expectedFile = join(here, "expected-pass.txt");
 const gapsFile = join(here, "known-gaps.txt");
 
@@ -32,8 +34,11 @@ export const IN_SCOPE = [
   "test_chat_completion.py",
   "test_completion.py",
   "test_ctx_shift.py",
+  "test_embedding.py",
   "test_ignore_eos.py",
+  "test_infill.py",
   "test_metrics.py",
+  "test_rerank.py",
   "test_security.py",
   "test_slot_save.py",
   "test_stream.py",
@@ -154,8 +159,10 @@ async function main() {
   ];
   if (opts.keyword) args.push("-k", opts.keyword);
   args.push(...files);
+  const made = await makeLocalModels(repo, fixtures, work);
   const env = {
     ...process.env,
+    MINFER_SHIM_MODELS: JSON.stringify(Object.fromEntries(made)),
     LLAMA_SERVER_BIN_PATH: join(bin, "llama-server"),
     LLAMA_TESTS_TARGET: opts.target,
     PYTHONPATH: pythonPath.join(":"),

@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readShimModels } from "./local-models.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../..");
@@ -66,6 +67,8 @@ function localModel(pairs) {
   const repoName = value("--hf-repo");
   if (repoName === undefined) fail("no model: neither --model nor --hf-repo");
   const key = value("--hf-file") === undefined ? repoName : `${repoName}/${value("--hf-file")}`;
+  const made = readShimModels(process.env).get(key);
+  if (made !== undefined) return made;
   const local = LOCAL_MODELS.get(key);
   if (local === undefined) fail(`the model ${key} has no local fixture (tests run offline)`);
   return join(fixtures, local);
@@ -106,6 +109,9 @@ const SAME = new Map([
   ["--context-shift", "--context-shift"],
   ["--slots", "--slots"],
   ["--no-slots", "--no-slots"],
+  ["--embedding", "--embedding"],
+  ["--reranking", "--reranking"],
+  ["--pooling", "--pooling"],
 ]);
 
 /**

@@ -193,6 +193,31 @@ describe("encoders and poolings against llama.cpp", () => {
   });
 });
 
+describe("a decoder's embeddings", () => {
+  it("stories260K, last pooling: llama.cpp's embedding (its last token's normed hidden state) for texts decoded together", async () => {
+    const path = join(FIXTURES, "models/stories260K.gguf");
+    const model = await Model.load(path, { runtime });
+    const ctx = new Context(model, { embeddings: true, pooling: "last", nSeqMax: 4, nCtx: 256 });
+    const lm = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    try {
+      const texts = ["Once upon a time", "The cat sat on the mat and", "Lily"];
+      const ours = await embed(ctx, texts);
+      // (the file names no pooling: llama.cpp then returns the last token's row)
+      const ec = await lm.createEmbeddingContext({ contextSize: 128, threads: 2 });
+      for (let i = 0; i < texts.length; i++) {
+        const theirs = (await ec.getEmbeddingFor(model.tokenizer.encode(texts[i]!) as LlamaToken[])).vector;
+        expect(ours[i]!.rows[0]!.length).toBe(model.hparams.nEmbd);
+        expect(cosine(ours[i]!.rows[0]!, theirs)).toBeGreaterThan(0.99999);
+      }
+      await ec.dispose();
+    } finally {
+      await lm.dispose();
+      ctx.dispose();
+      model.dispose();
+    }
+  });
+});
+
 describe("encoder contexts refuse what cannot work", () => {
   it("an encoder without embeddings, a sequence longer than one micro-batch, a position past the table", async () => {
     const path = await encoderFile("bert", "mean");
