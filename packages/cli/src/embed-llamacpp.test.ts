@@ -27,6 +27,7 @@ const SHAPE = {
   contextLength: 128,
   ropeFreqBase: 10000,
   rmsEps: 1e-12,
+  tiedOutput: false,
 };
 const TEXTS = [
   "hello world",

@@ -42,7 +42,8 @@ export async function embeddingInputs(
   const out: EmbedInput[] = [];
   for (let i = 0; i < prompts.length; i++) {
     const p = prompts[i];
-    const where = prompts.length === 1 && !Array.isArray(value) ? param : `${param}[${i}]`;
+    // (one prompt — a text, or ids and texts mixed — is named as the field itself)
+    const where = typeof value === "string" || isOnePrompt(value as unknown[]) ? param : `${param}[${i}]`;
     const parts = typeof p === "string" ? [p] : Array.isArray(p) ? p : undefined;
     if (parts === undefined)
       throw bad(where, `${where} must be a string or an array of token ids and strings`);
