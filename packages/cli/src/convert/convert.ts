@@ -44,6 +44,8 @@ export const convertOptions: OptionSpec[] = [
   },
 ];
 
+const F32 = ggmlTypeByName("f32");
+
 /** Elements converted per chunk: whole rows (whole heads for Q/K), about a million. */
 const CHUNK_ELEMENTS = 1 << 20;
 
@@ -89,7 +91,10 @@ export async function convertCheckpoint(
     );
   const { spec, source, reader: config } = readHfConfig(dir);
   const arch = spec.plan(config, source);
-  const tok = readHfTokenizer(dir, config.file, arch.vocabSize, arch.tokenizer);
+  if (!arch.vocab && !arch.tokenizer) throw new Error(`${spec.arch}: the plan names no tokenizer reader`);
+  const tok = arch.vocab
+    ? arch.vocab(dir)
+    : readHfTokenizer(dir, config.file, arch.vocabSize, arch.tokenizer!);
   const tensors = await readCheckpointTensors(dir);
   const { plan, notes } = planTensors(source, arch.tensors(tok.nVocab), tensors, {
     tied: arch.tied,
@@ -97,7 +102,7 @@ export async function convertCheckpoint(
   });
   for (const t of arch.extraTensors?.() ?? [])
     plan.push({ name: t.name, dims: [t.values.length], values: t.values });
-  const choices = plan.map((t) => chooseType(t.dims, target));
+  const choices = plan.map((t) => (t.f32 ? { to: F32 } : chooseType(t.dims, target)));
   const types = choices.map((c) => c.to);
   const fallbacks = choices.flatMap((c, i) => (c.note ? [`${plan[i]!.name}: ${c.note}`] : []));
 
@@ -161,11 +166,12 @@ async function* chunks(
   const src = t.src!;
   const rowLen = t.dims[0]!;
   const nRows = t.rows ?? (src.shape.length > 1 ? src.shape[0]! : 1);
+  const offset = t.rowOffset ?? 0;
   const unit = t.permute?.headDim ?? 1;
   const perChunk = Math.max(unit, Math.floor(CHUNK_ELEMENTS / rowLen / unit) * unit);
   for (let r = 0; r < nRows; r += perChunk) {
     const r1 = Math.min(nRows, r + perChunk);
-    let rows = await reader.rows(src, r, r1);
+    let rows = await reader.rows(src, offset + r, offset + r1);
     if (t.permute) rows = permuteRows(rows, rowLen, t.permute.headDim);
     if (t.addOne) for (let i = 0; i < rows.length; i++) rows[i] += 1;
     progress(rows.length);

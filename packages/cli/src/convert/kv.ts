@@ -29,3 +29,9 @@ export const boolArray = (key: string, items: boolean[]): GgufKV => ({
   type: GgufValueType.ARRAY,
   value: { itemType: GgufValueType.BOOL, items },
 });
+
+export const u8Array = (key: string, items: Uint8Array): GgufKV => ({
+  key,
+  type: GgufValueType.ARRAY,
+  value: { itemType: GgufValueType.UINT8, items },
+});

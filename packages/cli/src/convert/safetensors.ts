@@ -10,11 +10,24 @@ import { ConvertError } from "./errors.js";
 export const SAFETENSORS_DTYPES = { F32: 4, F16: 2, BF16: 2 } as const;
 export type SafetensorsDtype = keyof typeof SAFETENSORS_DTYPES;
 
+/**
+ * Integer types of the buffers some checkpoints save beside their weights (BERT's
+ * `embeddings.position_ids`, I64): indexed so an architecture can skip them by name, never read.
+ */
+export const SAFETENSORS_INT_DTYPES = { I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 } as const;
+export type SafetensorsIntDtype = keyof typeof SAFETENSORS_INT_DTYPES;
+
+/** Whether tensors of `dtype` can be read as floats. */
+export const isFloatDtype = (dtype: string): dtype is SafetensorsDtype => dtype in SAFETENSORS_DTYPES;
+
+const dtypeSize = (dtype: SafetensorsDtype | SafetensorsIntDtype): number =>
+  isFloatDtype(dtype) ? SAFETENSORS_DTYPES[dtype] : SAFETENSORS_INT_DTYPES[dtype];
+
 /** One tensor of a safetensors file: where its bytes are. */
 export interface SafeTensor {
   readonly name: string;
   readonly file: string;
-  readonly dtype: SafetensorsDtype;
+  readonly dtype: SafetensorsDtype | SafetensorsIntDtype;
   /** Row-major shape as stored (outermost first). */
   readonly shape: readonly number[];
   /** Absolute byte offset of the data in `file`. */
@@ -55,12 +68,12 @@ export async function readSafetensorsHeader(file: string): Promise<SafeTensor[]>
       const e = v as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       if (typeof e !== "object" || e === null) throw bad(`entry "${name}" is not an object`);
       if (typeof e.dtype !== "string") throw bad(`tensor "${name}" has no dtype`);
-      if (!(e.dtype in SAFETENSORS_DTYPES))
+      if (!(e.dtype in SAFETENSORS_DTYPES) && !(e.dtype in SAFETENSORS_INT_DTYPES))
         throw new ConvertError(
           "UNSUPPORTED_DTYPE",
           `${file}: tensor "${name}" is ${e.dtype}; supported: ${Object.keys(SAFETENSORS_DTYPES).join(", ")}`,
         );
-      const dtype = e.dtype as SafetensorsDtype;
+      const dtype = e.dtype as SafetensorsDtype | SafetensorsIntDtype;
       const shape = e.shape;
       if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0))
         throw bad(`tensor "${name}" has a bad shape ${JSON.stringify(shape)}`);
@@ -73,7 +86,7 @@ export async function readSafetensorsHeader(file: string): Promise<SafeTensor[]>
       )
         throw bad(`tensor "${name}" has bad data_offsets ${JSON.stringify(offs)}`);
       const [begin, end] = offs as [number, number];
-      const want = (shape as number[]).reduce((a, d) => a * d, 1) * SAFETENSORS_DTYPES[dtype];
+      const want = (shape as number[]).reduce((a, d) => a * d, 1) * dtypeSize(dtype);
       if (end - begin !== want)
         throw bad(
           `tensor "${name}" ${dtype}${JSON.stringify(shape)} needs ${want} bytes, its offsets span ${end - begin}`,
@@ -133,11 +146,17 @@ export class TensorReader {
 
   /** Rows [r0, r1) of `t` seen as a matrix of `shape[0]` rows (a vector is one row). */
   async rows(t: SafeTensor, r0: number, r1: number): Promise<Float32Array> {
+    const dtype = t.dtype;
+    if (!isFloatDtype(dtype))
+      throw new ConvertError(
+        "UNSUPPORTED_DTYPE",
+        `${t.file}: tensor "${t.name}" is ${dtype}, not a float type`,
+      );
     const nRows = t.shape.length > 1 ? t.shape[0]! : 1;
-    const rowElems = nRows === 0 ? 0 : t.byteLength / SAFETENSORS_DTYPES[t.dtype] / nRows;
+    const rowElems = nRows === 0 ? 0 : t.byteLength / SAFETENSORS_DTYPES[dtype] / nRows;
     const n = (r1 - r0) * rowElems;
-    const bytes = new Uint8Array(n * SAFETENSORS_DTYPES[t.dtype]);
-    const start = t.offset + r0 * rowElems * SAFETENSORS_DTYPES[t.dtype];
+    const bytes = new Uint8Array(n * SAFETENSORS_DTYPES[dtype]);
+    const start = t.offset + r0 * rowElems * SAFETENSORS_DTYPES[dtype];
     let h = this.#handles.get(t.file);
     if (!h) {
       h = open(t.file, "r");
@@ -151,7 +170,7 @@ export class TensorReader {
         throw new ConvertError("BAD_FILE", `${t.file}: tensor "${t.name}" is truncated (end of file)`);
       done += bytesRead;
     }
-    return toF32(bytes, t.dtype, n);
+    return toF32(bytes, dtype, n);
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@
 // must have and the value transforms (Llama's Q/K row permutation, Gemma's w + 1).
 import type { Rename, Slot } from "./archs/types.js";
 import { ConvertError } from "./errors.js";
-import type { SafeTensor } from "./safetensors.js";
+import { isFloatDtype, type SafeTensor } from "./safetensors.js";
 
 /** One GGUF tensor to write and where its values come from. */
 export interface PlannedTensor {
@@ -16,8 +16,12 @@ export interface PlannedTensor {
   readonly values?: Float32Array;
   /** Store w + 1 (Gemma's RMSNorm). */
   readonly addOne?: boolean;
-  /** Write only the first `rows` rows of the source. */
+  /** Write only `rows` rows of the source (the first, or those after `rowOffset`). */
   readonly rows?: number;
+  /** Source rows skipped before the first one written. */
+  readonly rowOffset?: number;
+  /** Written as F32 whatever type is asked. */
+  readonly f32?: boolean;
   /**
    * Llama Q/K: rows are permuted within each of `heads` heads of `headDim` rows (see
    * {@link permuteRows}).
@@ -91,17 +95,27 @@ export function planTensors(
     const src = found.get(hf);
     if (slot.lmHead && (opts.tied || !src)) continue;
     if (!src) throw new ConvertError("MISSING_TENSOR", `tensor "${hf}" is missing from the checkpoint`);
+    if (!isFloatDtype(src.dtype))
+      throw new ConvertError(
+        "UNSUPPORTED_DTYPE",
+        `tensor "${src.name}" (in ${src.file}) is ${src.dtype}; only F32, F16 and BF16 weights are converted`,
+      );
     const s = src.shape;
+    const skip = slot.skipRows ?? 0;
     const fits = slot.trimRows
       ? s.length === 2 && s[0]! >= slot.shape[0]! && s[1] === slot.shape[1]
-      : s.length === slot.shape.length && s.every((d, i) => d === slot.shape[i]);
+      : s.length === slot.shape.length && s.every((d, i) => d === slot.shape[i]! + (i === 0 ? skip : 0));
     if (!fits)
       throw new ConvertError(
         "BAD_SHAPE",
-        `tensor "${src.name}" (in ${src.file}) has shape [${s.join(", ")}]; config.json implies [${slot.shape.join(", ")}]`,
+        `tensor "${src.name}" (in ${src.file}) has shape [${s.join(", ")}]; config.json implies [${[slot.shape[0]! + skip, ...slot.shape.slice(1)].join(", ")}]`,
       );
-    const rows = slot.trimRows && s[0]! > slot.shape[0]! ? slot.shape[0] : undefined;
-    if (rows !== undefined)
+    const rows = (slot.trimRows && s[0]! > slot.shape[0]!) || skip > 0 ? slot.shape[0] : undefined;
+    if (rows !== undefined && skip > 0)
+      notes.push(
+        `${slot.gguf}: dropped the first ${skip} of ${s[0]} rows (positions start after padding_idx)`,
+      );
+    else if (rows !== undefined)
       notes.push(`${slot.gguf}: kept the first ${rows} of ${s[0]} rows (the vocabulary)`);
     plan.push({
       name: slot.gguf,
@@ -110,6 +124,8 @@ export function planTensors(
       ...(slot.permute ? { permute: slot.permute } : {}),
       ...(slot.addOne ? { addOne: true } : {}),
       ...(rows !== undefined ? { rows } : {}),
+      ...(skip > 0 ? { rowOffset: skip } : {}),
+      ...(slot.f32 ? { f32: true } : {}),
     });
   }
   return { plan, notes };

@@ -3,6 +3,16 @@ import type { GgufKV } from "@minfer/gguf";
 import type { ConfigReader } from "../hf-config.js";
 import type { TokenizerPolicy } from "../hf-tokenizer.js";
 
+/** A vocabulary an architecture reads itself (BERT's WordPiece, XLM-RoBERTa's Unigram). */
+export interface ArchVocab {
+  /** The `tokenizer.*` keys. */
+  metadata: GgufKV[];
+  nVocab: number;
+  /** `tokenizer.ggml.pre`. */
+  pre: string;
+  notes: string[];
+}
+
 /** Where one checkpoint tensor goes in the GGUF, and what is done to its values. */
 export interface Slot {
   /** GGUF name. */
@@ -17,6 +27,13 @@ export interface Slot {
   trimRows?: boolean;
   /** The output projection: left out when the embeddings are tied or the checkpoint has none. */
   lmHead?: boolean;
+  /**
+   * Rows dropped from the start of the checkpoint tensor, which has `shape[0] + skipRows` rows
+   * (XLM-RoBERTa's position table starts at padding_idx + 1).
+   */
+  skipRows?: number;
+  /** Always written as F32 (llama.cpp keeps position and token-type embeddings in F32). */
+  f32?: boolean;
 }
 
 /** A checkpoint tensor renamed to its expected name, or skipped with the reason. */
@@ -32,7 +49,10 @@ export interface ArchPlan {
   extraTensors?(): { name: string; values: Float32Array }[];
   /** Renames checkpoint tensor names (prefixes of multimodal wrappers) or skips them. */
   rename?(name: string): Rename;
-  tokenizer: TokenizerPolicy;
+  /** How the shared tokenizer reader converts the vocabulary (absent when `vocab` is given). */
+  tokenizer?: TokenizerPolicy;
+  /** Reads the vocabulary of checkpoint `dir` itself, instead of the shared tokenizer reader. */
+  vocab?(dir: string): ArchVocab;
   /** The vocabulary size the tokenizer is padded to (config.json's or the class default). */
   vocabSize?: number;
   tied: boolean;
