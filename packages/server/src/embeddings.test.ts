@@ -216,6 +216,15 @@ describe("rerank", () => {
   });
 });
 
+describe("/props of an embeddings server", () => {
+  it("names the pooling, the batch an input must fit and the embedding size", async () => {
+    const j = await json(await fetch(`${emb.url}/props`));
+    expect(j).toMatchObject({ embedding: true, pooling: "mean", batch_size: 64, n_embd: 32 });
+    const r = await json(await fetch(`${rank.url}/props`));
+    expect(r).toMatchObject({ pooling: "rank", n_embd: 1 });
+  });
+});
+
 describe("what each kind of server does not serve: 501, as llama-server", () => {
   it("completions on an embeddings server, embeddings and rerank on the others", async () => {
     const c = await emb.post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });

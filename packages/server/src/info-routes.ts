@@ -60,9 +60,24 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
   }
 
   app.get("/props", async () => {
-    const b = s.batcher;
     const tok = s.model.tokenizer;
     const text = (id: number | undefined) => (id === undefined ? "" : tok.tokenText(id));
+    const e = s.embedder;
+    if (e)
+      // An embeddings server: its one context (llama-server answers /props in this mode too).
+      return {
+        model_path: s.model.path,
+        model_alias: s.modelId,
+        embedding: true,
+        pooling: e.pooling,
+        total_slots: e.context.nSeqMax,
+        n_ctx: e.context.nCtx,
+        batch_size: e.maxTokens,
+        n_embd: e.context.outputWidth,
+        bos_token: text(tok.vocab.special.bos),
+        eos_token: text(tok.vocab.special.eos),
+      };
+    const b = s.batcher;
     return {
       model_path: s.model.path,
       model_alias: s.modelId,

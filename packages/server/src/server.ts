@@ -550,6 +550,9 @@ export function createServer(options: ServerOptions): MinferServer {
     get modelId() {
       return modelId;
     },
+    get embedder() {
+      return embedder;
+    },
     get loaded() {
       return batcher !== undefined || embedder !== undefined;
     },

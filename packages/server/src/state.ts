@@ -1,6 +1,7 @@
 import type { Model } from "@minfer/engine";
 import type { ChatTemplate } from "@minfer/tokenizer";
 import type { Batcher } from "./batcher.js";
+import type { Embedder } from "./embedder.js";
 import type { ServerLimits } from "./limits.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { TemplateRenderer } from "./render.js";
@@ -10,6 +11,8 @@ import type { ServerSampling } from "./server.js";
 export type ServerState = {
   readonly model: Model;
   readonly batcher: Batcher;
+  /** An embeddings server's embedder (ServerOptions.embeddings), else undefined. */
+  readonly embedder: Embedder | undefined;
   readonly modelId: string;
   readonly loaded: boolean;
   readonly loadError: unknown;
