@@ -5,15 +5,17 @@ import { ASYNC_TOKENIZE_CHARS, type ServerLimits } from "./limits.js";
 /**
  * The most UTF-8 bytes of input one token can stand for: the longest token text (byte-level BPE
  * and SentencePiece store a token's bytes in at least as many UTF-8 bytes) or a character of up to
- * 4 bytes mapped to the unknown token. Undefined for WordPiece, where one unknown token can stand
- * for a whole word of any length.
+ * 4 bytes mapped to the unknown token. Undefined for WordPiece and Unigram, where one unknown token
+ * can stand for a whole word (a run of characters) of any length.
  */
 const maxBytesPerToken = new WeakMap<Tokenizer, number | undefined>();
 
 function bytesPerToken(tokenizer: Tokenizer): number | undefined {
   if (maxBytesPerToken.has(tokenizer)) return maxBytesPerToken.get(tokenizer);
   let max: number | undefined;
-  if (tokenizer.vocab.model !== "bert") {
+  // (WordPiece's unknown token and Unigram's — with its normaliser dropping characters — can each
+  // stand for any number of bytes)
+  if (tokenizer.vocab.model !== "bert" && tokenizer.vocab.model !== "t5") {
     max = 4;
     for (const t of tokenizer.vocab.tokens) {
       const n = Buffer.byteLength(t);

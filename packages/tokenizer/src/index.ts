@@ -1,6 +1,6 @@
 /**
- * Tokenizers built from GGUF metadata (byte-level BPE, SentencePiece, WordPiece), streaming
- * detokenization and chat templates.
+ * Tokenizers built from GGUF metadata (byte-level BPE, SentencePiece BPE and Unigram, WordPiece),
+ * streaming detokenization and chat templates.
  * @module @minfer/tokenizer
  */
 

@@ -204,11 +204,11 @@ describe("bad vocabularies are refused at load, naming the problem", () => {
   it("an unknown tokenizer model", () => {
     const e = refusal(
       without("tokenizer.ggml.model", [
-        { key: "tokenizer.ggml.model", type: GgufValueType.STRING, value: "t5" },
+        { key: "tokenizer.ggml.model", type: GgufValueType.STRING, value: "rwkv" },
       ]),
     );
     expect(e.code).toBe("UNKNOWN_MODEL");
-    expect(e.message).toContain("supported: gpt2, llama, bert");
+    expect(e.message).toContain("supported: gpt2, llama, bert, t5");
   });
 
   it("a decode of an id outside the vocabulary", () => {

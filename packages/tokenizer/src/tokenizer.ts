@@ -5,6 +5,7 @@ import { preTokenizer } from "./pre-tokenizers.js";
 import { type Fragment, partition, SpecialMatcher, specialTokenList } from "./special.js";
 import { SpmEncoder, spmTokenToPiece } from "./spm.js";
 import { StreamDecoder } from "./stream-decoder.js";
+import { UgmEncoder } from "./ugm.js";
 import { loadVocab, TokenType, type Vocab } from "./vocab.js";
 import { WpmEncoder, wpmTokenToPiece } from "./wpm.js";
 
@@ -50,7 +51,8 @@ const ASYNC_CHUNK = 1 << 13;
 
 /**
  * A tokenizer built from a GGUF's `tokenizer.ggml.*` metadata: byte-level BPE (`gpt2`),
- * SentencePiece (`llama`) or WordPiece (`bert`), with the vocabulary's special tokens.
+ * SentencePiece BPE (`llama`), WordPiece (`bert`) or SentencePiece Unigram (`t5`), with the
+ * vocabulary's special tokens.
  */
 export class Tokenizer {
   readonly vocab: Vocab;
@@ -89,6 +91,12 @@ export class Tokenizer {
       case "bert":
         this.#encoder = new WpmEncoder(vocab);
         this.#safeCut = (t, i) => t.charCodeAt(i) === 32 || t.charCodeAt(i) === 10;
+        break;
+      case "t5":
+        this.#encoder = new UgmEncoder(vocab);
+        // Never cut: the best segmentation, the merging of unknown tokens and the whitespace
+        // state all run over the whole fragment, so only one pass is sure to give llama.cpp's ids.
+        this.#safeCut = () => false;
         break;
     }
   }
@@ -198,7 +206,9 @@ export class Tokenizer {
   streamDecoder(options: DecodeOptions = {}): StreamDecoder {
     return new StreamDecoder(
       (id) => this.tokenBytes(id, options),
-      this.vocab.model === "llama" && this.vocab.addSpacePrefix && !options.keepLeadingSpace,
+      (this.vocab.model === "llama" || this.vocab.model === "t5") &&
+        this.vocab.addSpacePrefix &&
+        !options.keepLeadingSpace,
     );
   }
 
@@ -224,7 +234,7 @@ export class Tokenizer {
       piece =
         this.vocab.model === "gpt2"
           ? bpeTokenBytes(this.vocab, id)
-          : this.vocab.model === "llama"
+          : this.vocab.model === "llama" || this.vocab.model === "t5"
             ? spmTokenToPiece(this.vocab, id)
             : wpmTokenToPiece(this.vocab, id);
       this.#pieces[id] = piece;

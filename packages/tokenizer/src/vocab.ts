@@ -1,4 +1,4 @@
-import { GgufError, type GgufMetadata } from "@minfer/gguf";
+import { type GgufArray, GgufError, type GgufMetadata, GgufValueType } from "@minfer/gguf";
 import { TokenizerError } from "./errors.js";
 
 /** Token types of `tokenizer.ggml.token_type` (llama.cpp `llama_token_type`). */
@@ -13,7 +13,7 @@ export const TokenType = {
 } as const;
 
 /** Tokenizer models this package implements, by their `tokenizer.ggml.model` name. */
-export const TOKENIZER_MODELS = ["gpt2", "llama", "bert"] as const;
+export const TOKENIZER_MODELS = ["gpt2", "llama", "bert", "t5"] as const;
 export type TokenizerModel = (typeof TOKENIZER_MODELS)[number];
 
 /** Special token ids; `undefined` when the vocabulary has none. */
@@ -51,6 +51,10 @@ export interface Vocab {
   readonly addSep: boolean;
   /** SentencePiece: put a space before the text (`tokenizer.ggml.add_space_prefix`). */
   readonly addSpacePrefix: boolean;
+  /** Unigram: a space before every word, runs of spaces dropped (`tokenizer.ggml.remove_extra_whitespaces`). */
+  readonly removeExtraWhitespaces: boolean;
+  /** Unigram: the normalization rules (`tokenizer.ggml.precompiled_charsmap`), when the file has them. */
+  readonly precompiledCharsmap: Uint8Array | undefined;
   /** Tokens that end a generation: EOS, EOT, EOM and the known end-of-turn texts. */
   readonly eog: ReadonlySet<number>;
 }
@@ -88,6 +92,7 @@ const DEFAULTS: Record<
     addEos: false,
     addSpacePrefix: false,
   },
+  t5: { eos: 1, unk: 2, pad: 0, addBos: false, addEos: true, addSpacePrefix: false },
 };
 
 function wrap<T>(f: () => T): T {
@@ -200,7 +205,28 @@ export function loadVocab(md: GgufMetadata): Vocab {
       addEos: md.optBool("tokenizer.ggml.add_eos_token") ?? d.addEos,
       addSep: md.optBool("tokenizer.ggml.add_sep_token") ?? false,
       addSpacePrefix: md.optBool("tokenizer.ggml.add_space_prefix") ?? d.addSpacePrefix,
+      removeExtraWhitespaces: md.optBool("tokenizer.ggml.remove_extra_whitespaces") ?? false,
+      precompiledCharsmap: model === "t5" ? charsmapOf(md) : undefined,
       eog,
     };
   });
+}
+
+/** `tokenizer.ggml.precompiled_charsmap` as bytes (an array of uint8 or int8, as llama.cpp accepts). */
+function charsmapOf(md: GgufMetadata): Uint8Array | undefined {
+  const key = "tokenizer.ggml.precompiled_charsmap";
+  const kv = md.get(key);
+  if (kv === undefined) return undefined;
+  const arr = kv.type === GgufValueType.ARRAY ? (kv.value as GgufArray) : undefined;
+  if (!arr || (arr.itemType !== GgufValueType.UINT8 && arr.itemType !== GgufValueType.INT8)) {
+    throw new TokenizerError(
+      "BAD_VOCAB",
+      `${key} must be an array of uint8 or int8 (the serialized charsmap)`,
+      {
+        detail: key,
+      },
+    );
+  }
+  const items = arr.items as Uint8Array | Int8Array;
+  return new Uint8Array(items.buffer, items.byteOffset, items.byteLength);
 }
