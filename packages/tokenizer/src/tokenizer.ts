@@ -172,9 +172,10 @@ export class Tokenizer {
 
   #end(out: number[], options: EncodeOptions): void {
     if (!(options.addSpecial ?? true)) return;
-    const { special, addEos, addSep, model } = this.vocab;
+    const { special, addEos, model } = this.vocab;
+    // WordPiece ends with [SEP]; the others with EOS where the vocabulary adds it. (`add_sep` is not
+    // used here: llama.cpp reads it only to join a rerank pair.)
     if (model === "bert" && special.sep !== undefined) out.push(special.sep);
-    else if (addSep && special.sep !== undefined) out.push(special.sep);
     if (addEos && special.eos !== undefined && model !== "bert") out.push(special.eos);
   }
 
