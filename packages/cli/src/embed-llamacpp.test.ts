@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { backend as cpuBackend } from "@minfer/backend-cpu";
 import { Context, embed, Model } from "@minfer/engine";
-import { type GgufKV, readGguf, synthesizeLayout, synthVocabSize, writeGguf } from "@minfer/gguf";
+import {
+  type GgufKV,
+  GgufValueType,
+  readGguf,
+  synthesizeLayout,
+  synthVocabSize,
+  writeGguf,
+} from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import { synthLayout } from "@minfer/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,10 +77,17 @@ async function encoderFile(arch: string, pooling: keyof typeof POOLING_IDS, head
       ]
     : [];
   const layout = { ...base, metadata, tensors: [...base.tensors, ...extra] };
-  const m = synthesizeLayout(layout, { type: "f32", seed: 11, vocab });
   const path = join(tmp, `${arch}-${pooling}${head ? "-head" : ""}.gguf`);
-  // Weights of a trained model's scale (the synthesizer's std 0.02 makes every text's embedding
-  // nearly the same): matrices ~ N(0, 1/fan_in)·2, norm weights ~ 1 ± 0.1, biases ~ N(0, 0.1).
+  await writeScaled(path, synthesizeLayout(layout, { type: "f32", seed: 11, vocab }));
+  return path;
+}
+
+/**
+ * Writes a synthesized model with weights of a trained model's scale (the synthesizer's std 0.02
+ * makes every text's embedding nearly the same): matrices ~ N(0, 1/fan_in)·2, norm weights ~ 1 ± 0.1,
+ * biases ~ N(0, 0.1).
+ */
+async function writeScaled(path: string, m: ReturnType<typeof synthesizeLayout>): Promise<void> {
   const r = rng(7);
   const tensors = m.tensors.map((t) => {
     const n = t.dims.reduce((a, b) => a * b, 1);
@@ -84,7 +98,6 @@ async function encoderFile(arch: string, pooling: keyof typeof POOLING_IDS, head
     return { ...t, data: new Uint8Array(v.buffer) };
   });
   await writeGguf(path, m.metadata, tensors);
-  return path;
 }
 
 function rng(seed: number): () => number {
@@ -211,6 +224,54 @@ describe("a decoder's embeddings", () => {
         expect(cosine(ours[i]!.rows[0]!, theirs)).toBeGreaterThan(0.99999);
       }
       await ec.dispose();
+    } finally {
+      await lm.dispose();
+      ctx.dispose();
+      model.dispose();
+    }
+  });
+});
+
+describe("a decoder reranker", () => {
+  it("qwen3 with a classifier head (Qwen3-Reranker's layout), rank pooling: llama.cpp's softmax over the labels at the last token", async () => {
+    const vocab = (await readGguf(join(FIXTURES, "vocab/ggml-vocab-qwen2.gguf"))).metadata;
+    const shape = { ...SHAPE, nHeadKv: 2, ropeFreqBase: 1e6, rmsEps: 1e-6, tiedOutput: true };
+    const base = synthLayout("qwen3", shape, synthVocabSize(vocab));
+    const metadata: GgufKV[] = [
+      ...base.metadata,
+      { key: "qwen3.pooling_type", type: GgufValueType.UINT32, value: POOLING_IDS.rank },
+      {
+        key: "qwen3.classifier.output_labels",
+        type: GgufValueType.ARRAY,
+        value: { itemType: GgufValueType.STRING, items: ["yes", "no"] },
+      },
+    ];
+    const layout = {
+      ...base,
+      metadata,
+      tensors: [...base.tensors, { name: "cls.output.weight", dims: [SHAPE.nEmbd, 2] }],
+    };
+    const path = join(tmp, "qwen3-rank.gguf");
+    await writeScaled(path, synthesizeLayout(layout, { type: "f32", seed: 4, vocab }));
+    const model = await Model.load(path, { runtime });
+    const ctx = new Context(model, { embeddings: true, nSeqMax: 4, nCtx: 256 });
+    const lm = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    try {
+      expect(ctx.pooling).toBe("rank");
+      expect(ctx.outputWidth).toBe(2);
+      const ids = TEXTS.map((t) => model.tokenizer.encode(t));
+      const ours = await embed(ctx, ids);
+      const ec = await lm.createEmbeddingContext({ contextSize: 128, threads: 2 });
+      for (let i = 0; i < ids.length; i++) {
+        const theirs = (await ec.getEmbeddingFor(ids[i] as LlamaToken[])).vector;
+        expect(theirs).toHaveLength(2);
+        // (probabilities; the two engines' F16 K/V and product rounding differ at these large weights)
+        for (let j = 0; j < 2; j++) expect(Math.abs(ours[i]!.rows[0]![j]! - theirs[j]!)).toBeLessThan(1e-3);
+      }
+      await ec.dispose();
+      const spread =
+        Math.max(...ours.map((o) => o.rows[0]![0]!)) - Math.min(...ours.map((o) => o.rows[0]![0]!));
+      expect(spread, "the texts score differently").toBeGreaterThan(1e-2);
     } finally {
       await lm.dispose();
       ctx.dispose();

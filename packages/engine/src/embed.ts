@@ -72,11 +72,15 @@ export function normalizeEmbedding(v: Float32Array, norm: number): Float32Array 
   return v;
 }
 
-/** Which rows of a sequence of n tokens the pooling reads. */
-function wanted(pooling: Pooling, n: number): (k: number) => boolean {
+/**
+ * Which rows of a sequence of n tokens the pooling reads: every one (mean, none), the last (last;
+ * rank of a decoder, whose last token has seen the pair, as llama.cpp's Qwen3 reranker), else the
+ * first (cls; rank of an encoder).
+ */
+function wanted(pooling: Pooling, n: number, encoder: boolean): (k: number) => boolean {
   if (pooling === "mean" || pooling === "none") return () => true;
-  if (pooling === "last") return (k) => k === n - 1;
-  return (k) => k === 0; // cls, rank: the first token
+  if (pooling === "last" || (pooling === "rank" && !encoder)) return (k) => k === n - 1;
+  return (k) => k === 0;
 }
 
 /** Pools one sequence's rows (row-major, `width` floats each). */
@@ -162,7 +166,7 @@ export async function embed(
           "INVALID_ARGUMENT",
           `embed: input ${k} has ${s.tokens.length} tokens and ${s.types.length} token types`,
         );
-      const w = wanted(pooling, s.tokens.length);
+      const w = wanted(pooling, s.tokens.length, encoder);
       for (let q = 0; q < s.tokens.length; q++, t++) {
         tokens[t] = s.tokens[q]!;
         seq[t] = k - i;

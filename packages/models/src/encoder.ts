@@ -56,14 +56,7 @@ export function readEncoderHparams(meta: GgufMetadata, arch: string): EncoderHpa
     throw new ModelError("BAD_KEY", `metadata key "${typesKey}" is ${types}; expected 1…65536`, {
       key: typesKey,
     });
-  const labelsKey = `${arch}.classifier.output_labels`;
-  const labels = guard(labelsKey, () => (meta.has(labelsKey) ? meta.stringArray(labelsKey) : undefined));
-  return {
-    ...hp,
-    normEps,
-    nTokenTypes: types ?? 2,
-    nClsOut: labels && labels.length > 0 ? labels.length : 1,
-  };
+  return { ...hp, normEps, nTokenTypes: types ?? 2, nClsOut: hp.nClsOut ?? 1 };
 }
 
 /** The tensors of an encoder file: fused or separate Q/K/V, optional biases and classifier. */

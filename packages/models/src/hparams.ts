@@ -54,6 +54,8 @@ export interface Hparams {
   readonly pooling?: Pooling;
   /** `attention.causal`: whether a token sees only earlier positions. Default: per architecture (true for decoders). */
   readonly causal?: boolean;
+  /** `classifier.output_labels`' count: the rows of a classifier head `cls.output.weight` (a reranker's); default 1. */
+  readonly nClsOut?: number;
 }
 
 /** An architecture's documented defaults for keys that may be absent. */
@@ -189,7 +191,16 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
     ...optional("pooling", readPooling(meta, arch)),
     causal:
       guard(k("attention.causal"), () => meta.optBool(k("attention.causal"))) ?? defaults.causal ?? true,
+    nClsOut: classifierOutputs(meta, k("classifier.output_labels")),
   };
+}
+
+/** The count of `key`'s labels (at least 1): llama.cpp sizes a classifier head by it. */
+function classifierOutputs(meta: GgufMetadata, key: string): number {
+  const labels = guard(key, () => (meta.has(key) ? meta.stringArray(key) : undefined));
+  if (labels !== undefined && labels.length > 1 << 16)
+    throw new ModelError("BAD_KEY", `metadata key "${key}" has ${labels.length} labels; expected at most 65536`, { key });
+  return labels && labels.length > 0 ? labels.length : 1;
 }
 
 /** `{ [name]: value }`, or nothing when the value is undefined (for optional fields). */

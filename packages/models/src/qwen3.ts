@@ -15,7 +15,7 @@ import {
 import { ModelGraph } from "./model-graph.js";
 import { rmsNorm } from "./norm.js";
 import { uniformRope } from "./rope.js";
-import { attentionSpecs, ffnSpecs, headSpecs, vector } from "./tensor-specs.js";
+import { attentionSpecs, ffnSpecs, headSpecs, matrix, vector } from "./tensor-specs.js";
 import { checkModelTensors, type ModelTensors, type TensorInfo, type TensorSpec } from "./tensors.js";
 
 /** Qwen3 (dense): per-head RMSNorm of Q and K before RoPE, head size from `attention.key_length` (not nEmbd / nHead), NeoX RoPE, eps default 1e-6, RoPE base 1e6. */
@@ -39,6 +39,8 @@ export function* tensorSpecs(hp: Hparams): Generator<TensorSpec> {
     yield vector(`blk.${il}.ffn_norm.weight`, hp.nEmbd);
     yield* ffnSpecs(hp, il);
   }
+  // A reranker's classifier (Qwen3-Reranker as llama.cpp converts it: its answer tokens' output rows).
+  yield { ...matrix("cls.output.weight", hp.nEmbd, hp.nClsOut ?? 1), optional: true };
 }
 
 export function loadTensors(hp: Hparams, infos: Iterable<TensorInfo>): ModelTensors {
