@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { registerAnthropicRoutes } from "./anthropic/routes.js";
 import { type CompletionJob, runCompletion } from "./completions.js";
 import { ApiError } from "./errors.js";
 import { preservedTokens } from "./preserved.js";
@@ -20,6 +21,7 @@ import {
   parseCompletion,
   parseNative,
 } from "./request.js";
+import { registerResponsesRoutes } from "./responses/routes.js";
 import { checkSchemaSize } from "./sampling.js";
 import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
@@ -47,6 +49,52 @@ function pickFields(r: Record<string, unknown>, fields: readonly string[]): Reco
 
 /** The response header naming the request fields the server ignored (ServerOptions.strictApi). */
 export const IGNORED_FIELDS_HEADER = "X-Minfer-Ignored-Fields";
+
+/**
+ * The chat pipeline, for endpoints that speak another API over the same jobs (OpenAI's Responses,
+ * Anthropic's Messages): each turns its request into a chat request, runs it as chat does, and
+ * answers in its own wire format (CompletionJob.wire).
+ */
+export interface ChatPipeline {
+  /** ServerOptions.strictApi: a field the server does not use is a 400 instead of ignored. */
+  readonly strictApi: boolean;
+  /** The model's name in responses (ServerOptions.modelId, else the file's name). */
+  readonly modelId: string;
+  /** Reads an OpenAI chat request body, as /v1/chat/completions does. */
+  parse(body: unknown): ParsedChat;
+  /** The chat job; `reasoningBudget`: this request's think-block budget in tokens (else the server's). */
+  job(p: ParsedChat, o?: { reasoningBudget?: number }): Promise<CompletionJob>;
+  /** Runs a job (runCompletion with the server's settings). */
+  run(request: FastifyRequest, reply: FastifyReply, job: CompletionJob): Promise<unknown>;
+  /** The prompt tokens a job would read (before any cache reuse). */
+  countTokens(job: CompletionJob): Promise<number>;
+  /** Names the fields a request gave that the server ignores (a response header and a log line). */
+  reportIgnored(request: FastifyRequest, reply: FastifyReply, ignored: string[]): void;
+}
+
+/**
+ * Runs steps of the chat pipeline for another API's endpoint: an ApiError about a field (a chat
+ * field's path) comes out naming `rename(param)`, the field of that API's request it came from.
+ */
+export function renamingFields(rename: (param: string) => string) {
+  return <T>(step: () => Promise<T> | T): Promise<T> =>
+    Promise.resolve()
+      .then(step)
+      .catch((e: unknown) => {
+        throw renameParam(e, rename);
+      });
+}
+
+function renameParam(e: unknown, rename: (param: string) => string): unknown {
+  if (!(e instanceof ApiError) || e.param === null) return e;
+  const param = rename(e.param);
+  if (param === e.param) return e;
+  // (invalidField's messages start with the field's path)
+  const message = e.message.startsWith(`${e.param}:`)
+    ? `${param}${e.message.slice(e.param.length)}`
+    : e.message;
+  return new ApiError(e.status, message, e.type, param, e.code, e.headers, e.fields);
+}
 
 /** `POST /v1/chat/completions`, `/v1/completions`, llama-server's `/completion` and its text endpoints. */
 export function registerChatRoutes(
@@ -115,7 +163,7 @@ export function registerChatRoutes(
    * The chat job: tools rendered by the template, calls parsed from its format (forced by grammar when
    * tool_choice asks), the think block split off as the reasoning format says, and its budget.
    */
-  async function chatJob(p: ParsedChat): Promise<CompletionJob> {
+  async function chatJob(p: ParsedChat, o: { reasoningBudget?: number } = {}): Promise<CompletionJob> {
     const t = p.tools && p.tools.choice !== "none" ? p.tools : undefined;
     const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
     const template = s.template();
@@ -151,6 +199,7 @@ export function registerChatRoutes(
       ...(t ? TOOL_MARKERS[format!] : []),
       ...(tags ? [tags.start, tags.end] : []),
     ]);
+    const budget = o.reasoningBudget ?? reasoning.budget;
     return {
       kind: "chat",
       prompt,
@@ -158,12 +207,12 @@ export function registerChatRoutes(
       ...(preserve ? { preserve } : {}),
       ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: "tool_choice" } } : {}),
       ...(parser ? { parser } : {}),
-      ...(tags && reasoning.budget >= 0
+      ...(tags && budget >= 0
         ? {
             reasoningBudget: {
               start: tags.start,
               end: tags.end,
-              tokens: reasoning.budget,
+              tokens: budget,
               message: reasoning.budgetMessage,
               open,
             },
@@ -196,6 +245,30 @@ export function registerChatRoutes(
   };
   registerTextRoutes(app, () => s.model, applyTemplate, s.limits);
 
+  const pipeline: ChatPipeline = {
+    get strictApi() {
+      return s.strictApi;
+    },
+    get modelId() {
+      return s.modelId;
+    },
+    parse: (body) => parseChat(body, s.model.hparams.nVocab, parseOptions()),
+    job: chatJob,
+    run: (request, reply, job) => runCompletion(deps(), request, reply, job),
+    countTokens: async (job) =>
+      (
+        await tokenizePrompt(
+          s.model.tokenizer,
+          job.prompt.text,
+          { param: "messages", addSpecial: job.prompt.addSpecial, parseSpecial: true },
+          s.limits,
+        )
+      ).length,
+    reportIgnored,
+  };
+  registerResponsesRoutes(app, pipeline);
+  registerAnthropicRoutes(app, pipeline);
+
   // (chat also without the /v1 prefix, as llama-server serves it; its /completions and
   // /completion are its own format, below)
   for (const path of ["/v1/chat/completions", "/chat/completions"])
@@ -209,14 +282,7 @@ export function registerChatRoutes(
     app.post(path, async (request, reply) => {
       const p = parseChat(request.body, s.model.hparams.nVocab, parseOptions());
       reportIgnored(request, reply, p.ignored);
-      const job = await chatJob(p);
-      const ids = await tokenizePrompt(
-        s.model.tokenizer,
-        job.prompt.text,
-        { param: "messages", addSpecial: job.prompt.addSpecial, parseSpecial: true },
-        s.limits,
-      );
-      return { input_tokens: ids.length };
+      return { input_tokens: await pipeline.countTokens(await chatJob(p)) };
     });
 
   /** A native prompt as the job's: a text, or its token ids with each text part tokenized. */

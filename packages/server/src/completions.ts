@@ -75,6 +75,43 @@ class PlainText implements OutputParser {
   }
 }
 
+/** A choice's whole answer, as another API's wire format reports it (WireFormat). */
+export interface WireResult {
+  readonly content: string;
+  /** Thinking split off the content. */
+  readonly reasoning: string;
+  readonly calls: readonly ToolCall[];
+  readonly finish: JobFinish;
+  /** The stop string that ended the text, when one did. */
+  readonly stopWord: string | undefined;
+  readonly promptTokens: number;
+  /** Prompt tokens read from the slot's cache instead of computed. */
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+}
+
+/**
+ * The answer of a chat job in another API's wire format (OpenAI's Responses, Anthropic's Messages):
+ * the non-streamed body and the streamed events. Streamed, each method returns the raw SSE text to
+ * write ("" for nothing). One choice only (n = 1). Without it, a job answers in OpenAI's
+ * chat/completions format.
+ */
+export interface WireFormat {
+  /** Streamed: the events right after the 200 headers, before any token. */
+  begin(prompt: { promptTokens: number; cachedTokens: number }): string;
+  /**
+   * What the output parser released: for a generated token (`token` true), or its final flush.
+   * Called when not streamed too (the format may count), its text then unused.
+   */
+  delta(out: ParsedOutput, token: boolean): string;
+  /** Streamed: the closing events. */
+  end(result: WireResult): string;
+  /** Not streamed: the response body. */
+  body(result: WireResult): unknown;
+  /** Streamed: an error after the headers, as this format's error event. */
+  error(err: ApiError): string;
+}
+
 /**
  * What a completion request runs: its prompt, parsed fields and, for chat, tool handling. `native`:
  * llama-server's `/completion` format (native-format.ts).
@@ -96,6 +133,8 @@ export interface CompletionJob {
   readonly reasoningBudget?: BudgetRequest;
   /** Control tokens the generated text shows: the chat format's markers, for its parser. */
   readonly preserve?: ReadonlySet<number>;
+  /** chat: answer in this wire format instead of chat/completions' (one choice). */
+  readonly wire?: WireFormat;
 }
 
 export interface CompletionDeps {
@@ -186,6 +225,8 @@ export async function runCompletion(
 ): Promise<unknown> {
   const { model, batcher } = deps;
   const { kind, p } = job;
+  if (job.wire && (kind !== "chat" || p.n !== 1))
+    throw new Error("runCompletion: a wire format answers one chat choice (n = 1)");
   const tokenizer = model.tokenizer;
   const param = kind === "chat" ? "messages" : "prompt";
   const ids =
@@ -256,6 +297,11 @@ export async function runCompletion(
     if (!reply.raw.destroyed)
       reply.raw.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
   };
+  // A wire format's events, as it wrote them.
+  const raw = (text: string) => {
+    if (text !== "" && !reply.raw.destroyed) reply.raw.write(text);
+  };
+  const streamError = (err: ApiError) => (job.wire ? raw(job.wire.error(err)) : sse(err.body()));
   const chunk = (choice: Record<string, unknown>) => ({
     id,
     object: chunkObject,
@@ -276,7 +322,8 @@ export async function runCompletion(
     for (const [k, v] of Object.entries(reply.getHeaders()))
       if (v !== undefined && !(k.toLowerCase() in headers)) headers[k] = v;
     reply.raw.writeHead(200, headers);
-    if (kind === "chat")
+    if (job.wire) raw(job.wire.begin({ promptTokens: ids.length, cachedTokens: cachedAtStart }));
+    else if (kind === "chat")
       for (const c of choices)
         sse(
           chunk({
@@ -325,6 +372,11 @@ export async function runCompletion(
       if (firstTokenAt === 0) firstTokenAt = performance.now();
     }
     const perToken = p.timingsPerToken && p.stream ? { timings: timingsNow(c.generated) } : {};
+    if (job.wire) {
+      const text = job.wire.delta(out, e !== undefined && e.token >= 0);
+      if (p.stream && started) raw(text);
+      return;
+    }
     if (kind === "native") {
       // a chunk a token (llama-server's); text released without a token goes with the next one
       c.unsent += out.content;
@@ -435,7 +487,7 @@ export async function runCompletion(
     if (err.code === "queue_full") deps.onQueueFull?.();
     if (!started) throw err;
     if (err.status >= 500) request.log.error(e);
-    sse(err.body());
+    streamError(err);
     reply.raw.end();
     return;
   }
@@ -458,7 +510,7 @@ export async function runCompletion(
       { connection: "close", "retry-after": "1" },
     );
     if (!started) throw err;
-    sse(err.body());
+    streamError(err);
     reply.raw.end();
     return;
   }
@@ -482,6 +534,20 @@ export async function runCompletion(
     null,
     "timeout",
   );
+  const wireResult = (): WireResult => {
+    const c = choices[0]!;
+    const r = c.result!;
+    return {
+      content: c.content,
+      reasoning: c.reasoning,
+      calls: c.parser.calls,
+      finish: r.finish,
+      stopWord: r.stopWord,
+      promptTokens: ids.length,
+      cachedTokens: r.cachedTokens,
+      completionTokens: r.tokens.length,
+    };
+  };
   const native = (c: Choice, streamed: boolean) => ({
     ...nativeResult({
       content: streamed ? c.unsent : c.content,
@@ -498,6 +564,7 @@ export async function runCompletion(
     if (timedOut) throw timeoutError;
     if (p.stream) start();
     else if (kind === "native") return native(choices[0]!, false);
+    else if (job.wire) return job.wire.body(wireResult());
     else
       return {
         id,
@@ -521,7 +588,12 @@ export async function runCompletion(
       };
   }
   if (timedOut) {
-    sse(timeoutError.body());
+    streamError(timeoutError);
+    reply.raw.end();
+    return;
+  }
+  if (job.wire) {
+    raw(job.wire.end(wireResult()));
     reply.raw.end();
     return;
   }
