@@ -103,6 +103,7 @@ enum class Op : int32_t {
   MUL_MAT_ID = 19,  // out[:, e, t] = as[:, :, ids[e, t]]ᵀ · b[:, e or 0, t] (mixture-of-experts)
   TANH = 20,  // out = tanh(a)
   GEGLU = 21,  // out = gelu(gate) * up (gelu's tanh approximation)
+  GELU_ERF = 22,  // out = 0.5 * a * (1 + erf(a / sqrt(2))) (exact gelu)
   RMS_NORM_MUL = 32,  // out = rms_norm(a, eps) * w (fused)
   MUL_MAT_MULTI = 33,  // out_i = mul_mat(w_i, x) [+ c_i] for weights w_1..w_n sharing x, optional F32 addends c_1..c_n broadcast as ADD's b (fused)
   MUL_MAT_ADD = 34,  // out = mul_mat(a, b) + c, c F32 broadcast over the product as ADD's b (fused)
@@ -277,6 +278,13 @@ constexpr int kMaxInputs = 2;
 constexpr int kMinOutputs = 1;
 constexpr int kMaxOutputs = 1;
 }  // namespace GEGLU
+namespace GELU_ERF {
+constexpr int kCount = 0;
+constexpr int kMinInputs = 1;
+constexpr int kMaxInputs = 1;
+constexpr int kMinOutputs = 1;
+constexpr int kMaxOutputs = 1;
+}  // namespace GELU_ERF
 namespace RMS_NORM_MUL {
 constexpr int eps = 0;  // f32
 constexpr int kCount = 1;

@@ -1,6 +1,6 @@
 // Element-wise kernels: ADD, MUL (b broadcast over a by ggml's rule: b.ne[i] divides a.ne[i]),
 // SCALE (a*scale + bias), SILU, GELU (tanh approximation), TANH, SWIGLU (silu(gate) * up),
-// GEGLU (gelu(gate) * up).
+// GEGLU (gelu(gate) * up), GELU_ERF (the exact gelu, 0.5 a (1 + erf(a / sqrt 2))).
 // All F32. Rows are split across threads; a row whose operands are contiguous goes through the
 // row functions below (scalar here, AVX2/AVX-512 in elementwise_avx2.cpp / elementwise_avx512.cpp),
 // anything else through a strided element loop.
@@ -22,6 +22,7 @@ void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
 void tanh_row(float* o, const float* a, int64_t n);
 void geglu_row(float* o, const float* g, const float* u, int64_t n);
+void gelu_erf_row(float* o, const float* a, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_scalar
@@ -35,6 +36,7 @@ void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
 void tanh_row(float* o, const float* a, int64_t n);
 void geglu_row(float* o, const float* g, const float* u, int64_t n);
+void gelu_erf_row(float* o, const float* a, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_avx2
@@ -47,6 +49,7 @@ void gelu_row(float* o, const float* a, int64_t n);
 void swiglu_row(float* o, const float* g, const float* u, int64_t n);
 void tanh_row(float* o, const float* a, int64_t n);
 void geglu_row(float* o, const float* g, const float* u, int64_t n);
+void gelu_erf_row(float* o, const float* a, int64_t n);
 float max_row(const float* x, int64_t n);
 double exp_sub_sum_row(float* o, const float* x, float m, int64_t n);
 }  // namespace ew_avx512
@@ -88,6 +91,14 @@ void tanh_row(float* o, const float* a, int64_t n) {
 }
 void geglu_row(float* o, const float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = gelu1(g[i]) * u[i];
+}
+// x·Φ(x) with Φ(x) = erfc(−x/√2)/2: erfc keeps the negative tail's relative precision, which
+// 1 + erf(x/√2) would cancel away; in double, the only rounding that shows is the last, to float.
+void gelu_erf_row(float* o, const float* a, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const double x = a[i];
+    o[i] = static_cast<float>(0.5 * x * std::erfc(-x * 0.70710678118654752440));
+  }
 }
 float max_row(const float* x, int64_t n) {
   float m = -INFINITY;
@@ -193,7 +204,7 @@ void run_binary(const NodeArgs& args, int, int ith, int nth) {
   }
 }
 
-// ---- unary: SCALE, SILU, GELU, TANH ----
+// ---- unary: SCALE, SILU, GELU, TANH, GELU_ERF ----
 
 const char* check_unary(const NodeArgs& args, const char* op) {
   if (const char* e = check_counts(op, args, 1)) return e;
@@ -206,8 +217,9 @@ const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
 const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
 const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
 const char* check_tanh(const NodeArgs& a) { return check_unary(a, "tanh"); }
+const char* check_gelu_erf(const NodeArgs& a) { return check_unary(a, "gelu_erf"); }
 
-enum class Unary { Scale, Silu, Gelu, Tanh };
+enum class Unary { Scale, Silu, Gelu, Tanh, GeluErf };
 
 template <Unary kOp>
 void run_unary(const NodeArgs& args, int, int ith, int nth) {
@@ -230,7 +242,8 @@ void run_unary(const NodeArgs& args, int, int ith, int nth) {
       if (kOp == Unary::Scale) EW_DISPATCH(args.simd, scale_row, orow, ar, s, bias, ne0);
       else if (kOp == Unary::Silu) EW_DISPATCH(args.simd, silu_row, orow, ar, ne0);
       else if (kOp == Unary::Gelu) EW_DISPATCH(args.simd, gelu_row, orow, ar, ne0);
-      else EW_DISPATCH(args.simd, tanh_row, orow, ar, ne0);
+      else if (kOp == Unary::Tanh) EW_DISPATCH(args.simd, tanh_row, orow, ar, ne0);
+      else EW_DISPATCH(args.simd, gelu_erf_row, orow, ar, ne0);
     } else {
       for (int64_t i = 0; i < ne0; i++) {
         const float x = *f32_at(a, i, i1, i2, i3);
@@ -238,7 +251,8 @@ void run_unary(const NodeArgs& args, int, int ith, int nth) {
         if (kOp == Unary::Scale) ew_scalar::scale_row(&y, &x, s, bias, 1);
         else if (kOp == Unary::Silu) ew_scalar::silu_row(&y, &x, 1);
         else if (kOp == Unary::Gelu) ew_scalar::gelu_row(&y, &x, 1);
-        else ew_scalar::tanh_row(&y, &x, 1);
+        else if (kOp == Unary::Tanh) ew_scalar::tanh_row(&y, &x, 1);
+        else ew_scalar::gelu_erf_row(&y, &x, 1);
         *f32_at(o, i, i1, i2, i3) = y;
       }
     }
@@ -291,6 +305,7 @@ const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, 1, run_unary<U
 const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, 1, run_unary<Unary::Silu>});
 const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, 1, run_unary<Unary::Gelu>});
 const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, 1, run_unary<Unary::Tanh>});
+const Registrar gelu_erf_kernel(Op::GELU_ERF, {check_gelu_erf, no_scratch, 1, run_unary<Unary::GeluErf>});
 const Registrar swiglu_kernel(Op::SWIGLU, {check_gated<false>, no_scratch, 1, run_gated<false>});
 const Registrar geglu_kernel(Op::GEGLU, {check_gated<true>, no_scratch, 1, run_gated<true>});
 

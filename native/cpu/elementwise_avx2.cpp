@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "elementwise_erf.h"
+
 namespace minfer::cpu::ew_avx2 {
 
 // exp(x) to about 2 ulp (Cephes-style range reduction and polynomial); 0 below -87.3, inf above 88.72.
@@ -66,6 +68,25 @@ static inline __m256 tanh_ps(__m256 x) {
   return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
 }
 
+// The exact gelu, x·Φ(x), with Φ(−|x|) = exp(−x²/2)·t·R(t), t = 1/(1 + |x|/4) (elementwise_erf.h).
+// x² is split into h + e (FMA) so exp(−h/2)·(1 − e/2) keeps large |x| precise. Φ(−|x|) is 0 from
+// |x| = 14 on (it is below 1e-44 there), so huge negative x give −0, not x times a denormal; NaN stays NaN.
+static inline __m256 gelu_erf_ps(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 u = _mm256_min_ps(ax, _mm256_set1_ps(gelu_erf_poly::kClamp));
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(u, _mm256_set1_ps(0.25f), one));
+  __m256 r = _mm256_set1_ps(gelu_erf_poly::kR[gelu_erf_poly::kDegree]);
+  for (int i = gelu_erf_poly::kDegree - 1; i >= 0; i--) r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(gelu_erf_poly::kR[i]));
+  const __m256 h = _mm256_mul_ps(u, u);
+  const __m256 e = _mm256_fmsub_ps(u, u, h);
+  const __m256 g = exp_ps(_mm256_mul_ps(h, _mm256_set1_ps(-0.5f)));
+  __m256 lower = _mm256_mul_ps(_mm256_mul_ps(g, _mm256_mul_ps(r, t)), _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), e, one));
+  lower = _mm256_and_ps(lower, _mm256_cmp_ps(ax, _mm256_set1_ps(gelu_erf_poly::kClamp), _CMP_LT_OQ));
+  const __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  return _mm256_mul_ps(x, _mm256_blendv_ps(_mm256_sub_ps(one, lower), lower, neg));
+}
+
 template <typename F>
 static inline void map1(float* o, const float* a, int64_t n, F f) {
   int64_t i = 0;
@@ -110,6 +131,7 @@ void tanh_row(float* o, const float* a, int64_t n) { map1(o, a, n, tanh_ps); }
 void geglu_row(float* o, const float* g, const float* u, int64_t n) {
   map2(o, g, u, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(gelu_ps(x), y); });
 }
+void gelu_erf_row(float* o, const float* a, int64_t n) { map1(o, a, n, gelu_erf_ps); }
 
 float max_row(const float* x, int64_t n) {
   __m256 m = _mm256_set1_ps(-INFINITY);

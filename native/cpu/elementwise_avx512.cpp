@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "elementwise_erf.h"
+
 namespace minfer::cpu::ew_avx512 {
 
 // exp(x) to about 2 ulp: n = round(x / ln2), r = x - n ln2 (two-part constant), a degree-6
@@ -61,6 +63,26 @@ static inline __m512 tanh_ps(__m512 x) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big, small);
 }
 
+// The exact gelu, x·Φ(x), with Φ(−|x|) = exp(−x²/2)·t·R(t), t = 1/(1 + |x|/4) (elementwise_erf.h).
+// x² is split into h + e (FMA) so exp(−h/2)·(1 − e/2) keeps large |x| precise. Φ(−|x|) is 0 from
+// |x| = 14 on (it is below 1e-44 there), so huge negative x give −0, not x times a denormal; NaN stays NaN.
+static inline __m512 gelu_erf_ps(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 ax = _mm512_abs_ps(x);
+  const __m512 u = _mm512_min_ps(ax, _mm512_set1_ps(gelu_erf_poly::kClamp));
+  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(u, _mm512_set1_ps(0.25f), one));
+  __m512 r = _mm512_set1_ps(gelu_erf_poly::kR[gelu_erf_poly::kDegree]);
+  for (int i = gelu_erf_poly::kDegree - 1; i >= 0; i--) r = _mm512_fmadd_ps(r, t, _mm512_set1_ps(gelu_erf_poly::kR[i]));
+  const __m512 h = _mm512_mul_ps(u, u);
+  const __m512 e = _mm512_fmsub_ps(u, u, h);
+  const __m512 g = exp_ps(_mm512_mul_ps(h, _mm512_set1_ps(-0.5f)));
+  const __m512 lower = _mm512_maskz_mov_ps(
+      _mm512_cmp_ps_mask(ax, _mm512_set1_ps(gelu_erf_poly::kClamp), _CMP_LT_OQ),
+      _mm512_mul_ps(_mm512_mul_ps(g, _mm512_mul_ps(r, t)), _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), e, one)));
+  const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mul_ps(x, _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, lower), lower));
+}
+
 static inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
 
 template <typename F>
@@ -103,6 +125,7 @@ void tanh_row(float* o, const float* a, int64_t n) { map1(o, a, n, tanh_ps); }
 void geglu_row(float* o, const float* g, const float* u, int64_t n) {
   map2(o, g, u, n, [](__m512 x, __m512 y) { return _mm512_mul_ps(gelu_ps(x), y); });
 }
+void gelu_erf_row(float* o, const float* a, int64_t n) { map1(o, a, n, gelu_erf_ps); }
 
 float max_row(const float* x, int64_t n) {
   __m512 m = _mm512_set1_ps(-INFINITY);

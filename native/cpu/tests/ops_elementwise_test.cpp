@@ -1,4 +1,4 @@
-// ADD, MUL, SCALE, SILU, GELU, TANH, SWIGLU, GEGLU, RMS_NORM, NORM, RMS_NORM_MUL and SOFTMAX against float64
+// ADD, MUL, SCALE, SILU, GELU, TANH, GELU_ERF, SWIGLU, GEGLU, RMS_NORM, NORM, RMS_NORM_MUL and SOFTMAX against float64
 // references: odd sizes, one row, many rows, broadcasting, permuted and padded views, every SIMD
 // level this CPU has, 1 and 3 threads.
 #include "ops_test_util.h"
@@ -23,6 +23,10 @@ const int64_t kShapes[][4] = {{1, 1, 1, 1}, {7, 3, 2, 1}, {33, 5, 1, 2}, {16, 1,
 
 double silu(double x) { return x / (1 + std::exp(-x)); }
 double gelu(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+// x·Φ(x); test_gelu_erf checks it against published values of Φ.
+double gelu_erf(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+// GELU_ERF's bound: about 10 float ulp (the SIMD polynomial measures under 8).
+constexpr double kGeluErfRtol = 6e-7, kGeluErfAtol = 1e-37;
 
 void test_binary_unary(std::mt19937& rng) {
   for (auto& sh : kShapes) {
@@ -70,6 +74,14 @@ void test_binary_unary(std::mt19937& rng) {
                          return op == Op::SILU ? silu(x) : op == Op::GELU ? gelu(x) : std::tanh(x);
                        },
                        2e-7, 8e-7);
+          }
+          {
+            TT o(DType::F32, {sh[0], sh[1], sh[2], sh[3]}, L.perm, L.pad);
+            o.fill_nan();
+            EXPECT(!run_op(Op::GELU_ERF, {&a}, {&o}, {}, simd, nth), "gelu_erf refused");
+            expect_all(fmt("gelu_erf %s %s", L.name, sname(simd)).c_str(), o,
+                       [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) { return gelu_erf(a.get(i0, i1, i2, i3)); },
+                       kGeluErfAtol, kGeluErfRtol);
           }
           for (Op op : {Op::SWIGLU, Op::GEGLU}) {
             TT up(DType::F32, {sh[0], sh[1], sh[2], sh[3]}, L.perm, L.pad);
@@ -140,8 +152,62 @@ void test_binary_unary(std::mt19937& rng) {
     EXPECT(e && std::strstr(e, "silu: a must be F32, got F16"), "silu refusal: %s", e ? e : "null");
     e = run_op(Op::TANH, {&a}, {&o}, {});
     EXPECT(e && std::strstr(e, "tanh: a must be F32, got F16"), "tanh refusal: %s", e ? e : "null");
+    e = run_op(Op::GELU_ERF, {&a}, {&o}, {});
+    EXPECT(e && std::strstr(e, "gelu_erf: a must be F32, got F16"), "gelu_erf refusal: %s", e ? e : "null");
     e = run_op(Op::GEGLU, {&a2, &b3}, {&o}, {});
     EXPECT(e && std::strstr(e, "geglu: gate and up must have the same shape"), "geglu refusal: %s", e ? e : "null");
+  }
+}
+
+// GELU_ERF (transformers' "gelu"): the reference against published values of the normal CDF Φ,
+// then every SIMD level over a dense sweep of [-16, 16], tiny and huge inputs, NaN.
+void test_gelu_erf() {
+  // x, Φ(x) (standard normal tables, to 17 digits).
+  const double table[][2] = {{0.5, 0.69146246127401310}, {1, 0.84134474606854295}, {2, 0.97724986805182079},
+                             {3, 0.99865010196836991},   {-0.5, 0.30853753872598690}, {-1, 0.15865525393145705},
+                             {-3, 1.3498980316300945e-3}, {-5, 2.8665157187919391e-7}, {-10, 7.6198530241605261e-24}};
+  const int nt = sizeof table / sizeof table[0];
+  for (auto& r : table)
+    EXPECT(close(gelu_erf(r[0]), r[0] * r[1], 0, 1e-14), "reference gelu_erf(%g) = %.17g, want %.17g", r[0],
+           gelu_erf(r[0]), r[0] * r[1]);
+  std::vector<float> xs;
+  for (int i = -16 * 512; i <= 16 * 512; i++) xs.push_back(i / 512.0f + 1.0f / 4096);
+  for (float x : {1e-8f, -1e-8f, 1e-30f, -1e-30f, 13.25f, -13.25f, -1000.0f, -3.4e38f}) xs.push_back(x);
+  const int first_table = static_cast<int>(xs.size());
+  for (auto& r : table) xs.push_back(static_cast<float>(r[0]));
+  // Exact where float can be: gelu(±0) = ±0, large positive x unchanged.
+  const int zero = static_cast<int>(xs.size());
+  for (float x : {0.0f, -0.0f, 1000.0f, 3.4e38f}) xs.push_back(x);
+  const int n = static_cast<int>(xs.size());
+  for (SimdLevel simd : simd_levels()) {
+    TT a(DType::F32, {n}), o(DType::F32, {n});
+    for (int i = 0; i < n; i++) a.set(i, 0, 0, 0, xs[i]);
+    o.fill_nan();
+    EXPECT(!run_op(Op::GELU_ERF, {&a}, {&o}, {}, simd, 1), "gelu_erf");
+    double worst_ulp = 0;
+    for (int i = 0; i < n; i++) {
+      const double x = xs[i], want = gelu_erf(x), got = o.get(i);
+      EXPECT(close(got, want, kGeluErfAtol, kGeluErfRtol), "gelu_erf(%.9g) %s = %.9g, want %.9g", x, sname(simd), got,
+             want);
+      const float fw = static_cast<float>(std::fabs(want));
+      if (fw > 1e-37f) worst_ulp = std::max(worst_ulp, std::fabs(got - want) / (std::nextafter(fw, INFINITY) - fw));
+    }
+    for (int i = 0; i < nt; i++) {
+      const double x = table[i][0], got = o.get(first_table + i);
+      EXPECT(close(got, x * table[i][1], 0, kGeluErfRtol), "gelu_erf(%g) %s = %.9g, table %.9g", x, sname(simd), got,
+             x * table[i][1]);
+    }
+    EXPECT(o.get(zero) == 0 && !std::signbit(o.get(zero)) && o.get(zero + 1) == 0 && std::signbit(o.get(zero + 1)),
+           "gelu_erf(±0) %s = %g, %g", sname(simd), o.get(zero), o.get(zero + 1));
+    EXPECT(o.get(zero + 2) == 1000.0 && o.get(zero + 3) == static_cast<double>(3.4e38f),
+           "gelu_erf of large x %s = %g, %g", sname(simd), o.get(zero + 2), o.get(zero + 3));
+    std::printf("gelu_erf %s: worst %.2f ulp over %d inputs\n", sname(simd), worst_ulp, n);
+    EXPECT(worst_ulp <= 6, "gelu_erf %s: %.2f ulp from the exact value (measured at most 4)", sname(simd), worst_ulp);
+    TT nan_in(DType::F32, {20}), nan_out(DType::F32, {20});
+    for (int i = 0; i < 20; i++) nan_in.set(i, 0, 0, 0, i - 9.5);
+    nan_in.set(3, 0, 0, 0, NAN);
+    EXPECT(!run_op(Op::GELU_ERF, {&nan_in}, {&nan_out}, {}, simd, 1), "gelu_erf");
+    EXPECT(std::isnan(nan_out.get(3)) && !std::isnan(nan_out.get(4)), "gelu_erf %s: NaN must stay NaN", sname(simd));
   }
 }
 
@@ -288,6 +354,7 @@ void test_softmax(std::mt19937& rng) {
 int main() {
   std::mt19937 rng(1234);
   test_binary_unary(rng);
+  test_gelu_erf();
   test_norms(rng);
   test_softmax(rng);
   return finish("ops_elementwise_test");

@@ -1,8 +1,8 @@
 // Element-wise kernels, F32 only (as native/cpu/elementwise.cpp): ADD, MUL (b broadcast over a by
 // ggml's rule: b.ne[i] divides a.ne[i]), SCALE (a*scale + bias), SILU, GELU (tanh approximation),
-// TANH, SWIGLU (silu(gate) * up), GEGLU (gelu(gate) * up). Any strides. The grid is 2-D: y walks
-// rows (dims 1-3), x walks elements of a row, both grid-stride, so a row's coordinates are worked
-// out once per thread.
+// TANH, GELU_ERF (the exact gelu, x Φ(x)), SWIGLU (silu(gate) * up), GEGLU (gelu(gate) * up). Any
+// strides. The grid is 2-D: y walks rows (dims 1-3), x walks elements of a row, both grid-stride,
+// so a row's coordinates are worked out once per thread.
 #include <cmath>
 
 #include "../cuda_util.cuh"
@@ -67,6 +67,7 @@ const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
 const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
 const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
 const char* check_tanh(const NodeArgs& a) { return check_unary(a, "tanh"); }
+const char* check_gelu_erf(const NodeArgs& a) { return check_unary(a, "gelu_erf"); }
 
 // SWIGLU and GEGLU: act(gate) * up.
 template <bool kGelu>
@@ -89,6 +90,10 @@ __device__ inline float gelu1(float x) {
   const float y = 0.7978845608028654f * x * (1.0f + 0.044715f * x * x);
   return x / (1.0f + expf(-2.0f * y));
 }
+// The exact gelu, 0.5 x (1 + erf(x / sqrt 2)) = x Φ(x). normcdff (Φ, 5 ulp by CUDA's tables) is
+// erfc(-x / sqrt 2) / 2 without rounding x / sqrt 2 first and without the cancellation of
+// 1 + erff(...) for negative x, so the negative tail keeps its relative precision.
+__device__ inline float gelu_erf1(float x) { return x * normcdff(x); }
 // The gate's activation of SWIGLU (silu) or GEGLU (gelu).
 template <bool kGelu>
 __device__ inline float gate_act(float x) {
@@ -126,7 +131,7 @@ __global__ void binary_kernel(Tensor a, Tensor b, Tensor o) {
   }
 }
 
-enum class Unary { Scale, Silu, Gelu, Tanh };
+enum class Unary { Scale, Silu, Gelu, Tanh, GeluErf };
 
 template <Unary kOp>
 __global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
@@ -140,7 +145,8 @@ __global__ void unary_kernel(Tensor a, Tensor o, float s, float bias) {
       if (kOp == Unary::Scale) y = x * s + bias;
       else if (kOp == Unary::Silu) y = silu1(x);
       else if (kOp == Unary::Gelu) y = gelu1(x);
-      else y = tanhf(x);
+      else if (kOp == Unary::Tanh) y = tanhf(x);
+      else y = gelu_erf1(x);
       *f32_mut(o, i, i1, i2, i3) = y;
     }
   }
@@ -231,6 +237,7 @@ const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, launch_unary<U
 const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, launch_unary<Unary::Silu>});
 const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, launch_unary<Unary::Gelu>});
 const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, launch_unary<Unary::Tanh>});
+const Registrar gelu_erf_kernel(Op::GELU_ERF, {check_gelu_erf, no_scratch, launch_unary<Unary::GeluErf>});
 const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_gated<false>, no_scratch, launch_gated<false>});
 const Registrar geglu_kernel_reg(Op::GEGLU, {check_gated<true>, no_scratch, launch_gated<true>});
 

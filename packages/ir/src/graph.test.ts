@@ -14,6 +14,7 @@ import {
   isContiguous,
   type Node,
   Op,
+  opSpec,
   programHeaderSource,
   type Tensor,
   viewRoot,
@@ -81,6 +82,23 @@ describe("shape inference", () => {
       /tanh a must be F32, got F16/,
     );
     expect([Op.TANH, Op.GEGLU]).toEqual([20, 21]);
+  });
+
+  it("geluErf keeps a's shape as op 22 (GELU_ERF), F32 only", () => {
+    const b = new GraphBuilder();
+    const a = b.input("a", DType.F32, [3072, 5]);
+    const g = b.geluErf(a, "ffn_gelu-0");
+    expect([g.node!.op, g.ne, g.dtype, g.name]).toEqual([
+      Op.GELU_ERF,
+      [3072, 5, 1, 1],
+      DType.F32,
+      "ffn_gelu-0",
+    ]);
+    expect(Op.GELU_ERF).toBe(22);
+    expect(opSpec(22)).toMatchObject({ name: "GELU_ERF", inputs: [1, 1], params: [] });
+    expect(irError(() => b.geluErf(b.input("h", DType.F16, [8]), "ffn_gelu-1")).message).toMatch(
+      /^ffn_gelu-1: gelu_erf a must be F32, got F16/,
+    );
   });
 
   it("attention takes a mask or spans and grouped KV heads", () => {
@@ -315,6 +333,17 @@ describe("fusion", () => {
     expect(f.nodes[0]!.name).toBe("act");
     expect(f.nodes[1]!.inputs.map((t) => t.name)).toEqual(["up", "up"]);
     expect(fuse(b.build(), { geglu: false }).nodes.map((n) => n.op)).not.toContain(Op.GEGLU);
+  });
+
+  it("leaves geluErf(gate) * up alone: GEGLU is gelu's tanh form, not the exact one", () => {
+    const b = new GraphBuilder();
+    const gate = b.input("gate", DType.F32, [64, 3]);
+    const up = b.input("up", DType.F32, [64, 3]);
+    b.output(b.mul(b.geluErf(gate), up, "act"));
+    b.output(b.mul(up, b.geluErf(up), "swapped"));
+    const f = fuse(b.build());
+    expect(f.nodes.map((n) => n.op)).toEqual([Op.GELU_ERF, Op.MUL, Op.GELU_ERF, Op.MUL]);
+    expect(f.nodes[1]!.name).toBe("act");
   });
 
   // phi3: q, k and v are row ranges of one fused weight attn_qkv [k, nQ + 2·nKv], gate and up the

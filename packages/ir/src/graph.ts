@@ -306,8 +306,17 @@ export class GraphBuilder {
     return this.#op(Op.SILU, [a], [], name)[0]!;
   }
 
+  /** gelu(a) with the tanh approximation (ggml's gelu, transformers' "gelu_new"), F32. */
   gelu(a: Tensor, name?: string): Tensor {
     return this.#op(Op.GELU, [a], [], name)[0]!;
+  }
+
+  /**
+   * The exact GELU, 0.5 · a · (1 + erf(a / √2)), element by element (F32): transformers'
+   * "gelu" (BERT, XLM-RoBERTa). The fusion pass leaves it alone (GEGLU is the tanh form).
+   */
+  geluErf(a: Tensor, name?: string): Tensor {
+    return this.#op(Op.GELU_ERF, [a], [], name)[0]!;
   }
 
   swiglu(gate: Tensor, up: Tensor, name?: string): Tensor {

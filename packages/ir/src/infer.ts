@@ -118,6 +118,7 @@ export function inferOutputs(
     case Op.SILU:
     case Op.GELU:
     case Op.TANH:
+    case Op.GELU_ERF:
     case Op.RMS_NORM:
     case Op.NORM:
       needDtype(name, node, a, F32, "a", inputs);

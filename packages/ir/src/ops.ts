@@ -24,6 +24,7 @@ export const Op = {
   MUL_MAT_ID: 19,
   TANH: 20,
   GEGLU: 21,
+  GELU_ERF: 22,
   // Produced by the fusion pass.
   RMS_NORM_MUL: 32,
   MUL_MAT_MULTI: 33,
@@ -133,6 +134,7 @@ export const OP_SPECS: readonly OpSpec[] = [
   ),
   spec("TANH", [1, 1], [], "out = tanh(a)"),
   spec("GEGLU", [2, 2], [], "out = gelu(gate) * up (gelu's tanh approximation)"),
+  spec("GELU_ERF", [1, 1], [], "out = 0.5 * a * (1 + erf(a / sqrt(2))) (exact gelu)"),
   spec("RMS_NORM_MUL", [2, 2], [["eps", "f32"]], "out = rms_norm(a, eps) * w (fused)"),
   spec(
     "MUL_MAT_MULTI",

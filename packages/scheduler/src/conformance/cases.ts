@@ -435,6 +435,59 @@ add({
   tolerance: tol(F32),
 });
 
+// ---- GELU_ERF (the exact gelu of BERT / XLM-R): the unary shapes, a transposed and a row-strided
+// input, the range past which Φ underflows (tails, tiny values), a BERT-base FFN activation ----
+/**
+ * GELU_ERF's tolerance, tighter than F32's: GELU's tanh approximation is within 5e-4 of it, an
+ * NMSE of 2e-8 over [−4, 4] that 1e-6 would let through; float rounding of the output costs
+ * about 1e-15.
+ */
+const GELU_ERF_TOLERANCE = 1e-12;
+const uniform = (lo: number, hi: number) => (rng: Rng, t: Tensor) =>
+  Array.from({ length: t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3] }, () => rng.uniform(lo, hi));
+for (const ne of unaryShapes) {
+  add({
+    name: `GELU_ERF F32 ${shape(ne)}`,
+    op: "GELU_ERF",
+    dtypes: ["F32"],
+    build: (b) => b.output(b.geluErf(b.input("a", F32, ne))),
+    data: { a: uniform(-4, 4) },
+    tolerance: GELU_ERF_TOLERANCE,
+  });
+}
+add({
+  name: "GELU_ERF F32 transposed [33, 7]",
+  op: "GELU_ERF",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.geluErf(transposed(b, "a", 33, 7))),
+  data: { a_t: uniform(-4, 4) },
+  tolerance: GELU_ERF_TOLERANCE,
+});
+add({
+  name: "GELU_ERF F32 row-strided [65, 3]",
+  op: "GELU_ERF",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.geluErf(padded(b, "a", 65, 3))),
+  data: { a_pad: uniform(-4, 4) },
+  tolerance: GELU_ERF_TOLERANCE,
+});
+add({
+  name: "GELU_ERF F32 wide range [-14, 14] [1031, 3]",
+  op: "GELU_ERF",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.geluErf(b.input("a", F32, [1031, 3]))),
+  data: { a: spread(-14, 14) },
+  tolerance: GELU_ERF_TOLERANCE,
+});
+add({
+  name: "GELU_ERF F32 BERT-base FFN [3072, 7]",
+  op: "GELU_ERF",
+  dtypes: ["F32"],
+  build: (b) => b.output(b.geluErf(b.input("ffn_up", F32, [3072, 7]))),
+  data: { ffn_up: uniform(-6, 6) },
+  tolerance: GELU_ERF_TOLERANCE,
+});
+
 // ---- NORM (LayerNorm without weight) on long and odd rows, rows with a large mean, and as the
 // models use it with a weight and bias (NORM, MUL, ADD); few rows (decode) and many ----
 for (const ne of [

@@ -1,4 +1,5 @@
 import { at, type Dense, dense } from "./dense.js";
+import { erfc } from "./erf.js";
 
 /** out = a ⊕ b with b repeated over a (ggml's broadcast: b's size divides a's in every dim). */
 function broadcast(a: Dense, b: Dense, f: (x: number, y: number) => number): Dense {
@@ -40,6 +41,15 @@ export function geluValue(x: number): number {
 export const gelu = (a: Dense): Dense => map(a, geluValue);
 /** tanh(a). */
 export const tanh = (a: Dense): Dense => map(a, Math.tanh);
+
+/**
+ * The exact gelu, 0.5·x·(1 + erf(x/√2)) = x·Φ(x) (transformers' "gelu"), written with erfc so the
+ * negative tail keeps its relative precision.
+ */
+export function geluErfValue(x: number): number {
+  return 0.5 * x * erfc(-x / Math.SQRT2);
+}
+export const geluErf = (a: Dense): Dense => map(a, geluErfValue);
 
 /** silu(gate) * up; same shapes. */
 export function swiglu(gate: Dense, up: Dense): Dense {

@@ -4,7 +4,7 @@ import { attention } from "./attention.js";
 import { concat, cpy, setRows } from "./copy.js";
 import type { Dense } from "./dense.js";
 import { readTensor, writeRow, writeTensor } from "./dtype-io.js";
-import { add, geglu, gelu, mul, scale, silu, swiglu, tanh } from "./elementwise.js";
+import { add, geglu, gelu, geluErf, mul, scale, silu, swiglu, tanh } from "./elementwise.js";
 import { getRows } from "./get-rows.js";
 import { mulMat, mulMatAdd } from "./matmul.js";
 import { mulMatId } from "./mul-mat-id.js";
@@ -54,6 +54,8 @@ function compute(
       return [tanh(a)];
     case Op.GEGLU:
       return [geglu(a, b)];
+    case Op.GELU_ERF:
+      return [geluErf(a)];
     case Op.CPY:
       return [cpy(a, outputs[0]!.ne)];
     case Op.CONCAT:
