@@ -38,7 +38,7 @@ export interface ContextOptions {
   readonly nUbatch?: number;
   /** Sequence ids are 0…nSeqMax-1. Default: 1. */
   readonly nSeqMax?: number;
-  /** Element type of the K/V cache: "f16" (default), "f32" or "q8_0". */
+  /** Element type of the K/V cache: "f16" (default; "f32" for an encoder), "f32" or "q8_0". */
   readonly kvDtype?: KvDtype;
   /** Measure every op of every decode (see {@link Context.lastTiming}). Default: false. */
   readonly profile?: boolean;
@@ -216,7 +216,9 @@ export class Context {
     this.#limits = batchLimits(model);
     this.nCandidates = k;
     try {
-      this.kvDtype = parseKvDtype(options.kvDtype ?? "f16");
+      // An encoder's cache holds one batch's K/V only while it is attended (llama.cpp keeps them in
+      // F32, outside any cache): F32 unless asked otherwise.
+      this.kvDtype = parseKvDtype(options.kvDtype ?? (model.arch.ENCODER ? "f32" : "f16"));
     } catch (e) {
       throw new EngineError("INVALID_ARGUMENT", `kvDtype: ${(e as Error).message}`, { cause: e });
     }

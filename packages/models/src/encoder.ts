@@ -38,7 +38,7 @@ export interface EncoderKind {
   readonly arch: string;
   /** Absolute positions (`position_embd`, BERT) or rotary ones (NeoX, nomic-bert). */
   readonly positions: "absolute" | "rotary";
-  /** Feed-forward: GELU of `ffn_up` (+ biases), or SwiGLU of `ffn_gate`/`ffn_up`. */
+  /** Feed-forward: exact (erf) GELU of `ffn_up` (+ biases), or SwiGLU of `ffn_gate`/`ffn_up`. */
   readonly ffn: "gelu" | "swiglu";
 }
 
@@ -187,7 +187,8 @@ export function buildEncoderGraph(kind: EncoderKind, hp: EncoderHparams, o: Buil
       ...(upBias ? { upBias } : {}),
       ...(downBias ? { downBias } : {}),
     };
-    const ffn = buildFfn(b, ffnInp, ffnW, kind.ffn === "swiglu" ? "silu" : "gelu", il);
+    // (BERT's GELU is the exact one, erf's, as transformers computes it; llama.cpp uses the tanh form)
+    const ffn = buildFfn(b, ffnInp, ffnW, kind.ffn === "swiglu" ? "silu" : "gelu_erf", il);
     const ffnRes = b.name(b.add(ffn, ffnInp), "ffn_res", il);
     cur = layerNorm(
       b,

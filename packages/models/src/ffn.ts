@@ -11,8 +11,11 @@ export interface FfnWeights {
   readonly downBias?: Tensor;
 }
 
-/** The activation: SiLU (SwiGLU with a gate) or GELU with the tanh approximation (GeGLU with a gate). */
-export type FfnActivation = "silu" | "gelu";
+/**
+ * The activation: SiLU (SwiGLU with a gate), GELU with the tanh approximation (GeGLU with a gate),
+ * or the exact GELU of erf (`gelu_erf`: transformers' "gelu", BERT's; gated, gelu_erf(gate) · up).
+ */
+export type FfnActivation = "silu" | "gelu" | "gelu_erf";
 
 /** A feed-forward block, F32 [nEmbd, nTokens] → same; intermediates `ffn_gate`, `ffn_up`, `ffn_act`, `ffn_out`. */
 export function buildFfn(b: GraphBuilder, x: Tensor, w: FfnWeights, act: FfnActivation, il: number): Tensor {
@@ -24,7 +27,8 @@ export function buildFfn(b: GraphBuilder, x: Tensor, w: FfnWeights, act: FfnActi
   const g = w.gate ? product(w.gate, w.gateBias, "ffn_gate", x) : undefined;
   const u = product(w.up, w.upBias, "ffn_up", x);
   let h: Tensor;
-  if (g) h = act === "silu" ? b.swiglu(g, u) : b.geglu(g, u);
+  if (act === "gelu_erf") h = g ? b.mul(b.name(b.geluErf(g), "ffn_gelu", il), u) : b.geluErf(u);
+  else if (g) h = act === "silu" ? b.swiglu(g, u) : b.geglu(g, u);
   else h = act === "silu" ? b.silu(u) : b.gelu(u);
   b.name(h, w.gate ? (act === "silu" ? "ffn_swiglu" : "ffn_geglu") : "ffn_act", il);
   return product(w.down, w.downBias, "ffn_out", h);
