@@ -199,7 +199,11 @@ export function readHparams(meta: GgufMetadata, arch: string, defaults: ArchDefa
 function classifierOutputs(meta: GgufMetadata, key: string): number {
   const labels = guard(key, () => (meta.has(key) ? meta.stringArray(key) : undefined));
   if (labels !== undefined && labels.length > 1 << 16)
-    throw new ModelError("BAD_KEY", `metadata key "${key}" has ${labels.length} labels; expected at most 65536`, { key });
+    throw new ModelError(
+      "BAD_KEY",
+      `metadata key "${key}" has ${labels.length} labels; expected at most 65536`,
+      { key },
+    );
   return labels && labels.length > 0 ? labels.length : 1;
 }
 

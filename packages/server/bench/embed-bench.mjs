@@ -204,7 +204,7 @@ else {
   console.log(
     `${nTexts} texts, ${perRequest} a request, ${inFlight} in flight; -t ${threads} -np ${np} -b ${batch}; ${model}`,
   );
-  console.log("| engine | texts/s (median of " + rounds + ") | rounds |");
+  console.log(`| engine | texts/s (median of ${rounds}) | rounds |`);
   console.log("| --- | ---: | --- |");
   for (const k of ["minfer", "llama"])
     console.log(

@@ -27,10 +27,14 @@ import { ServerError } from "./server-error.js";
 import type { ServerState } from "./state.js";
 import { registerTextRoutes } from "./text-routes.js";
 import {
+  type CallFormat,
+  genericMessages,
+  genericToolGrammar,
   reasoningEndMarkers,
-  TOOL_FORMATS,
   TOOL_MARKERS,
   ToolCallParser,
+  type ToolsRequest,
+  templateCaps,
   toolCallGrammar,
   toolFormatOf,
 } from "./tools/index.js";
@@ -60,8 +64,8 @@ export interface ChatPipeline {
   readonly strictApi: boolean;
   /** The model's name in responses (ServerOptions.modelId, else the file's name). */
   readonly modelId: string;
-  /** Reads an OpenAI chat request body, as /v1/chat/completions does. */
-  parse(body: unknown): ParsedChat;
+  /** Reads an OpenAI chat request body, as /v1/chat/completions does (`o`: what this API allows beyond). */
+  parse(body: unknown, o?: Pick<ParseOptions, "emptyMessages">): ParsedChat;
   /** The chat job; `reasoningBudget`: this request's think-block budget in tokens (else the server's). */
   job(p: ParsedChat, o?: { reasoningBudget?: number }): Promise<CompletionJob>;
   /** Runs a job (runCompletion with the server's settings). */
@@ -116,6 +120,35 @@ export function registerChatRoutes(
     verbose: s.verbose,
   });
 
+  /** The texts of the model's BOS and EOS tokens, as templates print them ("" when it has none). */
+  function templateTokens(): { bos: string; eos: string } {
+    const { tokenizer } = s.model;
+    const tokenText = (id: number | undefined) => (id === undefined ? "" : tokenizer.tokenText(id));
+    return { bos: tokenText(tokenizer.vocab.special.bos), eos: tokenText(tokenizer.vocab.special.eos) };
+  }
+
+  /**
+   * How a request's tools are written and read: in the template's own format, or, for a template with
+   * none, in llama.cpp's generic JSON format — the conversation then rewritten for it (the answer format
+   * and, where the template cannot show them, the tools, earlier calls and results, as text), and calls
+   * parallel only where the template can show several.
+   */
+  function toolSetup(
+    p: ParsedChat,
+    t: ToolsRequest | undefined,
+  ): { format: CallFormat | undefined; messages: ParsedMessage[]; parallel: boolean } {
+    const template = s.template();
+    if (!t || !template) return { format: undefined, messages: p.messages, parallel: false };
+    const native = toolFormatOf(template.source);
+    if (native) return { format: native, messages: p.messages, parallel: t.parallel };
+    const caps = templateCaps(template, templateTokens());
+    return {
+      format: "generic",
+      messages: genericMessages(p.messages, caps, t.templateTools),
+      parallel: t.parallel && caps.parallelToolCalls,
+    };
+  }
+
   async function renderChat(
     messages: ParsedMessage[],
     kwargs: Record<string, unknown> = {},
@@ -131,9 +164,7 @@ export function registerChatRoutes(
         "messages",
         "no_chat_template",
       );
-    const { tokenizer } = s.model;
-    const tokenText = (id: number | undefined) => (id === undefined ? "" : tokenizer.tokenText(id));
-    const bos = tokenText(tokenizer.vocab.special.bos);
+    const { bos, eos } = templateTokens();
     let text: string;
     try {
       text = await s.renderer.render(template, {
@@ -141,7 +172,7 @@ export function registerChatRoutes(
         ...(tools ? { tools } : {}),
         addGenerationPrompt: turn.addGenerationPrompt ?? true,
         bosToken: bos,
-        eosToken: tokenText(tokenizer.vocab.special.eos),
+        eosToken: eos,
         kwargs: { ...s.templateKwargs, ...kwargs },
       });
     } catch (e) {
@@ -167,25 +198,35 @@ export function registerChatRoutes(
     const t = p.tools && p.tools.choice !== "none" ? p.tools : undefined;
     const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
     const template = s.template();
-    const format = t && template ? toolFormatOf(template.source) : undefined;
-    if (t && template && !format)
-      throw new ApiError(
-        400,
-        `tools: the chat template (${template.name}) has no tool-call format minfer can parse ` +
-          `(${TOOL_FORMATS.join(", ")}); start the server with --chat-template-file`,
-        "invalid_request_error",
-        "tools",
-        "tools_unsupported",
-      );
-    const rendered = await renderChat(p.messages, p.templateKwargs, t?.templateTools, turn);
+    const { format, messages, parallel } = toolSetup(p, t);
+    const rendered = await renderChat(messages, p.templateKwargs, t?.templateTools, turn);
     const prompt = { text: rendered.text, addSpecial: rendered.addSpecial };
     // Thinking: the template's tags, and whether its generation prompt opened the block.
     const rf = p.reasoningFormat ?? reasoning.format;
     const tags = template ? thinkTagsOf(template.source) : undefined;
     const open = tags !== undefined && promptOpensThink(rendered.beforePrefill, tags);
-    if (t && t.choice !== "auto") checkSchemaSize(t.tools, "tools", s.limits);
+    const generic = format === "generic";
+    if (t && (t.choice !== "auto" || generic)) checkSchemaSize(t.tools, "tools", s.limits);
     const kwargs = { ...s.templateKwargs, ...p.templateKwargs };
-    const gbnf = t ? toolCallGrammar(t, format!, thinkBeforeCalls(rf, tags, open, kwargs)) : undefined;
+    const think = thinkBeforeCalls(rf, tags, open, kwargs);
+    // The generic format's answer is JSON whatever tool_choice says (so even `auto` has a grammar); a
+    // response_format schema there becomes the schema of its reply (llama.cpp's), not a second grammar.
+    const asked = p.responseFormat;
+    const reply =
+      generic && t?.choice === "auto" && asked.type !== "text"
+        ? asked.type === "json_schema"
+          ? { schema: asked.schema, param: asked.param ?? "response_format.json_schema.schema" }
+          : { schema: { type: "object" }, param: "response_format" }
+        : undefined;
+    const gbnf = !t
+      ? undefined
+      : format === "generic"
+        ? genericToolGrammar(t, {
+            parallel,
+            ...(reply ? { response: reply } : {}),
+            ...(think ? { reasoning: think } : {}),
+          })
+        : toolCallGrammar(t, format!, think);
     const parser = chatOutput({
       format: rf,
       tags,
@@ -193,19 +234,19 @@ export function registerChatRoutes(
       stream: p.stream,
       prefill: p.prefill,
       ends: reasoningEndMarkers(format),
-      ...(t ? { tools: () => new ToolCallParser(format!, t.tools, { parallel: t.parallel }) } : {}),
+      ...(t ? { tools: () => new ToolCallParser(format!, t.tools, { parallel }) } : {}),
     });
     const preserve = preservedTokens(s.model.tokenizer, [
-      ...(t ? TOOL_MARKERS[format!] : []),
+      ...(t && format !== "generic" ? TOOL_MARKERS[format!] : []),
       ...(tags ? [tags.start, tags.end] : []),
     ]);
     const budget = o.reasoningBudget ?? reasoning.budget;
     return {
       kind: "chat",
       prompt,
-      p,
+      p: reply ? { ...p, responseFormat: { type: "text" } } : p,
       ...(preserve ? { preserve } : {}),
-      ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: "tool_choice" } } : {}),
+      ...(gbnf !== undefined ? { toolGrammar: { gbnf, param: generic ? "tools" : "tool_choice" } } : {}),
       ...(parser ? { parser } : {}),
       ...(tags && budget >= 0
         ? {
@@ -240,8 +281,8 @@ export function registerChatRoutes(
   const applyTemplate = async (body: unknown): Promise<string> => {
     const p = parseChat(body, s.model.hparams.nVocab, parseOptions());
     const turn = { addGenerationPrompt: p.addGenerationPrompt, prefill: p.prefill };
-    const tools = p.tools && p.tools.choice !== "none" ? p.tools.templateTools : undefined;
-    return (await renderChat(p.messages, p.templateKwargs, tools, turn)).text;
+    const t = p.tools && p.tools.choice !== "none" ? p.tools : undefined;
+    return (await renderChat(toolSetup(p, t).messages, p.templateKwargs, t?.templateTools, turn)).text;
   };
   registerTextRoutes(app, () => s.model, applyTemplate, s.limits);
 
@@ -252,7 +293,7 @@ export function registerChatRoutes(
     get modelId() {
       return s.modelId;
     },
-    parse: (body) => parseChat(body, s.model.hparams.nVocab, parseOptions()),
+    parse: (body, o) => parseChat(body, s.model.hparams.nVocab, { ...parseOptions(), ...o }),
     job: chatJob,
     run: (request, reply, job) => runCompletion(deps(), request, reply, job),
     countTokens: async (job) =>

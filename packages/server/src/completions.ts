@@ -88,6 +88,18 @@ export interface WireResult {
   /** Prompt tokens read from the slot's cache instead of computed. */
   readonly cachedTokens: number;
   readonly completionTokens: number;
+  /** llama-server's `timings` of the whole request (as chat's last chunk carries them). */
+  readonly timings: Record<string, number>;
+}
+
+/** llama-server's `prompt_progress`: how much of the prompt is read (return_progress). */
+export interface PromptProgress {
+  readonly total: number;
+  /** Prompt tokens read from the slot's cache. */
+  readonly cache: number;
+  /** Prompt tokens read so far, the cached ones included. */
+  readonly processed: number;
+  readonly time_ms: number;
 }
 
 /**
@@ -100,10 +112,16 @@ export interface WireFormat {
   /** Streamed: the events right after the 200 headers, before any token. */
   begin(prompt: { promptTokens: number; cachedTokens: number }): string;
   /**
-   * What the output parser released: for a generated token (`token` true), or its final flush.
-   * Called when not streamed too (the format may count), its text then unused.
+   * Streamed with return_progress: an event telling how much of the prompt is read, with the
+   * timings so far under timings_per_token. Without it, a format sends no progress.
    */
-  delta(out: ParsedOutput, token: boolean): string;
+  progress?(progress: PromptProgress, timings: Record<string, number> | undefined): string;
+  /**
+   * What the output parser released: for a generated token (`token` true), or its final flush.
+   * Called when not streamed too (the format may count), its text then unused. `timings`: the
+   * timings so far (streamed with timings_per_token), for the format to carry on its events.
+   */
+  delta(out: ParsedOutput, token: boolean, timings?: Record<string, number>): string;
   /** Streamed: the closing events. */
   end(result: WireResult): string;
   /** Not streamed: the response body. */
@@ -349,8 +367,10 @@ export async function runCompletion(
     if (!p.stream || !p.returnProgress) return;
     start();
     const prompt_progress = { ...x, time_ms: x.processed === x.cache ? 0 : performance.now() - startedAt };
-    const timings = p.timingsPerToken ? { timings: timingsNow(0, x.processed) } : {};
-    if (kind === "native") sse({ index: 0, content: "", stop: false, prompt_progress, ...timings });
+    const readTimings = p.timingsPerToken ? timingsNow(0, x.processed) : undefined;
+    const timings = readTimings ? { timings: readTimings } : {};
+    if (job.wire) raw(job.wire.progress?.(prompt_progress, readTimings) ?? "");
+    else if (kind === "native") sse({ index: 0, content: "", stop: false, prompt_progress, ...timings });
     else
       sse({
         id,
@@ -371,9 +391,10 @@ export async function runCompletion(
       c.generated++;
       if (firstTokenAt === 0) firstTokenAt = performance.now();
     }
-    const perToken = p.timingsPerToken && p.stream ? { timings: timingsNow(c.generated) } : {};
+    const tokenTimings = p.timingsPerToken && p.stream ? timingsNow(c.generated) : undefined;
+    const perToken = tokenTimings ? { timings: tokenTimings } : {};
     if (job.wire) {
-      const text = job.wire.delta(out, e !== undefined && e.token >= 0);
+      const text = job.wire.delta(out, e !== undefined && e.token >= 0, tokenTimings);
       if (p.stream && started) raw(text);
       return;
     }
@@ -546,6 +567,7 @@ export async function runCompletion(
       promptTokens: ids.length,
       cachedTokens: r.cachedTokens,
       completionTokens: r.tokens.length,
+      timings: nativeTimings(r),
     };
   };
   const native = (c: Choice, streamed: boolean) => ({

@@ -166,7 +166,9 @@ describe("llama-server's /embedding and pooling none", () => {
     const j = await json(await none.post("/embedding", { content: "hello world" }));
     const want = await direct(["hello world"], "none");
     expect(j[0].embedding).toHaveLength(4);
-    j[0].embedding.forEach((row: number[], t: number) => close(row, want[0]![t]!));
+    j[0].embedding.forEach((row: number[], t: number) => {
+      close(row, want[0]![t]!);
+    });
     const res = await none.post("/v1/embeddings", { input: "hello world" });
     expect(res.status).toBe(400);
     expect((await json(res)).error.message).toMatch(/Pooling type 'none' is not OAI compatible/);
@@ -186,9 +188,8 @@ describe("rerank", () => {
     expect(j.results).toHaveLength(2);
     const order = [0, 1, 2].sort((a, b) => scores[b]! - scores[a]!);
     expect(j.results.map((r: { index: number }) => r.index)).toEqual(order.slice(0, 2));
-    j.results.forEach((r: { index: number; relevance_score: number }) =>
-      expect(Math.abs(r.relevance_score - scores[r.index]!)).toBeLessThan(1e-6),
-    );
+    for (const r of j.results as { index: number; relevance_score: number }[])
+      expect(Math.abs(r.relevance_score - scores[r.index]!)).toBeLessThan(1e-6);
     // [CLS] query [SEP] document [SEP], per document
     const q = ranker.tokenizer.encode(query, { addSpecial: false }).length;
     const total = docs.reduce(

@@ -480,13 +480,22 @@ describe("tool calls (Qwen3 template, Hermes <tool_call> format)", () => {
     }
   });
 
-  it("a template without a tool format refuses tools with a 400", async () => {
+  it("a template without a tool format gets the generic JSON format: a required call comes back as tool_calls", async () => {
     const chat = await Model.load(CHAT_MODEL, { runtime });
-    const c = await start({ model: chat, parallel: 1, contextOptions: { nCtx: 512 } });
+    const c = await start({ model: chat, parallel: 1, contextOptions: { nCtx: 1024 } });
     try {
-      const res = await c.post("/v1/chat/completions", { messages, tools: [weather] });
-      expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("tools_unsupported");
+      const res = await c.post("/v1/chat/completions", {
+        messages,
+        tools: [weather],
+        tool_choice: "required",
+        max_tokens: 200,
+        temperature: 0,
+      });
+      const j = (await res.json()) as {
+        choices: { finish_reason: string; message: { tool_calls?: { function: { name: string } }[] } }[];
+      };
+      expect(res.status, JSON.stringify(j)).toBe(200);
+      expect(j.choices[0]!.message.tool_calls?.[0]?.function.name).toBe("get_weather");
     } finally {
       await c.server.close();
       chat.dispose();

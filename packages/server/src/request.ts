@@ -94,6 +94,11 @@ export interface ParseOptions {
   readonly contextShift?: boolean;
   /** The model's tokens of a text (no special tokens), for logit_bias keyed by text. */
   readonly tokenize?: (text: string) => number[];
+  /**
+   * `messages` may be empty (Anthropic's Messages API, as llama-server takes one there): the prompt is
+   * then the template's generation prompt alone.
+   */
+  readonly emptyMessages?: boolean;
 }
 
 export interface ParsedChat extends ParsedCommon {
@@ -502,15 +507,26 @@ function continuation(
   body: Body,
   messages: ParsedMessage[],
 ): { prefill: string | undefined; addGenerationPrompt: boolean } {
-  const raw = (body.messages as Body[]).at(-1)!.content;
-  const lastText = () => messageText(raw, messages.length - 1, "\n\n");
+  const lastText = () => messageText((body.messages as Body[]).at(-1)!.content, messages.length - 1, "\n\n");
   const add = bool(body, "add_generation_prompt");
   const cfm = body.continue_final_message;
   if (cfm !== undefined && cfm !== null && typeof cfm !== "boolean" && cfm !== "content")
     throw bad("continue_final_message", `must be a boolean or "content", got ${quote(cfm)}`);
-  const last = messages.at(-1)!;
+  const last = messages.at(-1);
   const cont = cfm === true || cfm === "content";
   const addGen = add ?? true;
+  if (last === undefined) {
+    // (no messages: ParseOptions.emptyMessages)
+    if (cont) throw bad("continue_final_message", "continues the last message, but there are none");
+    return { prefill: undefined, addGenerationPrompt: addGen };
+  }
+  // (the template renders a message's thinking; a continued one's text alone would lose it)
+  if ((cont || last.role === "assistant") && last.reasoning_content !== undefined)
+    throw bad(
+      "messages",
+      "ends with an assistant message with reasoning (reasoning_content), which cannot be continued: " +
+        "the continued text would lose it; leave the reasoning out",
+    );
   if (!cont && last.role === "assistant") {
     if (messages.at(-2)?.role === "assistant")
       throw bad("messages", "ends with two assistant messages; at most the last one may be continued");
@@ -546,7 +562,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
   for (const k of Object.keys(templateKwargs))
     if (["messages", "tools", "add_generation_prompt", "bos_token", "eos_token"].includes(k))
       throw bad(`chat_template_kwargs.${k}`, "is set by the server; it cannot be a template kwarg");
-  if (!Array.isArray(body.messages) || body.messages.length === 0)
+  if (!Array.isArray(body.messages) || (body.messages.length === 0 && !o.emptyMessages))
     throw bad(
       "messages",
       "must be a non-empty array of messages",
@@ -557,7 +573,7 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
       throw bad(`messages[${i}]`, "must be an object");
     const msg = m as Body;
     for (const k of Object.keys(msg))
-      if (!["role", "content", "name", "tool_calls", "tool_call_id"].includes(k)) {
+      if (!["role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"].includes(k)) {
         if (o.strictApi)
           throw bad(`messages[${i}].${k}`, "unknown field (--strict-api)", "unknown_parameter");
         ignored.push(`messages[${i}].${k}`);
@@ -574,6 +590,15 @@ export function parseChat(raw: unknown, nVocab: number, o: ParseOptions = {}): P
     const tf = parseMessageToolFields(msg, i);
     if (tf.tool_calls) out.tool_calls = tf.tool_calls;
     if (tf.tool_call_id !== undefined) out.tool_call_id = tf.tool_call_id;
+    // An earlier turn's thinking, for the template to render as llama-server passes it (empty: none).
+    const rc = msg.reasoning_content;
+    if (rc !== undefined && rc !== null && typeof rc !== "string")
+      throw bad(`messages[${i}].reasoning_content`, `must be a string, got ${quote(rc)}`);
+    if (typeof rc === "string" && rc !== "") {
+      if (out.role !== "assistant")
+        throw bad(`messages[${i}].reasoning_content`, "only an assistant message carries reasoning");
+      out.reasoning_content = rc;
+    }
     return out;
   });
   const { prefill, addGenerationPrompt } = continuation(body, messages);

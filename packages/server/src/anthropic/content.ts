@@ -1,7 +1,8 @@
 /**
  * The content of a Messages request as chat messages: `system` (a text or text blocks) and each
- * message's blocks (text, tool_use → the assistant's tool_calls, tool_result → tool messages; the
- * model's past thinking dropped; images, documents and server tools refused by name).
+ * message's blocks (text, tool_use → the assistant's tool_calls, tool_result → tool messages, the
+ * model's past thinking → the assistant's reasoning_content, as llama-server passes it to the
+ * template; images, documents and server tools refused by name).
  */
 
 import { invalidField } from "../errors.js";
@@ -28,6 +29,8 @@ export interface ChatMessage {
   content: string | { type: "text"; text: string }[];
   tool_calls?: Obj[];
   tool_call_id?: string;
+  /** The assistant's thinking blocks, joined (the template renders it where it shows thinking). */
+  reasoning_content?: string;
 }
 
 /** Reads a request's fields, noting those without effect (a 400 under strictApi). */
@@ -92,6 +95,7 @@ export function chatMessages(m: unknown, i: number, r: Reader): ChatMessage[] {
   const out: ChatMessage[] = [];
   let text: { type: "text"; text: string }[] = [];
   const calls: Obj[] = [];
+  let reasoning = "";
   const flush = () => {
     if (text.length > 0) out.push({ role, content: text });
     text = [];
@@ -131,10 +135,19 @@ export function chatMessages(m: unknown, i: number, r: Reader): ChatMessage[] {
         });
         return;
       }
-      // Earlier turns' thinking: dropped, as Anthropic's API leaves it out of the model's context.
+      // Earlier turns' thinking, for the template (which decides which turns show it). Blocks join
+      // with nothing between, as llama-server joins them.
       case "thinking":
+        if (role !== "assistant") throw bad(`${w}.type`, "thinking blocks belong to assistant messages");
+        r.keys(b, ["type", "thinking", "signature", "cache_control"], w);
+        if (typeof b.thinking !== "string") throw bad(`${w}.thinking`, "must be a string");
+        reasoning += b.thinking;
+        return;
+      // (encrypted thinking: nothing a local model can read, as llama-server skips it)
       case "redacted_thinking":
-        if (role !== "assistant") throw bad(`${w}.type`, `${b.type} blocks belong to assistant messages`);
+        if (role !== "assistant")
+          throw bad(`${w}.type`, "redacted_thinking blocks belong to assistant messages");
+        r.keys(b, ["type", "data", "cache_control"], w);
         return;
       default:
         throw unsupported(w, b.type);
@@ -143,6 +156,7 @@ export function chatMessages(m: unknown, i: number, r: Reader): ChatMessage[] {
   if (role === "assistant") {
     const msg: ChatMessage = { role, content: text.length > 0 ? text : "" };
     if (calls.length > 0) msg.tool_calls = calls;
+    if (reasoning !== "") msg.reasoning_content = reasoning;
     return [msg];
   }
   flush();

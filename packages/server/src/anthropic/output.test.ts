@@ -27,6 +27,7 @@ const result = (o: Partial<WireResult>): WireResult => ({
   promptTokens: 9,
   cachedTokens: 4,
   completionTokens: 3,
+  timings: {},
   ...o,
 });
 

@@ -1,5 +1,6 @@
 // Reading Messages requests as chat requests (llama-server's mapping): blocks to messages in order,
-// tool_use to tool_calls, tool_result to tool messages, thinking dropped, the field names of errors.
+// tool_use to tool_calls, tool_result to tool messages, thinking to reasoning_content, the field names
+// of errors.
 
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../errors.js";
@@ -29,6 +30,8 @@ describe("parseAnthropic", () => {
           content: [
             { type: "thinking", thinking: "hm", signature: "" },
             { type: "text", text: "Let me look." },
+            { type: "redacted_thinking", data: "opaque" },
+            { type: "thinking", thinking: ", then", signature: "" },
             { type: "tool_use", id: "toolu_1", name: "w", input: { city: "Paris" } },
           ],
         },
@@ -59,6 +62,9 @@ describe("parseAnthropic", () => {
           tool_calls: [
             { id: "toolu_1", type: "function", function: { name: "w", arguments: '{"city":"Paris"}' } },
           ],
+          // (the thinking blocks joined with nothing between, as llama-server joins them; the
+          // redacted one has nothing to read)
+          reasoning_content: "hm, then",
         },
         { role: "tool", content: "Sunny", tool_call_id: "toolu_1" },
         { role: "user", content: [{ type: "text", text: "And tomorrow?" }] },
@@ -150,11 +156,24 @@ describe("parseAnthropic", () => {
     ["tools[0].input_schema", { messages: [{ role: "user", content: "Q" }], tools: [{ name: "w" }] }],
     ["thinking.budget_tokens", { messages: [{ role: "user", content: "Q" }], thinking: { type: "enabled" } }],
     ["tool_choice", { messages: [{ role: "user", content: "Q" }], tool_choice: { type: "any" } }],
-    ["messages", { messages: [] }],
+    ["messages", { messages: {} }],
+    [
+      "messages[0].content[0].thinking",
+      { messages: [{ role: "assistant", content: [{ type: "thinking" }] }] },
+    ],
+    [
+      "messages[0].content[0].type",
+      { messages: [{ role: "user", content: [{ type: "thinking", thinking: "t", signature: "" }] }] },
+    ],
   ])("%s: a 400 naming it", (param, body) => {
     const e = refusal(body);
     expect(e.status).toBe(400);
     expect(e.param).toBe(param);
+  });
+
+  it("takes an empty messages array, as llama-server does: only the system message is left", () => {
+    expect(read({ messages: [] }).messages).toEqual([]);
+    expect(read({ system: "S", messages: [] }).messages).toEqual([{ role: "system", content: "S" }]);
   });
 
   it("an unknown field is reported as ignored, or a 400 under strictApi", () => {

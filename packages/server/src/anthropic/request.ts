@@ -196,10 +196,11 @@ export function parseAnthropic(raw: unknown, strict: boolean, count = false): An
   const stop = body.stop_sequences;
   if (given(stop) && (!Array.isArray(stop) || stop.some((x) => typeof x !== "string" || x === "")))
     throw bad("stop_sequences", "must be an array of non-empty strings");
-  if (!Array.isArray(body.messages) || body.messages.length === 0)
+  // (an empty array is taken, as llama-server takes it: the prompt is the generation prompt after the system)
+  if (!Array.isArray(body.messages))
     throw bad(
       "messages",
-      "must be a non-empty array of messages",
+      "must be an array of messages",
       body.messages === undefined ? "missing_required_parameter" : "invalid_value",
     );
   const messages: ChatMessage[] = [];

@@ -32,7 +32,7 @@ export function registerAnthropicRoutes(app: FastifyInstance, pipeline: ChatPipe
   const read = async (body: unknown, count: boolean) => {
     const r = parseAnthropic(body, pipeline.strictApi, count);
     const budget = r.reasoningBudget !== undefined ? { reasoningBudget: r.reasoningBudget } : {};
-    const p = await chatStep(() => pipeline.parse(r.chat));
+    const p = await chatStep(() => pipeline.parse(r.chat, { emptyMessages: true }));
     return { r, p, job: await chatStep(() => pipeline.job(p, budget)) };
   };
   app.post("/v1/messages", { onSend: anthropicErrors }, async (request, reply) => {

@@ -1,7 +1,8 @@
 /**
  * The `input` of a Responses request as chat messages: message items (input_text, output_text and
  * refusal parts), function_call items (joined to the assistant message before them, as llama-server
- * does) and function_call_output items; the model's past reasoning items are dropped.
+ * does), function_call_output items, and the model's past reasoning items (their text the assistant
+ * message's reasoning_content, as llama-server passes it to the template).
  */
 
 import { invalidField } from "../errors.js";
@@ -18,6 +19,8 @@ export interface ChatMessage {
   content: { type: "text"; text: string }[] | string;
   tool_calls?: Obj[];
   tool_call_id?: string;
+  /** The turn's reasoning items' text (the template renders it where it shows thinking). */
+  reasoning_content?: string;
 }
 
 function str(v: unknown, where: string): string {
@@ -47,6 +50,7 @@ function partText(part: unknown, role: string, where: string): string {
 const MESSAGE_KEYS = ["type", "role", "content", "id", "status", "phase"];
 const CALL_KEYS = ["type", "id", "call_id", "name", "arguments", "status"];
 const OUTPUT_KEYS = ["type", "id", "call_id", "output", "status"];
+const REASONING_KEYS = ["type", "id", "summary", "content", "encrypted_content", "status"];
 const ROLES = ["user", "system", "developer", "assistant"];
 
 /** Keys of an object outside `known`, by path: ignored (reported) or a 400 under strictApi. */
@@ -56,6 +60,37 @@ function unknownKeys(o: Obj, known: readonly string[], where: string, strict: bo
       if (strict) throw bad(`${where}.${k}`, "unknown field (--strict-api)", "unknown_parameter");
       ignored.push(`${where}.${k}`);
     }
+}
+
+/**
+ * A reasoning item's text: its reasoning_text parts joined. Its summary and encrypted_content are no
+ * thinking the model wrote here (nothing this server can read back): reported as ignored when given.
+ */
+function reasoningText(item: Obj, where: string, strict: boolean, ignored: string[]): string {
+  const parts = item.content ?? [];
+  if (!Array.isArray(parts)) throw bad(`${where}.content`, "must be an array of reasoning_text parts");
+  const text = parts
+    .map((p, j) => {
+      const w = `${where}.content[${j}]`;
+      if (!isObject(p) || p.type !== "reasoning_text")
+        throw bad(w, `must be a {"type": "reasoning_text", "text"} part, got ${quote(p)}`);
+      return str(p.text, `${w}.text`);
+    })
+    .join("");
+  const summary = item.summary ?? [];
+  if (!Array.isArray(summary)) throw bad(`${where}.summary`, "must be an array of summary_text parts");
+  const unread = [
+    ...(summary.length > 0 ? ["summary"] : []),
+    ...(typeof item.encrypted_content === "string" && item.encrypted_content !== ""
+      ? ["encrypted_content"]
+      : []),
+  ];
+  for (const k of unread) {
+    if (strict)
+      throw bad(`${where}.${k}`, "has no effect on this server (--strict-api)", "unsupported_parameter");
+    ignored.push(`${where}.${k}`);
+  }
+  return text;
 }
 
 /** `input` (a text, or items) as chat messages, after `instructions`. */
@@ -117,8 +152,16 @@ export function inputMessages(input: unknown, strict: boolean, ignored: string[]
       out.push({ role: "tool", content: text, tool_call_id: callId });
       return;
     }
-    // The model's past thinking: dropped, as chat templates drop earlier turns' thinking.
-    if (type === "reasoning") return;
+    if (type === "reasoning") {
+      unknownKeys(raw, REASONING_KEYS, where, strict, ignored);
+      const text = reasoningText(raw, where, strict, ignored);
+      if (text === "") return;
+      // (a turn's reasoning, like its message and calls, goes to the assistant message being built)
+      const prev = lastAssistant();
+      if (!prev) out.push({ role: "assistant", content: [], reasoning_content: text });
+      else prev.reasoning_content = prev.reasoning_content ? `${prev.reasoning_content}\n${text}` : text;
+      return;
+    }
     if (type === "item_reference")
       throw bad(
         `${where}.type`,

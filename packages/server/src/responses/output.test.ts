@@ -36,6 +36,7 @@ const result = (o: Partial<WireResult>): WireResult => ({
   promptTokens: 5,
   cachedTokens: 0,
   completionTokens: 4,
+  timings: {},
   ...o,
 });
 

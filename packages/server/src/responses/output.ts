@@ -1,11 +1,20 @@
 /**
  * A chat job's answer as an OpenAI Responses object and its stream of events: reasoning, message and
  * function_call output items, each opened (`output_item.added`), filled by deltas and closed
- * (`output_item.done`) before the next one opens, every event with its `sequence_number`.
+ * (`output_item.done`) before the next one opens, every event with its `sequence_number`. With
+ * llama-server's telemetry asked for, `prompt_progress` rides on extra `response.in_progress` events
+ * and `timings` on the last event of each token; the closing event always carries `timings`.
  */
 
 import { randomUUID } from "node:crypto";
-import type { ParsedOutput, ToolCall, ToolCallFragment, WireFormat, WireResult } from "../completions.js";
+import type {
+  ParsedOutput,
+  PromptProgress,
+  ToolCall,
+  ToolCallFragment,
+  WireFormat,
+  WireResult,
+} from "../completions.js";
 import type { ApiError } from "../errors.js";
 
 type Obj = Record<string, unknown>;
@@ -74,6 +83,8 @@ export class ResponsesOutput implements WireFormat {
   readonly #createdAt = Math.floor(Date.now() / 1000);
   readonly #o: ResponsesOutputOptions;
   #seq = 0;
+  /** Events built and not yet written (#flush writes them). */
+  #pending: Obj[] = [];
   readonly #items: Item[] = [];
   #open: Item | undefined;
   /** Content that is only white space so far, held back until text follows (or the end). */
@@ -84,9 +95,20 @@ export class ResponsesOutput implements WireFormat {
     this.#o = o;
   }
 
-  #event(type: string, fields: Obj): string {
-    const data = { type, sequence_number: this.#seq++, ...fields };
-    return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+  #event(type: string, fields: Obj): void {
+    this.#pending.push({ type, sequence_number: this.#seq++, ...fields });
+  }
+
+  /**
+   * The events built since the last flush, as SSE text; `extra` goes on the last one (llama-server's
+   * timings and prompt_progress ride on the last event of each step).
+   */
+  #flush(extra: Obj = {}): string {
+    const events = this.#pending;
+    this.#pending = [];
+    const last = events.at(-1);
+    if (last) Object.assign(last, extra);
+    return events.map((d) => `event: ${d.type}\ndata: ${JSON.stringify(d)}\n\n`).join("");
   }
 
   #usage(r: WireResult): Obj {
@@ -157,46 +179,49 @@ export class ResponsesOutput implements WireFormat {
 
   begin(): string {
     const r = this.#response("in_progress", [], null);
-    return (
-      this.#event("response.created", { response: r }) + this.#event("response.in_progress", { response: r })
-    );
+    this.#event("response.created", { response: r });
+    this.#event("response.in_progress", { response: r });
+    return this.#flush();
   }
 
-  delta(out: ParsedOutput, token: boolean): string {
+  /** How much of the prompt is read: another response.in_progress event, as llama-server sends. */
+  progress(progress: PromptProgress, timings: Record<string, number> | undefined): string {
+    this.#event("response.in_progress", { response: this.#response("in_progress", [], null) });
+    return this.#flush({ prompt_progress: progress, ...(timings ? { timings } : {}) });
+  }
+
+  delta(out: ParsedOutput, token: boolean, timings?: Record<string, number>): string {
     const reasoning = out.reasoning ?? "";
     // (a token that released thinking and no answer counts as a reasoning token)
     if (token && reasoning !== "" && out.content === "") this.#reasoningTokens++;
     if (!this.#o.stream) return "";
-    let s = "";
-    if (reasoning !== "") s += this.#reasoning(reasoning);
-    if (out.content !== "") s += this.#text(out.content);
-    for (const d of out.deltas) s += this.#call(d);
-    return s;
+    if (reasoning !== "") this.#reasoning(reasoning);
+    if (out.content !== "") this.#text(out.content);
+    for (const d of out.deltas) this.#call(d);
+    return this.#flush(timings ? { timings } : {});
   }
 
+  /** The closing events; the last one carries the request's timings, as llama-server's does. */
   end(r: WireResult): string {
-    let s = "";
     if (this.#blank !== "" && !this.#items.some((it) => it.kind === "message") && r.calls.length === 0) {
       const blank = this.#blank;
       this.#blank = "";
-      s += this.#text(blank, true);
+      this.#text(blank, true);
     }
-    s += this.#close(cut(r) ? "incomplete" : "completed");
+    this.#close(cut(r) ? "incomplete" : "completed");
     const output = this.#items.map((it) => itemJson(it, this.#statusOf(it, r)));
-    return (
-      s +
-      this.#event(cut(r) ? "response.incomplete" : "response.completed", { response: this.#final(r, output) })
-    );
+    const type = cut(r) ? "response.incomplete" : "response.completed";
+    this.#event(type, { response: this.#final(r, output) });
+    return this.#flush({ timings: r.timings });
   }
 
   error(err: ApiError): string {
     const code = err.code ?? (err.status >= 500 ? "server_error" : "invalid_request");
     const output = this.#items.map((it) => itemJson(it, it === this.#open ? "incomplete" : "completed"));
     const failed = this.#response("failed", output, null, { error: { code, message: err.message } });
-    return (
-      this.#event("error", { code, message: err.message, param: err.param }) +
-      this.#event("response.failed", { response: failed })
-    );
+    this.#event("error", { code, message: err.message, param: err.param });
+    this.#event("response.failed", { response: failed });
+    return this.#flush();
   }
 
   #statusOf(it: Item, r: WireResult): ItemStatus {
@@ -204,114 +229,94 @@ export class ResponsesOutput implements WireFormat {
   }
 
   /** Opens an item (closing the one before): its output_item.added and, for text, its content part. */
-  #openItem(it: Item): string {
-    let s = this.#close("completed");
+  #openItem(it: Item): void {
+    this.#close("completed");
     this.#items.push(it);
     this.#open = it;
     const ref = { item_id: it.id, output_index: this.#items.length - 1, content_index: 0 };
-    s += this.#event("response.output_item.added", {
+    this.#event("response.output_item.added", {
       output_index: ref.output_index,
       item: itemJson(it, "in_progress"),
     });
-    if (it.kind === "message")
-      s += this.#event("response.content_part.added", { ...ref, part: outputText("") });
+    if (it.kind === "message") this.#event("response.content_part.added", { ...ref, part: outputText("") });
     if (it.kind === "reasoning")
-      s += this.#event("response.content_part.added", { ...ref, part: { type: "reasoning_text", text: "" } });
-    return s;
+      this.#event("response.content_part.added", { ...ref, part: { type: "reasoning_text", text: "" } });
   }
 
   /** Closes the open item: its text's and part's done events, then output_item.done. */
-  #close(status: ItemStatus): string {
+  #close(status: ItemStatus): void {
     const it = this.#open;
-    if (!it) return "";
+    if (!it) return;
     this.#open = undefined;
     const output_index = this.#items.indexOf(it);
     const ref = { item_id: it.id, output_index, content_index: 0 };
-    let s = "";
     if (it.kind === "message") {
-      s += this.#event("response.output_text.done", { ...ref, text: it.text, logprobs: [] });
-      s += this.#event("response.content_part.done", { ...ref, part: outputText(it.text) });
+      this.#event("response.output_text.done", { ...ref, text: it.text, logprobs: [] });
+      this.#event("response.content_part.done", { ...ref, part: outputText(it.text) });
     } else if (it.kind === "reasoning") {
-      s += this.#event("response.reasoning_text.done", { ...ref, text: it.text });
-      s += this.#event("response.content_part.done", {
-        ...ref,
-        part: { type: "reasoning_text", text: it.text },
-      });
+      this.#event("response.reasoning_text.done", { ...ref, text: it.text });
+      this.#event("response.content_part.done", { ...ref, part: { type: "reasoning_text", text: it.text } });
     } else
-      s += this.#event("response.function_call_arguments.done", {
+      this.#event("response.function_call_arguments.done", {
         item_id: it.id,
         output_index,
         name: it.name,
         arguments: it.args,
       });
-    return s + this.#event("response.output_item.done", { output_index, item: itemJson(it, status) });
+    this.#event("response.output_item.done", { output_index, item: itemJson(it, status) });
   }
 
-  #reasoning(text: string): string {
-    let s = "";
+  #reasoning(text: string): void {
     let it = this.#open;
     if (it?.kind !== "reasoning") {
       it = { kind: "reasoning", id: `rs_${hex()}`, text: "" };
-      s += this.#openItem(it);
+      this.#openItem(it);
     }
     it.text += text;
-    const output_index = this.#items.length - 1;
-    return (
-      s +
-      this.#event("response.reasoning_text.delta", {
-        item_id: it.id,
-        output_index,
-        content_index: 0,
-        delta: text,
-      })
-    );
+    this.#event("response.reasoning_text.delta", {
+      item_id: it.id,
+      output_index: this.#items.length - 1,
+      content_index: 0,
+      delta: text,
+    });
   }
 
   /** Answer text; white space alone waits (it may only precede a tool call) unless `force`. */
-  #text(text: string, force = false): string {
-    let s = "";
+  #text(text: string, force = false): void {
     let it = this.#open;
     if (it?.kind !== "message") {
       if (!force && text.trim() === "") {
         this.#blank += text;
-        return "";
+        return;
       }
       text = this.#blank + text;
       this.#blank = "";
       it = { kind: "message", id: `msg_${hex()}`, text: "" };
-      s += this.#openItem(it);
+      this.#openItem(it);
     }
     it.text += text;
-    const output_index = this.#items.length - 1;
-    return (
-      s +
-      this.#event("response.output_text.delta", {
-        item_id: it.id,
-        output_index,
-        content_index: 0,
-        delta: text,
-        logprobs: [],
-      })
-    );
+    this.#event("response.output_text.delta", {
+      item_id: it.id,
+      output_index: this.#items.length - 1,
+      content_index: 0,
+      delta: text,
+      logprobs: [],
+    });
   }
 
-  #call(d: ToolCallFragment): string {
-    let s = "";
+  #call(d: ToolCallFragment): void {
     if (d.id !== undefined) {
       this.#blank = ""; // (white space before a call is no answer of its own)
-      s += this.#openItem({ kind: "call", id: callItemId(d.id), callId: d.id, name: d.name ?? "", args: "" });
+      this.#openItem({ kind: "call", id: callItemId(d.id), callId: d.id, name: d.name ?? "", args: "" });
     }
     const calls = this.#items.filter((it) => it.kind === "call");
     const it = calls[d.index];
-    if (it?.kind !== "call" || d.arguments === "") return s;
+    if (it?.kind !== "call" || d.arguments === "") return;
     it.args += d.arguments;
-    return (
-      s +
-      this.#event("response.function_call_arguments.delta", {
-        item_id: it.id,
-        output_index: this.#items.indexOf(it),
-        delta: d.arguments,
-      })
-    );
+    this.#event("response.function_call_arguments.delta", {
+      item_id: it.id,
+      output_index: this.#items.indexOf(it),
+      delta: d.arguments,
+    });
   }
 }

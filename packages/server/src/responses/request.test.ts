@@ -1,5 +1,6 @@
 // Reading Responses requests as chat requests (llama-server's mapping): input items to messages, an
-// assistant's function calls joined to its message, reasoning items dropped, flat tools to chat tools.
+// assistant's function calls joined to its message, reasoning items to its reasoning_content, flat tools
+// to chat tools.
 
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../errors.js";
@@ -47,6 +48,7 @@ describe("parseResponses", () => {
             { id: "call_1", type: "function", function: { name: "w", arguments: '{"a":1}' } },
             { id: "call_2", type: "function", function: { name: "w", arguments: '{"a":2}' } },
           ],
+          reasoning_content: "hm",
         },
         { role: "tool", content: "one", tool_call_id: "call_1" },
         { role: "tool", content: "two", tool_call_id: "call_2" },
@@ -80,6 +82,44 @@ describe("parseResponses", () => {
     expect(r.chat.messages).toHaveLength(2);
   });
 
+  it("reasoning items go to their turn's assistant message: each tool step its own", () => {
+    const rs = (text: string, more: Record<string, unknown> = {}) => ({
+      type: "reasoning",
+      summary: [],
+      content: [{ type: "reasoning_text", text }],
+      ...more,
+    });
+    const r = parseResponses(
+      {
+        input: [
+          { role: "user", content: "Q" },
+          rs("first"),
+          { type: "function_call", call_id: "c1", name: "w", arguments: "{}" },
+          { type: "function_call_output", call_id: "c1", output: "one" },
+          rs("second", { summary: [{ type: "summary_text", text: "S" }], encrypted_content: "E" }),
+          rs("third"),
+          { type: "message", role: "assistant", content: [{ type: "output_text", text: "A" }] },
+          { role: "user", content: "Q2" },
+          { type: "reasoning", summary: [] },
+        ],
+      },
+      false,
+    );
+    const call = { id: "c1", type: "function", function: { name: "w", arguments: "{}" } };
+    expect(r.chat.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "Q" }] },
+      { role: "assistant", content: [], reasoning_content: "first", tool_calls: [call] },
+      { role: "tool", content: "one", tool_call_id: "c1" },
+      // (two items of one step joined by a line; the summary and encrypted text are not the thinking)
+      { role: "assistant", content: [{ type: "text", text: "A" }], reasoning_content: "second\nthird" },
+      { role: "user", content: [{ type: "text", text: "Q2" }] },
+    ]);
+    expect(r.ignored).toEqual(["input[4].summary", "input[4].encrypted_content"]);
+    const strict = () =>
+      parseResponses({ input: [{ role: "user", content: "Q" }, rs("x", { encrypted_content: "E" })] }, true);
+    expect(strict).toThrow(/input\[1\]\.encrypted_content/);
+  });
+
   it("tool_choice auto and parallel_tool_calls without tools are no error (as OpenAI takes them)", () => {
     const r = parseResponses({ input: "Q", tool_choice: "auto", parallel_tool_calls: false }, false);
     expect(r.chat).toEqual({ messages: [{ role: "user", content: "Q" }] });
@@ -94,6 +134,11 @@ describe("parseResponses", () => {
       { input: [{ role: "user", content: [{ type: "output_text", text: "x" }] }] },
     ],
     ["input", { input: [] }],
+    [
+      "input[0].content[0]",
+      { input: [{ type: "reasoning", summary: [], content: [{ type: "text", text: "x" }] }] },
+    ],
+    ["input[0].content", { input: [{ type: "reasoning", summary: [], content: "x" }] }],
     ["tool_choice", { tool_choice: "required" }],
     ["text.format.schema", { text: { format: { type: "json_schema", name: "x" } } }],
     ["include", { include: ["message.output_text.logprobs"] }],

@@ -39,6 +39,8 @@ export const LLAMA_EXTENSIONS = [
   "reasoning_format",
   "cache_prompt",
   "grammar",
+  "timings_per_token",
+  "return_progress",
 ] as const;
 
 /** Fields read here (OpenAI's Responses fields and the extensions). */

@@ -46,7 +46,7 @@ function blockRegion(s: string, i: number, ctx: ScanContext, keys: CallKeys, clo
  * the whole marker content when it is the first; with `parallel_tool_calls` false the markup ends after
  * the first call.
  */
-function arrayRegion(s: string, i: number, ctx: ScanContext, keys: CallKeys, close?: string): Region {
+export function arrayRegion(s: string, i: number, ctx: ScanContext, keys: CallKeys, close?: string): Region {
   let p = skipWs(s, i);
   if (p >= s.length) return MORE;
   if (s[p] !== "[") return TEXT;

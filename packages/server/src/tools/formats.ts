@@ -37,6 +37,13 @@ export type ToolFormat =
   | "glm-4.5"
   | "kimi-k2";
 
+/**
+ * The format a request's calls are read in: the template's own, else `generic` (llama.cpp's fallback for
+ * a template with none: the whole answer is a JSON object, `{"tool_call": {"name", "arguments"}}`,
+ * `{"tool_calls": [...]}` or `{"response": "…"}`, forced by a grammar; see format-generic.ts).
+ */
+export type CallFormat = ToolFormat | "generic";
+
 /** Every format, in the order {@link toolFormatOf} tries them. */
 export const TOOL_FORMATS: readonly ToolFormat[] = [
   "kimi-k2",
@@ -83,7 +90,7 @@ const DETECT: Record<ToolFormat, (src: string) => boolean> = {
 
 /**
  * The format a chat template uses, from its source; undefined when the template has no tool support that
- * this module knows (the server then refuses `tools` with a 400 naming the template). Like llama.cpp's
+ * this module knows (the server then uses the generic format). Like llama.cpp's
  * detection, it looks for each format's own markers, the more specific first (GLM and Qwen3-Coder write
  * `<tool_call>` too, so they are tried before hermes; see {@link TOOL_FORMATS} for the order). A template
  * must also read the `tools` variable, or the model would never see the tools.
@@ -103,7 +110,7 @@ export type CallIdStyle =
   | "model";
 
 /** The id style of `format`'s calls. */
-export function callIdStyle(format: ToolFormat): CallIdStyle {
+export function callIdStyle(format: CallFormat): CallIdStyle {
   if (format === "mistral" || format === "mistral-nemo") return "mistral";
   if (format === "kimi-k2") return "model";
   return "openai";
@@ -114,7 +121,7 @@ export function callIdStyle(format: ToolFormat): CallIdStyle {
  * calls straight from thinking (llama.cpp ends the reasoning at them too). The marker stays in the text,
  * where the call parser finds it.
  */
-export function reasoningEndMarkers(format: ToolFormat | undefined): readonly string[] {
+export function reasoningEndMarkers(format: CallFormat | undefined): readonly string[] {
   if (format === "kimi-k2") return ["<|tool_calls_section_begin|>"];
   if (format === "deepseek-r1" || format === "deepseek-v3.1") return ["<｜tool▁calls▁begin｜>"];
   if (format === "qwen3-coder") return ["<tool_call>"];

@@ -13,7 +13,7 @@ const DATA_KEYWORDS = new Set(["const", "enum", "default", "examples"]);
 const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
 /** `schema` with every local `$ref` re-rooted under `base` (the JSON pointer where the schema is embedded). */
-function rebaseRefs(schema: unknown, base: string, inMap = false): unknown {
+export function rebaseRefs(schema: unknown, base: string, inMap = false): unknown {
   if (Array.isArray(schema)) return schema.map((s) => rebaseRefs(s, base));
   if (typeof schema !== "object" || schema === null) return schema;
   const out: Record<string, unknown> = {};
@@ -27,12 +27,12 @@ function rebaseRefs(schema: unknown, base: string, inMap = false): unknown {
 }
 
 /** The arguments schema of `tool`, always of an object (`{}` alone would allow any JSON value). */
-function argumentsSchema(tool: ToolDef): Record<string, unknown> {
+export function argumentsSchema(tool: ToolDef): Record<string, unknown> {
   const { $id: _id, $schema: _schema, ...params } = tool.parameters as Record<string, unknown>;
   return params.type === undefined ? { ...params, type: "object" } : params;
 }
 
-const unsupported = (i: number, e: SchemaError) =>
+export const unsupported = (i: number, e: SchemaError) =>
   new ApiError(
     400,
     `tools[${i}].function.parameters: cannot be enforced by a grammar: ${e.message}`,
@@ -42,7 +42,7 @@ const unsupported = (i: number, e: SchemaError) =>
   );
 
 /** A rule name not defined in `gbnf`. */
-function freshName(gbnf: string, want: string): string {
+export function freshName(gbnf: string, want: string): string {
   for (let n = 0; ; n++) {
     const name = n === 0 ? want : `${want}-${n}`;
     if (!new RegExp(`^${name} ::= `, "m").test(gbnf)) return name;

@@ -4,11 +4,15 @@
  * parser of calls out of generated text.
  */
 
-export type { ToolFormat } from "./formats.js";
+export type { CallFormat, ToolFormat } from "./formats.js";
 export { reasoningEndMarkers, TOOL_FORMATS, TOOL_MARKERS, toolFormatOf } from "./formats.js";
+export { genericToolGrammar } from "./generic-grammar.js";
+export { genericMessages } from "./generic-prompt.js";
 export type { ReasoningPrefix } from "./grammar.js";
 export { gbnfLiteral, textWithout, toolCallGrammar } from "./grammar.js";
 export type { TemplateToolCall, ToolChoice, ToolDef, ToolsRequest } from "./parse.js";
 export { parseMessageToolFields, parseTools } from "./parse.js";
 export type { ParsedToolCall, ToolCallDelta, ToolCallParserOptions } from "./parser.js";
 export { newCallId, ToolCallParser } from "./parser.js";
+export type { TemplateCaps } from "./template-caps.js";
+export { templateCaps } from "./template-caps.js";

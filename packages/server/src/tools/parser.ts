@@ -2,11 +2,12 @@
 
 import { randomInt } from "node:crypto";
 import { ServerError } from "../server-error.js";
+import { scanGeneric } from "./format-generic.js";
 import { JSON_SCANNERS } from "./format-json.js";
 import { PYTHON_SCANNERS } from "./format-python.js";
 import { SECTION_SCANNERS } from "./format-sections.js";
 import { XML_SCANNERS } from "./format-xml.js";
-import { type CallIdStyle, callIdStyle, type ToolFormat } from "./formats.js";
+import { type CallFormat, type CallIdStyle, callIdStyle } from "./formats.js";
 import type { ToolDef } from "./parse.js";
 import type { FormatScanner, ScanCall, ScanContext } from "./scan.js";
 
@@ -45,7 +46,8 @@ export function newCallId(): string {
   return `call_${randomAlnum(24)}`;
 }
 
-const SCANNERS: Record<ToolFormat, FormatScanner> = {
+const SCANNERS: Record<CallFormat, FormatScanner> = {
+  generic: scanGeneric,
   ...JSON_SCANNERS,
   ...PYTHON_SCANNERS,
   ...SECTION_SCANNERS,
@@ -56,7 +58,7 @@ const internal = (what: string) => new ServerError("INTERNAL", `ToolCallParser: 
 
 /**
  * Incremental parser of generated text into content and tool calls, in the format of the chat template
- * (formats.ts). `push(piece)` returns the content that can be released now and the deltas of the calls:
+ * (formats.ts), or llama.cpp's generic JSON answer for a template without one (format-generic.ts). `push(piece)` returns the content that can be released now and the deltas of the calls:
  * for each call a first delta with index, id, name and `arguments: ""`, then fragments of its arguments'
  * JSON text as the model writes them; `end()` flushes what was held back.
  *
@@ -104,8 +106,10 @@ export class ToolCallParser {
   #ended = false;
   /** Scans that go on where they stopped, valid while #buf only grows (ScanContext.memo). */
   readonly #memo = new Map<string, unknown>();
+  /** What the scanner keeps for the whole message (ScanContext.state). */
+  readonly #state = new Map<string, unknown>();
 
-  constructor(format: ToolFormat, tools: readonly ToolDef[], options: ToolCallParserOptions = {}) {
+  constructor(format: CallFormat, tools: readonly ToolDef[], options: ToolCallParserOptions = {}) {
     this.#scan = SCANNERS[format];
     this.#tools = new Map(tools.map((t) => [t.name, t]));
     this.#parallel = options.parallel ?? true;
@@ -147,6 +151,7 @@ export class ToolCallParser {
         callsBefore: this.#settledCalls,
         atStart: this.#consumed === 0,
         memo: this.#memo,
+        state: this.#state,
       };
       const sc = this.#scan(this.#buf, 0, ctx);
       let index = this.#settledCalls;

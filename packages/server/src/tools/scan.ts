@@ -55,6 +55,11 @@ export interface ScanContext {
    * while the text only grows, cleared by the parser when it drops text from the start.
    */
   readonly memo: Map<string, unknown>;
+  /**
+   * What a scanner keeps about the message for its whole stream (unlike `memo`, never cleared): the
+   * generic format remembers there that the text now continues inside its answer's reply string.
+   */
+  readonly state: Map<string, unknown>;
 }
 
 /** Scans `s` from `from` (a point where earlier scans left off). */

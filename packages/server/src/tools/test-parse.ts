@@ -1,7 +1,7 @@
 /** Test support: running the tool-call parser over text given in pieces, and the checks every format shares. */
 
 import { expect } from "vitest";
-import type { ToolFormat } from "./formats.js";
+import type { CallFormat } from "./formats.js";
 import type { ToolDef } from "./parse.js";
 import { ToolCallParser } from "./parser.js";
 
@@ -21,7 +21,7 @@ export interface RunOptions {
  * whose concatenation is the call's arguments.
  */
 export function runParser(
-  format: ToolFormat,
+  format: CallFormat,
   tools: ToolDef[],
   pieces: string[],
   o: RunOptions = {},
@@ -83,7 +83,7 @@ export function* splits(text: string): Generator<string[]> {
 }
 
 /** The result of the whole text, after checking that every split gives the same. */
-export function parseAll(format: ToolFormat, tools: ToolDef[], text: string, o: RunOptions = {}): Parsed {
+export function parseAll(format: CallFormat, tools: ToolDef[], text: string, o: RunOptions = {}): Parsed {
   const whole = runParser(format, tools, [text], o);
   for (const pieces of splits(text))
     expect(runParser(format, tools, pieces, o), `${format} ${JSON.stringify(pieces)}`).toEqual(whole);
@@ -96,7 +96,7 @@ export function parseAll(format: ToolFormat, tools: ToolDef[], text: string, o: 
  * each with the same name and arguments that start the whole call's (the last may be shorter).
  */
 export function checkCuts(
-  format: ToolFormat,
+  format: CallFormat,
   tools: ToolDef[],
   text: string,
   markers: readonly string[],
