@@ -72,6 +72,9 @@ export function normalizeEmbedding(v: Float32Array, norm: number): Float32Array 
   return v;
 }
 
+/** Batches are padded to a multiple of this many tokens (see embed). */
+const PAD_TOKENS = 32;
+
 /**
  * Which rows of a sequence of n tokens the pooling reads: every one (mean, none), the last (last;
  * rank of a decoder, whose last token has seen the pair, as llama.cpp's Qwen3 reranker), else the
@@ -104,9 +107,10 @@ function pool(
 
 /**
  * The embeddings of `inputs` with a context made with `embeddings: true`, pooled as its `pooling`
- * says: as many inputs as fit go into one decode call (at most nSeqMax sequences and nUbatch
- * tokens; an encoder's input must fit one micro-batch). Uses the context's sequences 0…nSeqMax−1,
- * which must be empty, and clears them again.
+ * says: as many inputs as fit go into one decode call (at most nSeqMax − 1 sequences and nUbatch
+ * tokens; an encoder's input must fit one micro-batch), padded to a multiple of 32 tokens by a
+ * sequence of its own so that few graphs serve every batch. Uses the context's sequences
+ * 0…nSeqMax−1, which must be empty, and clears them again.
  */
 export async function embed(
   ctx: Context,
@@ -146,18 +150,27 @@ export async function embed(
   let i = 0;
   while (i < seqs.length) {
     o.signal?.throwIfAborted();
-    // As many whole inputs as fit one micro-batch (a longer decoder input goes alone).
+    // As many whole inputs as fit one micro-batch (a longer decoder input goes alone), leaving one
+    // sequence id for padding.
+    const maxSeqs = ctx.nSeqMax > 1 ? ctx.nSeqMax - 1 : 1;
     let j = i;
     let n = 0;
-    while (j < seqs.length && j - i < ctx.nSeqMax && (j === i || n + seqs[j]!.tokens.length <= ctx.nUbatch)) {
+    while (j < seqs.length && j - i < maxSeqs && (j === i || n + seqs[j]!.tokens.length <= ctx.nUbatch)) {
       n += seqs[j]!.tokens.length;
       j++;
     }
-    const tokens = new Int32Array(n);
-    const seq = new Int32Array(n);
-    const pos = new Int32Array(n);
-    const want: boolean[] = new Array(n);
-    const types = seqs.slice(i, j).some((s) => s.types) ? new Int32Array(n) : undefined;
+    // Padding to a multiple of PAD_TOKENS, in a sequence of its own whose rows are dropped: inputs of
+    // every length then share a few graphs, where each new token count would build and prepare one.
+    const padded =
+      ctx.nSeqMax > j - i && n <= ctx.nUbatch
+        ? Math.min(ctx.nUbatch, Math.ceil(n / PAD_TOKENS) * PAD_TOKENS)
+        : n;
+    const total = Math.max(n, padded);
+    const tokens = new Int32Array(total);
+    const seq = new Int32Array(total);
+    const pos = new Int32Array(total);
+    const want: boolean[] = new Array(total).fill(true);
+    const types = seqs.slice(i, j).some((s) => s.types) ? new Int32Array(total) : undefined;
     let t = 0;
     for (let k = i; k < j; k++) {
       const s = seqs[k]!;
@@ -166,14 +179,17 @@ export async function embed(
           "INVALID_ARGUMENT",
           `embed: input ${k} has ${s.tokens.length} tokens and ${s.types.length} token types`,
         );
-      const w = wanted(pooling, s.tokens.length, encoder);
       for (let q = 0; q < s.tokens.length; q++, t++) {
         tokens[t] = s.tokens[q]!;
         seq[t] = k - i;
         pos[t] = q;
-        want[t] = w(q);
         if (types) types[t] = s.types?.[q] ?? 0;
       }
+    }
+    // (every row is read back, so the graph's outputs are the padded count too; token 0 pads)
+    for (let q = 0; t < total; q++, t++) {
+      seq[t] = j - i;
+      pos[t] = q;
     }
     try {
       const logits = await ctx.decode({
@@ -186,13 +202,16 @@ export async function embed(
       const data = logits.data;
       let row = 0;
       for (let k = i; k < j; k++) {
-        const count = pooling === "mean" || pooling === "none" ? seqs[k]!.tokens.length : 1;
-        const rows = data.subarray(row * width, (row + count) * width);
-        out[k] = { rows: pool(pooling, rows, count, width, norm), nTokens: seqs[k]!.tokens.length };
-        row += count;
+        const len = seqs[k]!.tokens.length;
+        const w = wanted(pooling, len, encoder);
+        const first = pooling === "mean" || pooling === "none" ? 0 : [0, len - 1].find((q) => w(q))!;
+        const count = pooling === "mean" || pooling === "none" ? len : 1;
+        const rows = data.subarray((row + first) * width, (row + first + count) * width);
+        out[k] = { rows: pool(pooling, rows, count, width, norm), nTokens: len };
+        row += len;
       }
     } finally {
-      for (let s = 0; s < j - i; s++) ctx.seqRm(s);
+      for (let s = 0; s <= j - i && s < ctx.nSeqMax; s++) ctx.seqRm(s);
     }
     i = j;
   }

@@ -392,7 +392,8 @@ export function createServer(options: ServerOptions): MinferServer {
         embedder = new Embedder(m, {
           ...(options.pooling ? { pooling: options.pooling } : {}),
           nUbatch: co.nUbatch ?? batchSize,
-          nSeqMax: Math.max(parallel, 8),
+          // (inputs from several requests share a decode: up to 32 sequences, or -np if more)
+          nSeqMax: Math.max(parallel, 32),
           nCtx: Math.max(nCtx, co.nUbatch ?? batchSize),
           queueSize,
         });
