@@ -29,6 +29,7 @@ const backends = await bundleForNode(
     "cuda-mmq-bench": join(root, "scripts/device/cuda-mmq-bench.ts"),
     "cuda-serve-step": join(root, "scripts/device/cuda-serve-step.ts"),
     "hf-archs": join(root, "scripts/device/hf-archs.ts"),
+    "hf-bert": join(root, "scripts/device/hf-bert.ts"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),
@@ -36,11 +37,10 @@ const backends = await bundleForNode(
   join(out, "dist"),
 );
 console.error(`bundle-cuda: backends: ${backends.join("; ")}`);
-// hf-archs reads the tiny checkpoints' cases beside itself (import.meta.url), as the CLI's tests do.
-copyFileSync(
-  join(root, "packages/cli/src/convert/tiny-configs.json"),
-  join(out, "dist", "tiny-configs.json"),
-);
+// hf-archs and hf-bert read the tiny checkpoints' cases beside themselves (import.meta.url), as the
+// CLI's tests do.
+for (const f of ["tiny-configs.json", "tiny-bert-configs.json"])
+  copyFileSync(join(root, "packages/cli/src/convert", f), join(out, "dist", f));
 // The CLI reads its version from ../package.json.
 const cliPackage = JSON.parse(readFileSync(join(root, "packages/cli/package.json"), "utf8"));
 writeFileSync(

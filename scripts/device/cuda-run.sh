@@ -53,6 +53,8 @@
 #                       into OUT/hf/hf.tar.part-NN; hf-wait waits for it
 #   hf-archs            transformers' tiny checkpoints of issue 20's architectures (reference_archs.py),
 #                       converted by minfer and run on the CPU and CUDA against transformers
+#   hf-bert             transformers' tiny BERT-family checkpoints (reference_bert.py; sentence-transformers'
+#                       pooling where installed), converted by minfer and run on the CPU and CUDA (issue 25)
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
@@ -546,6 +548,12 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
     TAIL_LINES=80 step hf-archs env MINFER_FIXTURES="$PWD/$D/fixtures" node "$D/dist/hf-archs.js" /tmp/minfer-hf-ref "$OUT" ;;
+  hf-bert) # issue 25: tiny BERT-family checkpoints made by transformers (reference_bert.py), converted
+    # and run by minfer on the CPU and CUDA against sentence-transformers' embeddings and a cross-encoder's logits
+    rm -rf /tmp/minfer-hf-bert && mkdir -p /tmp/minfer-hf-bert
+    step hf-bert-prep node "$D/dist/hf-bert.js" prep /tmp/minfer-hf-bert
+    TAIL_LINES=8 step hf-bert-reference python3 scripts/hf-fidelity/reference_bert.py /tmp/minfer-hf-bert
+    TAIL_LINES=20 step hf-bert node "$D/dist/hf-bert.js" compare /tmp/minfer-hf-bert "$OUT/hf-bert" ;;
   profile) # (PROFILE_DEPTH: also a prompt micro-batch and a decode step after that many tokens;
     # PROFILE_NSEQ: the B-sequence contexts hold that many sequences' regions, as bench -npl's does)
     step profile node "$D/dist/cuda-profile.js" "$OUT" "${PROFILE_FILE:-$(synth qwen2-7b "${PROFILE_TYPE:-q4_0}")}" \
