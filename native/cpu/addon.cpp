@@ -259,17 +259,19 @@ class RuntimeObject : public Napi::ObjectWrap<RuntimeObject> {
                        {
                            InstanceAccessor<&RuntimeObject::Threads>("threads"),
                            InstanceAccessor<&RuntimeObject::Simd>("simd"),
+                           InstanceAccessor<&RuntimeObject::PanelGemm>("panelGemm"),
                            InstanceAccessor<&RuntimeObject::Disposed>("disposed"),
                            InstanceMethod<&RuntimeObject::Execute>("execute"),
                            InstanceMethod<&RuntimeObject::Dispose>("dispose"),
                        });
   }
 
-  // new Runtime({ threads?: number, simd?: string })
+  // new Runtime({ threads?: number, simd?: string, panelGemm?: boolean })
   explicit RuntimeObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RuntimeObject>(info) {
     Napi::Env env = info.Env();
     int threads = cpu_features().physical_cores;
     std::string simd;
+    bool panel_gemm = true;
     if (info.Length() > 0 && info[0].IsObject()) {
       Napi::Object o = info[0].As<Napi::Object>();
       Napi::Value t = o.Get("threads");
@@ -283,17 +285,25 @@ class RuntimeObject : public Napi::ObjectWrap<RuntimeObject> {
         if (!s.IsString()) Fail(env, Code::BadArgument, "simd must be a string");
         simd = s.As<Napi::String>().Utf8Value();
       }
+      Napi::Value pg = o.Get("panelGemm");
+      if (!pg.IsUndefined()) {
+        if (!pg.IsBoolean()) Fail(env, Code::BadArgument, "panelGemm must be a boolean");
+        panel_gemm = pg.As<Napi::Boolean>().Value();
+      }
     }
     SimdLevel level;
     Check(env, choose_simd_level(simd, &level));
     state_ = std::make_shared<RuntimeState>();
-    state_->executor = std::make_unique<Executor>(threads, level);
+    state_->executor = std::make_unique<Executor>(threads, level, panel_gemm);
   }
 
  private:
   RuntimeState& Get(Napi::Env env) {
     if (!state_->executor) Fail(env, Code::Disposed, "the runtime was disposed");
     return *state_;
+  }
+  Napi::Value PanelGemm(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), Get(info.Env()).executor->panel_gemm());
   }
   Napi::Value Threads(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), Get(info.Env()).executor->threads());

@@ -89,7 +89,7 @@ void report_kernel_error(const char* message) {
 }
 
 Status LoadedProgram::load(const uint8_t* bytes, size_t length, const std::vector<BufferBinding>& buffers,
-                           SimdLevel simd, int n_threads, LoadedProgram* out) {
+                           SimdLevel simd, int n_threads, LoadedProgram* out, bool panel_gemm) {
   pf::ParsedProgram parsed;
   const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &parsed);
   if (!r.ok()) return Status::Error(load_code(r.code), r.message);
@@ -114,6 +114,7 @@ Status LoadedProgram::load(const uint8_t* bytes, size_t length, const std::vecto
     a.params = params;
     a.scratch = nullptr;
     a.simd = simd;
+    a.panel_gemm = panel_gemm;
 
     const std::string who = pf::node_prefix(i, static_cast<int32_t>(n.op));
     const KernelDef* k = find_kernel(a.op);
@@ -138,13 +139,14 @@ Status check_program(const uint8_t* bytes, size_t length, const std::vector<uint
   return LoadedProgram::load(bytes, length, buffers, simd, 1, &p);
 }
 
-Executor::Executor(int n_threads, SimdLevel simd) : pool_(n_threads), simd_(simd), scratch_(nullptr, std::free) {}
+Executor::Executor(int n_threads, SimdLevel simd, bool panel_gemm)
+    : pool_(n_threads), simd_(simd), panel_gemm_(panel_gemm), scratch_(nullptr, std::free) {}
 
 Status Executor::execute(const uint8_t* bytes, size_t length, const std::vector<BufferBinding>& buffers,
                          std::vector<double>* node_micros) {
   std::lock_guard<std::mutex> lock(mu_);
   LoadedProgram p;
-  Status s = LoadedProgram::load(bytes, length, buffers, simd_, pool_.size(), &p);
+  Status s = LoadedProgram::load(bytes, length, buffers, simd_, pool_.size(), &p, panel_gemm_);
   if (!s.ok()) return s;
   if (p.scratch_bytes_ > scratch_capacity_) {
     const size_t bytes_needed = (p.scratch_bytes_ + 63) / 64 * 64;

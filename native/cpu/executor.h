@@ -24,7 +24,7 @@ using BufferBinding = program::BufferBinding;
 class LoadedProgram {
  public:
   static Status load(const uint8_t* bytes, size_t length, const std::vector<BufferBinding>& buffers,
-                     SimdLevel simd, int n_threads, LoadedProgram* out);
+                     SimdLevel simd, int n_threads, LoadedProgram* out, bool panel_gemm = true);
 
   size_t n_nodes() const { return nodes_.size(); }
   // Bytes of the largest scratch area a node needs (nodes run one after another and share it).
@@ -47,9 +47,10 @@ Status check_program(const uint8_t* bytes, size_t length, const std::vector<uint
 // Runs programs on a pool. One execute at a time (others wait on a mutex).
 class Executor {
  public:
-  Executor(int n_threads, SimdLevel simd);
+  Executor(int n_threads, SimdLevel simd, bool panel_gemm = true);
   int threads() const { return pool_.size(); }
   SimdLevel simd() const { return simd_; }
+  bool panel_gemm() const { return panel_gemm_; }
 
   // Loads and runs; `node_micros` (when non-null) gets microseconds per node in program order.
   Status execute(const uint8_t* bytes, size_t length, const std::vector<BufferBinding>& buffers,
@@ -59,6 +60,7 @@ class Executor {
   std::mutex mu_;
   ThreadPool pool_;
   SimdLevel simd_;
+  bool panel_gemm_;
   std::unique_ptr<uint8_t, void (*)(void*)> scratch_;
   size_t scratch_capacity_ = 0;
 };

@@ -2,7 +2,8 @@
 // decoded once into an interleaved layout (per 32-element block: the rows' scales, then eight
 // groups of four codes, row after row), then run against every activation column with integer
 // dot products whose lanes are weight rows, so one float conversion and one FMA finish a whole
-// block for 16 rows (Q4_0, Q5_0, Q8_0 in gemm_avx512.cpp; Q4_K in gemm_k_avx512.cpp). Only where
+// block for 16 rows (Q4_0, Q5_0, Q8_0 in gemm_avx512.cpp; Q4_K in gemm_k_avx512.cpp). Float weights
+// (F32, F16, BF16; gemm_f_avx512.cpp) are converted to F32 panels, one k's rows a vector. Only where
 // the SIMD level has such a kernel (AVX-512 VNNI); elsewhere, and for few columns, matmul.cpp
 // keeps the row-by-row vec_dot loop.
 #pragma once
@@ -39,6 +40,12 @@ void gemm_q4_0_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const 
 void gemm_q5_0_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
                       OutColFn, const void*);
 void gemm_q8_0_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
+                      OutColFn, const void*);
+void gemm_f32_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
+                     OutColFn, const void*);
+void gemm_f16_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
+                     OutColFn, const void*);
+void gemm_bf16_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
                       OutColFn, const void*);
 void gemm_q4_k_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
                       OutColFn, const void*);

@@ -37,6 +37,10 @@ struct NodeArgs {
   const uint32_t* params;  // raw parameter words, see param_i32/param_f32
   uint8_t* scratch;        // this node's scratch (same pointer on every thread), or nullptr
   SimdLevel simd;
+  // False: products run on the dot-product kernels at every column count, never the panel GEMM
+  // (the runtime's panelGemm option; slower prefill). With float weights a column's result is then
+  // the same bits whatever the batch it runs in.
+  bool panel_gemm = true;
 };
 
 inline int32_t param_i32(const NodeArgs& a, int i) {

@@ -212,9 +212,10 @@ float* plane_col(const void* ctx, int64_t c) {
 
 // Runs weight `a` (any dims 2/3, broadcast) against converted activations of b's shape.
 void mul_mat_compute(const Tensor* a, const Tensor* out, int64_t b1, int64_t b2, int64_t b3, const uint8_t* act,
-                     size_t row_bytes, SimdLevel level, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                     size_t row_bytes, const NodeArgs& args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const SimdLevel level = args.simd;
   const q::VecDotFn dot = q::vec_dot_for(a->dtype, level);
-  const q::GemmFn gemm = q::gemm_for(a->dtype, level);
+  const q::GemmFn gemm = gemm_of(args, a->dtype);
   const q::WeightTraits& tr = q::weight_traits(a->dtype);
   const int64_t rat2 = b2 / a->ne[2], rat3 = b3 / a->ne[3];
   for (int64_t i3 = 0; i3 < b3; i3++) {
@@ -250,17 +251,17 @@ void run_mul_mat(const NodeArgs& args, int phase, int ith, int nth) {
   }
   const Tensor* c = args.op == Op::MUL_MAT_ADD ? args.in[2] : nullptr;  // MUL_MAT_ADD's addend
   const int64_t m = a->ne[1], n = b->ne[1], pr = q::kGemmPanelRows;
-  if (q::gemm_for(a->dtype, args.simd) && n >= q::kGemmMinCols && m >= pr * nth) {
+  if (gemm_of(args, a->dtype) && n >= q::kGemmMinCols && m >= pr * nth) {
     for (int64_t p = next_unit(units); p * pr < m; p = next_unit(units)) {
       const int64_t pe = std::min(m, (p + 1) * pr);
-      mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, p * pr, pe, 0, n);
+      mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args, p * pr, pe, 0, n);
       if (c) add_c(c, args.out[0], p * pr, pe, 0, n);
     }
     return;
   }
   int64_t r0, r1, c0, c1;
   split_job(m, n, ith, nth, &r0, &r1, &c0, &c1);
-  mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args.simd, r0, r1, c0, c1);
+  mul_mat_compute(a, args.out[0], n, b->ne[2], b->ne[3], scratch, l.row_bytes, args, r0, r1, c0, c1);
   if (c) add_c(c, args.out[0], r0, r1, c0, c1);
 }
 
@@ -362,7 +363,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
   for (int i = 0; i < nw; i++) {
     total += args.in[1 + i]->ne[1];
     panels += (args.in[1 + i]->ne[1] + pr - 1) / pr;
-    all_gemm = all_gemm && q::gemm_for(args.in[1 + i]->dtype, args.simd) != nullptr;
+    all_gemm = all_gemm && gemm_of(args, args.in[1 + i]->dtype) != nullptr;
   }
   if (all_gemm && total >= pr * nth) {
     // Units: the 32-row panels of each weight in turn.
@@ -374,7 +375,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
         if (rest < np) {
           const int f = l.fmt_of[i];
           const int64_t pe = std::min(w->ne[1], (rest + 1) * pr);
-          mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd,
+          mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args,
                           rest * pr, pe, 0, n);
           if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], rest * pr, pe, 0, n);
           break;
@@ -394,8 +395,8 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
     const int64_t lo = std::max<int64_t>(r0, base) - base, hi = std::min<int64_t>(r1, base + m) - base;
     if (lo < hi) {
       const int f = l.fmt_of[i];
-      mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args.simd, lo, hi,
-                      c0, c1);
+      mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args, lo, hi, c0,
+                      c1);
       if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], lo, hi, c0, c1);
     }
     base += m;
@@ -546,7 +547,7 @@ void run_mul_mat_id(const NodeArgs& args, int phase, int ith, int nth) {
     IdCtx ctx{out, slot_pair, l.n_used, s0};
     TileJob job;
     job.dot = dot;
-    job.gemm = q::gemm_for(a->dtype, args.simd);
+    job.gemm = gemm_of(args, a->dtype);
     job.k = a->ne[0];
     job.w = a->data + x * a->nb[2];
     job.w_nb1 = a->nb[1];

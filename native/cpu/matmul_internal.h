@@ -24,6 +24,11 @@ struct TileJob {
   q::GemmFn gemm = nullptr;  // panel GEMM for this weight type, used when there are enough columns
 };
 
+// The panel GEMM of weight type t for this node, or nullptr: none at its SIMD level, or the
+// runtime keeps every column count on the dot-product kernels (panelGemm false).
+inline q::GemmFn gemm_of(const NodeArgs& args, program::DType t) {
+  return args.panel_gemm ? q::gemm_for(t, args.simd) : nullptr;
+}
 // Rows [r0, r1) × columns [c0, c1) of a job, tiled for cache reuse.
 void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 

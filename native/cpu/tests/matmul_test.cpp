@@ -62,7 +62,8 @@ static void set_contiguous(Tensor& t, DType dt, int64_t ne0, int64_t ne1, int64_
   t.nb[3] = t.nb[2] * ne2;
 }
 
-static void execute(Op op, std::vector<const Tensor*> in, std::vector<const Tensor*> out, int nth, SimdLevel simd) {
+static void execute(Op op, std::vector<const Tensor*> in, std::vector<const Tensor*> out, int nth, SimdLevel simd,
+                    bool panel_gemm = true) {
   const KernelDef* kd = find_kernel(op);
   NodeArgs args{};
   args.op = op;
@@ -73,6 +74,7 @@ static void execute(Op op, std::vector<const Tensor*> in, std::vector<const Tens
   static const uint32_t no_params[16] = {0};
   args.params = no_params;
   args.simd = simd;
+  args.panel_gemm = panel_gemm;
   const char* err = kd->check(args);
   if (err) {
     CHECK(false, "check refused: %s", err);
@@ -198,14 +200,18 @@ static void test_mul_mat() {
   const int levels = max_level() + 1;
   int runs = 0;
   double worst = 0;
-  struct Shape { int64_t k, m, n, a2, b2, b3; bool padded; DType bt; };
+  struct Shape { int64_t k, m, n, a2, b2, b3; bool padded; DType bt; bool float_only; };
   const Shape shapes[] = {
-      {512, 37, 1, 1, 1, 1, false, DType::F32},  // decode
-      {256, 70, 9, 1, 1, 1, true, DType::F16},   // prefill-ish, F16 b, padded strides
-      {512, 5, 6, 2, 4, 3, true, DType::F32},    // GQA broadcast over dims 2/3, few rows
+      {512, 37, 1, 1, 1, 1, false, DType::F32, false},  // decode
+      {256, 70, 9, 1, 1, 1, true, DType::F16, false},   // prefill-ish, F16 b, padded strides
+      {512, 5, 6, 2, 4, 3, true, DType::F32, false},    // GQA broadcast over dims 2/3, few rows
+      // float weights' panel GEMM: k not a multiple of 16, a last panel of 6 rows, every column
+      // tile (12, 8, 4, 1) and two planes
+      {40, 102, 31, 2, 2, 1, true, DType::F32, true},
   };
   for (DType dt : kTypes) {
     for (const Shape& s : shapes) {
+      if (s.float_only && dt != DType::F32 && dt != DType::F16 && dt != DType::BF16) continue;
       std::vector<float> wv, xv;
       Buf w = make_weights(dt, s.k, s.m, s.a2, rng, wv);
       Buf b = make_act(s.bt, s.k, s.n, s.b2, s.b3, s.padded, rng, xv);
@@ -240,7 +246,7 @@ static void test_mul_mat() {
         }
     }
   }
-  std::printf("mul_mat: %d runs (13 weight types × 3 shapes × %d levels × 1-3 threads), err/bound max %.3f\n", runs,
+  std::printf("mul_mat: %d runs (13 weight types × 3 shapes, float types × 4, × %d levels × 1-3 threads), err/bound max %.3f\n", runs,
               levels, worst);
 
   // check() refusals.
@@ -537,9 +543,53 @@ static void test_get_rows() {
   std::printf("get_rows: %d cases (13 dtypes, 1-D and 2-D index, out-of-range → NaN + report)\n", cases);
 }
 
+// Without the panel GEMM (the runtime's panelGemm: false) a product with float weights gives each
+// column the same bits whatever the number of columns it runs with (each column alone, and 37
+// columns, on the dot-product kernel), at every level — what the engine's batching tests rely on.
+// With it, 37 columns take the panel GEMM (another summation order, within test_mul_mat's bounds).
+static void test_dot_only_invariance() {
+  std::mt19937 rng(7);
+  int runs = 0, differ = 0;
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t k : {40, 384, 1000}) {
+      const int64_t m = 103, n = 37;
+      std::vector<float> wv, xv;
+      Buf w = make_weights(dt, k, m, 1, rng, wv);
+      Buf b = make_act(DType::F32, k, n, 1, 1, false, rng, xv);
+      for (int l = 0; l <= max_level(); l++)
+        for (bool gemm : {false, true}) {
+          Buf o;
+          set_contiguous(o.t, DType::F32, m, n, 1, 1);
+          o.bytes.resize(static_cast<size_t>(o.t.nb[2]));
+          o.t.data = o.bytes.data();
+          execute(Op::MUL_MAT, {&w.t, &b.t}, {&o.t}, 2, static_cast<SimdLevel>(l), gemm);
+          for (int64_t c = 0; c < n; c++) {
+            Buf b1 = b, o1;
+            set_contiguous(b1.t, DType::F32, k, 1, 1, 1);
+            b1.t.data = b.bytes.data() + c * b.t.nb[1];
+            set_contiguous(o1.t, DType::F32, m, 1, 1, 1);
+            o1.bytes.resize(static_cast<size_t>(m * 4));
+            o1.t.data = o1.bytes.data();
+            execute(Op::MUL_MAT, {&w.t, &b1.t}, {&o1.t}, 2, static_cast<SimdLevel>(l), gemm);
+            const bool same = std::memcmp(o.bytes.data() + c * m * 4, o1.bytes.data(), static_cast<size_t>(m * 4)) == 0;
+            if (!gemm) {
+              runs++;
+              CHECK(same, "mul_mat without the panel GEMM, dtype %d k=%lld level %d: column %lld of %lld differs from it alone",
+                    (int)dt, (long long)k, l, (long long)c, (long long)n);
+            } else if (!same) {
+              differ++;
+            }
+          }
+        }
+    }
+  std::printf("float weights without the panel GEMM: %d columns of 37-column products equal the column alone, bit "
+              "for bit (with it, %d differ in some bits)\n", runs, differ);
+}
+
 int main() {
   std::printf("SIMD levels tested: 0..%d\n", max_level());
   test_mul_mat();
+  test_dot_only_invariance();
   test_mul_mat_multi();
   test_mul_mat_add();
   test_mul_mat_multi_add();

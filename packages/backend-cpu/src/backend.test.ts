@@ -80,4 +80,35 @@ describe("SIMD levels", () => {
     await expect(device.init({ threads: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     await expect(device.init({ threads: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
+
+  it("takes panelGemm (default true) and refuses a value that is not a boolean", async () => {
+    const on = (await device.init({ threads: 1 })) as CpuRuntime;
+    const off = (await device.init({ threads: 1, panelGemm: false })) as CpuRuntime;
+    expect([on.panelGemm, off.panelGemm]).toEqual([true, false]);
+    on.dispose();
+    off.dispose();
+    await expect(device.init({ panelGemm: "no" as never })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+    });
+  });
+
+  it("reads panelGemm's default from MINFER_CPU_PANEL_GEMM (the option wins) and refuses other values", async () => {
+    const saved = process.env.MINFER_CPU_PANEL_GEMM;
+    try {
+      process.env.MINFER_CPU_PANEL_GEMM = "0";
+      const off = (await device.init({ threads: 1 })) as CpuRuntime;
+      const on = (await device.init({ threads: 1, panelGemm: true })) as CpuRuntime;
+      expect([off.panelGemm, on.panelGemm]).toEqual([false, true]);
+      off.dispose();
+      on.dispose();
+      process.env.MINFER_CPU_PANEL_GEMM = "no";
+      await expect(device.init({ threads: 1 })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("MINFER_CPU_PANEL_GEMM"),
+      });
+    } finally {
+      if (saved === undefined) delete process.env.MINFER_CPU_PANEL_GEMM;
+      else process.env.MINFER_CPU_PANEL_GEMM = saved;
+    }
+  });
 });

@@ -9,7 +9,7 @@ import {
   opQueryKey,
   opQueryProgram,
 } from "@minfer/ir";
-import { readEnv } from "./config.js";
+import { panelGemmFromEnv, readEnv } from "./config.js";
 import { CpuBackendError, callNative } from "./errors.js";
 import type { NativeAddon } from "./native.js";
 import { CpuRuntime } from "./runtime.js";
@@ -84,17 +84,20 @@ export class CpuDevice implements Device {
 
   /**
    * Starts the thread pool. `threads` defaults to the physical cores; `simd` defaults to
-   * MINFER_CPU_SIMD, else the best level detected (a level above it is refused).
+   * MINFER_CPU_SIMD, else the best level detected (a level above it is refused); `panelGemm` to
+   * MINFER_CPU_PANEL_GEMM, else true.
    */
   async init(options: DeviceInitOptions = {}): Promise<CpuRuntime> {
     const addon = this.#addon;
     if (!addon) throw new CpuBackendError("NATIVE_UNAVAILABLE", this.#unavailable ?? "native addon missing");
     const simd = options.simd ?? readEnv().simd;
+    const panelGemm = options.panelGemm ?? panelGemmFromEnv();
     const native = callNative(
       () =>
         new addon.Runtime({
           ...(options.threads !== undefined ? { threads: options.threads } : {}),
           ...(simd !== "" ? { simd } : {}),
+          ...(panelGemm !== undefined ? { panelGemm } : {}),
         }),
     );
     return new CpuRuntime(this, addon, native);

@@ -33,6 +33,8 @@ export interface NativeRuntime {
   readonly [brand]: "NativeRuntime";
   readonly threads: number;
   readonly simd: SimdLevelName;
+  /** False: products never take the panel GEMM (see DeviceInitOptions.panelGemm). */
+  readonly panelGemm: boolean;
   readonly disposed: boolean;
   /** Validates and runs a program on the pool, off the JavaScript thread. */
   execute(
@@ -63,7 +65,7 @@ export interface NativeCheck {
 }
 
 export interface NativeAddon {
-  readonly Runtime: new (options: { threads?: number; simd?: string }) => NativeRuntime;
+  readonly Runtime: new (options: { threads?: number; simd?: string; panelGemm?: boolean }) => NativeRuntime;
   allocate(bytes: number): NativeBuffer;
   mapFile(path: string, offset: number, length: number): NativeBuffer;
   features(): NativeFeatures;

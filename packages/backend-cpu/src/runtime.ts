@@ -58,6 +58,10 @@ export class CpuRuntime implements DeviceRuntime {
   get simd(): SimdLevelName {
     return callNative(() => this.#native.simd);
   }
+  /** Whether products of 8 or more columns may take the panel GEMM (DeviceInitOptions.panelGemm). */
+  get panelGemm(): boolean {
+    return callNative(() => this.#native.panelGemm);
+  }
 
   allocate(bytes: number, label: string): CpuBuffer {
     const b = new CpuBuffer(

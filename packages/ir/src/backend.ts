@@ -51,6 +51,13 @@ export interface DeviceInitOptions {
   threads?: number;
   /** Force an instruction-set level ("scalar", "avx2", "avx512", …) instead of the best one found. */
   simd?: string;
+  /**
+   * CPU: false keeps products of every column count on the dot-product kernels, where by default
+   * (true) 8 or more columns take the panel GEMM (AVX-512: quantized and float weights), which sums
+   * in another order. With float weights a token's logits are then the same bits however it is
+   * batched (a prompt at once, in micro-batches, a token a step); prefill is slower.
+   */
+  panelGemm?: boolean;
 }
 
 /** One configuration of a device that tests should cover (e.g. one SIMD level of a CPU). */

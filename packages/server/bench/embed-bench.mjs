@@ -6,10 +6,11 @@
 // so machine noise hits both alike; the table gives the median of the rounds.
 //
 //   node packages/server/bench/embed-bench.mjs --llama-server PATH [-m MODEL.gguf] [-t 2] [-n 1000]
-//        [-B 32] [-C 4] [--np 8] [-b 512] [-r 3] [--json]
+//        [-B 32] [-C 4] [--np 8] [-b 512] [-r 3] [--type f16] [--json]
 //
-// Without -m: a BERT of bge-small's shapes (12 layers, 384 wide, 12 heads, F16, random weights)
-// with the fixtures' bge WordPiece vocabulary, written into a temporary folder.
+// Without -m: a BERT of bge-small's shapes (12 layers, 384 wide, 12 heads, random weights of
+// --type: f16, f32, q8_0, …) with the fixtures' bge WordPiece vocabulary, written into a
+// temporary folder.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer as netServer } from "node:net";
@@ -42,6 +43,7 @@ const inFlight = int("-C", 4);
 const np = int("--np", 8);
 const batch = int("-b", 512);
 const rounds = int("-r", 3);
+const weightType = take("--type", "f16");
 const json = argv.includes("--json");
 if (!llamaBin) throw new Error("give --llama-server PATH (llama.cpp's llama-server, built for the CPU)");
 
@@ -65,7 +67,7 @@ async function bgeSmall(path) {
     rmsEps: 1e-12,
   };
   const layout = models.synthLayout("bert", shape, gguf.synthVocabSize(vocab), "bge-small shapes");
-  const m = gguf.synthesizeLayout(layout, { type: "f16", seed: 1, vocab });
+  const m = gguf.synthesizeLayout(layout, { type: weightType, seed: 1, vocab });
   await gguf.writeGguf(path, m.metadata, m.tensors);
 }
 

@@ -19,19 +19,21 @@ export const FIXTURES = existsSync(here("../../../../shared/fixtures"))
 export const STORIES = join(FIXTURES, "models/stories260K.gguf");
 export const CHAT_MODEL = here("../../cli/models/minfer-default-7m-f16.gguf");
 
-export async function cpuRuntime(): Promise<DeviceRuntime> {
-  return backend.devices()[0]!.init({ threads: 2 });
+export async function cpuRuntime(o: { panelGemm?: boolean } = {}): Promise<DeviceRuntime> {
+  return backend.devices()[0]!.init({ threads: 2, ...o });
 }
 
 /**
  * stories260K on a 2-thread CPU runtime for the calling test file: loaded in beforeAll, freed in
- * afterAll. Call the returned getter inside the tests.
+ * afterAll. Call the returned getter inside the tests. The runtime keeps every product on the
+ * dot-product kernels (`panelGemm: false`), so that a request's tokens do not depend on how many
+ * others share its decodes: the overlap tests compare two servers' answers byte for byte.
  */
 export function useStories(): () => Model {
   let runtime: DeviceRuntime | undefined;
   let model: Model | undefined;
   beforeAll(async () => {
-    runtime = await cpuRuntime();
+    runtime = await cpuRuntime({ panelGemm: false });
     model = await Model.load(STORIES, { runtime });
   });
   afterAll(() => {
