@@ -281,7 +281,7 @@ describe("a decoder reranker", () => {
 });
 
 describe("encoder contexts refuse what cannot work", () => {
-  it("an encoder without embeddings, a sequence longer than one micro-batch, a position past the table", async () => {
+  it("an encoder without embeddings, a sequence longer than one micro-batch, a position past the table, position shifts", async () => {
     const path = await encoderFile("bert", "mean");
     const model = await Model.load(path, { runtime });
     try {
@@ -295,6 +295,8 @@ describe("encoder contexts refuse what cannot work", () => {
         await expect(ctx.decode({ tokens: [1000, 1001], tokenTypes: [0, 2] })).rejects.toThrow(
           /token type 2/,
         );
+        expect(() => ctx.seqAdd(0, 0, -1, 4)).toThrow(/seqAdd: bert is an encoder/);
+        expect(() => ctx.seqDiv(0, 0, -1, 2)).toThrow(/seqDiv: bert is an encoder/);
       } finally {
         ctx.dispose();
       }

@@ -706,14 +706,28 @@ export class Context {
     this.#sync(() => this.#store.seqKeep(seq));
   }
 
-  /** Shifts positions [p0, p1) of `seq` by `delta` (K is re-roped before the next decode). */
+  /**
+   * Shifts positions [p0, p1) of `seq` by `delta` (K is re-roped before the next decode). Refused
+   * (INVALID_ARGUMENT) on an encoder's context: each decode attends only to its own batch.
+   */
   seqAdd(seq: number, p0: number, p1: number, delta: number): void {
+    this.#refuseOnEncoder("seqAdd");
     this.#sync(() => this.#store.seqAdd(seq, p0, p1, delta));
   }
 
-  /** Divides positions [p0, p1) of `seq` by `d` (K is re-roped before the next decode). */
+  /** Divides positions [p0, p1) of `seq` by `d` (K is re-roped before the next decode); as seqAdd. */
   seqDiv(seq: number, p0: number, p1: number, d: number): void {
+    this.#refuseOnEncoder("seqDiv");
     this.#sync(() => this.#store.seqDiv(seq, p0, p1, d));
+  }
+
+  #refuseOnEncoder(op: string): void {
+    if (!this.#causal)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `${op}: ${this.model.arch.ARCH} is an encoder (attention not causal): a decode attends only to its own ` +
+          "batch, so there are no cached positions to shift",
+      );
   }
 
   /** Empties the caches. */
