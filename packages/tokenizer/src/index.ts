@@ -8,6 +8,8 @@ export type { ChatMessage, ChatTemplateMetadata, ChatTemplateRenderOptions } fro
 export { ChatTemplate, chatTemplatesFromMetadata } from "./chat-template.js";
 export type { TokenizerErrorCode } from "./errors.js";
 export { TokenizerError } from "./errors.js";
+export type { FimLookup, FimRole, FimTokens } from "./fim.js";
+export { FIM_ROLES, FIM_TEXTS, fimTokens } from "./fim.js";
 export { PRE_TOKENIZERS } from "./pre-tokenizers.js";
 export { StreamDecoder } from "./stream-decoder.js";
 export type { DecodeOptions, EncodeOptions, TokenizerOptions } from "./tokenizer.js";

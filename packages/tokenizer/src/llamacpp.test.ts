@@ -94,6 +94,13 @@ describe.each(VOCABS)("%s against llama.cpp", (name) => {
     expect(diffs.slice(0, 5)).toEqual([]);
   });
 
+  it("ends generation on the same tokens (EOS/EOT/EOM, FIM padding/repository/separator, end-of-turn texts)", () => {
+    const theirsEog: number[] = [];
+    for (let id = 0; id < tok.vocab.tokens.length; id++)
+      if (model.isEogToken(id as never)) theirsEog.push(id);
+    expect([...tok.vocab.eog].sort((a, b) => a - b)).toEqual(theirsEog);
+  });
+
   it("parses special tokens written in the text the same", () => {
     const specials = tok.vocab.tokens.filter((_, id) => tok.vocab.types[id] === 3).slice(0, 20);
     const rand = seeded(99);

@@ -1,5 +1,6 @@
 import { type GgufArray, GgufError, type GgufMetadata, GgufValueType } from "@minfer/gguf";
 import { TokenizerError } from "./errors.js";
+import { fimTokens } from "./fim.js";
 
 /** Token types of `tokenizer.ggml.token_type` (llama.cpp `llama_token_type`). */
 export const TokenType = {
@@ -55,23 +56,38 @@ export interface Vocab {
   readonly removeExtraWhitespaces: boolean;
   /** Unigram: the normalization rules (`tokenizer.ggml.precompiled_charsmap`), when the file has them. */
   readonly precompiledCharsmap: Uint8Array | undefined;
-  /** Tokens that end a generation: EOS, EOT, EOM and the known end-of-turn texts. */
+  /** Tokens that end a generation: EOS, EOT, EOM, FIM padding / repository / file separator, and the known end-of-turn texts. */
   readonly eog: ReadonlySet<number>;
 }
 
-/** Texts of end-of-turn tokens that chat models emit instead of, or besides, EOS. */
+/**
+ * Texts of end-of-turn tokens that chat models emit instead of, or besides, EOS: the list of
+ * llama.cpp's llama-vocab.cpp at the commit node-llama-cpp 3.21.1 bundles, which ends generation on
+ * a token with one of these texts whatever its type.
+ */
 const EOG_TEXTS = new Set([
   "<|eot_id|>",
-  "<|eom_id|>",
   "<|im_end|>",
   "<|end|>",
-  "<end_of_turn>",
-  "<|endoftext|>",
-  "<EOT>",
-  "_<EOT>",
-  "<｜end▁of▁sentence｜>",
   "<|return|>",
   "<|call|>",
+  "<|flush|>",
+  "<|calls|>",
+  "<end_of_turn>",
+  "<|endoftext|>",
+  "</s>",
+  "<|eom_id|>",
+  "<EOT>",
+  "_<EOT>",
+  "[EOT]",
+  "[EOS]",
+  "<|end_of_text|>",
+  "<end_of_utterance>",
+  "<eos>",
+  "<turn|>",
+  "<|tool_response>",
+  "<｜end▁of▁sentence｜>",
+  "[e~[",
 ]);
 
 /** Defaults by model where the file says nothing (as llama.cpp applies them). */
@@ -83,7 +99,7 @@ const DEFAULTS: Record<
   gpt2: { bos: 11, eos: 11, addBos: false, addEos: false, addSpacePrefix: false },
   bert: {
     bos: 101,
-    eos: 102,
+    eos: undefined, // (llama.cpp's WordPiece has no EOS unless the file names one; [SEP] is sep)
     unk: 100,
     sep: 102,
     pad: 0,
@@ -186,11 +202,12 @@ export function loadVocab(md: GgufMetadata): Vocab {
       mask: id("mask_token_id", d.mask),
     };
     const eog = new Set<number>();
-    for (const v of [special.eos, special.eot, special.eom]) if (v !== undefined) eog.add(v);
-    for (let i = 0; i < n; i++) {
-      const t = types[i]!;
-      if ((t === TokenType.CONTROL || t === TokenType.USER_DEFINED) && EOG_TEXTS.has(tokens[i]!)) eog.add(i);
-    }
+    // (llama.cpp's set: the FIM padding, repository and file-separator tokens, eos / eot / eom, and
+    // the control tokens with an end-of-turn text)
+    const fim = fimTokens(md, tokens).ids;
+    for (const v of [fim.pad, fim.rep, fim.sep, special.eos, special.eot, special.eom])
+      if (v !== undefined) eog.add(v);
+    for (let i = 0; i < n; i++) if (EOG_TEXTS.has(tokens[i]!)) eog.add(i);
     return {
       model,
       pre: md.optString("tokenizer.ggml.pre"),
