@@ -5,6 +5,7 @@ import { inspectCommand, inspectOptions } from "./gguf/inspect.js";
 import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
 import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
+import { listCommand, listOptions, pullCommand, pullOptions, rmCommand, rmOptions } from "./hub/commands.js";
 import { perplexityCommand, perplexityOptions } from "./perplexity/command.js";
 import { benchCommand, benchOptions } from "./run/bench.js";
 import { chatCommand, chatOptions } from "./run/chat.js";
@@ -85,6 +86,25 @@ const COMMANDS: Record<string, Command> = {
     options: serveOptions,
     run: serveCommand,
   },
+  pull: {
+    usage: "minfer pull (hf://OWNER/REPO/FILE.gguf | OWNER/REPO[:QUANT]) [--revision REV] [--json]",
+    summary:
+      "download a GGUF model from Hugging Face (or MINFER_HF_ENDPOINT) into the cache, resuming and checking its sha256; prints its path",
+    options: pullOptions,
+    run: pullCommand,
+  },
+  list: {
+    usage: "minfer list [--json]",
+    summary: "list the models in the cache (MINFER_CACHE_DIR, else ~/.cache/minfer)",
+    options: listOptions,
+    run: listCommand,
+  },
+  rm: {
+    usage: "minfer rm hf://OWNER/REPO/FILE.gguf … [--revision REV]",
+    summary: "remove models from the cache",
+    options: rmOptions,
+    run: rmCommand,
+  },
   devices: {
     usage: "minfer devices [--json] [--verbose]",
     summary:
@@ -162,6 +182,7 @@ const KNOWN_ERRORS = new Set([
   "CudaBackendError",
   "ServerError",
   "IrError",
+  "HubError",
 ]);
 
 function knownErrorCode(e: unknown): string | undefined {

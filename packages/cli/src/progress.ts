@@ -30,6 +30,11 @@ export class ProgressBar {
     this.stream.write(`\r${line.slice(0, (this.stream.columns ?? 120) - 1)}\x1b[K`);
   }
 
+  /** Ends the bar, leaving nothing of it on the terminal. */
+  clear(): void {
+    if (this.#tty) this.stream.write("\r\x1b[K");
+  }
+
   /** Ends the bar and prints `summary` on its own line. */
   done(summary: string): void {
     if (this.#tty) this.stream.write("\r\x1b[K");

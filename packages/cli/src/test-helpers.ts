@@ -20,9 +20,15 @@ export interface Result {
 
 /** Runs the built CLI with `args`; a failing exit is a result too, not a rejection. */
 export async function minfer(...args: string[]): Promise<Result> {
+  return minferWithEnv(process.env, ...args);
+}
+
+/** As {@link minfer}, with the child's environment `env`. */
+export async function minferWithEnv(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
       maxBuffer: 64 << 20,
+      env,
     });
     return { code: 0, stdout, stderr };
   } catch (e) {

@@ -4,6 +4,7 @@ import { Context, type ContextOptions, Model } from "@minfer/engine";
 import { readGguf } from "@minfer/gguf";
 import type { DeviceRuntime } from "@minfer/ir";
 import { CliError } from "../errors.js";
+import { resolveModelPath } from "../hub/commands.js";
 import { ProgressBar } from "../progress.js";
 import { backends, hostDevice } from "./backends.js";
 import { chooseGpu } from "./gpu.js";
@@ -59,7 +60,8 @@ export function humanCount(n: number): string {
  * for, and loads the model at `path`; progress goes to stderr, and with `verbose` what the
  * registry found and the model's hyperparameters too.
  */
-export async function loadModel(path: string, settings: RunSettings, verbose: boolean): Promise<Loaded> {
+export async function loadModel(ref: string, settings: RunSettings, verbose: boolean): Promise<Loaded> {
+  const path = await resolveModelPath(ref);
   try {
     await access(path, constants.R_OK);
   } catch (e) {

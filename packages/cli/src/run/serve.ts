@@ -24,12 +24,14 @@ import {
   samplingOptions,
 } from "./options.js";
 import { chainOptions, chainSettings } from "./sampling.js";
+import { modelsOptions, serveModels } from "./serve-models.js";
 
 /** `run`'s sampler flags that are per request on a server (a request's own grammar or bias). */
 const SERVE_NOT_DEFAULTS = new Set(["--logit-bias", "--grammar", "--grammar-file", "--json-schema"]);
 
 export const serveOptions: OptionSpec[] = [
   modelOption,
+  ...modelsOptions,
   { flags: ["--host"], kind: "string", metavar: "HOST", help: "address to listen on (default: 127.0.0.1)" },
   {
     flags: ["--port"],
@@ -300,6 +302,13 @@ async function readTemplate(file: string): Promise<ChatTemplate> {
 export async function serveCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, serveOptions);
   expectPositionals(positionals, []);
+  if (options.modelsDir !== undefined) return serveModels(options, argv, serveOptions);
+  for (const flag of ["modelsMax", "keepAlive"])
+    if (options[flag] !== undefined)
+      throw new CliError(
+        "INVALID_ARGUMENT",
+        `--${flag === "modelsMax" ? "models-max" : "keep-alive"} applies to --models-dir`,
+      );
   const path = modelPath(options, true);
   const host = (options.host as string | undefined) ?? "127.0.0.1";
   const port = (options.port as number | undefined) ?? 8080;
