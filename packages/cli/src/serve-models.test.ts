@@ -1,8 +1,9 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startTestHub } from "./hub/test-hub-server.js";
 import { serveOptions } from "./run/serve.js";
 import { childArgs, modelsIn } from "./run/serve-models.js";
 import { type ServeProcess, startServe } from "./serve-fuzz/harness.js";
@@ -162,11 +163,46 @@ describe("minfer serve --models-dir", () => {
     );
     expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    const page = await fetch(`${s.url}/`); // the chat page, without the key (it asks for it)
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<title>minfer</title>");
     const r = await complete(s.url, "stories", "Once", "secret");
     expect(r.status).toBe(200);
     expect((await states(s.url, "secret")).stories).toBe("loaded");
     await new Promise((res) => setTimeout(res, 1500));
     expect((await states(s.url, "secret")).stories).toBe("unloaded");
+  }, 60_000);
+
+  it("takes a model named hf://… in a request: pulled into the cache, then served", async () => {
+    const hub = await startTestHub();
+    const cache = mkdtempSync(join(tmpdir(), "minfer-cache-"));
+    hub.repos.set(
+      "tiny/stories",
+      new Map([["stories260K.gguf", { data: readFileSync(resolve(fixtures, "models/stories260K.gguf")) }]]),
+    );
+    const saved = { endpoint: process.env.MINFER_HF_ENDPOINT, cache: process.env.MINFER_CACHE_DIR };
+    process.env.MINFER_HF_ENDPOINT = hub.endpoint;
+    process.env.MINFER_CACHE_DIR = cache;
+    try {
+      const s = await serve("--models-dir", dir, "-np", "1", "-c", "256");
+      const ref = "hf://tiny/stories/stories260K.gguf";
+      const r = await complete(s.url, ref, "Once upon a time");
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.choices![0]!.text).toBe(
+        (await complete(s.url, "stories", "Once upon a time")).body.choices![0]!.text,
+      );
+      expect((await states(s.url))[ref]).toBe("loaded");
+      const missing = await complete(s.url, "hf://tiny/stories/absent.gguf", "x");
+      expect(missing.status).toBe(404);
+      expect(missing.body.error!.message).toContain("could not be fetched");
+    } finally {
+      process.env.MINFER_HF_ENDPOINT = saved.endpoint;
+      process.env.MINFER_CACHE_DIR = saved.cache;
+      if (saved.endpoint === undefined) delete process.env.MINFER_HF_ENDPOINT;
+      if (saved.cache === undefined) delete process.env.MINFER_CACHE_DIR;
+      await hub.close();
+      rmSync(cache, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("refuses bad flags before starting", async () => {

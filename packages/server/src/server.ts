@@ -33,6 +33,7 @@ import { TemplateRenderer } from "./render.js";
 import { ServerError } from "./server-error.js";
 import { registerSlotRoutes } from "./slot-routes.js";
 import { builtinTemplate } from "./templates.js";
+import { WEBUI_PATHS, webuiAnswer } from "./webui.js";
 
 /** Defaults of {@link ServerOptions} (llama-server's where it has one). */
 export const SERVER_DEFAULTS = Object.freeze({
@@ -168,6 +169,8 @@ export interface ServerOptions {
   readonly embeddings?: boolean;
   /** With `embeddings`: the pooling (`--pooling`); default the model file's (see ContextOptions.pooling). */
   readonly pooling?: Pooling;
+  /** Serve the chat page at `/` (llama-server's web UI; `--no-webui` turns it off). Default true. */
+  readonly webui?: boolean;
 }
 
 export interface MinferServer {
@@ -511,6 +514,8 @@ export function createServer(options: ServerOptions): MinferServer {
       return reply.code(200).send();
     }
     if (request.url === "/health" || request.url === "/v1/health") return;
+    // the page loads without the key and while the model loads (it asks for the key itself)
+    if (request.method === "GET" && WEBUI_PATHS.has(request.url.split("?")[0]!)) return;
     // Everything but /health needs the key when one is set (llama-server does the same), as
     // `Authorization: Bearer KEY` or `X-Api-Key: KEY`.
     if (
@@ -578,6 +583,11 @@ export function createServer(options: ServerOptions): MinferServer {
     tags: options.tags ?? [],
   };
   registerInfoRoutes(app, state);
+  for (const path of WEBUI_PATHS)
+    app.get(path, async (_request, reply) => {
+      const a = webuiAnswer(options.webui ?? true);
+      return reply.code(a.status).headers(a.headers).send(a.body);
+    });
   registerChatRoutes(app, state, reasoning);
   registerSlotRoutes(app, state);
   registerInfillRoutes(app, state);

@@ -9,6 +9,8 @@ import { join, resolve } from "node:path";
 import { createModelRouter, type PoolModel, type Upstream } from "@minfer/server";
 import type { OptionSpec, ParsedOptions } from "../args.js";
 import { CliError } from "../errors.js";
+import { resolveModelPath } from "../hub/commands.js";
+import { isHubRef } from "../hub/model-ref.js";
 import { check } from "./options.js";
 
 export const DEFAULT_MODELS_MAX = 4;
@@ -175,6 +177,9 @@ export async function serveModels(
     launch: (m) => launchChild(m, args),
     onEvent: (line) => process.stderr.write(`serve: ${line}\n`),
     ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(options.noWebui ? { webui: false } : {}),
+    // `model: "hf://OWNER/REPO/FILE.gguf"` (or hf://OWNER/REPO:QUANT): pulled into the cache, then served
+    resolveModel: async (id) => (isHubRef(id) ? { id, path: await resolveModelPath(id) } : undefined),
   });
   let address: string;
   try {

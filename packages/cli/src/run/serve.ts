@@ -104,6 +104,11 @@ export const serveOptions: OptionSpec[] = [
     help: "read every sampled row of logits back from the device, even when each stream's sampler can take its token from the row's best ids and their logits (default: only those are read then)",
   },
   {
+    flags: ["--no-webui"],
+    kind: "boolean",
+    help: "do not serve the chat page at / (default: served, without the API key; the page asks for it)",
+  },
+  {
     flags: ["--api-key"],
     kind: "string",
     metavar: "KEY",
@@ -409,6 +414,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(options.noCandidatesOnly ? { candidatesOnly: false } : {}),
     ...(chatTemplate ? { chatTemplate } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(options.noWebui ? { webui: false } : {}),
     ...(options.strictApi ? { strictApi: true } : {}),
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins as string } : {}),
     ...(alias !== undefined ? { modelId: alias, aliases } : {}),
@@ -496,7 +502,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
           ` ${b.batchSize} tokens per decode step; ` +
           `queue ${b.queueSize}; timeout ${timeout !== undefined ? `${timeout} s` : "none"}`,
         `serve: chat template: ${template}; API key: ${apiKey !== undefined ? "required" : "none"}; ` +
-          `metrics: ${options.metrics ? "/metrics" : "off"}`,
+          `metrics: ${options.metrics ? "/metrics" : "off"}; chat page: ${options.noWebui ? "off" : `${address}/`}`,
         `serve: ready on ${address}`,
         "",
       ].join("\n"),

@@ -84,6 +84,12 @@ export class ModelPool {
     this.#o = o;
   }
 
+  /** Adds a model (a request named one the pool did not list, and the caller found it). */
+  add(model: PoolModel): void {
+    if (this.#entries.has(model.id)) return;
+    this.#entries.set(model.id, { model, state: "unloaded", active: 0, lastUsed: 0 });
+  }
+
   has(id: string): boolean {
     return this.#entries.has(id);
   }

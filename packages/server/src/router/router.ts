@@ -12,11 +12,19 @@ import { ApiError } from "../errors.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { quote } from "../quote.js";
 import { ServerError } from "../server-error.js";
-import { ModelPool, type PoolOptions, type Upstream } from "./model-pool.js";
+import { WEBUI_PATHS, webuiAnswer } from "../webui.js";
+import { ModelPool, type PoolModel, type PoolOptions, type Upstream } from "./model-pool.js";
 
 export interface RouterOptions extends PoolOptions {
   /** When set, every endpoint but /health requires `Authorization: Bearer <apiKey>` (or `X-Api-Key`). */
   readonly apiKey?: string;
+  /**
+   * A model a request names that is not in `models` (e.g. `hf://…`): resolves to the model to add
+   * (fetched first when needed), or undefined (404). Default: none.
+   */
+  readonly resolveModel?: (id: string) => Promise<PoolModel | undefined>;
+  /** Serve the chat page at `/` (default true). */
+  readonly webui?: boolean;
   /** Bounds on requests (body size, timeouts); unset ones take SERVER_LIMITS. */
   readonly limits?: Partial<ServerLimits>;
 }
@@ -192,6 +200,12 @@ export function createModelRouter(options: RouterOptions): ModelRouter {
       return;
     }
     if (path === "/health" || path === "/v1/health") return send(res, 200, { status: "ok" });
+    if (req.method === "GET" && WEBUI_PATHS.has(path)) {
+      const a = webuiAnswer(options.webui ?? true);
+      res.writeHead(a.status, { ...a.headers, "content-length": Buffer.byteLength(a.body) });
+      res.end(a.body);
+      return;
+    }
     if (
       options.apiKey !== undefined &&
       req.headers.authorization !== `Bearer ${options.apiKey}` &&
@@ -215,6 +229,21 @@ export function createModelRouter(options: RouterOptions): ModelRouter {
         "model",
         "model_required",
       );
+    if (!pool.has(id) && options.resolveModel) {
+      let found: PoolModel | undefined;
+      try {
+        found = await options.resolveModel(id);
+      } catch (e) {
+        throw new ApiError(
+          404,
+          `the model ${quote(id)} could not be fetched: ${e instanceof Error ? e.message : String(e)}`,
+          "invalid_request_error",
+          "model",
+          "model_not_found",
+        );
+      }
+      if (found) pool.add({ ...found, id });
+    }
     if (!pool.has(id))
       throw new ApiError(
         404,
