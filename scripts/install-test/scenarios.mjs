@@ -1,6 +1,8 @@
 // The install test's scenarios, each in an empty folder outside the checkout, installing from the
 // local registry with npm as a user would (a fresh npm cache each; install scripts shown with
 // --foreground-scripts, so their messages reach the log and the checks).
+
+import { spawn } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -102,6 +104,47 @@ function minferRun(ctx, dir, args, env = {}) {
   });
 }
 
+/**
+ * The installed `minfer serve` (built-in model) answers its chat page at `/`: the page ships in
+ * @minfer/server's tarball and is found from the installed package.
+ */
+async function servesChatPage(ctx, dir) {
+  const bin = join(dir, "node_modules", "minfer", "dist", "bin.js");
+  const child = spawn(process.execPath, [bin, "serve", "--port", "0", "-np", "1", "-c", "256"], {
+    cwd: dir,
+    env: cleanEnv(),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  try {
+    const url = await new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new CheckError("minfer serve did not report ready in 60 s", tail(err))),
+        60_000,
+      );
+      child.stderr.on("data", (d) => {
+        err += d;
+        const m = /serve: ready on (http:\/\/\S+)/.exec(err);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      });
+      child.on("exit", (code) => reject(new CheckError(`minfer serve exited ${code}`, tail(err))));
+    });
+    const r = await fetch(`${url}/`);
+    const html = await r.text();
+    check(
+      r.status === 200 && html.includes("<title>minfer</title>"),
+      `GET / answered ${r.status}, not the chat page`,
+      html.slice(0, 400),
+    );
+    ctx.say(`  minfer serve's chat page: ${html.length} bytes at ${url}/`);
+  } finally {
+    child.kill("SIGKILL");
+  }
+}
+
 // Greedy (--temp 0): a sampled run of this small model now and then draws a short, punctuated
 // line ("\"Strike\n\n-- Feedy, I'll be puzzle") that the English check rejects; the check is of
 // the install, not of the sampler.
@@ -122,7 +165,7 @@ const cpuPlatformPackages = (ctx) =>
 export const SCENARIOS = [
   {
     id: "a",
-    title: "npm i minfer, then npx minfer run prints English-looking text (prebuilt CPU backend)",
+    title: "npm i minfer, then npx minfer run prints English-looking text (prebuilt CPU backend) and minfer serve answers its chat page",
     async run(ctx) {
       const dir = folder(ctx, "a");
       const install = expectSuccess(await npmInstall(ctx, "a", dir, ["minfer"]), "npm i minfer");
@@ -148,6 +191,7 @@ export const SCENARIOS = [
         "the CPU backend was compiled at install although its prebuilt was installed",
       );
       await runsEnglish(ctx, dir);
+      await servesChatPage(ctx, dir);
     },
   },
   {

@@ -80,9 +80,9 @@ const COMMANDS: Record<string, Command> = {
   },
   serve: {
     usage:
-      "minfer serve [-m FILE] [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [-b N] [-t N] [--api-key KEY] [--metrics] [--chat-template-file F] [--queue N] [--timeout S]",
+      "minfer serve [-m FILE | --models-dir DIR [--models-max N] [--keep-alive S]] [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [-b N] [-t N] [--api-key KEY] [--no-webui] [--metrics] [--chat-template-file F] [--queue N] [--timeout S]",
     summary:
-      "an OpenAI-compatible HTTP server: continuous batching over -np slots (/v1/chat/completions, /v1/completions, /v1/models, /health, /props, /slots, /metrics)",
+      "an OpenAI-compatible HTTP server with a chat page at /: continuous batching over -np slots (/v1/chat/completions, /v1/completions, /v1/models, /health, /props, /slots, /metrics); --models-dir: several models, loaded as requests name them",
     options: serveOptions,
     run: serveCommand,
   },
