@@ -165,7 +165,8 @@ const cpuPlatformPackages = (ctx) =>
 export const SCENARIOS = [
   {
     id: "a",
-    title: "npm i minfer, then npx minfer run prints English-looking text (prebuilt CPU backend) and minfer serve answers its chat page",
+    title:
+      "npm i minfer, then npx minfer run prints English-looking text (prebuilt CPU backend) and minfer serve answers its chat page",
     async run(ctx) {
       const dir = folder(ctx, "a");
       const install = expectSuccess(await npmInstall(ctx, "a", dir, ["minfer"]), "npm i minfer");
