@@ -153,7 +153,7 @@ function parseJson(text: string): unknown {
  * What is wrong with an answer, or undefined when it is right: a status below 500; an error status
  * with an OpenAI error object; a success that is JSON, or an event stream whose events are JSON and
  * that ends with `[DONE]`, an error event or (llama-server's /completion) an event with `stop: true`; a CORS preflight's answer (`preflight`: it allows
- * methods) as a 200 or 204 with no body.
+ * methods) as a 200 or 204 with no body; the chat page (200 text/html).
  */
 export function judge(
   status: number,
@@ -189,6 +189,11 @@ export function judge(
   }
   if (contentType.includes("json"))
     return parseJson(body) === undefined ? `${status} with bad JSON` : undefined;
+  // (the chat page, which any GET that routes to / answers: a fixed document, no file is read)
+  if (status === 200 && contentType.startsWith("text/html"))
+    return body.includes("<title>minfer</title>")
+      ? undefined
+      : `200 text/html that is not the chat page: ${body.slice(0, 100)}`;
   return status === 200 && contentType.startsWith("text/plain") ? undefined : `${status} ${contentType}`;
 }
 
