@@ -37,6 +37,9 @@ afterAll(async () => {
   rmSync(shots, { recursive: true, force: true });
 });
 
+/** Each open page's JavaScript errors and console errors, as they came. */
+const pageErrors = new Map<Page, string[]>();
+
 async function openPage(s: Running): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
   const errors: string[] = [];
@@ -44,14 +47,14 @@ async function openPage(s: Running): Promise<Page> {
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(m.text());
   });
-  (page as unknown as { jsErrors: string[] }).jsErrors = errors;
+  pageErrors.set(page, errors);
   await page.goto(`${s.url}/`);
   return page;
 }
 /** The text of the first element `selector` finds. */
 const text = async (page: Page, selector: string) =>
   (await page.locator(selector).first().textContent()) ?? "";
-const jsErrors = (page: Page) => (page as unknown as { jsErrors: string[] }).jsErrors;
+const jsErrors = (page: Page) => pageErrors.get(page) ?? [];
 
 /** Every distinct length the last assistant message's text took while it streamed. */
 async function watchLengths(page: Page): Promise<void> {

@@ -125,8 +125,10 @@ export async function rmCommand(argv: string[]): Promise<number> {
  * lacks it (with a progress bar). Quantization references are resolved against the hub's file list
  * unless the cache already holds the single file they name.
  */
-export async function resolveModelPath(path: string, config: HubConfig = hubConfig()): Promise<string> {
+export async function resolveModelPath(path: string, hub?: HubConfig): Promise<string> {
   if (!isHubRef(path)) return path;
+  // (the hub's configuration is read only for hub references: a bad endpoint must not stop a local path)
+  const config = hub ?? hubConfig();
   const ref = parseModelRef(path);
   if (ref.kind === "file") {
     const cached = await findCached(config, ref);

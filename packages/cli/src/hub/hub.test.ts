@@ -252,4 +252,14 @@ describe("minfer pull / list / rm / -m hf://", () => {
     writeFileSync(join(dir, "stray.gguf"), "x"); // a file the cache did not write is not listed
     expect((await minferWithEnv(env, "list", "--json")).stdout.trim()).toBe("[]");
   });
+
+  it("reads the hub's configuration only for hub references", async () => {
+    const env = { ...process.env, MINFER_HF_ENDPOINT: "not a url", MINFER_CACHE_DIR: dir };
+    const args = ["run", "-p", "Once", "-n", "2", "--temp", "0", "--ids"];
+    const local = await minferWithEnv(env, ...args, "-m", join(fixtures, "models/stories260K.gguf"));
+    expect(local.code, local.stderr).toBe(0);
+    const viaHub = await minferWithEnv(env, ...args, "-m", "hf://tiny/stories/stories260K.gguf");
+    expect(viaHub.code).toBe(1);
+    expect(viaHub.stderr).toContain('error [INVALID_ARGUMENT]: the hub endpoint "not a url" is not a URL');
+  });
 });

@@ -291,8 +291,6 @@ export function createModelRouter(options: RouterOptions): ModelRouter {
       });
     },
   );
-  // (a forwarded generation may stream for longer than a request may take to arrive)
-  server.requestTimeout = limits.requestTimeoutMs;
 
   return {
     pool,
