@@ -563,11 +563,10 @@ __device__ inline void rope_epilogue(const MvRope& e, int wi, const Planes& p, i
 // 39.2 against 21.0 us, docs/PERFORMANCE.md.) kColsLast: each row's part first, then one column's
 // codes at a time (see the loop).
 // Epi: NoEpi, or MvRope (R = 2: a group's rows are a RoPE pair, rows row0 and row0 + rstep).
-template <class Q, int NC, int R, int W, bool kColsLast = false, class Epi = NoEpi>
-__global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
-                                                             const int8_t* __restrict__ aq,
-                                                             const void* __restrict__ asc,
-                                                             const __grid_constant__ Epi epi) {
+// (The body of the kernels below, which differ only in their launch bounds.)
+template <class Q, int NC, int R, int W, bool kColsLast, class Epi>
+__device__ __forceinline__ void mv_q_body(const MvBatch& bt, const int8_t* __restrict__ aq, const void* __restrict__ asc,
+                                          const Epi& epi) {
   static_assert(W == 1 || W == 2 || W == 4, "a row group is 1, 2 or 4 warps");
   constexpr bool kEpi = !std::is_same_v<Epi, NoEpi>;
   static_assert(!kEpi || R == 2, "the epilogue's groups are row pairs");
@@ -702,6 +701,28 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
   }
 }
 
+// Two or more columns: the launch bounds give only the block size, and ptxas keeps the registers
+// low (Q4_0 at 4 columns, 2 rows, 2 warps: 80; 113 with the bounds of the one-column kernel, and
+// `bench -npl 4` of qwen2-7b Q4_0 772 against 887-904 tok/s on the H200, docs/PERFORMANCE.md session 34).
+template <class Q, int NC, int R, int W, bool kColsLast = false, class Epi = NoEpi>
+__global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_constant__ MvBatch bt,
+                                                             const int8_t* __restrict__ aq,
+                                                             const void* __restrict__ asc,
+                                                             const __grid_constant__ Epi epi) {
+  mv_q_body<Q, NC, R, W, kColsLast, Epi>(bt, aq, asc, epi);
+}
+
+// One column: at least one block an SM asked for, so ptxas may take more registers (Q6_K 64 -> 85,
+// the q/k/v product with its RoPE epilogue 56 -> 64): tg128 of llama-quantize's qwen2-7b Q4_0, whose
+// output matrix is Q6_K, 386-390 against 368-372 tok/s on the H200 (docs/PERFORMANCE.md session 34).
+template <class Q, int NC, int R, int W, bool kColsLast = false, class Epi = NoEpi>
+__global__ void __launch_bounds__(kMvWarps * 32, 1) mv_q_kernel1(const __grid_constant__ MvBatch bt,
+                                                                 const int8_t* __restrict__ aq,
+                                                                 const void* __restrict__ asc,
+                                                                 const __grid_constant__ Epi epi) {
+  mv_q_body<Q, NC, R, W, kColsLast, Epi>(bt, aq, asc, epi);
+}
+
 inline int weight_align(DType t) {
   switch (t) {
     case DType::Q4_1:
@@ -731,7 +752,10 @@ cudaError_t launch_mv_q_nc(const Planes* ps, int n, const int8_t* aq, const void
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast, Epi>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, epi);
+  if constexpr (NC == 1)
+    return launch_k(mv_q_kernel1<Q, NC, R, W, kColsLast, Epi>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, epi);
+  else
+    return launch_k(mv_q_kernel<Q, NC, R, W, kColsLast, Epi>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, epi);
 }
 
 // (its launch shape, MvShape, is in tuning.h. 4 warps a group, llama.cpp's shape for 2-8 columns,
