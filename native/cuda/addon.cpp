@@ -411,6 +411,9 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
     st.Set("gpuMicros", t.gpu_us);
     st.Set("executeMicros", t.execute_us);
     st.Set("launchMicros", t.launch_us);
+    st.Set("replays", static_cast<double>(t.replays));
+    st.Set("uploadMicros", t.upload_us);
+    st.Set("downloadMicros", t.download_us);
     o.Set("stepTimes", st);
   }
   return o;

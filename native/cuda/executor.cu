@@ -9,6 +9,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "device.h"
 #include "executor.h"
@@ -164,6 +165,8 @@ struct Executor::Impl {
   const Loaded* inflight_program = nullptr;
   DeviceError* fast_err = nullptr;  // pinned
   cudaEvent_t fast_done = nullptr, fast_t0 = nullptr, fast_t1 = nullptr;
+  // Tuning::step_times: before the uploads and after the downloads (fast_done takes no time)
+  cudaEvent_t fast_u0 = nullptr, fast_d1 = nullptr;
   std::chrono::steady_clock::time_point fast_host0;
   uint8_t* staging = nullptr;  // pinned
   size_t staging_capacity = 0;
@@ -205,6 +208,8 @@ struct Executor::Impl {
     if (fast_done) cudaEventDestroy(fast_done);
     if (fast_t0) cudaEventDestroy(fast_t0);
     if (fast_t1) cudaEventDestroy(fast_t1);
+    if (fast_u0) cudaEventDestroy(fast_u0);
+    if (fast_d1) cudaEventDestroy(fast_d1);
     if (time0) cudaEventDestroy(time0);
     if (time1) cudaEventDestroy(time1);
     if (stream) cudaStreamDestroy(stream);
@@ -335,6 +340,8 @@ Executor::Executor(int device, bool use_graphs, Tuning tuning, ExecStatus* statu
       MINFER_EXEC_TRY(cudaEventCreate(&m.time1));
       MINFER_EXEC_TRY(cudaEventCreate(&m.fast_t0));
       MINFER_EXEC_TRY(cudaEventCreate(&m.fast_t1));
+      MINFER_EXEC_TRY(cudaEventCreate(&m.fast_u0));
+      MINFER_EXEC_TRY(cudaEventCreate(&m.fast_d1));
     }
     return ExecStatus{};
   }();
@@ -540,6 +547,7 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
   }
   if (const std::string w = wait_for_uploads(device_, m.stream); !w.empty()) return err(ExecCode::CudaError, w);
   const bool timed = m.fast_t0 != nullptr;
+  if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_u0, m.stream));
   size_t at = 0;
   for (const Upload& u : uploads) {
     if (u.bytes == 0) continue;
@@ -553,6 +561,7 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
   for (const Download& d : downloads)
     if (d.bytes > 0) MINFER_EXEC_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDeviceToHost, m.stream));
   MINFER_EXEC_TRY(cudaMemcpyAsync(m.fast_err, m.err_dev, sizeof(DeviceError), cudaMemcpyDeviceToHost, m.stream));
+  if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_d1, m.stream));
   MINFER_EXEC_TRY(cudaEventRecord(m.fast_done, m.stream));
   replays_++;
   launches_++;
@@ -590,11 +599,17 @@ bool Executor::poll(ExecStatus* status) {
                                             std::to_string(m.fast_err->detail) + ")");
   }
   if (m.fast_t0) {
-    float gpu_ms = 0;
-    const cudaError_t t = cudaEventElapsedTime(&gpu_ms, m.fast_t0, m.fast_t1);
-    if (t != cudaSuccess && status->ok()) *status = cuda_fail("cudaEventElapsedTime", t);
+    float gpu_ms = 0, in_ms = 0, out_ms = 0;
+    for (auto [ms, a, b] : {std::tuple{&gpu_ms, m.fast_t0, m.fast_t1}, std::tuple{&in_ms, m.fast_u0, m.fast_t0},
+                            std::tuple{&out_ms, m.fast_t1, m.fast_d1}}) {
+      const cudaError_t t = cudaEventElapsedTime(ms, a, b);
+      if (t != cudaSuccess && status->ok()) *status = cuda_fail("cudaEventElapsedTime", t);
+    }
     std::lock_guard<std::mutex> tl(times_mu_);
     times_.runs++;
+    times_.replays++;
+    times_.upload_us += in_ms * 1000.0;
+    times_.download_us += out_ms * 1000.0;
     times_.gpu_us += gpu_ms * 1000.0;
     times_.execute_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - m.fast_host0).count();
   }

@@ -34,11 +34,31 @@ for (const name of ["write", "execute", "read", "executeWithIo"] as const) {
     }
   };
 }
-type Snap = { calls: typeof calls; times: NonNullable<ReturnType<CudaRuntime["graphStats"]>["stepTimes"]> };
+type Snap = {
+  calls: typeof calls;
+  times: NonNullable<ReturnType<CudaRuntime["graphStats"]>["stepTimes"]>;
+  host: ReturnType<CudaRuntime["replayHostTimes"]>;
+};
 const snap = (): Snap => ({
   calls: { ...calls },
   times: gpuRt.graphStats().stepTimes ?? { runs: 0, gpuMicros: 0, executeMicros: 0, launchMicros: 0 },
+  host: gpuRt.replayHostTimes(),
 });
+// The replayed steps' side of a stepLine: the JavaScript thread's phases (ReplayHostTimes) and the
+// GPU time of their uploads and downloads, per replayed step.
+function replayLine(a: Snap, b: Snap): string {
+  const n = (b.host?.replays ?? 0) - (a.host?.replays ?? 0);
+  if (n <= 0 || !a.host || !b.host) return "";
+  const d = (k: keyof NonNullable<Snap["host"]>) => (b.host![k] - a.host![k]) / n;
+  const us = (k: "uploadMicros" | "downloadMicros") => ((b.times[k] ?? 0) - (a.times[k] ?? 0)) / n / 1000;
+  const between = b.host.betweens - a.host.betweens;
+  return (
+    `; replayed steps (${n}): before the launch ${d("prepMs").toFixed(3)}, launchReplay ${d("launchMs").toFixed(3)}, ` +
+    `launch to done ${d("waitMs").toFixed(3)} (${d("polls").toFixed(1)} polls; GPU uploads ${us("uploadMicros").toFixed(3)}, ` +
+    `downloads ${us("downloadMicros").toFixed(3)}), done to return ${d("resumeMs").toFixed(3)}, caller between steps ` +
+    `${between > 0 ? ((b.host.betweenMs - a.host.betweenMs) / between).toFixed(3) : "-"} ms`
+  );
+}
 // Per step between two snapshots: where the wall time of a decode step went.
 function stepLine(a: Snap, b: Snap, steps: number, wallMs: number): string {
   const per = (x: number) => (x / steps).toFixed(3);
@@ -49,7 +69,8 @@ function stepLine(a: Snap, b: Snap, steps: number, wallMs: number): string {
     `(writes, execute and reads in one call; within it or apart:) writes ${per(b.calls.write - a.calls.write)}, execute awaited ` +
     `${per(b.calls.execute - a.calls.execute)} (inside it: ${per((b.times.executeMicros - a.times.executeMicros) / 1000)}, ` +
     `until launched ${per((b.times.launchMicros - a.times.launchMicros) / 1000)}), reads ${per(b.calls.read - a.calls.read)}; ` +
-    `GPU ${per(gpu)} (${runs} executes timed), so the GPU waits ${per(wallMs - gpu)} ms a step`
+    `GPU ${per(gpu)} (${runs} executes timed), so the GPU waits ${per(wallMs - gpu)} ms a step` +
+    replayLine(a, b)
   );
 }
 const meta = (await readGguf(path)).metadata;

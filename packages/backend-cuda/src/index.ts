@@ -15,7 +15,7 @@ export { CudaDevice } from "./device.js";
 export type { CudaBackendErrorCode } from "./errors.js";
 export { CudaBackendError } from "./errors.js";
 export type { NativeCheck, NativeDeviceInfo, NativeExecutorStats, NativeProbe } from "./native.js";
-export { CudaBuffer, CudaRuntime, type CudaRuntimeOptions } from "./runtime.js";
+export { CudaBuffer, CudaRuntime, type CudaRuntimeOptions, type ReplayHostTimes } from "./runtime.js";
 
 const native = loadNative();
 const probe: NativeProbe | undefined = native.ok ? native.addon.probe() : undefined;

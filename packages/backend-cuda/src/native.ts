@@ -124,6 +124,10 @@ export interface NativeExecutorStats {
     readonly gpuMicros: number;
     readonly executeMicros: number;
     readonly launchMicros: number;
+    /** Of the runs, those launchReplay enqueued, and their uploads' and downloads' GPU time (µs). */
+    readonly replays?: number;
+    readonly uploadMicros?: number;
+    readonly downloadMicros?: number;
   };
 }
 

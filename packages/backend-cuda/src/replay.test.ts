@@ -167,4 +167,43 @@ describe("CudaRuntime.executeWithIo (a stand-in addon)", () => {
     expect(f.maxInFlight).toBe(1);
     expect(f.log).toEqual(["launch id 1 8 up 0 down 1", "launch id 1 8 up 0 down 1", "execute 8 id 1"]);
   });
+
+  it("times the JavaScript thread around replayed steps with MINFER_CUDA_STEP_TIMES", async () => {
+    const f = fakeAddon();
+    // each replayed step runs 3 ms: pollReplay says done once that much has passed since its launch
+    let launchedAt = 0;
+    const launch = f.addon.launchReplay;
+    (f.addon as { launchReplay: NativeAddon["launchReplay"] }).launchReplay = (...a) => {
+      launchedAt = performance.now();
+      return launch(...a);
+    };
+    let polls = 0;
+    (f.addon as { pollReplay: NativeAddon["pollReplay"] }).pollReplay = () => {
+      polls++;
+      const done = performance.now() - launchedAt >= 3;
+      if (done) f.inFlight--;
+      return done;
+    };
+    const rt = new CudaRuntime(device, f.addon, 0, true, { stepTimes: true });
+    const a = rt.allocate(64, "a");
+    const into = new Uint8Array(16);
+    const step = () =>
+      rt.executeWithIo(new Uint8Array(8), [a], [], [{ buffer: a, offset: 0, length: 16, into }]);
+    expect(rt.replayHostTimes()).toMatchObject({ replays: 0, polls: 0, betweens: 0 });
+    await step();
+    await new Promise((r) => setTimeout(r, 5)); // the caller's own work between two steps
+    await step();
+    await step();
+    f.accept = false; // a step the addon does not replay is not counted
+    await rt.executeWithIo(new Uint8Array(8), [a], [], [{ buffer: a, offset: 0, length: 16, into }]);
+    const t = rt.replayHostTimes()!;
+    expect(t.replays).toBe(3);
+    expect(t.polls).toBe(polls);
+    expect(t.betweens).toBe(2);
+    expect(t.betweenMs).toBeGreaterThanOrEqual(4);
+    expect(t.waitMs).toBeGreaterThanOrEqual(3 * 3 - 0.5);
+    for (const k of ["prepMs", "launchMs", "resumeMs"] as const) expect(t[k]).toBeGreaterThanOrEqual(0);
+    // off by default
+    expect(new CudaRuntime(device, f.addon, 0, true).replayHostTimes()).toBeUndefined();
+  });
 });

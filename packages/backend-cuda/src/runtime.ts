@@ -59,6 +59,29 @@ const CHUNK = 64 << 20;
 /** How long a replayed run is polled on every turn of the event loop before polling every ms. */
 const SPIN_MS = 50;
 
+/**
+ * With MINFER_CUDA_STEP_TIMES=1, where the JavaScript thread's time goes around the steps that
+ * executeWithIo replays (summed milliseconds; see {@link CudaRuntime.replayHostTimes}).
+ */
+export interface ReplayHostTimes {
+  /** Steps replayed from the JavaScript thread. */
+  readonly replays: number;
+  /** From executeWithIo's call to launchReplay's (the runtime's checks and arguments, a wait for the step before). */
+  readonly prepMs: number;
+  /** launchReplay itself: the addon's checks, the staging copies, the uploads, graph and downloads enqueued. */
+  readonly launchMs: number;
+  /** From the launch to the poll that saw the step finished. */
+  readonly waitMs: number;
+  /** pollReplay calls. */
+  readonly polls: number;
+  /** From that poll to executeWithIo's return (promise resolution back to its caller). */
+  readonly resumeMs: number;
+  /** From one replayed step's return to the next one's call: the caller's JavaScript between steps. */
+  readonly betweenMs: number;
+  /** Gaps counted in betweenMs (replays that followed a replay). */
+  readonly betweens: number;
+}
+
 /** Options of a {@link CudaRuntime} beyond the kernel variants. */
 export interface CudaRuntimeOptions {
   /**
@@ -87,6 +110,12 @@ export class CudaRuntime implements DeviceRuntime {
   /** The end of the last execute or executeWithIo asked for: each runs after the one before. */
   #tail: Promise<unknown> = Promise.resolve();
   #disposed = false;
+  /** MINFER_CUDA_STEP_TIMES: the sums of ReplayHostTimes (undefined: not timed). */
+  readonly #host: { -readonly [K in keyof ReplayHostTimes]: number } | undefined;
+  /** When the last replayed step returned (performance.now()). */
+  #lastReturn: number | undefined;
+  /** When the poll that saw the running step finished happened. */
+  #doneAt = 0;
 
   constructor(
     device: Device,
@@ -100,11 +129,22 @@ export class CudaRuntime implements DeviceRuntime {
     this.#addon = addon;
     this.#index = index;
     this.#replayOnThread = (options.replayOnThread ?? true) && useGraphs;
+    this.#host = tuning.stepTimes
+      ? { replays: 0, prepMs: 0, launchMs: 0, waitMs: 0, polls: 0, resumeMs: 0, betweenMs: 0, betweens: 0 }
+      : undefined;
     try {
       this.#executor = addon.createExecutor(index, useGraphs, tuning);
     } catch (e) {
       throw fromNative(e, `starting an executor on ${device.name}`);
     }
+  }
+
+  /**
+   * With MINFER_CUDA_STEP_TIMES=1: the JavaScript thread's time around the replayed steps so far
+   * (beside graphStats().stepTimes, the addon's GPU and copy times); undefined otherwise.
+   */
+  replayHostTimes(): ReplayHostTimes | undefined {
+    return this.#host ? { ...this.#host } : undefined;
   }
 
   /** CUDA graphs kept now, and replays and captures since the runtime started. */
@@ -277,25 +317,31 @@ export class CudaRuntime implements DeviceRuntime {
     writes: readonly DeviceWrite[],
     reads: readonly DeviceRead[],
   ): Promise<Uint8Array[]> {
+    const t0 = this.#host ? performance.now() : 0;
     this.#live();
     const natives = buffers.map((b) => this.#own(b).handle());
     return this.#serial(async () => {
       if (this.#replayOnThread && reads.every((r) => r.into !== undefined && r.into.byteLength >= r.length)) {
         let launched = false;
+        const ups = writes.map((w) => [this.#own(w.buffer).handle(), w.offset, w.data] as const);
+        const downs = reads.map((r) => [this.#own(r.buffer).handle(), r.offset, r.length, r.into!] as const);
+        const t1 = this.#host ? performance.now() : 0;
         try {
           launched = this.#addon.launchReplay(
             this.#executor,
             this.#id(program),
             program.byteLength,
             natives,
-            writes.map((w) => [this.#own(w.buffer).handle(), w.offset, w.data] as const),
-            reads.map((r) => [this.#own(r.buffer).handle(), r.offset, r.length, r.into!] as const),
+            ups,
+            downs,
           );
         } catch (e) {
           throw fromNative(e, `${this.device.name}: execute`);
         }
         if (launched) {
+          const t2 = this.#host ? performance.now() : 0;
           await this.#waitReplay();
+          if (this.#host) this.#timeReplay(t0, t1, t2);
           return reads.map((r) => r.into!.subarray(0, r.length));
         }
       }
@@ -307,6 +353,22 @@ export class CudaRuntime implements DeviceRuntime {
     });
   }
 
+  /** Adds one replayed step's phases (its call at t0, launchReplay from t1 to t2) to the sums. */
+  #timeReplay(t0: number, t1: number, t2: number): void {
+    const h = this.#host!;
+    const end = performance.now();
+    h.replays++;
+    h.prepMs += t1 - t0;
+    h.launchMs += t2 - t1;
+    h.waitMs += this.#doneAt - t2;
+    h.resumeMs += end - this.#doneAt;
+    if (this.#lastReturn !== undefined && t0 >= this.#lastReturn) {
+      h.betweenMs += t0 - this.#lastReturn;
+      h.betweens++;
+    }
+    this.#lastReturn = end;
+  }
+
   /** Resolves when the launched run has finished: polled every event-loop turn, then every ms. */
   #waitReplay(): Promise<void> {
     const t0 = performance.now();
@@ -314,13 +376,16 @@ export class CudaRuntime implements DeviceRuntime {
       const tick = () => {
         let done: boolean;
         try {
+          if (this.#host) this.#host.polls++;
           done = this.#addon.pollReplay(this.#executor);
         } catch (e) {
           reject(fromNative(e, `${this.device.name}: execute`));
           return;
         }
-        if (done) resolve();
-        else if (performance.now() - t0 < SPIN_MS) setImmediate(tick);
+        if (done) {
+          if (this.#host) this.#doneAt = performance.now();
+          resolve();
+        } else if (performance.now() - t0 < SPIN_MS) setImmediate(tick);
         else setTimeout(tick, 1);
       };
       tick();

@@ -91,7 +91,8 @@ export class UbatchRunner {
   ): Promise<UbatchResult> {
     const n = i1 - i0;
     const store = this.store;
-    const batch = Array.from({ length: n }, (_, k) => ({ pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! }));
+    const batch: KvToken[] = new Array(n);
+    for (let k = 0; k < n; k++) batch[k] = { pos: b.pos[i0 + k]!, seqIds: b.seqIds[i0 + k]! };
     const empty = batch.map((t) => t.seqIds.map((s) => store.primary.seqCount(s) === 0));
     const slot = store.allocate(batch);
     if (!slot.ok)
