@@ -194,14 +194,16 @@ describe("CudaRuntime.executeWithIo (a stand-in addon)", () => {
     await new Promise((r) => setTimeout(r, 5)); // the caller's own work between two steps
     await step();
     await step();
-    f.accept = false; // a step the addon does not replay is not counted
+    f.accept = false; // a step the addon does not replay is not counted, nor the gap after it
     await rt.executeWithIo(new Uint8Array(8), [a], [], [{ buffer: a, offset: 0, length: 16, into }]);
+    f.accept = true;
+    await step();
     const t = rt.replayHostTimes()!;
-    expect(t.replays).toBe(3);
+    expect(t.replays).toBe(4);
     expect(t.polls).toBe(polls);
     expect(t.betweens).toBe(2);
     expect(t.betweenMs).toBeGreaterThanOrEqual(4);
-    expect(t.waitMs).toBeGreaterThanOrEqual(3 * 3 - 0.5);
+    expect(t.waitMs).toBeGreaterThanOrEqual(4 * 3 - 0.5);
     for (const k of ["prepMs", "launchMs", "resumeMs"] as const) expect(t[k]).toBeGreaterThanOrEqual(0);
     // off by default
     expect(new CudaRuntime(device, f.addon, 0, true).replayHostTimes()).toBeUndefined();

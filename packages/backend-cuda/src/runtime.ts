@@ -74,7 +74,7 @@ export interface ReplayHostTimes {
   readonly waitMs: number;
   /** pollReplay calls. */
   readonly polls: number;
-  /** From that poll to executeWithIo's return (promise resolution back to its caller). */
+  /** From that poll to executeWithIo resuming after it (the hops of the promises back to the caller count in betweenMs). */
   readonly resumeMs: number;
   /** From one replayed step's return to the next one's call: the caller's JavaScript between steps. */
   readonly betweenMs: number;
@@ -345,6 +345,7 @@ export class CudaRuntime implements DeviceRuntime {
           return reads.map((r) => r.into!.subarray(0, r.length));
         }
       }
+      this.#lastReturn = undefined; // (a step run apart ends the replays' run of gaps)
       for (const w of writes) await this.write(w.buffer, w.offset, w.data);
       await this.#execute(program, natives, {});
       const out: Uint8Array[] = [];
