@@ -713,8 +713,8 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel(const __grid_consta
 }
 
 // One column: at least one block an SM asked for, so ptxas may take more registers (Q6_K 64 -> 85,
-// the q/k/v product with its RoPE epilogue 56 -> 64): tg128 of llama-quantize's qwen2-7b Q4_0, whose
-// output matrix is Q6_K, 386-390 against 368-372 tok/s on the H200 (docs/PERFORMANCE.md session 34).
+// the q/k/v product with its RoPE epilogue 56 -> 64): on one H100, tg128 of qwen2-7b Q4_0 359-362
+// against 346-349 tok/s and Q6_K products 12-15% faster (docs/PERFORMANCE.md session 34).
 template <class Q, int NC, int R, int W, bool kColsLast = false, class Epi = NoEpi>
 __global__ void __launch_bounds__(kMvWarps * 32, 1) mv_q_kernel1(const __grid_constant__ MvBatch bt,
                                                                  const int8_t* __restrict__ aq,
