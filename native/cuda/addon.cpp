@@ -270,7 +270,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 
 // createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
-//                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, normSliceRows?: number,
+//                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, perQuerySplits?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows, warpsLong } })
@@ -341,6 +341,7 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
     int_in("topkRadixRows", 0, 1 << 30, &tuning.topk_radix_rows);
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
     int_in("perQueryBlocks", 0, 64, &tuning.per_query_blocks);
+    int_in("perQuerySplits", 0, 16, &tuning.per_query_splits);  // (16: kDecMaxSplitsPerQuery)
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
     int_in("fuseRows", 1, 64, &tuning.fuse_rows);
     int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);

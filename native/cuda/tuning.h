@@ -148,6 +148,11 @@ struct Tuning {
   // 128-256-cell query, so no merge: 64 sequences 5298-5308 against 5183-5189 tok/s with 4), 4 on
   // the decode kernel (what one query measured best with; 16 measured slower for 64 sequences).
   int per_query_blocks = 0;
+  // At most this many splits a query for that attention (1: none, so no merge of partials); 0: as
+  // per_query_blocks gives. (A few queries over short spans get splits with no cells of their own
+  // but a merge of all of them: a step of 4 sequences, Nsight Compute on the H200, 12.7 us of the
+  // kernel and 4.0 of its combine a layer, docs/PERFORMANCE.md session 35; to be measured.)
+  int per_query_splits = 0;
   // RMS_NORM / NORM of up to this many rows (below 264) cut each row into slices of 256, a block a
   // slice, every block reducing the whole row (ops/norm.cu norm_slice_kernel); more rows take a block
   // of 1024 threads a row. On the H200 a step of 64 sequences took 12.7 us a norm on slices and

@@ -275,6 +275,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                               : per_query_splits(n_kv, n_kv_head, n_q, kFlashCells, ctx.sm_count,
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
                                                  per_query_per_sm(ctx.tuning, true));
+    if (ctx.tuning.per_query_splits > 0) p.n_splits = std::min(p.n_splits, ctx.tuning.per_query_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_flash(p, 1, ctx.stream);
   }
@@ -292,6 +293,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
                                                  per_query_per_sm(ctx.tuning, false))
                               : decode_splits(n_kv, groups, p.hd, ctx.sm_count);
+    if (per_query && ctx.tuning.per_query_splits > 0) p.n_splits = std::min(p.n_splits, ctx.tuning.per_query_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     // the splits merged by their last block (one counter per kv head and row group) or by the
     // combine kernel

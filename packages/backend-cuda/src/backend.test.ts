@@ -53,6 +53,7 @@ describe("CUDA settings from the environment", () => {
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 0,
+      perQuerySplits: 0,
       normSliceRows: 8,
       mmqTargetBlocks: 264,
       replayOnThread: true,
@@ -84,6 +85,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_FUSED_COMBINE: "0",
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
         MINFER_CUDA_PER_QUERY_BLOCKS: "1",
+        MINFER_CUDA_PER_QUERY_SPLITS: "3",
         MINFER_CUDA_NORM_SLICE_ROWS: "0",
         MINFER_CUDA_MMQ_TARGET_BLOCKS: "1",
         MINFER_CUDA_POLL: "0",
@@ -113,6 +115,7 @@ describe("CUDA settings from the environment", () => {
       fusedCombine: false,
       perQueryFlash: false,
       perQueryBlocks: 1,
+      perQuerySplits: 3,
       normSliceRows: 0,
       mmqTargetBlocks: 1,
       replayOnThread: false,
@@ -144,6 +147,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_FUSED_COMBINE: "1",
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
+        MINFER_CUDA_PER_QUERY_SPLITS: "16",
         MINFER_CUDA_NORM_SLICE_ROWS: "263",
         MINFER_CUDA_MMQ_TARGET_BLOCKS: "512",
         MINFER_CUDA_POLL: "1",
@@ -173,6 +177,7 @@ describe("CUDA settings from the environment", () => {
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 64,
+      perQuerySplits: 16,
       normSliceRows: 263,
       mmqTargetBlocks: 512,
       replayOnThread: true,
@@ -216,6 +221,10 @@ describe("CUDA settings from the environment", () => {
     for (const bad of ["0", "65", "x"])
       expect(() => readEnv({ MINFER_CUDA_PER_QUERY_BLOCKS: bad })).toThrow(
         /MINFER_CUDA_PER_QUERY_BLOCKS must be an integer in 1-64/,
+      );
+    for (const bad of ["0", "17", "x"])
+      expect(() => readEnv({ MINFER_CUDA_PER_QUERY_SPLITS: bad })).toThrow(
+        /MINFER_CUDA_PER_QUERY_SPLITS must be an integer in 1-16/,
       );
     for (const bad of ["264", "-1", "all"])
       expect(() => readEnv({ MINFER_CUDA_NORM_SLICE_ROWS: bad })).toThrow(

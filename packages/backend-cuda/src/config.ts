@@ -132,6 +132,11 @@ export interface CudaEnv {
    */
   readonly perQueryBlocks: number;
   /**
+   * MINFER_CUDA_PER_QUERY_SPLITS: at most this many splits a query for that attention, 1-16 (1: no
+   * merge of partials); unset (0 here): as MINFER_CUDA_PER_QUERY_BLOCKS gives.
+   */
+  readonly perQuerySplits: number;
+  /**
    * MINFER_CUDA_NORM_SLICE_ROWS: norms of up to this many rows (0-263, default 8) cut each row
    * into slices a block each (decode); more rows take a block a row.
    */
@@ -257,6 +262,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
+    perQuerySplits: intIn(env, "MINFER_CUDA_PER_QUERY_SPLITS", 1, 16, 0),
     normSliceRows: intIn(env, "MINFER_CUDA_NORM_SLICE_ROWS", 0, 263, 8),
     mmqTargetBlocks: intIn(env, "MINFER_CUDA_MMQ_TARGET_BLOCKS", 1, 512, 264),
     replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",

@@ -103,6 +103,7 @@ export class CudaDevice implements Device {
         fusedCombine: env.fusedCombine,
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,
+        perQuerySplits: env.perQuerySplits,
         normSliceRows: env.normSliceRows,
         mmqTargetBlocks: env.mmqTargetBlocks,
         ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),
