@@ -9,10 +9,12 @@
 // 1.3 µs of it the events; the activation quantization and any split-K reduction included) and the
 // bandwidth the weight's bytes over that time make. (The wall time of a replayed graph is no
 // measure here: each run reads every output back.)
-//   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64] [VARIANTS]
+//   node dist/cuda-mmq-bench.js OUT_DIR [TYPES=Q4_0,Q4_K,Q6_K,Q8_0] [COLS=1,2,4,8,16,32,64] [VARIANTS] [SHAPES]
 // VARIANTS: a comma list of environments, each `default` or NAME=VALUE[+NAME=VALUE] (default
 // "default,MINFER_CUDA_MMQ=0"); one column is measured in every variant but those that set
-// MINFER_CUDA_MMQ=0 and not MINFER_CUDA_MV1 (the mat-vec's shape for one column).
+// MINFER_CUDA_MMQ=0 and not MINFER_CUDA_MV1 (the mat-vec's shape for one column). SHAPES: a comma
+// list of the shapes' names below (default "q/o,k/v,gate/up,down"; "output" is the 152,064-row output
+// matrix, llama-quantize's Q6_K in its Q4_0 and Q4_K_M files).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backend as cuda } from "../../packages/backend-cuda/src/index.js";
@@ -25,6 +27,7 @@ const SHAPES: readonly (readonly [number, number, string])[] = [
   [3584, 512, "k/v"],
   [3584, 18944, "gate/up"],
   [18944, 3584, "down"],
+  [3584, 152064, "output"],
 ];
 const out = process.argv[2] ?? ".";
 const types = (process.argv[3] ?? "Q4_0,Q4_K,Q6_K,Q8_0").split(",");
@@ -42,6 +45,12 @@ const variants = (process.argv[5] ?? "default,MINFER_CUDA_MMQ=0").split(",").map
         }),
   ) as Record<string, string>,
 }));
+const shapeNames = (process.argv[6] || "q/o,k/v,gate/up,down").split(",");
+for (const name of shapeNames)
+  if (!SHAPES.some(([, , role]) => role === name))
+    throw new Error(
+      `cuda-mmq-bench: no shape ${JSON.stringify(name)} (${SHAPES.map(([, , r]) => r).join(", ")})`,
+    );
 const MIN_BYTES = 160e6;
 
 /** A [k, m] weight of `dtype`: 64 rows of random values quantized, repeated (bandwidth only). */
@@ -72,7 +81,7 @@ for (const { label, env } of variants) {
   for (const k of Object.keys(env)) delete process.env[k];
   for (const t of types) {
     const dtype = DType[t as keyof typeof DType] as DType;
-    for (const [k, m, role] of SHAPES) {
+    for (const [k, m, role] of SHAPES.filter(([, , r]) => shapeNames.includes(r))) {
       const bytes = weightBytes(dtype, k, m);
       const copies = Math.max(4, Math.min(96, Math.ceil(MIN_BYTES / bytes.length)));
       const buffers = [];

@@ -79,7 +79,8 @@
 #   serve-nsys          an Nsight Systems timeline of minfer serve -np NSYS_NPL (64) at that many streams
 #   serve-step          a step of B=SERVE_STEP_B (64) sequences with the server's context options one at a time
 #   mmq-bench           GPU time and bandwidth of quantized products of 1..64 columns, the int8
-#                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS)
+#                       tensor-core kernel against MINFER_CUDA_MMQ=0 (MMQ_TYPES, MMQ_COLS, MMQ_VARIANTS; MMQ_SHAPES,
+#                       e.g. output: the 152,064-row output matrix)
 #   profile             per-op GPU time of a decode step, a 512-token batch and a step of 16
 #                       sequences (PROFILE_TYPE)
 # Wall time on the H200: synth qwen2-7b Q4_K_M ~235 s with 16 threads (Q4_0/Q8_0 ~40 s), each bench
@@ -417,6 +418,8 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       if [ -f /tmp/llamacpp/build.done ]; then
         step ncub-llama "$NCU" "${ncu_args[@]}" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 \
           -ub 512 -npp 128 -ntg 64 -npl "$n" -ngl 99 -fa on
+        # each side's kernels summed by name and grid (scripts/device/ncu-sum.py)
+        for e in minfer llama; do TAIL_LINES=32 step "ncub-$e-sum" python3 scripts/device/ncu-sum.py "$OUT/ncub-$e.log"; done
       else
         echo "ncu-pair-batched: no llama.cpp build in /tmp/llamacpp" | tee -a "$OUT/run.log"
         status=1
@@ -543,7 +546,7 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # context options one at a time (scripts/device/cuda-serve-step.ts), on the synthetic SERVE_TYPE
     f=$(synth qwen2-7b "${SERVE_TYPE:-q4_0}")
     TAIL_LINES=${TAIL_LINES:-12} step serve-step node "$D/dist/cuda-serve-step.js" "$OUT" "$f" ${SERVE_STEP_B:-64} 128 64 ;;
-  mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ;;
+  mmq-bench) TAIL_LINES=${TAIL_LINES:-120} step mmq-bench node "$D/dist/cuda-mmq-bench.js" "$OUT" ${MMQ_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} ${MMQ_COLS:-1,2,4,8,16,32,64} ${MMQ_VARIANTS:-default,MINFER_CUDA_MMQ=0} ${MMQ_SHAPES:-} ;;
   hf-archs) # issue 20: transformers' tiny checkpoints of the new architectures, converted and run
     # by minfer on the CPU and on CUDA against transformers' logits and greedy tokens
     TAIL_LINES=1 step hf-reference python3 scripts/hf-fidelity/reference_archs.py /tmp/minfer-hf-ref 32
