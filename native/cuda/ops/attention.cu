@@ -206,6 +206,8 @@ bool is_aligned(const void* ptr, int64_t a) { return reinterpret_cast<uintptr_t>
 // Blocks an SM the per-query splits aim for: Tuning::per_query_blocks, else 1 on the tensor-core
 // kernel (a 128-256-cell query in one block, no merge) and 4 on the decode kernel.
 int per_query_per_sm(const Tuning& t, bool flash) { return t.per_query_blocks > 0 ? t.per_query_blocks : flash ? 1 : 4; }
+// The per-query splits after Tuning::per_query_splits' cap (0: none).
+int per_query_capped(const Tuning& t, int splits) { return t.per_query_splits > 0 ? std::min(splits, t.per_query_splits) : splits; }
 
 cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
   if (quantized) *quantized = false;
@@ -275,7 +277,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                               : per_query_splits(n_kv, n_kv_head, n_q, kFlashCells, ctx.sm_count,
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
                                                  per_query_per_sm(ctx.tuning, true));
-    if (ctx.tuning.per_query_splits > 0) p.n_splits = std::min(p.n_splits, ctx.tuning.per_query_splits);
+    p.n_splits = per_query_capped(ctx.tuning, p.n_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     return launch_flash(p, 1, ctx.stream);
   }
@@ -293,7 +295,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                                                  per_query_max_splits(plan.rows * n_kv_head, hdv),
                                                  per_query_per_sm(ctx.tuning, false))
                               : decode_splits(n_kv, groups, p.hd, ctx.sm_count);
-    if (per_query && ctx.tuning.per_query_splits > 0) p.n_splits = std::min(p.n_splits, ctx.tuning.per_query_splits);
+    if (per_query) p.n_splits = per_query_capped(ctx.tuning, p.n_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
     // the splits merged by their last block (one counter per kv head and row group) or by the
     // combine kernel

@@ -86,6 +86,7 @@ export interface NativeTuning {
   readonly perQueryFlash?: boolean;
   /** Blocks an SM the per-query decode attention's splits aim for (1-64; 0: the kernel's default). */
   readonly perQueryBlocks?: number;
+  /** At most this many splits a query of that attention (1-16; 0: no cap). */
   readonly perQuerySplits?: number;
   /** Norms of up to this many rows on the slice kernel (0-263). */
   readonly normSliceRows?: number;
