@@ -439,10 +439,11 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     done ;;
   side-by-side) # minfer and llama.cpp on llama-quantize's files, the same tests, ROUNDS interleaved
     # rounds of one repetition each (take the medians): pp512/tg128 (Q4_K_M also at depth 4096) and
-    # batched decode at 1/4/16/64 sequences
+    # batched decode at 1/4/16/64 sequences (SBS_NPL: other counts; SBS_GEN=0: batched decode only)
     for r in $(seq 1 "${ROUNDS:-3}"); do
       for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
         f="$M/lq-qwen2-7b-$t.gguf"
+        if [ "${SBS_GEN:-1}" != 0 ]; then
         step "mb-$t-$r" minfer bench -m "$f" -p 512 -n 128 -ngl all -r 1 --json
         # MB_VARIANTS (NAME=VALUE kernel switches, space-separated): minfer's generation once more with each
         for v in ${MB_VARIANTS:-}; do
@@ -453,15 +454,16 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
           step "mb-$t-d4096-$r" minfer bench -m "$f" -p 512 -n 128 -d 4096 -ngl all -r 1 --json
           step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
         fi
-        step "mbb-$t-$r" minfer bench -m "$f" -npl 1,4,16,64 -npp 128 -ntg 128 -ngl all -r 1
+        fi
+        step "mbb-$t-$r" minfer bench -m "$f" -npl ${SBS_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r 1
         # MBB_VARIANTS (as MB_VARIANTS, several joined by commas): minfer's batched decode once more with each
         for v in ${MBB_VARIANTS:-}; do
           IFS=, read -ra e <<<"$v"
-          step "mbbv-$t-${v#MINFER_CUDA_}-$r" env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" -npl ${MBB_NPL:-1,4,16,64} \
+          step "mbbv-$t-${v#MINFER_CUDA_}-$r" env "${e[@]}" node "$D/dist/bin.js" bench -m "$f" -npl ${MBB_NPL:-${SBS_NPL:-1,4,16,64}} \
             -npp 128 -ntg 128 -ngl all -r 1
         done
         step "lbb-$t-$r" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 128 \
-          -npl 1,4,16,64 -ngl 99 -fa on
+          -npl ${SBS_NPL:-1,4,16,64} -ngl 99 -fa on
       done
     done ;;
   ppl-llamacpp) # issue 21's fidelity on CUDA: minfer perplexity beside llama-perplexity on the built-in
