@@ -342,7 +342,6 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
     int_in("decodeRows", 1, 64, &tuning.decode_rows);
     int_in("perQueryBlocks", 0, 64, &tuning.per_query_blocks);
     int_in("perQuerySplits", 0, 16, &tuning.per_query_splits);  // (16: kDecMaxSplitsPerQuery)
-    int_in("perQueryTiles", 0, 64, &tuning.per_query_tiles);
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
     int_in("fuseRows", 1, 64, &tuning.fuse_rows);
     int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);

@@ -151,13 +151,12 @@ struct Tuning {
   // At most this many splits a query for that attention (1: none, so no merge of partials); 0: as
   // per_query_blocks gives. (A few queries over short spans get splits with no cells of their own
   // but a merge of all of them: a step of 4 sequences, Nsight Compute on the H200, 12.7 us of the
-  // kernel and 4.0 of its combine a layer, docs/PERFORMANCE.md session 35; to be measured.)
+  // kernel and 4.0 of its combine a layer, docs/PERFORMANCE.md session 35. Capping them was then
+  // slower: bench -npl 4 of qwen2-7b Q4_0 on the H100, 878.8 t/s with 1 against 908.2 by default;
+  // splits taken only per tile of the query's own span measured alike, 908.5 against 912.2 —
+  // session 36: the empty splits cost nothing a step shows, the splits that hold a tile are the
+  // parallelism.)
   int per_query_splits = 0;
-  // 0: those splits are fixed by the view's cells. N > 0: each block of that attention counts the
-  // tiles of its query's own span (64 cells each) and takes only ceil(tiles / N) of the splits (at
-  // most the splits above): the rest exit at once, one split writes the output itself, and the
-  // combine merges only those taken (skipped when one). To be measured (docs/PERFORMANCE.md session 36).
-  int per_query_tiles = 0;
   // RMS_NORM / NORM of up to this many rows (below 264) cut each row into slices of 256, a block a
   // slice, every block reducing the whole row (ops/norm.cu norm_slice_kernel); more rows take a block
   // of 1024 threads a row. On the H200 a step of 64 sequences took 12.7 us a norm on slices and

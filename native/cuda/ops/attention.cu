@@ -279,7 +279,6 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                                                  per_query_per_sm(ctx.tuning, true));
     p.n_splits = per_query_capped(ctx.tuning, p.n_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
-    p.pq_tiles = p.n_splits > 1 ? ctx.tuning.per_query_tiles : 0;
     return launch_flash(p, 1, ctx.stream);
   }
   const bool want_decode = per_query || ctx.tuning.attn_decode == DecodeAttn::Vec ||

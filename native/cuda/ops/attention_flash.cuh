@@ -26,6 +26,7 @@
 
 namespace minfer::cuda::attn {
 
+constexpr int kFlashCells = 64;  // cells per tile
 constexpr int kFlashStages = 2;
 
 // Dynamic shared memory of a block: the stages' K and V tiles.
@@ -129,11 +130,7 @@ __global__ void __launch_bounds__(W * 32) attn_flash_kernel(const AttnParams p) 
     atomicMax(&range_s[1], whi);
   }
   __syncthreads();
-  // (p.pq_tiles: the splits past those the query's span takes exit; active_splits)
-  const int2 u = make_int2(range_s[0], range_s[1]);
-  const int n_act = active_splits(p, u);
-  if (split >= n_act) return;
-  const int2 cells = split_cells(u, n_act, split, kFlashCells);
+  const int2 cells = split_cells(make_int2(range_s[0], range_s[1]), p.n_splits, split, kFlashCells);
   const int c_lo = cells.x, c_hi = cells.y;
 
   // q rows as A fragments (f16), k-step kk covering dims 16kk .. 16kk + 15.
@@ -288,7 +285,7 @@ __global__ void __launch_bounds__(W * 32) attn_flash_kernel(const AttnParams p) 
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     if (!live[i]) continue;
     const int row = row_of[i];
-    if (n_act > 1) {
+    if (p.n_splits > 1) {
       float* part = p.part + ((static_cast<int64_t>(split) * p.n_kv_head + kvh) * p.rows + row) * (D + 2);
       if (t == 0) {
         part[0] = m_r[i] == -INFINITY ? -INFINITY : m_r[i] * kLn2;  // the combine works in natural units

@@ -73,7 +73,6 @@ struct AttnParams {
                   // of the kv head (group <= 16; rows g and g + 8 of the warp, those past group idle)
   int8_t* act_q;   // one query (decode kernel, its merge): the output also quantized as Q8A
   float2* act_d;   // (act_quant.cuh: codes of element h·hdv + d, one {d, d·Σq} per 32); nullptr: not
-  int pq_tiles;    // flash_pq: Tuning::per_query_tiles (0: every one of n_splits is taken; active_splits)
   unsigned* counters;  // decode kernel with splits: zeroed, one per (kv head, grid.z) — the last
                        // split to finish merges them (nullptr: attn_combine_kernel does)
   float scale, softcap;
@@ -162,19 +161,6 @@ __device__ inline int2 split_cells(int2 u, int n_splits, int split, int tile) {
   const int64_t t0 = tiles * split / n_splits, t1 = tiles * (split + 1) / n_splits;
   const int b = static_cast<int>(min(static_cast<int64_t>(u.y), u.x + t0 * tile));
   return make_int2(b, static_cast<int>(min(static_cast<int64_t>(u.y), u.x + t1 * tile)));
-}
-
-// Cells a tile of the tensor-core kernel (attention_flash.cuh).
-constexpr int kFlashCells = 64;
-
-// The splits of n_splits that a block of span union u takes: all without p.pq_tiles, else one per
-// pq_tiles tiles of kFlashCells cells of u (at least 1, at most n_splits). The flash kernel and the
-// combine both form it from the query's span, so they agree on which splits wrote partials.
-__device__ inline int active_splits(const AttnParams& p, int2 u) {
-  if (p.pq_tiles <= 0) return p.n_splits;
-  const int tiles = u.x < u.y ? (u.y - u.x + kFlashCells - 1) / kFlashCells : 0;
-  const int want = (tiles + p.pq_tiles - 1) / p.pq_tiles;
-  return want < 1 ? 1 : want > p.n_splits ? p.n_splits : want;
 }
 
 // A cell's score from q·k and its mask value mv: -inf for a hidden cell (mv == -inf, tested before
@@ -493,9 +479,6 @@ __global__ void attn_tile_kernel(const AttnParams p) {
 __device__ inline void combine_row(const AttnParams& p, int kvh, int row, float* w_s, float* inv_s) {
   constexpr int kPerLane = kMaxSplits / kWarp;
   const int tid = threadIdx.x;
-  // (per-query flash with pq_tiles: only the splits its query's span took; one wrote the output)
-  const int n_splits = p.pq_tiles > 0 ? active_splits(p, query_span(p, row / p.group, false)) : p.n_splits;
-  if (n_splits <= 1 && p.pq_tiles > 0) return;
   const int64_t stride = static_cast<int64_t>(p.n_kv_head) * p.rows * (p.hdv + 2);
   const float* part0 = p.part + (static_cast<int64_t>(kvh) * p.rows + row) * (p.hdv + 2);
   if (tid < kWarp) {
@@ -504,8 +487,8 @@ __device__ inline void combine_row(const AttnParams& p, int kvh, int row, float*
 #pragma unroll
     for (int i = 0; i < kPerLane; i++) {
       const int s = tid + i * kWarp;
-      m[i] = s < n_splits ? __ldcg(part0 + s * stride) : -INFINITY;
-      l[i] = s < n_splits ? __ldcg(part0 + s * stride + 1) : 0.0f;
+      m[i] = s < p.n_splits ? __ldcg(part0 + s * stride) : -INFINITY;
+      l[i] = s < p.n_splits ? __ldcg(part0 + s * stride + 1) : 0.0f;
       mx = fmaxf(mx, m[i]);
     }
     mx = warp_max(mx);
@@ -529,13 +512,13 @@ __device__ inline void combine_row(const AttnParams& p, int kvh, int row, float*
     // the one before it: 18 us for 65 splits of one row, Nsight Compute on the H200.)
     constexpr int kGroup = 16;
     float a = 0.0f;
-    for (int s0 = 0; s0 < n_splits; s0 += kGroup) {
+    for (int s0 = 0; s0 < p.n_splits; s0 += kGroup) {
       float v[kGroup];
 #pragma unroll
-      for (int j = 0; j < kGroup; j++) v[j] = s0 + j < n_splits ? __ldcg(part0 + (s0 + j) * stride + 2 + d) : 0.0f;
+      for (int j = 0; j < kGroup; j++) v[j] = s0 + j < p.n_splits ? __ldcg(part0 + (s0 + j) * stride + 2 + d) : 0.0f;
 #pragma unroll
       for (int j = 0; j < kGroup; j++)
-        if (s0 + j < n_splits) a = fmaf(w_s[s0 + j], v[j], a);
+        if (s0 + j < p.n_splits) a = fmaf(w_s[s0 + j], v[j], a);
     }
     st_f32(orow + static_cast<int64_t>(d) * p.o_nb0, a * inv, p.aligned);
     // (hdv and blockDim are multiples of 32: a warp's lanes are all here, on one block of 32)

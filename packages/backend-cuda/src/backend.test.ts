@@ -54,7 +54,6 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 0,
       perQuerySplits: 0,
-      perQueryTiles: 0,
       normSliceRows: 8,
       mmqTargetBlocks: 264,
       replayOnThread: true,
@@ -87,7 +86,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
         MINFER_CUDA_PER_QUERY_BLOCKS: "1",
         MINFER_CUDA_PER_QUERY_SPLITS: "3",
-        MINFER_CUDA_PER_QUERY_TILES: "1",
         MINFER_CUDA_NORM_SLICE_ROWS: "0",
         MINFER_CUDA_MMQ_TARGET_BLOCKS: "1",
         MINFER_CUDA_POLL: "0",
@@ -118,7 +116,6 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: false,
       perQueryBlocks: 1,
       perQuerySplits: 3,
-      perQueryTiles: 1,
       normSliceRows: 0,
       mmqTargetBlocks: 1,
       replayOnThread: false,
@@ -151,7 +148,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
         MINFER_CUDA_PER_QUERY_SPLITS: "16",
-        MINFER_CUDA_PER_QUERY_TILES: "64",
         MINFER_CUDA_NORM_SLICE_ROWS: "263",
         MINFER_CUDA_MMQ_TARGET_BLOCKS: "512",
         MINFER_CUDA_POLL: "1",
@@ -182,7 +178,6 @@ describe("CUDA settings from the environment", () => {
       perQueryFlash: true,
       perQueryBlocks: 64,
       perQuerySplits: 16,
-      perQueryTiles: 64,
       normSliceRows: 263,
       mmqTargetBlocks: 512,
       replayOnThread: true,
@@ -230,10 +225,6 @@ describe("CUDA settings from the environment", () => {
     for (const bad of ["0", "17", "x"])
       expect(() => readEnv({ MINFER_CUDA_PER_QUERY_SPLITS: bad })).toThrow(
         /MINFER_CUDA_PER_QUERY_SPLITS must be an integer in 1-16/,
-      );
-    for (const bad of ["0", "65", "x"])
-      expect(() => readEnv({ MINFER_CUDA_PER_QUERY_TILES: bad })).toThrow(
-        /MINFER_CUDA_PER_QUERY_TILES must be an integer in 1-64/,
       );
     for (const bad of ["264", "-1", "all"])
       expect(() => readEnv({ MINFER_CUDA_NORM_SLICE_ROWS: bad })).toThrow(

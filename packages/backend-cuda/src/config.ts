@@ -137,12 +137,6 @@ export interface CudaEnv {
    */
   readonly perQuerySplits: number;
   /**
-   * MINFER_CUDA_PER_QUERY_TILES: 1-64: each block of that attention takes one of those splits per
-   * this many 64-cell tiles of its query's own span (the rest exit, and one split writes the output
-   * without a merge); unset (0 here): every split is taken, cut from the view's cells.
-   */
-  readonly perQueryTiles: number;
-  /**
    * MINFER_CUDA_NORM_SLICE_ROWS: norms of up to this many rows (0-263, default 8) cut each row
    * into slices a block each (decode); more rows take a block a row.
    */
@@ -269,7 +263,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
     perQuerySplits: intIn(env, "MINFER_CUDA_PER_QUERY_SPLITS", 1, 16, 0),
-    perQueryTiles: intIn(env, "MINFER_CUDA_PER_QUERY_TILES", 1, 64, 0),
     normSliceRows: intIn(env, "MINFER_CUDA_NORM_SLICE_ROWS", 0, 263, 8),
     mmqTargetBlocks: intIn(env, "MINFER_CUDA_MMQ_TARGET_BLOCKS", 1, 512, 264),
     replayOnThread: choice(env, "MINFER_CUDA_POLL", ["0", "1"]) !== "0",

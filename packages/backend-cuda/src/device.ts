@@ -104,7 +104,6 @@ export class CudaDevice implements Device {
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,
         perQuerySplits: env.perQuerySplits,
-        perQueryTiles: env.perQueryTiles,
         normSliceRows: env.normSliceRows,
         mmqTargetBlocks: env.mmqTargetBlocks,
         ...(env.mmqCols ? { mmqCols: env.mmqCols } : {}),

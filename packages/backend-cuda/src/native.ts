@@ -88,8 +88,6 @@ export interface NativeTuning {
   readonly perQueryBlocks?: number;
   /** At most this many splits a query of that attention (1-16; 0: no cap). */
   readonly perQuerySplits?: number;
-  /** Splits of that attention taken per this many tiles of the query's span (1-64; 0: all). */
-  readonly perQueryTiles?: number;
   /** Norms of up to this many rows on the slice kernel (0-263). */
   readonly normSliceRows?: number;
   /** The int8 products' split-K target: blocks a launch (1-512). */
