@@ -68,7 +68,7 @@
 #   llamacpp-build      llama.cpp built in the background (.device/llamacpp carried from ../shared/device)
 #   llamacpp-files      qwen2-7b F16 (synth) quantized by llama-quantize to LLAMA_TYPES (q4_0 q4_k_m q8_0)
 #   side-by-side        minfer bench / llama-bench and bench -npl / llama-batched-bench on those files,
-#                       ROUNDS interleaved rounds
+#                       ROUNDS interleaved rounds (SBS_NPL: the batched benches' counts; SBS_GEN=0: those only)
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
 #   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BATCH_TYPES else BENCH_TYPES, BATCH_NPL,
 #                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
@@ -444,16 +444,16 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
         f="$M/lq-qwen2-7b-$t.gguf"
         if [ "${SBS_GEN:-1}" != 0 ]; then
-        step "mb-$t-$r" minfer bench -m "$f" -p 512 -n 128 -ngl all -r 1 --json
-        # MB_VARIANTS (NAME=VALUE kernel switches, space-separated): minfer's generation once more with each
-        for v in ${MB_VARIANTS:-}; do
-          step "mbv-$t-${v#MINFER_CUDA_}-$r" env "$v" node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json
-        done
-        step "lb-$t-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 1 -o json
-        if [ "$t" = q4_k_m ]; then
-          step "mb-$t-d4096-$r" minfer bench -m "$f" -p 512 -n 128 -d 4096 -ngl all -r 1 --json
-          step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
-        fi
+          step "mb-$t-$r" minfer bench -m "$f" -p 512 -n 128 -ngl all -r 1 --json
+          # MB_VARIANTS (NAME=VALUE kernel switches, space-separated): minfer's generation once more with each
+          for v in ${MB_VARIANTS:-}; do
+            step "mbv-$t-${v#MINFER_CUDA_}-$r" env "$v" node "$D/dist/bin.js" bench -m "$f" -p 0 -n 128 -ngl all -r 1 --json
+          done
+          step "lb-$t-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 1 -o json
+          if [ "$t" = q4_k_m ]; then
+            step "mb-$t-d4096-$r" minfer bench -m "$f" -p 512 -n 128 -d 4096 -ngl all -r 1 --json
+            step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
+          fi
         fi
         step "mbb-$t-$r" minfer bench -m "$f" -npl ${SBS_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r 1
         # MBB_VARIANTS (as MB_VARIANTS, several joined by commas): minfer's batched decode once more with each
