@@ -268,9 +268,9 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?, uploadGather?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
-//                 mmqStreamk?: number, topkRadixRows?: number, perQueryBlocks?: number, perQuerySplits?: number, normSliceRows?: number,
+//                 mmqStreamk?: number, topkRadixRows?: number, attnQuantRows?: number, perQueryBlocks?: number, perQuerySplits?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows, warpsLong } })
@@ -344,6 +344,8 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
     int_in("perQuerySplits", 0, 16, &tuning.per_query_splits);  // (16: kDecMaxSplitsPerQuery)
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
     int_in("fuseRows", 1, 64, &tuning.fuse_rows);
+    int_in("attnQuantRows", 1, 64, &tuning.attn_quant_rows);
+    flag("uploadGather", &tuning.upload_gather);
     int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {
@@ -415,6 +417,8 @@ Napi::Value ExecutorStats(const Napi::CallbackInfo& info) {
     st.Set("replays", static_cast<double>(t.replays));
     st.Set("uploadMicros", t.upload_us);
     st.Set("downloadMicros", t.download_us);
+    st.Set("uploadEnqueueMicros", t.upload_enqueue_us);
+    st.Set("graphLaunchMicros", t.graph_launch_us);
     o.Set("stepTimes", st);
   }
   return o;

@@ -25,6 +25,31 @@ bool& pdl_on() {
   return on;
 }
 
+// A replay's small uploads in one launch (Tuning::upload_gather): the kernel reads them from the
+// page-locked staging, which the device addresses directly (mapped memory), and writes each to
+// its place — one launch instead of a copy an upload, each of which costs the host a call and the
+// GPU a copy engine's round trip while it waits for the step. Block i copies upload i.
+constexpr int kGatherMax = 16;                  // uploads one launch takes
+constexpr size_t kGatherMaxBytes = 64 << 10;    // and their bytes in all (else copies)
+struct UploadGather {
+  const uint8_t* src;  // the staging, as the device addresses it
+  uint8_t* dst[kGatherMax];
+  uint32_t off[kGatherMax];
+  uint32_t bytes[kGatherMax];
+};
+
+__global__ void upload_gather_kernel(const UploadGather g) {
+  const uint8_t* src = g.src + g.off[blockIdx.x];
+  uint8_t* dst = g.dst[blockIdx.x];
+  const uint32_t n = g.bytes[blockIdx.x];
+  if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n) & 3) == 0) {
+    for (uint32_t i = threadIdx.x; i < n / 4; i += blockDim.x)
+      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+  } else {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+  }
+}
+
 const char* exec_code_name(ExecCode c) {
   switch (c) {
     case ExecCode::Ok: return "OK";
@@ -170,6 +195,7 @@ struct Executor::Impl {
   std::chrono::steady_clock::time_point fast_host0;
   uint8_t* staging = nullptr;  // pinned
   size_t staging_capacity = 0;
+  const uint8_t* staging_dev = nullptr;  // the staging as the device addresses it (nullptr: not mapped)
   static constexpr int kCounters = 16384;
   unsigned* counters = nullptr;  // LaunchContext::counters, zeroed once
 
@@ -544,19 +570,43 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
     while (want < up_bytes) want *= 2;
     MINFER_EXEC_TRY(cudaMallocHost(&m.staging, want));
     m.staging_capacity = want;
+    // (page-locked memory is mapped where the device has unified addressing; where it is not,
+    // the uploads go as copies)
+    void* dev = nullptr;
+    const cudaError_t mapped = cudaHostGetDevicePointer(&dev, m.staging, 0);
+    if (mapped != cudaSuccess) cudaGetLastError();  // (not an error: no gather)
+    m.staging_dev = mapped == cudaSuccess ? static_cast<const uint8_t*>(dev) : nullptr;
   }
   if (const std::string w = wait_for_uploads(device_, m.stream); !w.empty()) return err(ExecCode::CudaError, w);
   const bool timed = m.fast_t0 != nullptr;
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_u0, m.stream));
   size_t at = 0;
+  const bool gather = m.tuning.upload_gather && m.staging_dev && uploads.size() > 1 &&
+                      uploads.size() <= static_cast<size_t>(kGatherMax) && up_bytes <= kGatherMaxBytes;
+  UploadGather g{};
+  unsigned gathered = 0;
+  g.src = m.staging_dev;
   for (const Upload& u : uploads) {
     if (u.bytes == 0) continue;
     std::memcpy(m.staging + at, u.src, u.bytes);
-    MINFER_EXEC_TRY(cudaMemcpyAsync(u.dst, m.staging + at, u.bytes, cudaMemcpyHostToDevice, m.stream));
+    if (gather) {
+      g.dst[gathered] = static_cast<uint8_t*>(u.dst);
+      g.off[gathered] = static_cast<uint32_t>(at);
+      g.bytes[gathered] = static_cast<uint32_t>(u.bytes);
+      gathered++;
+    } else {
+      MINFER_EXEC_TRY(cudaMemcpyAsync(u.dst, m.staging + at, u.bytes, cudaMemcpyHostToDevice, m.stream));
+    }
     at += (u.bytes + 255) & ~size_t{255};
   }
+  if (gathered > 0) {
+    upload_gather_kernel<<<gathered, 128, 0, m.stream>>>(g);
+    MINFER_EXEC_TRY(cudaGetLastError());
+  }
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t0, m.stream));
+  const auto graph0 = std::chrono::steady_clock::now();
   MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
+  const auto graph1 = std::chrono::steady_clock::now();
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t1, m.stream));
   for (const Download& d : downloads)
     if (d.bytes > 0) MINFER_EXEC_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDeviceToHost, m.stream));
@@ -573,6 +623,8 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
   if (timed) {
     std::lock_guard<std::mutex> tl(times_mu_);
     times_.launch_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host0).count();
+    times_.graph_launch_us += std::chrono::duration<double, std::micro>(graph1 - graph0).count();
+    times_.upload_enqueue_us += std::chrono::duration<double, std::micro>(graph0 - host0).count();
   }
   return ExecStatus{};
 }

@@ -103,10 +103,13 @@ class Executor {
   // With Tuning::step_times: executes timed, and their summed GPU time (first node to last),
   // host time inside execute, and host time until the launch was enqueued (microseconds).
   // Of them, the replays launch() enqueued, with the GPU time of their uploads (from before the
-  // first to the graph's start) and of their downloads (from the graph's end to after the last).
+  // first to the graph's start) and of their downloads (from the graph's end to after the last);
+  // and of launch()'s host time, that until the graph's launch (checks, staging, the uploads
+  // enqueued) and that in cudaGraphLaunch.
   struct StepTimes {
     uint64_t runs = 0, replays = 0;
     double gpu_us = 0, execute_us = 0, launch_us = 0, upload_us = 0, download_us = 0;
+    double upload_enqueue_us = 0, graph_launch_us = 0;
   };
   StepTimes step_times() const {
     std::lock_guard<std::mutex> lock(times_mu_);

@@ -132,6 +132,15 @@ struct Tuning {
   // quantized activations of the product reading them (ops/producer_matvec.cu), 1-64: one launch
   // a product less; more rows quantize in the product's own launch.
   int fuse_rows = 64;
+  // Queries (sequences of a decode step) up to which the attention's last writer (its decode
+  // kernel's store, the merge of its splits) also writes the o product's quantized activations
+  // (ops/attn_matvec.cu), 1-64: one launch a layer less at 2-64 sequences; 1: one sequence's
+  // steps only, the others quantize in the product's own launch.
+  int attn_quant_rows = 64;
+  // A replayed step's small uploads (tokens, positions, spans: up to 16 of them, 64 KB in all) go
+  // in one kernel launch that reads them from the page-locked staging (executor.cu
+  // upload_gather_kernel) instead of a copy each.
+  bool upload_gather = true;
   // Decode attention over several splits of blocks of one or two rows merges them in the last block
   // of each row group to finish (a device counter finds it) instead of in a combine kernel launched
   // after it. (With more rows a block, the last block's merge of each row one after another cost

@@ -50,10 +50,12 @@ function replayLine(a: Snap, b: Snap): string {
   const n = (b.host?.replays ?? 0) - (a.host?.replays ?? 0);
   if (n <= 0 || !a.host || !b.host) return "";
   const d = (k: keyof NonNullable<Snap["host"]>) => (b.host![k] - a.host![k]) / n;
-  const us = (k: "uploadMicros" | "downloadMicros") => ((b.times[k] ?? 0) - (a.times[k] ?? 0)) / n / 1000;
+  const us = (k: "uploadMicros" | "downloadMicros" | "uploadEnqueueMicros" | "graphLaunchMicros") =>
+    ((b.times[k] ?? 0) - (a.times[k] ?? 0)) / n / 1000;
   const between = b.host.betweens - a.host.betweens;
   return (
-    `; replayed steps (${n}): before the launch ${d("prepMs").toFixed(3)}, launchReplay ${d("launchMs").toFixed(3)}, ` +
+    `; replayed steps (${n}): before the launch ${d("prepMs").toFixed(3)}, launchReplay ${d("launchMs").toFixed(3)} ` +
+    `(until the graph's launch ${us("uploadEnqueueMicros").toFixed(3)}, in it ${us("graphLaunchMicros").toFixed(3)}), ` +
     `launch to done ${d("waitMs").toFixed(3)} (${d("polls").toFixed(1)} polls; GPU uploads ${us("uploadMicros").toFixed(3)}, ` +
     `downloads ${us("downloadMicros").toFixed(3)}), done to return ${d("resumeMs").toFixed(3)}, caller between steps ` +
     `${between > 0 ? ((b.host.betweenMs - a.host.betweenMs) / between).toFixed(3) : "-"} ms`

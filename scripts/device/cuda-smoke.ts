@@ -249,6 +249,53 @@ if (dev) {
     cpuRt.dispose();
     return { rows, stats };
   };
+  const argmax = (row: Float32Array) => {
+    let best = 0;
+    for (let t = 1; t < row.length; t++) if (row[t]! > row[best]!) best = t;
+    return best;
+  };
+  // 16 greedy steps of 4 sequences decoding together (each in its own region, every layer on a
+  // runtime started under `env`), the logits rows of each step, and the runtime's stats.
+  const greedyBatch = async (path: string, env: [string, string]) => {
+    const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
+    const before = process.env[env[0]];
+    process.env[env[0]] = env[1];
+    const gpu = (await dev.init()) as CudaRuntime;
+    if (before === undefined) delete process.env[env[0]];
+    else process.env[env[0]] = before;
+    const probe = await Model.load(path, { runtime: cpuRt });
+    const layers = probe.hparams.nLayer;
+    probe.dispose();
+    const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
+    const ctx = new Context(model, { nCtx: 256, nSeqMax: 4, kvUnified: false, reuseLogits: true });
+    const seqs = [0, 1, 2, 3];
+    const rows: Float32Array[] = [];
+    const next: number[] = [];
+    for (const q of seqs) {
+      const prompt = model.tokenizer.encode(
+        ["Once upon a time", "The cat", "A little girl named Lily", "One day"][q]!,
+        {
+          addSpecial: true,
+        },
+      );
+      const l = await ctx.decode({ tokens: prompt, seq: q, logits: "last" });
+      next.push(argmax(l.last()));
+    }
+    for (let i = 0; i < 16; i++) {
+      const l = await ctx.decode({ tokens: next, seq: seqs, logits: "all" });
+      for (let r = 0; r < seqs.length; r++) {
+        const row = l.get(l.indices[r]!).slice();
+        rows.push(row);
+        next[r] = argmax(row);
+      }
+    }
+    const stats = gpu.graphStats();
+    ctx.dispose();
+    model.dispose();
+    gpu.dispose();
+    cpuRt.dispose();
+    return { rows, stats };
+  };
   // Throws naming the first step and logit whose bits differ.
   const sameBits = (a: Float32Array[], b: Float32Array[]) => {
     for (let i = 0; i < a.length; i++) {
@@ -278,6 +325,22 @@ if (dev) {
         return `${polled.rows.length} steps identical, ${polled.stats.threadReplays} replayed on the thread`;
       },
     );
+  }
+  // Several sequences' attention writing the o product's activations (and the replay's uploads in
+  // one launch) against the product quantizing them itself (and a copy an upload), on the
+  // quantized files: identical logits.
+  for (const path of process.argv.slice(3)) {
+    for (const [name, on, off] of [
+      ["MINFER_CUDA_ATTN_QUANT_ROWS", "64", "1"],
+      ["MINFER_CUDA_UPLOAD_GATHER", "1", "0"],
+    ] as const)
+      await check(`4 sequences: logits bit-identical to ${name}=${off} (${basename(path)})`, async () => {
+        const fused = await greedyBatch(path, [name, on]);
+        const plain = await greedyBatch(path, [name, off]);
+        if (fused.stats.threadReplays === 0) throw new Error("no step was replayed on the JavaScript thread");
+        sameBits(fused.rows, plain.rows);
+        return `${fused.rows.length} rows identical, ${fused.stats.fusedRuns} fused runs against ${plain.stats.fusedRuns}`;
+      });
   }
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).

@@ -68,6 +68,17 @@ constexpr int64_t kSplitBelow = 256;     // split the KV range when fewer (row t
 constexpr int64_t kMaxSplitBlocks = 1024;  // at most this many blocks in all when splitting (bounds the scratch)
 constexpr size_t kMaxSmem = 200 * 1024;  // dynamic shared memory we allow one block (H100/H200: 227 KB)
 
+// The o product's Q8A activations at `act` (its n_q columns of n_head * hdv: matvec_q.cuh's
+// qs_bytes, then the scales) written by the attention's last writer too, when given and the
+// queries are at most Tuning::attn_quant_rows; *quantized says so.
+void quantize_into(AttnParams& p, uint8_t* act, int64_t n_q, int64_t hdv, const Tuning& t, bool* quantized) {
+  if (!act || hdv % 32 != 0 || n_q > t.attn_quant_rows) return;
+  const size_t qs = (static_cast<size_t>(n_q * p.n_head * hdv) + 255) & ~static_cast<size_t>(255);
+  p.act_q = reinterpret_cast<int8_t*>(act);
+  p.act_d = reinterpret_cast<float2*>(act + qs);
+  if (quantized) *quantized = true;
+}
+
 // ---- checks (exactly the CPU's) ----
 
 int64_t elem_size(DType t) { return t == DType::Q8_0 ? 34 : t == DType::F32 || t == DType::I32 ? 4 : 2; }
@@ -279,6 +290,8 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
                                                  per_query_per_sm(ctx.tuning, true));
     p.n_splits = per_query_capped(ctx.tuning, p.n_splits);
     p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+    // (the combine kernel, the last writer, quantizes; one split's output is the kernel's own store)
+    if (p.n_splits > 1) quantize_into(p, act, n_q, hdv, ctx.tuning, quantized);
     return launch_flash(p, 1, ctx.stream);
   }
   const bool want_decode = per_query || ctx.tuning.attn_decode == DecodeAttn::Vec ||
@@ -302,12 +315,7 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
     const bool fused = ctx.tuning.fused_combine && p.n_splits > 1 && p.dec_rows <= 2 && ctx.counters &&
                        n_kv_head * (p.rows / p.dec_rows) <= ctx.n_counters;
     p.counters = fused ? ctx.counters : nullptr;
-    if (act && n_q == 1 && hdv % 32 == 0) {
-      const size_t qs = (static_cast<size_t>(n_head * hdv) + 255) & ~static_cast<size_t>(255);  // matvec_q.cuh qs_bytes
-      p.act_q = reinterpret_cast<int8_t*>(act);
-      p.act_d = reinterpret_cast<float2*>(act + qs);
-      if (quantized) *quantized = true;
-    }
+    quantize_into(p, act, n_q, hdv, ctx.tuning, quantized);
     return launch_decode(p, ctx.stream);
   }
   // Decode beyond the decode kernel's caches (or asked for): the flash kernel, a warp a block, the

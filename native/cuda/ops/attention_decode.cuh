@@ -252,7 +252,10 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
       const float out = l > 0.0f ? acc[r] * (1.0f / l) : 0.0f;
       *reinterpret_cast<float*>(p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2 +
                                 static_cast<int64_t>(tid) * p.o_nb0) = out;
-      if (p.act_q) q8a_warp_block(out, p.act_q + h * HD + tid, p.act_d + (h * HD + tid) / 32);
+      if (p.act_q) {
+        const int64_t a = act_index(p, j, h) + tid;
+        q8a_warp_block(out, p.act_q + a, p.act_d + a / 32);
+      }
     }
     return;
   }

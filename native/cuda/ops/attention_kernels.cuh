@@ -71,8 +71,8 @@ struct AttnParams {
   int dec_rows;   // decode kernel: rows of a kv head per block (divides rows; grid.z = rows / dec_rows)
   bool flash_pq;  // flash kernel, one warp a block: block x is query x, its rows the query's q heads
                   // of the kv head (group <= 16; rows g and g + 8 of the warp, those past group idle)
-  int8_t* act_q;   // one query (decode kernel, its merge): the output also quantized as Q8A
-  float2* act_d;   // (act_quant.cuh: codes of element h·hdv + d, one {d, d·Σq} per 32); nullptr: not
+  int8_t* act_q;   // the output also quantized as Q8A by its last writer (the decode kernel's store,
+  float2* act_d;   // a merge of splits): act_index's codes, one {d, d·Σq} per 32; nullptr: not
   unsigned* counters;  // decode kernel with splits: zeroed, one per (kv head, grid.z) — the last
                        // split to finish merges them (nullptr: attn_combine_kernel does)
   float scale, softcap;
@@ -80,6 +80,13 @@ struct AttnParams {
   DeviceError* err;
   int node;
 };
+
+// Where element 0 of q head h's output for query j sits among the quantized activations: query j
+// is column j of the o product's activations (n_head * hdv elements: qs_bytes' layout, the codes
+// of column j from j * K on), head h its elements from h * hdv.
+__host__ __device__ inline int64_t act_index(const AttnParams& p, int j, int h) {
+  return (static_cast<int64_t>(j) * p.n_head + h) * p.hdv;
+}
 
 __device__ inline uint32_t ld_u16(const uint8_t* p, bool aligned) {
   if (aligned) return *reinterpret_cast<const uint16_t*>(p);
@@ -505,6 +512,7 @@ __device__ inline void combine_row(const AttnParams& p, int kvh, int row, float*
   __syncthreads();
   const int j = row / p.group, h = kvh * p.group + row % p.group;
   uint8_t* orow = p.o + static_cast<int64_t>(h) * p.o_nb1 + static_cast<int64_t>(j) * p.o_nb2;
+  const int64_t act0 = act_index(p, j, h);
   const float inv = *inv_s;
   for (int d = tid; d < p.hdv; d += blockDim.x) {
     // Every split's partial is read, kGroup loads in flight at once: a split that saw no cell wrote
@@ -515,14 +523,14 @@ __device__ inline void combine_row(const AttnParams& p, int kvh, int row, float*
     for (int s0 = 0; s0 < p.n_splits; s0 += kGroup) {
       float v[kGroup];
 #pragma unroll
-      for (int j = 0; j < kGroup; j++) v[j] = s0 + j < p.n_splits ? __ldcg(part0 + (s0 + j) * stride + 2 + d) : 0.0f;
+      for (int g = 0; g < kGroup; g++) v[g] = s0 + g < p.n_splits ? __ldcg(part0 + (s0 + g) * stride + 2 + d) : 0.0f;
 #pragma unroll
-      for (int j = 0; j < kGroup; j++)
-        if (s0 + j < p.n_splits) a = fmaf(w_s[s0 + j], v[j], a);
+      for (int g = 0; g < kGroup; g++)
+        if (s0 + g < p.n_splits) a = fmaf(w_s[s0 + g], v[g], a);
     }
     st_f32(orow + static_cast<int64_t>(d) * p.o_nb0, a * inv, p.aligned);
     // (hdv and blockDim are multiples of 32: a warp's lanes are all here, on one block of 32)
-    if (p.act_q) q8a_warp_block(a * inv, p.act_q + h * p.hdv + d, p.act_d + (h * p.hdv + d) / 32);
+    if (p.act_q) q8a_warp_block(a * inv, p.act_q + act0 + d, p.act_d + (act0 + d) / 32);
   }
   __syncthreads();  // w_s and inv_s are rewritten by the next row
 }

@@ -1,11 +1,13 @@
-// A fused launch (fused.h): ATTENTION of one decode query, then the matmul that reads its output
-// (the o projection: MUL_MAT or MUL_MAT_ADD over the heads' outputs as one column). The matmul
-// would first quantize that column into its Q8A activation region with a kernel of its own; here
-// the attention's last writer (the decode kernel's store, or the merge of its splits) writes the
-// same codes and scales as it writes its output (act_quant.cuh: the same arithmetic), and the
-// matmul's mat-vecs read them. The attention's own scratch (its splits' partials) moves past the
-// matmul's, so the two regions do not meet. When the attention runs another kernel (long caches:
-// the tile kernel), nothing is quantized and the matmul runs as it would alone.
+// A fused launch (fused.h): ATTENTION of decode queries (a step of one or more sequences), then
+// the matmul that reads its output (the o projection: MUL_MAT or MUL_MAT_ADD over each query's
+// heads' outputs as one column). The matmul would first quantize those columns into its Q8A
+// activation region with a kernel of its own; here the attention's last writer (the decode
+// kernel's store, or the merge of its splits) writes the same codes and scales as it writes its
+// output (act_quant.cuh: the same arithmetic), and the matmul's kernels (mat-vec or int8) read
+// them. The attention's own scratch (its splits' partials) moves past the matmul's, so the two
+// regions do not meet. When the attention runs another kernel (long caches: the tile kernel), the
+// tensor-core kernel in one split (its own store), or more queries than Tuning::attn_quant_rows,
+// nothing is quantized and the matmul runs as it would alone.
 // MINFER_CUDA_FUSE=0 runs the two nodes separately; the results are the same either way.
 #include "../kernel.h"
 #include "fused.h"
@@ -31,11 +33,14 @@ size_t attn_matvec_match(const NodeArgs* nodes, size_t available) {
   if (at.op != program::Op::ATTENTION || (mm.op != program::Op::MUL_MAT && mm.op != program::Op::MUL_MAT_ADD)) return 0;
   size_t offset = 0;
   if (matmul_quant_plan(mm, &offset) != QuantAct::Q8A) return 0;
-  // One query whose heads' outputs, contiguous, are the matmul's activation column.
+  // Queries whose heads' outputs, contiguous, are the matmul's activation columns (one a query;
+  // matmul_quant_plan has taken at most kFusedProducerMaxCols packed columns).
   const Tensor &o = *at.out[0], &x = *mm.in[1];
-  const int64_t hdv = o.ne[0], heads = o.ne[1];
-  if (o.ne[2] != 1 || hdv % 32 != 0 || o.nb[0] != 4 || o.nb[1] != 4 * hdv) return 0;
-  if (x.data != o.data || x.ne[0] != hdv * heads) return 0;
+  const int64_t hdv = o.ne[0], heads = o.ne[1], queries = o.ne[2];
+  if (hdv % 32 != 0 || o.ne[3] != 1 || o.nb[0] != 4 || o.nb[1] != 4 * hdv ||
+      (queries > 1 && o.nb[2] != 4 * hdv * heads))
+    return 0;
+  if (x.data != o.data || x.ne[0] != hdv * heads || x.ne[1] != queries) return 0;
   return 2;
 }
 

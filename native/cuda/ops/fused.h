@@ -30,9 +30,10 @@ cudaError_t qkv_rope_launch(const NodeArgs* nodes, const LaunchContext& ctx, boo
 size_t producer_matvec_match(const NodeArgs* nodes, size_t available, const Tuning& t);
 cudaError_t producer_matvec_launch(const NodeArgs* nodes, size_t count, const LaunchContext& ctx);
 
-// ATTENTION of one query, then the matmul reading its output (the o projection): the attention's
-// last writer (its decode kernel's store or its splits' merge) also quantizes the output into the
-// matmul's Q8A activation region; the attention's own scratch moves past the matmul's.
+// ATTENTION of decode queries, then the matmul reading its output (the o projection): the
+// attention's last writer (its decode kernel's store or its splits' merge) also quantizes the
+// output into the matmul's Q8A activation region (a column a query); the attention's own scratch
+// moves past the matmul's.
 // (attn_matvec.cu)
 size_t attn_matvec_match(const NodeArgs* nodes, size_t available);
 cudaError_t attn_matvec_launch(const NodeArgs* nodes, const LaunchContext& ctx);
@@ -78,8 +79,10 @@ cudaError_t norm_launch_quantizing(const NodeArgs& norm, const LaunchContext& ct
 // block), likewise.
 bool gated_quant_supported(const NodeArgs& sw, QuantAct fmt);
 // attention.cu: ATTENTION as its kernel runs it; with `act` (Q8A codes, then the scales) the
-// decode kernel also writes its output quantized there and *quantized says so (the kernels of
-// long caches and prefill do not: then *quantized is false and act is untouched).
+// decode kernel, or the merge of the tensor-core kernel's splits, also writes its output quantized
+// there and *quantized says so (the kernels of long caches and prefill, one split of the tensor-core
+// kernel and more queries than Tuning::attn_quant_rows do not: then *quantized is false and act
+// is untouched).
 cudaError_t attention_launch_quantizing(const NodeArgs& attn, const LaunchContext& ctx, uint8_t* act, bool* quantized);
 cudaError_t gated_launch_quantizing(const NodeArgs& sw, const LaunchContext& ctx, QuantAct fmt, uint8_t* act);
 

@@ -50,6 +50,8 @@ describe("CUDA settings from the environment", () => {
       ropeBlock: true,
       qkvRope: true,
       fuseRows: 64,
+      attnQuantRows: 64,
+      uploadGather: true,
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 0,
@@ -82,6 +84,8 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ROPE_BLOCK: "0",
         MINFER_CUDA_QKV_ROPE: "0",
         MINFER_CUDA_FUSE_ROWS: "1",
+        MINFER_CUDA_ATTN_QUANT_ROWS: "1",
+        MINFER_CUDA_UPLOAD_GATHER: "0",
         MINFER_CUDA_FUSED_COMBINE: "0",
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
         MINFER_CUDA_PER_QUERY_BLOCKS: "1",
@@ -112,6 +116,8 @@ describe("CUDA settings from the environment", () => {
       ropeBlock: false,
       qkvRope: false,
       fuseRows: 1,
+      attnQuantRows: 1,
+      uploadGather: false,
       fusedCombine: false,
       perQueryFlash: false,
       perQueryBlocks: 1,
@@ -144,6 +150,8 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_ROPE_BLOCK: "1",
         MINFER_CUDA_QKV_ROPE: "1",
         MINFER_CUDA_FUSE_ROWS: "17",
+        MINFER_CUDA_ATTN_QUANT_ROWS: "5",
+        MINFER_CUDA_UPLOAD_GATHER: "1",
         MINFER_CUDA_FUSED_COMBINE: "1",
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
@@ -174,6 +182,8 @@ describe("CUDA settings from the environment", () => {
       ropeBlock: true,
       qkvRope: true,
       fuseRows: 17,
+      attnQuantRows: 5,
+      uploadGather: true,
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 64,
@@ -211,12 +221,19 @@ describe("CUDA settings from the environment", () => {
     );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
+    expect(() => readEnv({ MINFER_CUDA_UPLOAD_GATHER: "yes" })).toThrow(
+      /MINFER_CUDA_UPLOAD_GATHER must be "0" or "1"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );
     for (const bad of ["0", "65", "-1", "2.5", "x"])
       expect(() => readEnv({ MINFER_CUDA_DECODE_ROWS: bad })).toThrow(
         /MINFER_CUDA_DECODE_ROWS must be an integer in 1-64/,
+      );
+    for (const bad of ["0", "65", "x"])
+      expect(() => readEnv({ MINFER_CUDA_ATTN_QUANT_ROWS: bad })).toThrow(
+        /MINFER_CUDA_ATTN_QUANT_ROWS must be an integer in 1-64/,
       );
     for (const bad of ["0", "65", "x"])
       expect(() => readEnv({ MINFER_CUDA_PER_QUERY_BLOCKS: bad })).toThrow(
@@ -694,10 +711,12 @@ describe.skipIf(!fusedRuns)("fused launches (no device needed)", () => {
     return fusedRuns!(program, sizes);
   }
 
-  it("has decode attention quantize the activations of the o projection's mat-vec, only then", () => {
+  it("has decode attention quantize the activations of the o projection's product, only then", () => {
     expect(attnThenProduct()).toEqual([2]);
     expect(attnThenProduct({ hdv: 64 })).toEqual([2]);
-    expect(attnThenProduct({ queries: 2 })).toEqual([]); // two queries: two columns
+    expect(attnThenProduct({ queries: 2 })).toEqual([2]); // two queries: two columns
+    expect(attnThenProduct({ queries: 16 })).toEqual([2]); // (the int8 kernel's columns)
+    expect(attnThenProduct({ queries: 65 })).toEqual([]); // more columns than a producer quantizes
     expect(attnThenProduct({ hdv: 48 })).toEqual([]); // heads not whole blocks of 32
     expect(attnThenProduct({ wtype: DType.F32 })).toEqual([]); // an F32 weight takes f32 activations
     expect(attnThenProduct({ readsOther: true })).toEqual([]); // the product reads something else

@@ -115,6 +115,17 @@ export interface CudaEnv {
    */
   readonly fuseRows: number;
   /**
+   * MINFER_CUDA_ATTN_QUANT_ROWS: decode steps of up to this many sequences (1-64, default 64) have
+   * their attention's last writer also write the o product's quantized activations, one launch a
+   * layer less; 1: only a single sequence's steps, as before.
+   */
+  readonly attnQuantRows: number;
+  /**
+   * MINFER_CUDA_UPLOAD_GATHER=0: a replayed step's small uploads (tokens, positions, spans) go as a
+   * copy each instead of one kernel launch reading them from the page-locked staging (the default).
+   */
+  readonly uploadGather: boolean;
+  /**
    * MINFER_CUDA_FUSED_COMBINE=0: decode attention over several splits merges them in a kernel of
    * its own instead of in the last split's block to finish (the default).
    */
@@ -259,6 +270,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     ropeBlock: choice(env, "MINFER_CUDA_ROPE_BLOCK", ["0", "1"]) !== "0",
     qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) !== "0",
     fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
+    attnQuantRows: intIn(env, "MINFER_CUDA_ATTN_QUANT_ROWS", 1, 64, 64),
+    uploadGather: choice(env, "MINFER_CUDA_UPLOAD_GATHER", ["0", "1"]) !== "0",
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),

@@ -100,6 +100,8 @@ export class CudaDevice implements Device {
         ropeBlock: env.ropeBlock,
         qkvRope: env.qkvRope,
         fuseRows: env.fuseRows,
+        attnQuantRows: env.attnQuantRows,
+        uploadGather: env.uploadGather,
         fusedCombine: env.fusedCombine,
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,

@@ -80,6 +80,10 @@ export interface NativeTuning {
   readonly ropeBlock?: boolean;
   readonly qkvRope?: boolean;
   readonly fuseRows?: number;
+  /** Decode steps of up to this many queries have their attention write the o product's quantized activations (1-64). */
+  readonly attnQuantRows?: number;
+  /** A replayed step's small uploads in one kernel launch reading the page-locked staging. */
+  readonly uploadGather?: boolean;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
   /** Several queries' decode attention one query a block on the tensor-core kernel. */
@@ -130,6 +134,9 @@ export interface NativeExecutorStats {
     readonly replays?: number;
     readonly uploadMicros?: number;
     readonly downloadMicros?: number;
+    /** Of launchReplay's host time, that until the graph's launch and that in cudaGraphLaunch (µs). */
+    readonly uploadEnqueueMicros?: number;
+    readonly graphLaunchMicros?: number;
   };
 }
 

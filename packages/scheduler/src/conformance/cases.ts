@@ -988,6 +988,43 @@ for (const kv of [F32, F16]) {
   });
 }
 
+// A decode step's attention, then its o projection with the residual as the model graphs emit
+// them: a GPU runs the two as one launch where the attention's last writer (its store, or the merge
+// of its splits) also quantizes each query's output as the product's activation column. 1, 4, 6
+// and 16 sequences in regions of their own (16: the int8 kernel's product; the 6 with a query of
+// one cell and one of none), F16 caches, GQA 7:2 hd 128, over Q4_0 and Q8_0 weights.
+for (const w of [DType.Q4_0, DType.Q8_0])
+  for (const lens of [
+    [300],
+    [300, 257, 130, 64],
+    [300, 257, 1, 0, 130, 64],
+    Array.from({ length: 16 }, (_, i) => 40 + 13 * i),
+  ]) {
+    const region = 300;
+    const nQ = lens.length;
+    add({
+      name: `ATTENTION then MUL_MAT_ADD a=${n(w)} (o projection) ${nQ} queries in regions of ${region} GQA 7:2 hd 128`,
+      op: "ATTENTION",
+      dtypes: ["F32", "F16", "I32", n(w)],
+      build: (b) => {
+        const q = b.input("q", F32, [128, 14, nQ]);
+        const k = b.input("k", F16, [128, 2, region * nQ]);
+        const v = b.input("v", F16, [128, 2, region * nQ]);
+        const m = b.input("spans", I32, [2, nQ]);
+        const o = b.attention(q, k, v, m, { scale: 1 / Math.sqrt(128) });
+        const x = b.reshape(o, [128 * 14, nQ]);
+        const out = b.node(
+          Op.MUL_MAT_ADD,
+          [b.weight("wo", w, [128 * 14, 256]), x, b.input("res", F32, [256, nQ])],
+          [],
+        );
+        b.output(out[0]!);
+      },
+      data: { spans: () => lens.flatMap((len, i) => [i * region, i * region + len]) },
+      tolerance: tol(F16, w),
+    });
+  }
+
 // ---- CPY: F32 into every writable dtype; float to float; permuted source; into a view of state ----
 for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))]) {
   add({
