@@ -212,10 +212,13 @@ cudaError_t launch_tiles_v(DType vt, const AttnParams& p, dim3 grid, size_t smem
 
 bool is_aligned(const void* ptr, int64_t a) { return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(a) == 0; }
 
-// act: with one query, the decode kernel also writes its output as Q8A there (fused.h); *quantized
-// says whether it did.
+// act: the attention's last writer also writes its output as Q8A there (fused.h, quantize_into);
+// *quantized says whether it did.
 // Blocks an SM the per-query splits aim for: Tuning::per_query_blocks, else 1 on the tensor-core
-// kernel (a 128-256-cell query in one block, no merge) and 4 on the decode kernel.
+// kernel and 4 on the decode kernel. (The splits are counted over the whole cache, so with 1 an SM
+// a step of 64 queries of 128-256 cells each runs one block a query, no merge, while 4 queries over
+// the same cache take about 9 splits each, most of them past their query's cells: docs/PERFORMANCE.md
+// session 36 measured taking only the splits that hold cells, no faster.)
 int per_query_per_sm(const Tuning& t, bool flash) { return t.per_query_blocks > 0 ? t.per_query_blocks : flash ? 1 : 4; }
 // The per-query splits after Tuning::per_query_splits' cap (0: none).
 int per_query_capped(const Tuning& t, int splits) { return t.per_query_splits > 0 ? std::min(splits, t.per_query_splits) : splits; }
