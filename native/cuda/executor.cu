@@ -565,6 +565,7 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
     MINFER_EXEC_TRY(cudaStreamSynchronize(m.stream));
     if (m.staging) MINFER_EXEC_TRY(cudaFreeHost(m.staging));
     m.staging = nullptr;
+    m.staging_dev = nullptr;
     m.staging_capacity = 0;
     size_t want = 64 << 10;
     while (want < up_bytes) want *= 2;

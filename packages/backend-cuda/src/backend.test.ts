@@ -51,7 +51,7 @@ describe("CUDA settings from the environment", () => {
       qkvRope: true,
       fuseRows: 64,
       attnQuantRows: 64,
-      uploadGather: true,
+      uploadGather: false,
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 0,
