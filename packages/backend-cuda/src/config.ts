@@ -122,8 +122,8 @@ export interface CudaEnv {
   readonly attnQuantRows: number;
   /**
    * MINFER_CUDA_UPLOAD_GATHER=1: a replayed step's small uploads (tokens, positions, spans) go in
-   * one kernel launch reading them from the page-locked staging instead of a copy each (the
-   * default, until a GPU run has checked the launch's logits against the copies').
+   * one kernel launch reading them from the page-locked staging instead of a copy each (off by
+   * default until a GPU run has checked the launch's logits against the copies').
    */
   readonly uploadGather: boolean;
   /**
