@@ -605,9 +605,10 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
     MINFER_EXEC_TRY(cudaGetLastError());
   }
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t0, m.stream));
-  const auto graph0 = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point graph0, graph1;  // (Tuning::step_times only)
+  if (timed) graph0 = std::chrono::steady_clock::now();
   MINFER_EXEC_TRY(cudaGraphLaunch(e->exec, m.stream));
-  const auto graph1 = std::chrono::steady_clock::now();
+  if (timed) graph1 = std::chrono::steady_clock::now();
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t1, m.stream));
   for (const Download& d : downloads)
     if (d.bytes > 0) MINFER_EXEC_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDeviceToHost, m.stream));

@@ -218,45 +218,20 @@ if (dev) {
       return `${cuda.graphStats().threadReplays - before} runs replayed on this thread; a bad index: ${code}`;
     },
   );
-  // 24 greedy steps of `path` with every layer on a runtime started under `env` (NAME, VALUE; the
-  // variable is restored after), the logits of each step, and the runtime's stats at the end.
-  const greedy = async (path: string, env: [string, string], reuseLogits: boolean) => {
-    const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
-    const before = process.env[env[0]];
-    process.env[env[0]] = env[1];
-    const gpu = (await dev.init()) as CudaRuntime;
-    if (before === undefined) delete process.env[env[0]];
-    else process.env[env[0]] = before;
-    const probe = await Model.load(path, { runtime: cpuRt });
-    const layers = probe.hparams.nLayer;
-    probe.dispose();
-    const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
-    const ctx = new Context(model, { nCtx: 128, reuseLogits });
-    const step = async (tokens: ArrayLike<number>) =>
-      (await ctx.decode({ tokens, logits: "last" })).last().slice();
-    const rows: Float32Array[] = [];
-    let logits = await step(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
-    for (let i = 0; i < 24; i++) {
-      rows.push(logits);
-      let best = 0;
-      for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
-      logits = await step([best]);
-    }
-    const stats = gpu.graphStats();
-    ctx.dispose();
-    model.dispose();
-    gpu.dispose();
-    cpuRt.dispose();
-    return { rows, stats };
-  };
   const argmax = (row: Float32Array) => {
     let best = 0;
     for (let t = 1; t < row.length; t++) if (row[t]! > row[best]!) best = t;
     return best;
   };
-  // 16 greedy steps of 4 sequences decoding together (each in its own region, every layer on a
-  // runtime started under `env`), the logits rows of each step, and the runtime's stats.
-  const greedyBatch = async (path: string, env: [string, string]) => {
+  // `path` with every layer on a CUDA runtime started under `env` (NAME, VALUE; the variable is
+  // restored after), a context on it made with `options`, and `steps`' logits rows; the runtime's
+  // stats at the end, everything disposed.
+  const offloaded = async (
+    path: string,
+    env: [string, string],
+    options: ConstructorParameters<typeof Context>[1],
+    steps: (ctx: Context, model: Model) => Promise<Float32Array[]>,
+  ) => {
     const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
     const before = process.env[env[0]];
     process.env[env[0]] = env[1];
@@ -267,35 +242,57 @@ if (dev) {
     const layers = probe.hparams.nLayer;
     probe.dispose();
     const model = await Model.load(path, { runtime: cpuRt, offload: { runtime: gpu, layers } });
-    const ctx = new Context(model, { nCtx: 256, nSeqMax: 4, kvUnified: false, reuseLogits: true });
-    const seqs = [0, 1, 2, 3];
-    const rows: Float32Array[] = [];
-    const next: number[] = [];
-    for (const q of seqs) {
-      const prompt = model.tokenizer.encode(
-        ["Once upon a time", "The cat", "A little girl named Lily", "One day"][q]!,
-        {
-          addSpecial: true,
-        },
-      );
-      const l = await ctx.decode({ tokens: prompt, seq: q, logits: "last" });
-      next.push(argmax(l.last()));
+    const ctx = new Context(model, options);
+    try {
+      const rows = await steps(ctx, model);
+      return { rows, stats: gpu.graphStats() };
+    } finally {
+      ctx.dispose();
+      model.dispose();
+      gpu.dispose();
+      cpuRt.dispose();
     }
-    for (let i = 0; i < 16; i++) {
-      const l = await ctx.decode({ tokens: next, seq: seqs, logits: "all" });
-      for (let r = 0; r < seqs.length; r++) {
-        const row = l.get(l.indices[r]!).slice();
-        rows.push(row);
-        next[r] = argmax(row);
-      }
-    }
-    const stats = gpu.graphStats();
-    ctx.dispose();
-    model.dispose();
-    gpu.dispose();
-    cpuRt.dispose();
-    return { rows, stats };
   };
+  // 24 greedy steps of one sequence: the logits of each step.
+  const greedy = (path: string, env: [string, string], reuseLogits: boolean) =>
+    offloaded(path, env, { nCtx: 128, reuseLogits }, async (ctx, model) => {
+      const step = async (tokens: ArrayLike<number>) =>
+        (await ctx.decode({ tokens, logits: "last" })).last().slice();
+      const rows: Float32Array[] = [];
+      let logits = await step(model.tokenizer.encode("Once upon a time", { addSpecial: true }));
+      for (let i = 0; i < 24; i++) {
+        rows.push(logits);
+        logits = await step([argmax(logits)]);
+      }
+      return rows;
+    });
+  // 16 greedy steps of 4 sequences decoding together, each in its own region: the logits rows of
+  // each step.
+  const greedyBatch = (path: string, env: [string, string]) =>
+    offloaded(
+      path,
+      env,
+      { nCtx: 256, nSeqMax: 4, kvUnified: false, reuseLogits: true },
+      async (ctx, model) => {
+        const prompts = ["Once upon a time", "The cat", "A little girl named Lily", "One day"];
+        const seqs = prompts.map((_, q) => q);
+        const next: number[] = [];
+        for (const q of seqs) {
+          const prompt = model.tokenizer.encode(prompts[q]!, { addSpecial: true });
+          next.push(argmax((await ctx.decode({ tokens: prompt, seq: q, logits: "last" })).last()));
+        }
+        const rows: Float32Array[] = [];
+        for (let i = 0; i < 16; i++) {
+          const l = await ctx.decode({ tokens: next, seq: seqs, logits: "all" });
+          for (let r = 0; r < seqs.length; r++) {
+            const row = l.get(l.indices[r]!).slice();
+            rows.push(row);
+            next[r] = argmax(row);
+          }
+        }
+        return rows;
+      },
+    );
   // Throws naming the first step and logit whose bits differ.
   const sameBits = (a: Float32Array[], b: Float32Array[]) => {
     for (let i = 0; i < a.length; i++) {
