@@ -268,7 +268,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?, uploadGather?,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 mmqStreamk?: number, topkRadixRows?: number, attnQuantRows?: number, perQueryBlocks?: number, perQuerySplits?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
@@ -345,7 +345,6 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
     int_in("normSliceRows", 0, 263, &tuning.norm_slice_rows);
     int_in("fuseRows", 1, 64, &tuning.fuse_rows);
     int_in("attnQuantRows", 1, 64, &tuning.attn_quant_rows);
-    flag("uploadGather", &tuning.upload_gather);
     int_in("mmqTargetBlocks", 1, 512, &tuning.mmq_target_blocks);
     Napi::Value mv = t.Get("mvShape");
     if (!mv.IsUndefined()) {

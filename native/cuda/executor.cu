@@ -25,31 +25,6 @@ bool& pdl_on() {
   return on;
 }
 
-// A replay's small uploads in one launch (Tuning::upload_gather): the kernel reads them from the
-// page-locked staging, which the device addresses directly (mapped memory), and writes each to
-// its place — one launch instead of a copy an upload, each of which costs the host a call and the
-// GPU a copy engine's round trip while it waits for the step. Block i copies upload i.
-constexpr int kGatherMax = 16;                  // uploads one launch takes
-constexpr size_t kGatherMaxBytes = 64 << 10;    // and their bytes in all (else copies)
-struct UploadGather {
-  const uint8_t* src;  // the staging, as the device addresses it
-  uint8_t* dst[kGatherMax];
-  uint32_t off[kGatherMax];
-  uint32_t bytes[kGatherMax];
-};
-
-__global__ void upload_gather_kernel(const UploadGather g) {
-  const uint8_t* src = g.src + g.off[blockIdx.x];
-  uint8_t* dst = g.dst[blockIdx.x];
-  const uint32_t n = g.bytes[blockIdx.x];
-  if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | n) & 3) == 0) {
-    for (uint32_t i = threadIdx.x; i < n / 4; i += blockDim.x)
-      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
-  } else {
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-  }
-}
-
 const char* exec_code_name(ExecCode c) {
   switch (c) {
     case ExecCode::Ok: return "OK";
@@ -195,7 +170,6 @@ struct Executor::Impl {
   std::chrono::steady_clock::time_point fast_host0;
   uint8_t* staging = nullptr;  // pinned
   size_t staging_capacity = 0;
-  const uint8_t* staging_dev = nullptr;  // the staging as the device addresses it (nullptr: not mapped)
   static constexpr int kCounters = 16384;
   unsigned* counters = nullptr;  // LaunchContext::counters, zeroed once
 
@@ -565,44 +539,21 @@ ExecStatus Executor::launch(uint64_t id, size_t length, const std::vector<pf::Bu
     MINFER_EXEC_TRY(cudaStreamSynchronize(m.stream));
     if (m.staging) MINFER_EXEC_TRY(cudaFreeHost(m.staging));
     m.staging = nullptr;
-    m.staging_dev = nullptr;
     m.staging_capacity = 0;
     size_t want = 64 << 10;
     while (want < up_bytes) want *= 2;
     MINFER_EXEC_TRY(cudaMallocHost(&m.staging, want));
     m.staging_capacity = want;
-    // (page-locked memory is mapped where the device has unified addressing; where it is not,
-    // the uploads go as copies)
-    void* dev = nullptr;
-    const cudaError_t mapped = cudaHostGetDevicePointer(&dev, m.staging, 0);
-    if (mapped != cudaSuccess) cudaGetLastError();  // (not an error: no gather)
-    m.staging_dev = mapped == cudaSuccess ? static_cast<const uint8_t*>(dev) : nullptr;
   }
   if (const std::string w = wait_for_uploads(device_, m.stream); !w.empty()) return err(ExecCode::CudaError, w);
   const bool timed = m.fast_t0 != nullptr;
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_u0, m.stream));
   size_t at = 0;
-  const bool gather = m.tuning.upload_gather && m.staging_dev && uploads.size() > 1 &&
-                      uploads.size() <= static_cast<size_t>(kGatherMax) && up_bytes <= kGatherMaxBytes;
-  UploadGather g{};
-  unsigned gathered = 0;
-  g.src = m.staging_dev;
   for (const Upload& u : uploads) {
     if (u.bytes == 0) continue;
     std::memcpy(m.staging + at, u.src, u.bytes);
-    if (gather) {
-      g.dst[gathered] = static_cast<uint8_t*>(u.dst);
-      g.off[gathered] = static_cast<uint32_t>(at);
-      g.bytes[gathered] = static_cast<uint32_t>(u.bytes);
-      gathered++;
-    } else {
-      MINFER_EXEC_TRY(cudaMemcpyAsync(u.dst, m.staging + at, u.bytes, cudaMemcpyHostToDevice, m.stream));
-    }
+    MINFER_EXEC_TRY(cudaMemcpyAsync(u.dst, m.staging + at, u.bytes, cudaMemcpyHostToDevice, m.stream));
     at += (u.bytes + 255) & ~size_t{255};
-  }
-  if (gathered > 0) {
-    upload_gather_kernel<<<gathered, 128, 0, m.stream>>>(g);
-    MINFER_EXEC_TRY(cudaGetLastError());
   }
   if (timed) MINFER_EXEC_TRY(cudaEventRecord(m.fast_t0, m.stream));
   std::chrono::steady_clock::time_point graph0, graph1;  // (Tuning::step_times only)

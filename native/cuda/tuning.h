@@ -137,12 +137,6 @@ struct Tuning {
   // (ops/attn_matvec.cu), 1-64: one launch a layer less at 2-64 sequences; 1: one sequence's
   // steps only, the others quantize in the product's own launch.
   int attn_quant_rows = 64;
-  // A replayed step's small uploads (tokens, positions, spans: up to 16 of them, 64 KB in all) go
-  // in one kernel launch that reads them from the page-locked staging (executor.cu
-  // upload_gather_kernel) instead of a copy each. Off until the smoke run has compared its logits
-  // with the copies' on a GPU; on an H100 it changed neither the host's time before the graph's
-  // launch nor a 4-sequence step beyond the noise (docs/PERFORMANCE.md session 37).
-  bool upload_gather = false;
   // Decode attention over several splits of blocks of one or two rows merges them in the last block
   // of each row group to finish (a device counter finds it) instead of in a combine kernel launched
   // after it. (With more rows a block, the last block's merge of each row one after another cost

@@ -51,7 +51,6 @@ describe("CUDA settings from the environment", () => {
       qkvRope: true,
       fuseRows: 64,
       attnQuantRows: 64,
-      uploadGather: false,
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 0,
@@ -85,7 +84,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_QKV_ROPE: "0",
         MINFER_CUDA_FUSE_ROWS: "1",
         MINFER_CUDA_ATTN_QUANT_ROWS: "1",
-        MINFER_CUDA_UPLOAD_GATHER: "0",
         MINFER_CUDA_FUSED_COMBINE: "0",
         MINFER_CUDA_PER_QUERY_ATTN: "vec",
         MINFER_CUDA_PER_QUERY_BLOCKS: "1",
@@ -117,7 +115,6 @@ describe("CUDA settings from the environment", () => {
       qkvRope: false,
       fuseRows: 1,
       attnQuantRows: 1,
-      uploadGather: false,
       fusedCombine: false,
       perQueryFlash: false,
       perQueryBlocks: 1,
@@ -151,7 +148,6 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_QKV_ROPE: "1",
         MINFER_CUDA_FUSE_ROWS: "17",
         MINFER_CUDA_ATTN_QUANT_ROWS: "5",
-        MINFER_CUDA_UPLOAD_GATHER: "1",
         MINFER_CUDA_FUSED_COMBINE: "1",
         MINFER_CUDA_PER_QUERY_ATTN: "flash",
         MINFER_CUDA_PER_QUERY_BLOCKS: "64",
@@ -183,7 +179,6 @@ describe("CUDA settings from the environment", () => {
       qkvRope: true,
       fuseRows: 17,
       attnQuantRows: 5,
-      uploadGather: true,
       fusedCombine: true,
       perQueryFlash: true,
       perQueryBlocks: 64,
@@ -221,9 +216,6 @@ describe("CUDA settings from the environment", () => {
     );
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
-    expect(() => readEnv({ MINFER_CUDA_UPLOAD_GATHER: "yes" })).toThrow(
-      /MINFER_CUDA_UPLOAD_GATHER must be "0" or "1"/,
-    );
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );

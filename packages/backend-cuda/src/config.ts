@@ -121,12 +121,6 @@ export interface CudaEnv {
    */
   readonly attnQuantRows: number;
   /**
-   * MINFER_CUDA_UPLOAD_GATHER=1: a replayed step's small uploads (tokens, positions, spans) go in
-   * one kernel launch reading them from the page-locked staging instead of a copy each (off by
-   * default until a GPU run has checked the launch's logits against the copies').
-   */
-  readonly uploadGather: boolean;
-  /**
    * MINFER_CUDA_FUSED_COMBINE=0: decode attention over several splits merges them in a kernel of
    * its own instead of in the last split's block to finish (the default).
    */
@@ -272,7 +266,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     qkvRope: choice(env, "MINFER_CUDA_QKV_ROPE", ["0", "1"]) !== "0",
     fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
     attnQuantRows: intIn(env, "MINFER_CUDA_ATTN_QUANT_ROWS", 1, 64, 64),
-    uploadGather: choice(env, "MINFER_CUDA_UPLOAD_GATHER", ["0", "1"]) === "1",
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),

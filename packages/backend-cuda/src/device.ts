@@ -101,7 +101,6 @@ export class CudaDevice implements Device {
         qkvRope: env.qkvRope,
         fuseRows: env.fuseRows,
         attnQuantRows: env.attnQuantRows,
-        uploadGather: env.uploadGather,
         fusedCombine: env.fusedCombine,
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,

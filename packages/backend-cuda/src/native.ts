@@ -82,8 +82,6 @@ export interface NativeTuning {
   readonly fuseRows?: number;
   /** Decode steps of up to this many queries have their attention write the o product's quantized activations (1-64). */
   readonly attnQuantRows?: number;
-  /** A replayed step's small uploads in one kernel launch reading the page-locked staging. */
-  readonly uploadGather?: boolean;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
   /** Several queries' decode attention one query a block on the tensor-core kernel. */
