@@ -29,6 +29,13 @@ struct MvShape {
   // 38.2 us for 2 warps, docs/PERFORMANCE.md session 20; bench -npl 4 of qwen2-7b Q4_0 841-849 against
   // 825-831 tok/s, session 26), as before for the K-quants.
   int warps_long = 0;
+  // 3-4 columns of a Q4_0 product of at most 4096 rows over a K of at most 4096 (the o product):
+  // warps a group (1 or 2) and rows a group (1, 2 or 3); 0: 2 warps a group of 3 rows above 3072
+  // rows, 2 of 2 below (at 2 x 2 the o product's 896 blocks are one wave and a tail of 104 at 6
+  // blocks an SM, Nsight Compute, docs/PERFORMANCE.md session 34; 2 x 3 is 598 blocks: on the H100
+  // 12.35 against 14.88 us, a warp a row 13.79, 1 x 3 16.54; the 512-row k/v shape 10.69 at 2 x 3
+  // against 9.34, session 38).
+  int warps_few = 0, rows_few = 0;
 };
 
 struct Tuning {

@@ -324,18 +324,20 @@ if (dev) {
     );
   }
   // Several sequences' attention writing the o product's activations against the product
-  // quantizing them itself, on the quantized files: identical logits.
+  // quantizing them itself, and the o product's groups of 3 rows (what qwen2-7b's 3584 rows take)
+  // against groups of 2, on the quantized files: identical logits.
   for (const path of process.argv.slice(3)) {
-    await check(
-      `4 sequences: logits bit-identical to MINFER_CUDA_ATTN_QUANT_ROWS=1 (${basename(path)})`,
-      async () => {
-        const fused = await greedyBatch(path, ["MINFER_CUDA_ATTN_QUANT_ROWS", "64"]);
-        const plain = await greedyBatch(path, ["MINFER_CUDA_ATTN_QUANT_ROWS", "1"]);
+    for (const [name, on, off] of [
+      ["MINFER_CUDA_ATTN_QUANT_ROWS", "64", "1"],
+      ["MINFER_CUDA_MV_FEW", "2x3", "2x2"],
+    ] as const)
+      await check(`4 sequences: logits bit-identical to ${name}=${off} (${basename(path)})`, async () => {
+        const fused = await greedyBatch(path, [name, on]);
+        const plain = await greedyBatch(path, [name, off]);
         if (fused.stats.threadReplays === 0) throw new Error("no step was replayed on the JavaScript thread");
         sameBits(fused.rows, plain.rows);
         return `${fused.rows.length} rows identical, ${fused.stats.fusedRuns} fused runs against ${plain.stats.fusedRuns}`;
-      },
-    );
+      });
   }
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).

@@ -786,6 +786,21 @@ struct is_q4_0 : std::false_type {};
 template <bool kWide>
 struct is_q4_0<PQ4_0<kWide>> : std::true_type {};
 
+// MvShape::warps_few x rows_few for 3-4 columns, rows first (the Q4_0 short-K default's order).
+template <class Q>
+cudaError_t launch_mv_q_few(int w, int rows, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+  if (w == 1) {
+    if (rows == 1) return launch_mv_q_nc<Q, 4, 1, 1, true>(ps, n, aq, asc, s);
+    if (rows == 2) return launch_mv_q_nc<Q, 4, 2, 1, true>(ps, n, aq, asc, s);
+    if (rows == 3) return launch_mv_q_nc<Q, 4, 3, 1, true>(ps, n, aq, asc, s);
+  } else if (w == 2) {
+    if (rows == 1) return launch_mv_q_nc<Q, 4, 1, 2, true>(ps, n, aq, asc, s);
+    if (rows == 2) return launch_mv_q_nc<Q, 4, 2, 2, true>(ps, n, aq, asc, s);
+    if (rows == 3) return launch_mv_q_nc<Q, 4, 3, 2, true>(ps, n, aq, asc, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
 // One row group per R rows: by default R = 2 for one column when there are rows enough to fill the
 // device, a warp a group. (Two rows for 3-4 columns too measured no faster on the H200 with a warp a
 // group: Q4_0 3584 x 18944 at 4 columns 42.3 against 41.2 us, Q4_K 46.2 against 42.8.)
@@ -798,6 +813,16 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
   const bool fill = rows >= 4096;
   const int64_t nc = ps[0].ncols;
+  // Q4_0 at 3-4 columns, at most 4096 rows over a K of at most 4096 (the o product): MvShape's
+  // warps_few x rows_few, else 2 warps a group of 3 rows above 3072 rows — at 2 x 2 the o product
+  // (3584 rows) is 896 blocks, one wave of 6 an SM and a tail of 104 on 132 SMs; 2 x 3 is 598. On
+  // the H100, mmq-bench 12.35 against 14.88 us, bench -npl 4 of qwen2-7b Q4_0 910.3 against 894.5
+  // tok/s (docs/PERFORMANCE.md session 38). Each row's sums are those of 2 x 2 (2 warps either way).
+  if constexpr (is_q4_0<Q>::value)
+    if (nc > 2 && nc <= 4 && rows <= 4096 && ps[0].K <= 4096) {
+      if (sh.warps_few != 0) return launch_mv_q_few<Q>(sh.warps_few, sh.rows_few, ps, n, aq, asc, s);
+      if (sh.warps == 0 && rows > 3072) return launch_mv_q_few<Q>(2, 3, ps, n, aq, asc, s);
+    }
   if (nc <= 1) return launch_mv_q_w<Q, 1>(sh.warps1, sh.rows1 == 0 ? (fill ? 2 : 1) : sh.rows1, ps, n, aq, asc, s);
   if (nc > 2 && nc <= 4 && ps[0].K > 4096 && (sh.warps_long != 0 || (sh.warps == 0 && !Q::kQ8K))) {
     const int w = sh.warps_long != 0 ? sh.warps_long : 4;

@@ -171,6 +171,12 @@ export interface MvShape {
   readonly rows: 0 | 1 | 2;
   /** 3-4 columns over a K above 4096: warps a row group (0, unset: 4 for the 32-element types). */
   readonly warpsLong: 0 | 1 | 2 | 4;
+  /**
+   * MINFER_CUDA_MV_FEW (`WxR`): 3-4 columns of a Q4_0 product of at most 4096 rows over a K of at
+   * most 4096 (the o product): warps and rows a group (0, unset: 2x3 above 3072 rows, else 2x2).
+   */
+  readonly warpsFew: 0 | 1 | 2;
+  readonly rowsFew: 0 | 1 | 2 | 3;
 }
 
 function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
@@ -226,6 +232,7 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
   const [warps1, rows1] = mvShapeOf(env, "MINFER_CUDA_MV1", [1, 0]);
   const [warps, rows] = mvShapeOf(env, "MINFER_CUDA_MV", [0, 0]);
   const long = choice(env, "MINFER_CUDA_MV_LONG", ["1", "2", "4"]);
+  const few = choice(env, "MINFER_CUDA_MV_FEW", ["1x1", "1x2", "1x3", "2x1", "2x2", "2x3"]);
   // (the pattern takes W 1 or 2; 0 is only MINFER_CUDA_MV's unset default)
   return {
     warps1: warps1 === 2 ? 2 : 1,
@@ -233,6 +240,8 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
     warps,
     rows,
     warpsLong: long === "" ? 0 : (Number(long) as 1 | 2 | 4),
+    warpsFew: few === "" ? 0 : (Number(few[0]) as 1 | 2),
+    rowsFew: few === "" ? 0 : (Number(few[2]) as 1 | 2 | 3),
   };
 }
 

@@ -71,6 +71,8 @@ export interface NativeTuning {
     readonly warps: number;
     readonly rows: number;
     readonly warpsLong: number;
+    readonly warpsFew?: number;
+    readonly rowsFew?: number;
   };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;
