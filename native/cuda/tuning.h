@@ -27,7 +27,8 @@ struct MvShape {
   // 1, 2 or 4; 0: 4 for the 32-element types (a block's 4 warps over each row pair's parts, as
   // llama.cpp's mat-vec of 2-8 columns; on the H200 Q4_0 18944 x 3584 at 4 columns 32.6 against
   // 38.2 us for 2 warps, docs/PERFORMANCE.md session 20; bench -npl 4 of qwen2-7b Q4_0 841-849 against
-  // 825-831 tok/s, session 26), as before for the K-quants.
+  // 825-831 tok/s, session 26), as before for the K-quants; Q4_0's on a kernel held to 72
+  // registers, each row's part first (launch_mv_q_warp; 4 here: the earlier kernel, the same sums).
   int warps_long = 0;
   // 3-4 columns of a Q4_0 product of at most 4096 rows over a K of at most 4096 (the o product):
   // warps a group (1 or 2) and rows a group (1, 2 or 3); 0: 2 warps a group of 3 rows above 3072
@@ -36,6 +37,13 @@ struct MvShape {
   // 12.35 against 14.88 us, a warp a row 13.79, 1 x 3 16.54; the 512-row k/v shape 10.69 at 2 x 3
   // against 9.34, session 38).
   int warps_few = 0, rows_few = 0;
+  // 3-4 columns of a Q4_0 product (every shape but the q/k/v product with its RoPE epilogue), for
+  // measurement: a kernel asked for 7 blocks an SM (ptxas keeps it to 72 registers, llama.cpp's
+  // mat-vec's occupancy at 4 columns, against 80-96 for the default's kernels, Nsight Compute,
+  // docs/PERFORMANCE.md session 39), tight_warps (2 or 4) warps a group of tight_rows (1 or 2)
+  // rows, each row's part first (tight_rows_first 1, launch_mv_q_warp's order for a short K) or the
+  // columns' codes first (0). tight_warps 0: off.
+  int tight_warps = 0, tight_rows = 0, tight_rows_first = 0;
 };
 
 struct Tuning {

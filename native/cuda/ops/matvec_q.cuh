@@ -723,6 +723,15 @@ __global__ void __launch_bounds__(kMvWarps * 32, 1) mv_q_kernel1(const __grid_co
   mv_q_body<Q, NC, R, W, kColsLast, Epi>(bt, aq, asc, epi);
 }
 
+// 3-4 columns with MvShape::tight_warps: at least 7 blocks an SM asked for, so at most 72 registers.
+template <class Q, int NC, int R, int W, bool kColsLast>
+__global__ void __launch_bounds__(kMvWarps * 32, 7) mv_q_kernel7(const __grid_constant__ MvBatch bt,
+                                                                 const int8_t* __restrict__ aq,
+                                                                 const void* __restrict__ asc,
+                                                                 const __grid_constant__ NoEpi epi) {
+  mv_q_body<Q, NC, R, W, kColsLast, NoEpi>(bt, aq, asc, epi);
+}
+
 inline int weight_align(DType t) {
   switch (t) {
     case DType::Q4_1:
@@ -786,6 +795,30 @@ struct is_q4_0 : std::false_type {};
 template <bool kWide>
 struct is_q4_0<PQ4_0<kWide>> : std::true_type {};
 
+template <class Q, int R, int W, bool kColsLast>
+cudaError_t launch_mv_q_nc7(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+  MvBatch bt;
+  if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
+  return launch_k(mv_q_kernel7<Q, 4, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, NoEpi{});
+}
+
+// MvShape::tight_warps x tight_rows (tight_rows_first) for 3-4 columns, on mv_q_kernel7.
+template <class Q>
+cudaError_t launch_mv_q_tight(const MvShape& sh, const Planes* ps, int n, const int8_t* aq, const void* asc,
+                              cudaStream_t s) {
+  const int key = sh.tight_warps * 100 + sh.tight_rows * 10 + (sh.tight_rows_first != 0 ? 1 : 0);
+  switch (key) {
+    case 211: return launch_mv_q_nc7<Q, 1, 2, true>(ps, n, aq, asc, s);
+    case 221: return launch_mv_q_nc7<Q, 2, 2, true>(ps, n, aq, asc, s);
+    case 410: return launch_mv_q_nc7<Q, 1, 4, false>(ps, n, aq, asc, s);
+    case 411: return launch_mv_q_nc7<Q, 1, 4, true>(ps, n, aq, asc, s);
+    case 420: return launch_mv_q_nc7<Q, 2, 4, false>(ps, n, aq, asc, s);
+    case 421: return launch_mv_q_nc7<Q, 2, 4, true>(ps, n, aq, asc, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 // MvShape::warps_few x rows_few for 3-4 columns, rows first (the Q4_0 short-K default's order).
 template <class Q>
 cudaError_t launch_mv_q_few(int w, int rows, const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
@@ -819,11 +852,21 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   // the H100, mmq-bench 12.35 against 14.88 us, bench -npl 4 of qwen2-7b Q4_0 910.3 against 894.5
   // tok/s (docs/PERFORMANCE.md session 38). Each row's sums are those of 2 x 2 (2 warps either way).
   if constexpr (is_q4_0<Q>::value)
+    if (nc > 2 && nc <= 4 && sh.tight_warps != 0) return launch_mv_q_tight<Q>(sh, ps, n, aq, asc, s);
+  if constexpr (is_q4_0<Q>::value)
     if (nc > 2 && nc <= 4 && rows <= 4096 && ps[0].K <= 4096) {
       if (sh.warps_few != 0) return launch_mv_q_few<Q>(sh.warps_few, sh.rows_few, ps, n, aq, asc, s);
       if (sh.warps == 0 && rows > 3072) return launch_mv_q_few<Q>(2, 3, ps, n, aq, asc, s);
     }
   if (nc <= 1) return launch_mv_q_w<Q, 1>(sh.warps1, sh.rows1 == 0 ? (fill ? 2 : 1) : sh.rows1, ps, n, aq, asc, s);
+  // Q4_0 at 3-4 columns over a K above 4096 (the down product), unset: 4 warps a row pair as below
+  // (the same sums), each row's part first, on the kernel held to 72 registers: 7 blocks an SM
+  // instead of 5, the down product's 1792 blocks 1.94 waves instead of 2.72; on the H100 mmq-bench
+  // 31.14 against 33.09 us (docs/PERFORMANCE.md session 39). (Columns first at 72 registers
+  // 33.28; every Q4_0 shape on it, the gate/up product 40.0 against 34.3.)
+  if constexpr (is_q4_0<Q>::value)
+    if (nc > 2 && nc <= 4 && ps[0].K > 4096 && sh.warps_long == 0 && sh.warps == 0)
+      return launch_mv_q_nc7<Q, 2, 4, true>(ps, n, aq, asc, s);
   if (nc > 2 && nc <= 4 && ps[0].K > 4096 && (sh.warps_long != 0 || (sh.warps == 0 && !Q::kQ8K))) {
     const int w = sh.warps_long != 0 ? sh.warps_long : 4;
     return launch_mv_q_w<Q, 4>(w, w == 1 ? 1 : 2, ps, n, aq, asc, s);

@@ -44,7 +44,18 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: undefined,
       mvWideLoads: true,
-      mvShape: { warps1: 1, rows1: 0, warps: 0, rows: 0, warpsLong: 0, warpsFew: 0, rowsFew: 0 },
+      mvShape: {
+        warps1: 1,
+        rows1: 0,
+        warps: 0,
+        rows: 0,
+        warpsLong: 0,
+        warpsFew: 0,
+        rowsFew: 0,
+        tightWarps: 0,
+        tightRows: 0,
+        tightRowsFirst: 0,
+      },
       stepTimes: false,
       decodeRows: 1,
       ropeBlock: true,
@@ -79,6 +90,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV: "2x0",
         MINFER_CUDA_MV_LONG: "4",
         MINFER_CUDA_MV_FEW: "2x3",
+        MINFER_CUDA_MV_TIGHT: "4x2r",
         MINFER_CUDA_STEP_TIMES: "0",
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
@@ -109,7 +121,18 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: false,
       mmqCols: [0, 0],
       mvWideLoads: false,
-      mvShape: { warps1: 2, rows1: 1, warps: 2, rows: 0, warpsLong: 4, warpsFew: 2, rowsFew: 3 },
+      mvShape: {
+        warps1: 2,
+        rows1: 1,
+        warps: 2,
+        rows: 0,
+        warpsLong: 4,
+        warpsFew: 2,
+        rowsFew: 3,
+        tightWarps: 4,
+        tightRows: 2,
+        tightRowsFirst: 1,
+      },
       stepTimes: false,
       decodeRows: 64,
       ropeBlock: false,
@@ -144,6 +167,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV: "1x2",
         MINFER_CUDA_MV_LONG: "1",
         MINFER_CUDA_MV_FEW: "1x1",
+        MINFER_CUDA_MV_TIGHT: "2x1r",
         MINFER_CUDA_STEP_TIMES: "1",
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
@@ -174,7 +198,18 @@ describe("CUDA settings from the environment", () => {
       attnPerQuery: true,
       mmqCols: [9, 32],
       mvWideLoads: true,
-      mvShape: { warps1: 1, rows1: 2, warps: 1, rows: 2, warpsLong: 1, warpsFew: 1, rowsFew: 1 },
+      mvShape: {
+        warps1: 1,
+        rows1: 2,
+        warps: 1,
+        rows: 2,
+        warpsLong: 1,
+        warpsFew: 1,
+        rowsFew: 1,
+        tightWarps: 2,
+        tightRows: 1,
+        tightRowsFirst: 1,
+      },
       stepTimes: true,
       decodeRows: 1,
       ropeBlock: true,
@@ -219,6 +254,12 @@ describe("CUDA settings from the environment", () => {
     expect(() => readEnv({ MINFER_CUDA_ATTN: "flash" })).toThrow(/MINFER_CUDA_ATTN must be "mma" or "tile"/);
     expect(() => readEnv({ MINFER_CUDA_MV_WIDE: "wide" })).toThrow(/MINFER_CUDA_MV_WIDE must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_MV_FEW: "4x2" })).toThrow(/MINFER_CUDA_MV_FEW must be "1x1" or/);
+    expect(readEnv({ MINFER_CUDA_MV_TIGHT: "4x1c" }).mvShape).toMatchObject({
+      tightWarps: 4,
+      tightRows: 1,
+      tightRowsFirst: 0,
+    });
+    expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x2c" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );

@@ -73,6 +73,9 @@ export interface NativeTuning {
     readonly warpsLong: number;
     readonly warpsFew?: number;
     readonly rowsFew?: number;
+    readonly tightWarps?: number;
+    readonly tightRows?: number;
+    readonly tightRowsFirst?: number;
   };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;
