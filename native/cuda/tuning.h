@@ -38,11 +38,16 @@ struct MvShape {
   // against 9.34, session 38).
   int warps_few = 0, rows_few = 0;
   // 3-4 columns of a Q4_0 product (every shape but the q/k/v product with its RoPE epilogue), for
-  // measurement: a kernel asked for 7 blocks an SM (ptxas keeps it to 72 registers, llama.cpp's
-  // mat-vec's occupancy at 4 columns, against 80-96 for the default's kernels, Nsight Compute,
-  // docs/PERFORMANCE.md session 39), tight_warps (2 or 4) warps a group of tight_rows (1 or 2)
-  // rows, each row's part first (tight_rows_first 1, launch_mv_q_warp's order for a short K) or the
-  // columns' codes first (0). tight_warps 0: off.
+  // measurement: tight_warps (2 or 4) warps a group of tight_rows (1-3) rows, on
+  //   tight_rows_first 0 or 1: a kernel asked for 7 blocks an SM (ptxas keeps it to 72 registers,
+  //     llama.cpp's mat-vec's occupancy at 4 columns, against 80-96 for the default's kernels), the
+  //     columns' codes first (0) or each row's part first (1, launch_mv_q_warp's order for a short K);
+  //   tight_rows_first 2: each part's columns split between a lane pair (ops/matvec_q_split.cuh: 2
+  //     columns' codes a lane, so a pass's loads stay in flight at 70 registers; on the H100 at 2 x 2
+  //     mmq-bench's down product 26.8 against 31.1-31.6 us, o 11.3 against 12.3-12.5, gate/up 33.9
+  //     against 34.3-34.5, bench -npl 4 of qwen2-7b Q4_0 974-995 against 922-925 tok/s,
+  //     docs/PERFORMANCE.md session 39; the op suite passed at 4 x 2, not yet at 2 x 2).
+  // tight_warps 0: off.
   int tight_warps = 0, tight_rows = 0, tight_rows_first = 0;
 };
 

@@ -732,6 +732,12 @@ __global__ void __launch_bounds__(kMvWarps * 32, 7) mv_q_kernel7(const __grid_co
   mv_q_body<Q, NC, R, W, kColsLast, NoEpi>(bt, aq, asc, epi);
 }
 
+}  // namespace minfer::cuda::mm
+
+#include "matvec_q_split.cuh"
+
+namespace minfer::cuda::mm {
+
 inline int weight_align(DType t) {
   switch (t) {
     case DType::Q4_1:
@@ -803,12 +809,26 @@ cudaError_t launch_mv_q_nc7(const Planes* ps, int n, const int8_t* aq, const voi
   return launch_k(mv_q_kernel7<Q, 4, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, NoEpi{});
 }
 
-// MvShape::tight_warps x tight_rows (tight_rows_first) for 3-4 columns, on mv_q_kernel7.
+template <class Q, int R, int W>
+cudaError_t launch_mv_q_split(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+  MvBatch bt;
+  if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
+  return launch_k(mv_q_kernel_split<Q, R, W>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
+}
+
+// MvShape::tight_warps x tight_rows (tight_rows_first: 0 columns first, 1 rows first, on
+// mv_q_kernel7; 2 the columns split between lane pairs, mv_q_kernel_split) for 3-4 columns.
 template <class Q>
 cudaError_t launch_mv_q_tight(const MvShape& sh, const Planes* ps, int n, const int8_t* aq, const void* asc,
                               cudaStream_t s) {
-  const int key = sh.tight_warps * 100 + sh.tight_rows * 10 + (sh.tight_rows_first != 0 ? 1 : 0);
+  const int key = sh.tight_warps * 100 + sh.tight_rows * 10 + sh.tight_rows_first;
   switch (key) {
+    case 222: return launch_mv_q_split<Q, 2, 2>(ps, n, aq, asc, s);
+    case 232: return launch_mv_q_split<Q, 3, 2>(ps, n, aq, asc, s);
+    case 412: return launch_mv_q_split<Q, 1, 4>(ps, n, aq, asc, s);
+    case 422: return launch_mv_q_split<Q, 2, 4>(ps, n, aq, asc, s);
+    case 432: return launch_mv_q_split<Q, 3, 4>(ps, n, aq, asc, s);
     case 211: return launch_mv_q_nc7<Q, 1, 2, true>(ps, n, aq, asc, s);
     case 221: return launch_mv_q_nc7<Q, 2, 2, true>(ps, n, aq, asc, s);
     case 410: return launch_mv_q_nc7<Q, 1, 4, false>(ps, n, aq, asc, s);

@@ -259,7 +259,13 @@ describe("CUDA settings from the environment", () => {
       tightRows: 1,
       tightRowsFirst: 0,
     });
+    expect(readEnv({ MINFER_CUDA_MV_TIGHT: "2x3s" }).mvShape).toMatchObject({
+      tightWarps: 2,
+      tightRows: 3,
+      tightRowsFirst: 2,
+    });
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x2c" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
+    expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x1s" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );

@@ -181,14 +181,15 @@ export interface MvShape {
   readonly warpsFew: 0 | 1 | 2;
   readonly rowsFew: 0 | 1 | 2 | 3;
   /**
-   * MINFER_CUDA_MV_TIGHT (`WxR` then `r` or `c`, e.g. "4x2r"), for measurement: 3-4 columns of every
-   * Q4_0 product but the q/k/v product with its RoPE on a kernel held to 72 registers (7 blocks an
-   * SM), W warps a group of R rows, each row's part first (`r`) or the columns' codes first (`c`).
+   * MINFER_CUDA_MV_TIGHT (`WxR` then `r`, `c` or `s`, e.g. "4x2r"), for measurement: 3-4 columns of
+   * every Q4_0 product but the q/k/v product with its RoPE with W warps a group of R rows, on a
+   * kernel held to 72 registers (7 blocks an SM), each row's part first (`r`, tightRowsFirst 1) or
+   * the columns' codes first (`c`, 0), or each part's columns split between a lane pair (`s`, 2).
    * 0 (unset): off.
    */
   readonly tightWarps: 0 | 2 | 4;
-  readonly tightRows: 0 | 1 | 2;
-  readonly tightRowsFirst: 0 | 1;
+  readonly tightRows: 0 | 1 | 2 | 3;
+  readonly tightRowsFirst: 0 | 1 | 2;
 }
 
 function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
@@ -245,7 +246,19 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
   const [warps, rows] = mvShapeOf(env, "MINFER_CUDA_MV", [0, 0]);
   const long = choice(env, "MINFER_CUDA_MV_LONG", ["1", "2", "4"]);
   const few = choice(env, "MINFER_CUDA_MV_FEW", ["1x1", "1x2", "1x3", "2x1", "2x2", "2x3"]);
-  const tight = choice(env, "MINFER_CUDA_MV_TIGHT", ["2x1r", "2x2r", "4x1r", "4x1c", "4x2r", "4x2c"]);
+  const tight = choice(env, "MINFER_CUDA_MV_TIGHT", [
+    "2x1r",
+    "2x2r",
+    "4x1r",
+    "4x1c",
+    "4x2r",
+    "4x2c",
+    "2x2s",
+    "2x3s",
+    "4x1s",
+    "4x2s",
+    "4x3s",
+  ]);
   // (the pattern takes W 1 or 2; 0 is only MINFER_CUDA_MV's unset default)
   return {
     warps1: warps1 === 2 ? 2 : 1,
@@ -256,8 +269,8 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
     warpsFew: few === "" ? 0 : (Number(few[0]) as 1 | 2),
     rowsFew: few === "" ? 0 : (Number(few[2]) as 1 | 2 | 3),
     tightWarps: tight === "" ? 0 : (Number(tight[0]) as 2 | 4),
-    tightRows: tight === "" ? 0 : (Number(tight[2]) as 1 | 2),
-    tightRowsFirst: tight[3] === "r" ? 1 : 0,
+    tightRows: tight === "" ? 0 : (Number(tight[2]) as 1 | 2 | 3),
+    tightRowsFirst: tight[3] === "r" ? 1 : tight[3] === "s" ? 2 : 0,
   };
 }
 
