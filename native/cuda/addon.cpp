@@ -274,7 +274,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows, warpsLong, warpsFew, rowsFew, tightWarps, tightRows,
-//                 tightRowsFirst } })
+//                 tightRowsFirst, split } })
 // → handle (tuning_arg reads the tuning)
 // The tuning object of argument i (createExecutor's third, fusedRuns' third); defaults where absent.
 Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
@@ -361,6 +361,7 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
       one_of_in(o, "tuning.mvShape", "tightWarps", {0, 2, 4}, "0, 2 or 4", &tuning.mv.tight_warps);
       one_of_in(o, "tuning.mvShape", "tightRows", {0, 1, 2, 3}, "0, 1, 2 or 3", &tuning.mv.tight_rows);
       one_of_in(o, "tuning.mvShape", "tightRowsFirst", {0, 1, 2}, "0, 1 or 2", &tuning.mv.tight_rows_first);
+      one_of_in(o, "tuning.mvShape", "split", {0, 1}, "0 or 1", &tuning.mv.split);
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {

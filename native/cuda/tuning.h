@@ -49,6 +49,12 @@ struct MvShape {
   //     docs/PERFORMANCE.md session 39; the op suite passed at 4 x 2, not yet at 2 x 2).
   // tight_warps 0: off.
   int tight_warps = 0, tight_rows = 0, tight_rows_first = 0;
+  // 3-4 columns of a Q4_0 product (not the q/k/v product with its RoPE epilogue), unless another
+  // shape is set (warps, warps_few, warps_long, tight_warps): 1, each part's columns split between
+  // a lane pair, 2 warps a group of 2 rows (ops/matvec_q_split.cuh; figures above, tight_rows_first
+  // 2); 0: the kernels before it (groups of 3 rows for the o product, rows first, and the
+  // 72-register kernel over a K above 4096).
+  int split = 1;
 };
 
 struct Tuning {

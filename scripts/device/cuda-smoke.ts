@@ -228,16 +228,18 @@ if (dev) {
   // stats at the end, everything disposed.
   const offloaded = async (
     path: string,
-    env: [string, string],
+    env: Readonly<Record<string, string>>,
     options: ConstructorParameters<typeof Context>[1],
     steps: (ctx: Context, model: Model) => Promise<Float32Array[]>,
   ) => {
     const cpuRt = await cpuBackend.devices()[0]!.init({ threads: 1 });
-    const before = process.env[env[0]];
-    process.env[env[0]] = env[1];
+    const before = Object.keys(env).map((k) => [k, process.env[k]] as const);
+    Object.assign(process.env, env);
     const gpu = (await dev.init()) as CudaRuntime;
-    if (before === undefined) delete process.env[env[0]];
-    else process.env[env[0]] = before;
+    for (const [k, v] of before) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
     const probe = await Model.load(path, { runtime: cpuRt });
     const layers = probe.hparams.nLayer;
     probe.dispose();
@@ -254,7 +256,7 @@ if (dev) {
     }
   };
   // 24 greedy steps of one sequence: the logits of each step.
-  const greedy = (path: string, env: [string, string], reuseLogits: boolean) =>
+  const greedy = (path: string, env: Readonly<Record<string, string>>, reuseLogits: boolean) =>
     offloaded(path, env, { nCtx: 128, reuseLogits }, async (ctx, model) => {
       const step = async (tokens: ArrayLike<number>) =>
         (await ctx.decode({ tokens, logits: "last" })).last().slice();
@@ -268,7 +270,7 @@ if (dev) {
     });
   // 16 greedy steps of 4 sequences decoding together, each in its own region: the logits rows of
   // each step.
-  const greedyBatch = (path: string, env: [string, string]) =>
+  const greedyBatch = (path: string, env: Readonly<Record<string, string>>) =>
     offloaded(
       path,
       env,
@@ -310,8 +312,8 @@ if (dev) {
     await check(
       `replay on the JavaScript thread: logits bit-identical to MINFER_CUDA_POLL=0 (${basename(path)})`,
       async () => {
-        const polled = await greedy(path, ["MINFER_CUDA_POLL", "1"], true);
-        const waited = await greedy(path, ["MINFER_CUDA_POLL", "0"], true);
+        const polled = await greedy(path, { MINFER_CUDA_POLL: "1" }, true);
+        const waited = await greedy(path, { MINFER_CUDA_POLL: "0" }, true);
         if (polled.stats.threadReplays === 0)
           throw new Error("no step was replayed on the JavaScript thread");
         if (waited.stats.threadReplays !== 0)
@@ -325,15 +327,16 @@ if (dev) {
   }
   // Several sequences' attention writing the o product's activations against the product
   // quantizing them itself, and the o product's groups of 3 rows (what qwen2-7b's 3584 rows take)
-  // against groups of 2, on the quantized files: identical logits.
+  // against groups of 2 (MINFER_CUDA_MV_FEW set: not the column-split default), on the quantized
+  // files: identical logits.
   for (const path of process.argv.slice(3)) {
     for (const [name, on, off] of [
       ["MINFER_CUDA_ATTN_QUANT_ROWS", "64", "1"],
       ["MINFER_CUDA_MV_FEW", "2x3", "2x2"],
     ] as const)
       await check(`4 sequences: logits bit-identical to ${name}=${off} (${basename(path)})`, async () => {
-        const fused = await greedyBatch(path, [name, on]);
-        const plain = await greedyBatch(path, [name, off]);
+        const fused = await greedyBatch(path, { [name]: on });
+        const plain = await greedyBatch(path, { [name]: off });
         if (fused.stats.threadReplays === 0) throw new Error("no step was replayed on the JavaScript thread");
         sameBits(fused.rows, plain.rows);
         return `${fused.rows.length} rows identical, ${fused.stats.fusedRuns} fused runs against ${plain.stats.fusedRuns}`;
@@ -345,8 +348,8 @@ if (dev) {
     await check(
       `fused launches: logits bit-identical to MINFER_CUDA_FUSE=0 (${basename(path)})`,
       async () => {
-        const fused = await greedy(path, ["MINFER_CUDA_FUSE", "1"], false);
-        const plain = await greedy(path, ["MINFER_CUDA_FUSE", "0"], false);
+        const fused = await greedy(path, { MINFER_CUDA_FUSE: "1" }, false);
+        const plain = await greedy(path, { MINFER_CUDA_FUSE: "0" }, false);
         if (fused.stats.fusedRuns === 0) throw new Error("no fused run was found in the model's programs");
         if (plain.stats.fusedRuns !== 0)
           throw new Error(`MINFER_CUDA_FUSE=0 still fused ${plain.stats.fusedRuns} runs`);

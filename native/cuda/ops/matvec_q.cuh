@@ -872,7 +872,12 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   // the H100, mmq-bench 12.35 against 14.88 us, bench -npl 4 of qwen2-7b Q4_0 910.3 against 894.5
   // tok/s (docs/PERFORMANCE.md session 38). Each row's sums are those of 2 x 2 (2 warps either way).
   if constexpr (is_q4_0<Q>::value)
-    if (nc > 2 && nc <= 4 && sh.tight_warps != 0) return launch_mv_q_tight<Q>(sh, ps, n, aq, asc, s);
+    if (nc > 2 && nc <= 4) {
+      if (sh.tight_warps != 0) return launch_mv_q_tight<Q>(sh, ps, n, aq, asc, s);
+      // (MvShape::split: the default unless another shape is asked for)
+      if (sh.split != 0 && sh.warps == 0 && sh.warps_few == 0 && sh.warps_long == 0)
+        return launch_mv_q_split<Q, 2, 2>(ps, n, aq, asc, s);
+    }
   if constexpr (is_q4_0<Q>::value)
     if (nc > 2 && nc <= 4 && rows <= 4096 && ps[0].K <= 4096) {
       if (sh.warps_few != 0) return launch_mv_q_few<Q>(sh.warps_few, sh.rows_few, ps, n, aq, asc, s);

@@ -55,6 +55,7 @@ describe("CUDA settings from the environment", () => {
         tightWarps: 0,
         tightRows: 0,
         tightRowsFirst: 0,
+        split: 1,
       },
       stepTimes: false,
       decodeRows: 1,
@@ -91,6 +92,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV_LONG: "4",
         MINFER_CUDA_MV_FEW: "2x3",
         MINFER_CUDA_MV_TIGHT: "4x2r",
+        MINFER_CUDA_MV_SPLIT: "0",
         MINFER_CUDA_STEP_TIMES: "0",
         MINFER_CUDA_DECODE_ROWS: "64",
         MINFER_CUDA_ROPE_BLOCK: "0",
@@ -132,6 +134,7 @@ describe("CUDA settings from the environment", () => {
         tightWarps: 4,
         tightRows: 2,
         tightRowsFirst: 1,
+        split: 0,
       },
       stepTimes: false,
       decodeRows: 64,
@@ -168,6 +171,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_MV_LONG: "1",
         MINFER_CUDA_MV_FEW: "1x1",
         MINFER_CUDA_MV_TIGHT: "2x1r",
+        MINFER_CUDA_MV_SPLIT: "1",
         MINFER_CUDA_STEP_TIMES: "1",
         MINFER_CUDA_DECODE_ROWS: "1",
         MINFER_CUDA_ROPE_BLOCK: "1",
@@ -209,6 +213,7 @@ describe("CUDA settings from the environment", () => {
         tightWarps: 2,
         tightRows: 1,
         tightRowsFirst: 1,
+        split: 1,
       },
       stepTimes: true,
       decodeRows: 1,
@@ -266,6 +271,7 @@ describe("CUDA settings from the environment", () => {
     });
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x2c" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x1s" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
+    expect(() => readEnv({ MINFER_CUDA_MV_SPLIT: "2" })).toThrow(/MINFER_CUDA_MV_SPLIT must be "0" or "1"/);
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );

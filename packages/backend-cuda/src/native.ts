@@ -76,6 +76,7 @@ export interface NativeTuning {
     readonly tightWarps?: number;
     readonly tightRows?: number;
     readonly tightRowsFirst?: number;
+    readonly split?: number;
   };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;
