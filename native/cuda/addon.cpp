@@ -361,7 +361,7 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
       one_of_in(o, "tuning.mvShape", "tightWarps", {0, 2, 4}, "0, 2 or 4", &tuning.mv.tight_warps);
       one_of_in(o, "tuning.mvShape", "tightRows", {0, 1, 2, 3}, "0, 1, 2 or 3", &tuning.mv.tight_rows);
       one_of_in(o, "tuning.mvShape", "tightRowsFirst", {0, 1, 2}, "0, 1 or 2", &tuning.mv.tight_rows_first);
-      one_of_in(o, "tuning.mvShape", "split", {0, 1}, "0 or 1", &tuning.mv.split);
+      one_of_in(o, "tuning.mvShape", "split", {0, 1, 2}, "0, 1 or 2", &tuning.mv.split);
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {

@@ -53,7 +53,8 @@ struct MvShape {
   // shape is set (warps, warps_few, warps_long, tight_warps): 1, each part's columns split between
   // a lane pair, 2 warps a group of 2 rows (ops/matvec_q_split.cuh; figures above, tight_rows_first
   // 2); 0: the kernels before it (groups of 3 rows for the o product, rows first, and the
-  // 72-register kernel over a K above 4096).
+  // 72-register kernel over a K above 4096); 2: as 1, and the q/k/v product with its RoPE
+  // epilogue over a K of up to 4096 too (a RoPE pair a group, 2 warps).
   int split = 1;
 };
 

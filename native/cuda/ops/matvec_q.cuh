@@ -809,12 +809,13 @@ cudaError_t launch_mv_q_nc7(const Planes* ps, int n, const int8_t* aq, const voi
   return launch_k(mv_q_kernel7<Q, 4, R, W, kColsLast>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, NoEpi{});
 }
 
-template <class Q, int R, int W>
-cudaError_t launch_mv_q_split(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s) {
+template <class Q, int R, int W, class Epi = NoEpi>
+cudaError_t launch_mv_q_split(const Planes* ps, int n, const int8_t* aq, const void* asc, cudaStream_t s,
+                              const Epi& epi = Epi{}) {
   MvBatch bt;
   if (!make_batch(ps, n, kMvWarps / W * R, &bt)) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(bt.first[n]), static_cast<unsigned>(std::min<int64_t>(ps[0].n_planes, 65535)));
-  return launch_k(mv_q_kernel_split<Q, R, W>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc);
+  return launch_k(mv_q_kernel_split<Q, R, W, Epi>, grid, dim3(kMvWarps * kWarp), 0, s, bt, aq, asc, epi);
 }
 
 // MvShape::tight_warps x tight_rows (tight_rows_first: 0 columns first, 1 rows first, on
@@ -961,10 +962,14 @@ inline bool mv_rope_supported(DType t, bool wide, const MvShape& sh) {
 }
 
 template <class Q>
-cudaError_t launch_mv_q_rope_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, cudaStream_t s, const MvRope& e) {
+cudaError_t launch_mv_q_rope_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, int split, cudaStream_t s,
+                               const MvRope& e) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   const int64_t nc = ps[0].ncols;
+  // (MvShape::split 2: Q4_0's 3-4 columns over a K of up to 4096 on the column-split mat-vec too)
+  if constexpr (is_q4_0<Q>::value)
+    if (split == 2 && nc > 2 && nc <= 4 && ps[0].K <= 4096) return launch_mv_q_split<Q, 2, 2, MvRope>(ps, n, aq, asc, s, e);
   if (nc <= 1) return launch_mv_q_nc<Q, 1, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
   if (nc <= 2) return launch_mv_q_nc<Q, 2, 2, 2, false, MvRope>(ps, n, aq, asc, s, e);
   if (nc <= 4) {
@@ -990,11 +995,11 @@ inline cudaError_t launch_mv_q_rope(const Planes* in, int n, const uint8_t* act,
         in[i].M <= 0 || in[i].ncols > kMaxMvCols)
       return cudaErrorInvalidValue;
   switch (in[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_rope_t<PQ4_0<true>>(in, n, act, cols, s, e);
-    case DType::Q8_0: return launch_mv_q_rope_t<PQ8_0<true>>(in, n, act, cols, s, e);
-    case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, s, e);
-    case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, s, e);
-    case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, s, e);
+    case DType::Q4_0: return launch_mv_q_rope_t<PQ4_0<true>>(in, n, act, cols, sh.split, s, e);
+    case DType::Q8_0: return launch_mv_q_rope_t<PQ8_0<true>>(in, n, act, cols, sh.split, s, e);
+    case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, sh.split, s, e);
+    case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, sh.split, s, e);
+    case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, sh.split, s, e);
     default: return cudaErrorNotSupported;
   }
 }

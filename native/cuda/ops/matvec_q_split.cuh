@@ -17,10 +17,14 @@ __device__ inline float pair_sum(float v) {
   return v;
 }
 
-template <class Q, int R, int W>
+// Epi: NoEpi, or MvRope (R = 2: a group's rows are a RoPE pair, rows row0 and row0 + rstep, as
+// mv_q_body's).
+template <class Q, int R, int W, class Epi = NoEpi>
 __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t* __restrict__ aq,
-                                                const void* __restrict__ asc) {
+                                                const void* __restrict__ asc, const Epi& epi) {
   static_assert(W == 1 || W == 2 || W == 4, "a row group is 1, 2 or 4 warps");
+  constexpr bool kEpi = !std::is_same_v<Epi, NoEpi>;
+  static_assert(!kEpi || R == 2, "the epilogue's groups are row pairs");
   constexpr int NC = 4, G = kMvWarps / W;
   pdl_begin();
   const int wi = batch_weight(bt);
@@ -29,9 +33,13 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
   const int g = warp / W, slice = warp % W;
   const int half = lane & 1;  // columns 2·half, 2·half + 1
   const int64_t grp = (static_cast<int64_t>(blockIdx.x) - bt.first[wi]) * G + g;
-  const int64_t row0 = grp * R;
+  int64_t row0 = grp * R, rstep = 1;
+  if constexpr (kEpi) {
+    row0 = rope_pair_row(epi, wi, grp);
+    rstep = rope_pair_step(epi, wi);
+  }
   if (W == 1 && row0 >= p.M) return;
-  const int nr = row0 >= p.M ? 0 : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
+  const int nr = row0 >= p.M ? 0 : kEpi ? R : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
   const int nc = static_cast<int>(p.ncols);
   __shared__ float red[kMvWarps][R][NC];
@@ -50,7 +58,7 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
       Q q[R];
 #pragma unroll
       for (int r = 0; r < R; r++)
-        if (r < nr) q[r].load(wrow + r * p.w_nb1, pi);
+        if (r < nr) q[r].load(wrow + r * rstep * p.w_nb1, pi);
       int a[2][8];
       float ad[2], as[2];
 #pragma unroll
@@ -80,7 +88,14 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
         if (lane < 2) red[warp][r][2 * lane + k] = s;
       }
     __syncthreads();
-    if (slice == 0 && lane < R * NC) {
+    if constexpr (kEpi) {
+      if (slice == 0 && lane < nc && nr > 0) {
+        float s0 = red[warp][0][lane], s1 = red[warp][1][lane];
+#pragma unroll
+        for (int k = 1; k < W; k++) s0 += red[warp + k][0][lane], s1 += red[warp + k][1][lane];
+        rope_epilogue(epi, wi, p, z, pl, lane, row0, row0 + rstep, s0, s1);
+      }
+    } else if (slice == 0 && lane < R * NC) {
       const int r = lane / NC, c = lane % NC;
       if (r < nr && c < nc) {
         float s = red[warp][r][c];
@@ -93,11 +108,12 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
   }
 }
 
-template <class Q, int R, int W>
+template <class Q, int R, int W, class Epi = NoEpi>
 __global__ void __launch_bounds__(kMvWarps * 32) mv_q_kernel_split(const __grid_constant__ MvBatch bt,
                                                                    const int8_t* __restrict__ aq,
-                                                                   const void* __restrict__ asc) {
-  mv_q_body_split<Q, R, W>(bt, aq, asc);
+                                                                   const void* __restrict__ asc,
+                                                                   const __grid_constant__ Epi epi) {
+  mv_q_body_split<Q, R, W, Epi>(bt, aq, asc, epi);
 }
 
 }  // namespace minfer::cuda::mm

@@ -271,7 +271,10 @@ describe("CUDA settings from the environment", () => {
     });
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x2c" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x1s" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
-    expect(() => readEnv({ MINFER_CUDA_MV_SPLIT: "2" })).toThrow(/MINFER_CUDA_MV_SPLIT must be "0" or "1"/);
+    expect(readEnv({ MINFER_CUDA_MV_SPLIT: "2" }).mvShape.split).toBe(2);
+    expect(() => readEnv({ MINFER_CUDA_MV_SPLIT: "3" })).toThrow(
+      /MINFER_CUDA_MV_SPLIT must be "0" or "1" or "2"/,
+    );
     expect(() => readEnv({ MINFER_CUDA_STEP_TIMES: "yes" })).toThrow(
       /MINFER_CUDA_STEP_TIMES must be "0" or "1"/,
     );

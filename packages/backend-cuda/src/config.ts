@@ -193,9 +193,9 @@ export interface MvShape {
   /**
    * MINFER_CUDA_MV_SPLIT: 3-4 columns of a Q4_0 product (not the q/k/v product with its RoPE) on the
    * mat-vec that splits each part's columns between a lane pair (1, unset), or on the kernels before
-   * it (0). Any other shape switch set takes precedence.
+   * it (0); 2: the q/k/v product with its RoPE too. Any other shape switch set takes precedence.
    */
-  readonly split: 0 | 1;
+  readonly split: 0 | 1 | 2;
 }
 
 function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
@@ -277,7 +277,7 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
     tightWarps: tight === "" ? 0 : (Number(tight[0]) as 2 | 4),
     tightRows: tight === "" ? 0 : (Number(tight[2]) as 1 | 2 | 3),
     tightRowsFirst: tight[3] === "r" ? 1 : tight[3] === "s" ? 2 : 0,
-    split: choice(env, "MINFER_CUDA_MV_SPLIT", ["0", "1"]) === "0" ? 0 : 1,
+    split: Number(choice(env, "MINFER_CUDA_MV_SPLIT", ["0", "1", "2"]) || "1") as 0 | 1 | 2,
   };
 }
 
