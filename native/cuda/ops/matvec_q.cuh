@@ -553,6 +553,34 @@ __device__ inline void rope_epilogue(const MvRope& e, int wi, const Planes& p, i
   store_elem(row + rb * cd.nb[0], cd.dtype, y1);
 }
 
+// Slice 0 of a group of W warps (warp `warp`, red[warp..warp + W) its warps' sums by row and
+// column) adds the W sums of each of its nr rows and nc columns in slice order and stores them
+// (after the addend, plus_c). Shared by mv_q_body and mv_q_body_split (ops/matvec_q_split.cuh).
+template <int W, int NW, int R, int NC>
+__device__ __forceinline__ void store_group_sums(const float (&red)[NW][R][NC], int warp, int lane, int nr, int nc,
+                                                 const Planes& p, int64_t z, const Plane& pl, int64_t row0) {
+  if (lane >= R * NC) return;
+  const int r = lane / NC, c = lane % NC;
+  if (r >= nr || c >= nc) return;
+  float s = red[warp][r][c];
+#pragma unroll
+  for (int k = 1; k < W; k++) s += red[warp + k][r][c];
+  reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = plus_c(p, z, c, row0 + r, s);
+}
+
+// As store_group_sums for a group whose 2 rows are a RoPE pair (rows row0 and row0 + rstep): the
+// pair's sums of each column go through rope_epilogue.
+template <int W, int NW, int NC>
+__device__ __forceinline__ void rope_group_sums(const float (&red)[NW][2][NC], int warp, int lane, int nr, int nc,
+                                                const MvRope& epi, int wi, const Planes& p, int64_t z, const Plane& pl,
+                                                int64_t row0, int64_t rstep) {
+  if (lane >= nc || nr <= 0) return;
+  float s0 = red[warp][0][lane], s1 = red[warp][1][lane];
+#pragma unroll
+  for (int k = 1; k < W; k++) s0 += red[warp + k][0][lane], s1 += red[warp + k][1][lane];
+  rope_epilogue(epi, wi, p, z, pl, lane, row0, row0 + rstep, s0, s1);
+}
+
 // ---- the quantized mat-vec: grid (Σ ceil(M / (G·R)), min(planes, 65535)), G = kMvWarps / W -----
 // A block's kMvWarps warps form G groups of W warps; each group runs R consecutive rows, so that
 // one load of the activation codes serves R rows, its W·32 lanes taking the parts of K in turn
@@ -681,20 +709,9 @@ __device__ __forceinline__ void mv_q_body(const MvBatch& bt, const int8_t* __res
         }
       __syncthreads();
       if constexpr (kEpi) {
-        if (slice == 0 && lane < nc && nr > 0) {
-          float s0 = red[warp][0][lane], s1 = red[warp][1][lane];
-#pragma unroll
-          for (int k = 1; k < W; k++) s0 += red[warp + k][0][lane], s1 += red[warp + k][1][lane];
-          rope_epilogue(epi, wi, p, z, pl, lane, row0, row0 + rstep, s0, s1);
-        }
-      } else if (slice == 0 && lane < R * NC) {
-        const int r = lane / NC, c = lane % NC;
-        if (r < nr && c < nc) {
-          float s = red[warp][r][c];
-#pragma unroll
-          for (int k = 1; k < W; k++) s += red[warp + k][r][c];
-          reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = plus_c(p, z, c, row0 + r, s);
-        }
+        if (slice == 0) rope_group_sums<W>(red, warp, lane, nr, nc, epi, wi, p, z, pl, row0, rstep);
+      } else if (slice == 0) {
+        store_group_sums<W>(red, warp, lane, nr, nc, p, z, pl, row0);
       }
       __syncthreads();  // (red is written again by the next plane)
     }

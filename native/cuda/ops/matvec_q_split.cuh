@@ -89,20 +89,9 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
       }
     __syncthreads();
     if constexpr (kEpi) {
-      if (slice == 0 && lane < nc && nr > 0) {
-        float s0 = red[warp][0][lane], s1 = red[warp][1][lane];
-#pragma unroll
-        for (int k = 1; k < W; k++) s0 += red[warp + k][0][lane], s1 += red[warp + k][1][lane];
-        rope_epilogue(epi, wi, p, z, pl, lane, row0, row0 + rstep, s0, s1);
-      }
-    } else if (slice == 0 && lane < R * NC) {
-      const int r = lane / NC, c = lane % NC;
-      if (r < nr && c < nc) {
-        float s = red[warp][r][c];
-#pragma unroll
-        for (int k = 1; k < W; k++) s += red[warp + k][r][c];
-        reinterpret_cast<float*>(pl.out + c * p.o_nb1)[row0 + r] = plus_c(p, z, c, row0 + r, s);
-      }
+      if (slice == 0) rope_group_sums<W>(red, warp, lane, nr, nc, epi, wi, p, z, pl, row0, rstep);
+    } else if (slice == 0) {
+      store_group_sums<W>(red, warp, lane, nr, nc, p, z, pl, row0);
     }
     __syncthreads();  // (red is written again by the next plane)
   }
