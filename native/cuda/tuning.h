@@ -46,7 +46,8 @@ struct MvShape {
   //     columns' codes a lane, so a pass's loads stay in flight at 70 registers; on the H100 at 2 x 2
   //     mmq-bench's down product 26.8 against 31.1-31.6 us, o 11.3 against 12.3-12.5, gate/up 33.9
   //     against 34.3-34.5, bench -npl 4 of qwen2-7b Q4_0 974-995 against 922-925 tok/s,
-  //     docs/PERFORMANCE.md session 39; the op suite passed at 4 x 2, not yet at 2 x 2).
+  //     docs/PERFORMANCE.md session 39; the op suite, memcheck and the smoke passed at 2 x 2 as the
+  //     default, session 40).
   // tight_warps 0: off.
   int tight_warps = 0, tight_rows = 0, tight_rows_first = 0;
   // 3-4 columns of a Q4_0 product (not the q/k/v product with its RoPE epilogue), unless another
@@ -54,7 +55,9 @@ struct MvShape {
   // a lane pair, 2 warps a group of 2 rows (ops/matvec_q_split.cuh; figures above, tight_rows_first
   // 2); 0: the kernels before it (groups of 3 rows for the o product, rows first, and the
   // 72-register kernel over a K above 4096); 2: as 1, and the q/k/v product with its RoPE
-  // epilogue over a K of up to 4096 too (a RoPE pair a group, 2 warps).
+  // epilogue over a K of up to 4096 too (a RoPE pair a group, 2 warps). On the H100, bench -npl 4
+  // of llama-quantize's qwen2-7b Q4_0: 953.0 (1) against 900.7 (0) and 954.1 (2) tok/s, llama.cpp
+  // 922.3 (docs/PERFORMANCE.md session 40).
   int split = 1;
 };
 

@@ -295,6 +295,10 @@ if (dev) {
         return rows;
       },
     );
+  const envText = (env: Readonly<Record<string, string>>) =>
+    Object.entries(env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ");
   // Throws naming the first step and logit whose bits differ.
   const sameBits = (a: Float32Array[], b: Float32Array[]) => {
     for (let i = 0; i < a.length; i++) {
@@ -330,17 +334,24 @@ if (dev) {
   // against groups of 2 (MINFER_CUDA_MV_FEW set: not the column-split default), on the quantized
   // files: identical logits.
   for (const path of process.argv.slice(3)) {
-    for (const [name, on, off] of [
-      ["MINFER_CUDA_ATTN_QUANT_ROWS", "64", "1"],
-      ["MINFER_CUDA_MV_FEW", "2x3", "2x2"],
+    for (const [on, off] of [
+      [{ MINFER_CUDA_ATTN_QUANT_ROWS: "64" }, { MINFER_CUDA_ATTN_QUANT_ROWS: "1" }],
+      [{ MINFER_CUDA_MV_FEW: "2x3" }, { MINFER_CUDA_MV_FEW: "2x2" }],
+      // The q/k/v product with its RoPE epilogue on the column-split mat-vec against the same
+      // product on it without the epilogue (rope_store's launch after it).
+      [{ MINFER_CUDA_MV_SPLIT: "2" }, { MINFER_CUDA_MV_SPLIT: "2", MINFER_CUDA_QKV_ROPE: "0" }],
     ] as const)
-      await check(`4 sequences: logits bit-identical to ${name}=${off} (${basename(path)})`, async () => {
-        const fused = await greedyBatch(path, { [name]: on });
-        const plain = await greedyBatch(path, { [name]: off });
-        if (fused.stats.threadReplays === 0) throw new Error("no step was replayed on the JavaScript thread");
-        sameBits(fused.rows, plain.rows);
-        return `${fused.rows.length} rows identical, ${fused.stats.fusedRuns} fused runs against ${plain.stats.fusedRuns}`;
-      });
+      await check(
+        `4 sequences: ${envText(on)} logits bit-identical to ${envText(off)} (${basename(path)})`,
+        async () => {
+          const fused = await greedyBatch(path, on);
+          const plain = await greedyBatch(path, off);
+          if (fused.stats.threadReplays === 0)
+            throw new Error("no step was replayed on the JavaScript thread");
+          sameBits(fused.rows, plain.rows);
+          return `${fused.rows.length} rows identical, ${fused.stats.fusedRuns} fused runs against ${plain.stats.fusedRuns}`;
+        },
+      );
   }
   // Fused launches against MINFER_CUDA_FUSE=0 on stories260K (F32: RoPE + KV stores) and on any
   // GGUF given after OUT (quantized files also fuse each norm with the mat-vecs reading it).
