@@ -3,7 +3,8 @@
 // [hdv, nKvHead, nKv] (any strides; each k/v row must be contiguous; a Q8_0 row is hd/32 blocks of
 // {f16 d, int8 q[32]}, so its head size must be a multiple of 32), and as 4th input either a mask F32/F16
 // [nKv, >= nQ] (-inf hides a cell) or spans I32 [2, nQ] (query j sees cells [start_j, end_j)).
-// GQA: head h reads kv head h / (nHead / nKvHead). Output F32 [hdv, nHead, nQ].
+// GQA: head h reads kv head h / (nHead / nKvHead). Output F32 [hdv, nHead, nQ]. These conditions
+// are the op contract (native/common/contract_attention.h), the whole of this kernel's check.
 //
 // Each (head, query) is reduced in two passes over its own visible cells only, in ascending cell
 // order: the scores of the visible cells into a buffer, then their maximum, the exponentials and
@@ -16,9 +17,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "../common/contract_attention.h"
 #include "../common/fp16.h"
 #include "kernel.h"
-#include "kernel_util.h"
 
 namespace minfer::cpu {
 
@@ -75,50 +76,6 @@ namespace {
 using program::DType;
 using program::Op;
 namespace P = program::param::ATTENTION;
-
-using program::dtype_name;
-// Bytes of one element (or, for Q8_0, one 32-element block).
-int64_t elem_size(DType t) { return t == DType::Q8_0 ? 34 : t == DType::F32 || t == DType::I32 ? 4 : 2; }
-
-bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
-
-const char* check_attention(const NodeArgs& args) {
-  if (args.n_inputs != 4 || args.n_outputs != 1)
-    return fail("attention: takes 4 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
-  if (q->dtype != DType::F32) return fail("attention: q must be F32, got %s", dtype_name(q->dtype));
-  if (!is_kv_type(k->dtype)) return fail("attention: k must be F32, F16, BF16 or Q8_0, got %s", dtype_name(k->dtype));
-  if (!is_kv_type(v->dtype)) return fail("attention: v must be F32, F16, BF16 or Q8_0, got %s", dtype_name(v->dtype));
-  if ((k->dtype == DType::Q8_0 && k->ne[0] % 32 != 0) || (v->dtype == DType::Q8_0 && v->ne[0] % 32 != 0))
-    return fail("attention: Q8_0 k/v need head sizes that are multiples of 32 (%lld, %lld)", (long long)k->ne[0],
-                (long long)v->ne[0]);
-  if (o->dtype != DType::F32) return fail("attention: the output must be F32, got %s", dtype_name(o->dtype));
-  if (k->nb[0] != elem_size(k->dtype) || v->nb[0] != elem_size(v->dtype))
-    return fail("attention: k and v rows must be contiguous in dim 0 (nb[0] %lld and %lld)", (long long)k->nb[0],
-                (long long)v->nb[0]);
-  if (q->ne[0] != k->ne[0]) return fail("attention: q and k must have the same head size (%lld vs %lld)",
-                                        (long long)q->ne[0], (long long)k->ne[0]);
-  if (k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2])
-    return fail("attention: k and v must have the same heads and length");
-  if (k->ne[1] <= 0 || q->ne[1] % k->ne[1] != 0)
-    return fail("attention: q heads (%lld) must be a multiple of kv heads (%lld)", (long long)q->ne[1],
-                (long long)k->ne[1]);
-  if (q->ne[3] != 1 || k->ne[3] != 1 || v->ne[3] != 1) return fail("attention: takes 3-D q, k and v");
-  if (o->ne[0] != v->ne[0] || o->ne[1] != q->ne[1] || o->ne[2] != q->ne[2] || o->ne[3] != 1)
-    return fail("attention: the output must be [hdv, nHead, nQ]");
-  if (m->dtype == DType::I32) {
-    if (m->ne[0] != 2 || m->ne[1] != q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
-      return fail("attention: spans must be I32 [2, nQ]");
-  } else {
-    if (m->dtype != DType::F32 && m->dtype != DType::F16)
-      return fail("attention: the mask must be F32 or F16 (or spans I32), got %s", dtype_name(m->dtype));
-    if (m->ne[0] != k->ne[2] || m->ne[1] < q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
-      return fail("attention: the mask must be [nKv, >= nQ] = [%lld, %lld], got [%lld, %lld, %lld, %lld]",
-                  (long long)k->ne[2], (long long)q->ne[2], (long long)m->ne[0], (long long)m->ne[1],
-                  (long long)m->ne[2], (long long)m->ne[3]);
-  }
-  return nullptr;
-}
 
 struct RowFuncs {
   float (*dot)(const float*, const void*, DType, int64_t);
@@ -234,7 +191,7 @@ void run_attention(const NodeArgs& args, int, int ith, int nth) {
   attend(args, scalar, ith, nth);
 }
 
-const Registrar attention_kernel(Op::ATTENTION, {check_attention, no_scratch, 1, run_attention});
+const Registrar attention_kernel(Op::ATTENTION, {contract::check_attention, no_scratch, 1, run_attention});
 
 }  // namespace
 }  // namespace minfer::cpu

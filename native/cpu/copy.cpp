@@ -1,12 +1,14 @@
 // Copies: CPY (convert between dtypes, any strides, walking source and destination in row-major
 // element order), SET_ROWS (write rows of src into dst at runtime indices, every index
-// bounds-checked), CONCAT (join two tensors along a dim).
+// bounds-checked), CONCAT (join two tensors along a dim). Their checks are the shared contracts
+// (native/common/contract_copy.h, contract_rows.h).
 #include <cstdio>
 #include <vector>
 
+#include "../common/contract_copy.h"
+#include "../common/contract_rows.h"
 #include "../common/fp16.h"
 #include "kernel.h"
-#include "kernel_util.h"
 #include "quants.h"
 
 namespace minfer::cpu {
@@ -15,34 +17,8 @@ namespace {
 using program::DType;
 using program::Op;
 
-using program::dtype_name;
-
-
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 int64_t elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
-
-// Elements per block of a block dtype (1 for plain dtypes).
-int64_t block_size(DType t) {
-  for (const auto& l : program::kBlockLayouts)
-    if (l.dtype == static_cast<int32_t>(t)) return l.block_size;
-  return 1;
-}
-
-// A block-quantized destination dtype that quantize_row can write (besides the floats).
-bool is_quant_dst(DType t) { return !is_float(t) && t != DType::I32 && has_quantize(t); }
-
-// Why a destination of dtype t with rows of ne0 elements cannot be written, or nullptr.
-const char* check_dst_rows(const char* op, DType t, int64_t ne0, int64_t nb0) {
-  const int64_t bs = block_size(t);
-  if (ne0 % bs != 0)
-    return fail("%s: %s destination rows (%lld elements) are not a whole number of blocks of %lld", op, dtype_name(t),
-                (long long)ne0, (long long)bs);
-  for (const auto& l : program::kBlockLayouts)
-    if (l.dtype == static_cast<int32_t>(t) && nb0 != l.type_size)
-      return fail("%s: %s destination rows must be contiguous (nb[0] %lld, block size %d bytes)", op, dtype_name(t),
-                  (long long)nb0, l.type_size);
-  return nullptr;
-}
 
 inline float load_f(const uint8_t* p, DType t) {
   switch (t) {
@@ -59,8 +35,6 @@ inline void store_f(uint8_t* p, DType t, float x) {
   }
 }
 
-int64_t numel(const Tensor* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
-
 // Writes the n floats of `src` as dtype `t` to the row at `dst` (element stride nb0; quantized rows
 // are whole blocks).
 void store_row(uint8_t* dst, DType t, int64_t nb0, const float* src, int64_t n) {
@@ -74,25 +48,6 @@ void store_row(uint8_t* dst, DType t, int64_t nb0, const float* src, int64_t n) 
 }
 
 // ---------------- CPY ----------------
-
-const char* check_cpy(const NodeArgs& args) {
-  if (args.n_inputs != 1 || args.n_outputs != 1)
-    return fail("cpy: takes 1 input and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *o = args.out[0];
-  const bool same_plain = a->dtype == o->dtype && (is_float(a->dtype) || a->dtype == DType::I32);
-  if (!same_plain) {
-    if (!is_float(a->dtype))
-      return fail("cpy: cannot convert from %s (the source must be F32, F16 or BF16)", dtype_name(a->dtype));
-    if (!is_float(o->dtype) && !is_quant_dst(o->dtype))
-      return fail("cpy: cannot convert %s to %s (the destination must be F32, F16, BF16 or a dtype with a quantizer: "
-                  "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-                  dtype_name(a->dtype), dtype_name(o->dtype));
-  }
-  if (numel(a) != numel(o)) return fail("cpy: source and destination differ in element count");
-  if (is_quant_dst(o->dtype))
-    if (const char* e = check_dst_rows("cpy", o->dtype, o->ne[0], o->nb[0])) return e;
-  return nullptr;
-}
 
 void run_cpy(const NodeArgs& args, int, int ith, int nth) {
   const Tensor *a = args.in[0], *o = args.out[0];
@@ -153,28 +108,6 @@ void run_cpy(const NodeArgs& args, int, int ith, int nth) {
 // src F32 [ne0, n, n2, n3], idx I32 [n, m2, m3] with m2 | n2 and m3 | n3 (ggml's broadcast):
 // dst[:, idx[i, i2 % m2, i3 % m3], i2, i3] = src[:, i, i2, i3].
 
-const char* check_set_rows(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1)
-    return fail("set_rows: takes 3 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *d = args.out[0], *src = args.in[1], *idx = args.in[2];
-  if (!is_float(d->dtype) && !is_quant_dst(d->dtype))
-    return fail("set_rows: dst must be F32, F16, BF16 or a dtype with a quantizer (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                "Q4_K, Q5_K, Q6_K), got %s", dtype_name(d->dtype));
-  if (args.in[0]->dtype != d->dtype) return fail("set_rows: the output must be dst (same dtype)");
-  if (src->dtype != DType::F32) return fail("set_rows: src must be F32, got %s", dtype_name(src->dtype));
-  if (idx->dtype != DType::I32) return fail("set_rows: the index must be I32, got %s", dtype_name(idx->dtype));
-  if (d->ne[0] != src->ne[0])
-    return fail("set_rows: src rows (%lld) must be as long as dst rows (%lld)", (long long)src->ne[0], (long long)d->ne[0]);
-  if (idx->ne[0] != src->ne[1]) return fail("set_rows: takes one index per src row");
-  if (src->ne[2] != d->ne[2] || src->ne[3] != d->ne[3]) return fail("set_rows: src and dst differ in dims 2 and 3");
-  if (idx->ne[1] <= 0 || idx->ne[2] <= 0 || idx->ne[3] != 1 || src->ne[2] % idx->ne[1] != 0 ||
-      src->ne[3] % idx->ne[2] != 0)
-    return fail("set_rows: the index does not broadcast over src's dims 2 and 3");
-  if (is_quant_dst(d->dtype))
-    if (const char* e = check_dst_rows("set_rows", d->dtype, d->ne[0], d->nb[0])) return e;
-  return nullptr;
-}
-
 // Each destination row belongs to one thread (by its index), so two src rows with the same index
 // never race: the later src row wins, deterministically. An index outside [0, dst.ne[1]) is
 // skipped (nothing is written for it) and reported through report_kernel_error (by thread 0,
@@ -215,25 +148,6 @@ void run_set_rows(const NodeArgs& args, int, int ith, int nth) {
 
 // ---------------- CONCAT ----------------
 
-const char* check_concat(const NodeArgs& args) {
-  if (args.n_inputs != 2 || args.n_outputs != 1)
-    return fail("concat: takes 2 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
-  const int dim = param_i32(args, program::param::CONCAT::dim);
-  if (dim < 0 || dim > 3) return fail("concat: dim %d is not 0-3", dim);
-  if (a->dtype != DType::F32 && a->dtype != DType::F16 && a->dtype != DType::BF16 && a->dtype != DType::I32)
-    return fail("concat: operands must be F32, F16, BF16 or I32, got %s", dtype_name(a->dtype));
-  if (b->dtype != a->dtype || o->dtype != a->dtype)
-    return fail("concat: operands and output must have the same dtype, got %s, %s and %s", dtype_name(a->dtype),
-                dtype_name(b->dtype), dtype_name(o->dtype));
-  for (int i = 0; i < 4; i++) {
-    if (i != dim && a->ne[i] != b->ne[i]) return fail("concat: operands differ in dim %d", i);
-    const int64_t want = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
-    if (o->ne[i] != want) return fail("concat: the output has the wrong size in dim %d", i);
-  }
-  return nullptr;
-}
-
 void run_concat(const NodeArgs& args, int, int ith, int nth) {
   const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
   const int dim = param_i32(args, program::param::CONCAT::dim);
@@ -261,9 +175,10 @@ void run_concat(const NodeArgs& args, int, int ith, int nth) {
   }
 }
 
-const Registrar cpy_kernel(Op::CPY, {check_cpy, no_scratch, 1, run_cpy});
-const Registrar set_rows_kernel(Op::SET_ROWS, {check_set_rows, no_scratch, 1, run_set_rows});
-const Registrar concat_kernel(Op::CONCAT, {check_concat, no_scratch, 1, run_concat});
+// The contracts, with the quantized destinations quantize_row writes.
+const Registrar cpy_kernel(Op::CPY, {contract::check_cpy<has_quantize>, no_scratch, 1, run_cpy});
+const Registrar set_rows_kernel(Op::SET_ROWS, {contract::check_set_rows<has_quantize>, no_scratch, 1, run_set_rows});
+const Registrar concat_kernel(Op::CONCAT, {contract::check_concat, no_scratch, 1, run_concat});
 
 }  // namespace
 }  // namespace minfer::cpu

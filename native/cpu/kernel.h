@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "../common/program_format.h"
+#include "../common/op_contract.h"
 #include "../common/program_loader.h"
 
 namespace minfer::cpu {
@@ -28,13 +29,9 @@ enum class SimdLevel : int { Scalar = 0, AVX2 = 1, AVX512 = 2, NEON = 3 };
 // data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3]; for block dtypes nb[0] is the block size in bytes.
 using Tensor = program::Tensor;
 
-struct NodeArgs {
-  program::Op op;
-  int n_inputs;
-  int n_outputs;
-  const Tensor* in[program::kMaxInputs];
-  const Tensor* out[program::kMaxOutputs];
-  const uint32_t* params;  // raw parameter words, see param_i32/param_f32
+// The node (op, inputs, outputs, parameter words: native/common/op_contract.h) and what this
+// backend's kernels need besides.
+struct NodeArgs : program::NodeView {
   uint8_t* scratch;        // this node's scratch (same pointer on every thread), or nullptr
   SimdLevel simd;
   // False: products run on the dot-product kernels at every column count, never the panel GEMM
@@ -43,20 +40,13 @@ struct NodeArgs {
   bool panel_gemm = true;
 };
 
-inline int32_t param_i32(const NodeArgs& a, int i) {
-  int32_t v;
-  std::memcpy(&v, &a.params[i], 4);
-  return v;
-}
-inline float param_f32(const NodeArgs& a, int i) {
-  float v;
-  std::memcpy(&v, &a.params[i], 4);
-  return v;
-}
+using program::param_f32;
+using program::param_i32;
 
 struct KernelDef {
   // nullptr when the kernel supports these dtypes and shapes, else a message naming what it lacks.
-  const char* (*check)(const NodeArgs& args);
+  // The op contract (native/common/contract_*.h) first, then what this backend implements.
+  const char* (*check)(const program::NodeView& args);
   // Bytes of scratch the node needs with `n_threads` threads (0 for none).
   size_t (*scratch_bytes)(const NodeArgs& args, int n_threads);
   int n_phases;

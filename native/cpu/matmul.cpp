@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../common/contract_matmul.h"
 #include "../common/fp16.h"
 #include "kernel.h"
 #include "matmul_internal.h"
@@ -28,29 +29,6 @@ using program::DType;
 using program::Op;
 
 namespace mm {
-
-const char* check_weight(const Tensor* a) {
-  const q::WeightTraits& tr = q::weight_traits(a->dtype);
-  if (!tr.supported)
-    return "weights must be F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K";
-  if (a->ne[0] % tr.block != 0) return "the weights' row length is not a whole number of blocks";
-  if (a->nb[0] != tr.type_size) return "the weights' rows must be contiguous (nb[0] = block size in bytes)";
-  return nullptr;
-}
-
-const char* check_act(const Tensor* b) {
-  if (b->dtype != DType::F32 && b->dtype != DType::F16 && b->dtype != DType::BF16)
-    return "activations must be F32, F16 or BF16";
-  // Any element stride (a transposed view): rows are gathered into scratch before quantizing.
-  return nullptr;
-}
-
-const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
-  if (o->dtype != DType::F32) return "the output must be F32";
-  if (o->nb[0] != 4) return "the output's rows must be contiguous";
-  if (o->ne[0] != ne0 || o->ne[1] != ne1 || o->ne[2] != ne2 || o->ne[3] != ne3) return "the output shape is wrong";
-  return nullptr;
-}
 
 size_t align64(size_t x) { return (x + 63) & ~static_cast<size_t>(63); }
 
@@ -131,35 +109,17 @@ using namespace mm;
 // ================================================================================================
 // MUL_MAT: out[m, n, i2, i3] = Σ_k a[k, m, i2/r2, i3/r3] · b[k, n, i2, i3]
 
-const char* check_mul_mat_operands(const NodeArgs& args);
+// The shared contract (native/common/contract_matmul.h) with the weight dtypes this backend's
+// vec_dot / GEMM kernels implement.
+bool weight_supported(DType t) { return q::weight_traits(t).supported; }
 
-const char* check_mul_mat(const NodeArgs& args) {
-  if (args.n_inputs != 2 || args.n_outputs != 1) return "mul_mat takes 2 inputs and 1 output";
-  return check_mul_mat_operands(args);
-}
+const char* check_mul_mat(const program::NodeView& args) { return contract::check_mul_mat(args, weight_supported); }
 
 // MUL_MAT_ADD: out = mul_mat(a, b) + c, c F32 broadcast over out as ADD's b (any strides). The
 // product is rounded to f32 first (run_mul_mat writes it), then c is added in place by the thread
 // that computed each block: bit for bit MUL_MAT followed by ADD.
-const char* check_mul_mat_add(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
-  if (const char* e = check_mul_mat_operands(args)) return e;
-  switch (check_addend(args.in[2], args.out[0])) {
-    case AddendError::NotF32: return "mul_mat_add: c must be F32";
-    case AddendError::NoBroadcast: return "mul_mat_add: c does not broadcast over the product";
-    default: return nullptr;
-  }
-}
-
-const char* check_mul_mat_operands(const NodeArgs& args) {
-  const Tensor* a = args.in[0];
-  const Tensor* b = args.in[1];
-  if (const char* e = check_weight(a)) return e;
-  if (const char* e = check_act(b)) return e;
-  if (a->ne[0] != b->ne[0]) return "mul_mat operands disagree on k";
-  if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0)
-    return "mul_mat: b's dims 2 and 3 must be multiples of a's";
-  return check_out(args.out[0], a->ne[1], b->ne[1], b->ne[2], b->ne[3]);
+const char* check_mul_mat_add(const program::NodeView& args) {
+  return contract::check_mul_mat_add(args, weight_supported);
 }
 
 struct MulMatLayout {
@@ -274,36 +234,10 @@ const Registrar mul_mat_add_kernel(Op::MUL_MAT_ADD, {check_mul_mat_add, scratch_
 // weights (usually one); each c_i (F32, broadcast over out_i as ADD's b) is added in place by the
 // thread that computed a panel / row block of out_i, right after it, as MUL_MAT_ADD does.
 
-// Input index of out_i's addend, or 0 when the node has none.
-int multi_addend(const NodeArgs& args, int i) {
-  return args.n_inputs == 1 + 2 * args.n_outputs ? 1 + args.n_outputs + i : 0;
-}
+using contract::mul_mat_multi_addend;
 
-const char* check_mul_mat_multi(const NodeArgs& args) {
-  const int nw = args.n_outputs;
-  if (nw < 2 || nw > 3 || (args.n_inputs != 1 + nw && args.n_inputs != 1 + 2 * nw))
-    return "mul_mat_multi takes x, 2-3 weights, optionally one addend per weight, and one output per weight";
-  const Tensor* x = args.in[0];
-  if (const char* e = check_act(x)) return e;
-  for (int i = 0; i < nw; i++) {
-    const Tensor* w = args.in[1 + i];
-    if (const char* e = check_weight(w)) return e;
-    if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) return "mul_mat_multi: each weight must be [k, m] with x's k";
-    if (const char* e = check_out(args.out[i], w->ne[1], x->ne[1], x->ne[2], x->ne[3])) return e;
-    if (const int ci = multi_addend(args, i)) {
-      static const char* const kNotF32[3] = {"mul_mat_multi: c1 must be F32", "mul_mat_multi: c2 must be F32",
-                                             "mul_mat_multi: c3 must be F32"};
-      static const char* const kNoBroadcast[3] = {"mul_mat_multi: c1 does not broadcast over out1",
-                                                  "mul_mat_multi: c2 does not broadcast over out2",
-                                                  "mul_mat_multi: c3 does not broadcast over out3"};
-      switch (check_addend(args.in[ci], args.out[i])) {
-        case AddendError::NotF32: return kNotF32[i];
-        case AddendError::NoBroadcast: return kNoBroadcast[i];
-        default: break;
-      }
-    }
-  }
-  return nullptr;
+const char* check_mul_mat_multi(const program::NodeView& args) {
+  return contract::check_mul_mat_multi(args, weight_supported);
 }
 
 struct MultiLayout {
@@ -377,7 +311,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
           const int64_t pe = std::min(w->ne[1], (rest + 1) * pr);
           mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args,
                           rest * pr, pe, 0, n);
-          if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], rest * pr, pe, 0, n);
+          if (const int ci = mul_mat_multi_addend(args, i)) add_c(args.in[ci], args.out[i], rest * pr, pe, 0, n);
           break;
         }
         rest -= np;
@@ -397,7 +331,7 @@ void run_mul_mat_multi(const NodeArgs& args, int phase, int ith, int nth) {
       const int f = l.fmt_of[i];
       mul_mat_compute(w, args.out[i], n, x->ne[2], x->ne[3], scratch + l.off[f], l.row_bytes[f], args, lo, hi, c0,
                       c1);
-      if (const int ci = multi_addend(args, i)) add_c(args.in[ci], args.out[i], lo, hi, c0, c1);
+      if (const int ci = mul_mat_multi_addend(args, i)) add_c(args.in[ci], args.out[i], lo, hi, c0, c1);
     }
     base += m;
   }
@@ -415,19 +349,8 @@ const Registrar mul_mat_multi_kernel(Op::MUL_MAT_MULTI, {check_mul_mat_multi, sc
 // Phase 1: convert the b rows of every valid pair into its grouped slot.
 // Phase 2: per expert, the tiled matmul over its slots; threads split the m rows.
 
-const char* check_mul_mat_id(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_id takes experts, b, ids and 1 output";
-  const Tensor* a = args.in[0];
-  const Tensor* b = args.in[1];
-  const Tensor* ids = args.in[2];
-  if (const char* e = check_weight(a)) return e;
-  if (const char* e = check_act(b)) return e;
-  if (ids->dtype != DType::I32) return "mul_mat_id: ids must be I32";
-  if (a->ne[3] != 1 || b->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) return "mul_mat_id: too many dimensions";
-  if (a->ne[0] != b->ne[0]) return "mul_mat_id: experts and b disagree on k";
-  if (ids->ne[1] != b->ne[2]) return "mul_mat_id: ids must have one column per token";
-  if (b->ne[1] != 1 && b->ne[1] != ids->ne[0]) return "mul_mat_id: b's dim 1 must be 1 or the number of experts used";
-  return check_out(args.out[0], a->ne[1], ids->ne[0], ids->ne[1], 1);
+const char* check_mul_mat_id(const program::NodeView& args) {
+  return contract::check_mul_mat_id(args, weight_supported);
 }
 
 struct IdLayout {

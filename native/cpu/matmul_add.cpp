@@ -1,19 +1,11 @@
-// The addends of the fused matmuls (MUL_MAT_ADD's c, MUL_MAT_MULTI's c_1..c_n): their check and
-// the in-place add that the thread computing a block of the product runs right after it, so the
-// result is bit for bit MUL_MAT followed by ADD (the product rounded to f32, then one f32 add).
+// The addends of the fused matmuls (MUL_MAT_ADD's c, MUL_MAT_MULTI's c_1..c_n): the in-place add
+// that the thread computing a block of the product runs right after it, so the result is bit for
+// bit MUL_MAT followed by ADD (the product rounded to f32, then one f32 add). Their check (F32,
+// broadcast over the product as ADD's b) is the shared contract's, native/common/contract_matmul.h.
 #include "kernel.h"
 #include "matmul_internal.h"
 
 namespace minfer::cpu::mm {
-
-using program::DType;
-
-AddendError check_addend(const Tensor* c, const Tensor* out) {
-  if (c->dtype != DType::F32) return AddendError::NotF32;
-  for (int i = 0; i < 4; i++)
-    if (c->ne[i] <= 0 || out->ne[i] % c->ne[i] != 0) return AddendError::NoBroadcast;
-  return AddendError::None;
-}
 
 void add_c(const Tensor* c, const Tensor* out, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
   if (r0 >= r1) return;

@@ -36,13 +36,9 @@ void tile_rows_cols(const TileJob& job, int64_t r0, int64_t r1, int64_t c0, int6
 // (Panel-GEMM jobs are not split this way: threads take 32-row panels from a shared counter.)
 void split_job(int64_t m, int64_t n, int ith, int nth, int64_t* r0, int64_t* r1, int64_t* c0, int64_t* c1);
 
-const char* check_weight(const Tensor* a);
-const char* check_act(const Tensor* b);
-const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 size_t align64(size_t x);
-// Addends of the fused matmuls (matmul_add.cpp): c F32, broadcast over out as ADD's b.
-enum class AddendError { None, NotF32, NoBroadcast };
-AddendError check_addend(const Tensor* c, const Tensor* out);
+// The addend c of a fused matmul (matmul_add.cpp; F32, broadcast over out as ADD's b, as
+// native/common/contract_matmul.h checks):
 // out[r, j, i2, i3] += c[r % c0, j % c1, i2 % c2, i3 % c3] for rows [r0, r1) and columns [j0, j1)
 // of every plane of out (one float add per element, as ADD).
 void add_c(const Tensor* c, const Tensor* out, int64_t r0, int64_t r1, int64_t j0, int64_t j1);

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "../common/contract_softmax.h"
 #include "../common/fp16.h"
 #include "kernel.h"
-#include "kernel_util.h"
 
 namespace minfer::cpu {
 
@@ -41,30 +41,6 @@ namespace {
 using program::DType;
 using program::Op;
 namespace P = program::param::SOFTMAX;
-
-using program::dtype_name;
-
-
-const char* check_softmax(const NodeArgs& args) {
-  if (args.n_inputs < 1 || args.n_inputs > 2 || args.n_outputs != 1)
-    return fail("softmax: takes 1 or 2 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *o = args.out[0];
-  if (a->dtype != DType::F32) return fail("softmax: a must be F32, got %s", dtype_name(a->dtype));
-  if (o->dtype != DType::F32) return fail("softmax: the output must be F32, got %s", dtype_name(o->dtype));
-  for (int i = 0; i < 4; i++)
-    if (a->ne[i] != o->ne[i]) return fail("softmax: the output must have a's shape");
-  if (args.n_inputs == 2) {
-    const Tensor* m = args.in[1];
-    if (m->dtype != DType::F32 && m->dtype != DType::F16)
-      return fail("softmax: the mask must be F32 or F16, got %s", dtype_name(m->dtype));
-    if (m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1] || m->ne[2] <= 0 || m->ne[3] <= 0 ||
-        a->ne[2] % m->ne[2] != 0 || a->ne[3] % m->ne[3] != 0)
-      return fail("softmax: the mask [%lld,%lld,%lld,%lld] does not cover a [%lld,%lld,%lld,%lld]",
-                  (long long)m->ne[0], (long long)m->ne[1], (long long)m->ne[2], (long long)m->ne[3],
-                  (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3]);
-  }
-  return nullptr;
-}
 
 void run_softmax(const NodeArgs& args, int, int ith, int nth) {
   const Tensor *a = args.in[0], *o = args.out[0];
@@ -112,7 +88,7 @@ void run_softmax(const NodeArgs& args, int, int ith, int nth) {
   }
 }
 
-const Registrar softmax_kernel(Op::SOFTMAX, {check_softmax, no_scratch, 1, run_softmax});
+const Registrar softmax_kernel(Op::SOFTMAX, {contract::check_softmax, no_scratch, 1, run_softmax});
 
 }  // namespace
 }  // namespace minfer::cpu

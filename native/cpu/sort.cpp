@@ -8,50 +8,19 @@
 #include <numeric>
 #include <vector>
 
+#include "../common/contract_sort.h"
 #include "kernel.h"
-#include "kernel_util.h"
 
 namespace minfer::cpu {
 namespace {
 
-using program::DType;
 using program::Op;
-
-using program::dtype_name;
-
 
 // Strict "x < y" with NaN above everything (a total order, so sorting stays well defined).
 inline bool less(float x, float y) {
   if (std::isnan(x)) return false;
   if (std::isnan(y)) return true;
   return x < y;
-}
-
-const char* check_common(const NodeArgs& args, const char* op) {
-  if (args.n_inputs != 1 || args.n_outputs != 1)
-    return fail("%s: takes 1 input and 1 output, got %d and %d", op, args.n_inputs, args.n_outputs);
-  if (args.in[0]->dtype != DType::F32) return fail("%s: a must be F32, got %s", op, dtype_name(args.in[0]->dtype));
-  if (args.out[0]->dtype != DType::I32)
-    return fail("%s: the output must be I32, got %s", op, dtype_name(args.out[0]->dtype));
-  if (args.in[0]->ne[0] > INT32_MAX) return fail("%s: rows longer than 2^31 - 1", op);
-  for (int i = 1; i < 4; i++)
-    if (args.in[0]->ne[i] != args.out[0]->ne[i]) return fail("%s: the output must have a's rows", op);
-  return nullptr;
-}
-
-const char* check_argsort(const NodeArgs& args) {
-  if (const char* e = check_common(args, "argsort")) return e;
-  if (args.out[0]->ne[0] != args.in[0]->ne[0]) return fail("argsort: the output must have a's shape");
-  return nullptr;
-}
-
-const char* check_top_k(const NodeArgs& args) {
-  if (const char* e = check_common(args, "top_k")) return e;
-  const int k = param_i32(args, program::param::TOP_K::k);
-  if (k < 1 || k > args.in[0]->ne[0])
-    return fail("top_k: k = %d must be 1-%lld", k, (long long)args.in[0]->ne[0]);
-  if (args.out[0]->ne[0] != k) return fail("top_k: the output rows must have k = %d entries", k);
-  return nullptr;
 }
 
 // "(v, i) ranks below (w, j)": a smaller value (NaN above everything), or an equal one at a
@@ -178,8 +147,8 @@ void run_sort(const NodeArgs& args, int, int ith, int nth) {
   }
 }
 
-const Registrar argsort_kernel(Op::ARGSORT, {check_argsort, no_scratch, 1, run_sort<false>});
-const Registrar top_k_kernel(Op::TOP_K, {check_top_k, no_scratch, 1, run_sort<true>});
+const Registrar argsort_kernel(Op::ARGSORT, {contract::check_argsort, no_scratch, 1, run_sort<false>});
+const Registrar top_k_kernel(Op::TOP_K, {contract::check_top_k, no_scratch, 1, run_sort<true>});
 
 }  // namespace
 }  // namespace minfer::cpu

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "../common/program_format.h"
+#include "../common/op_contract.h"
 #include "../common/program_loader.h"
 #include "tuning.h"
 
@@ -32,25 +33,12 @@ namespace minfer::cuda {
 
 using program::Tensor;
 
-struct NodeArgs {
-  program::Op op;
-  int n_inputs;
-  int n_outputs;
-  const Tensor* in[program::kMaxInputs];
-  const Tensor* out[program::kMaxOutputs];
-  const uint32_t* params;  // raw parameter words, see param_i32/param_f32
-};
+// The node (op, inputs, outputs, parameter words: native/common/op_contract.h) and what this
+// backend's kernels need besides (nothing yet).
+struct NodeArgs : program::NodeView {};
 
-inline int32_t param_i32(const NodeArgs& a, int i) {
-  int32_t v;
-  std::memcpy(&v, &a.params[i], 4);
-  return v;
-}
-inline float param_f32(const NodeArgs& a, int i) {
-  float v;
-  std::memcpy(&v, &a.params[i], 4);
-  return v;
-}
+using program::param_f32;
+using program::param_i32;
 
 // The first data-dependent error of an execute, in device memory (zeroed before each execute).
 struct DeviceError {
@@ -75,7 +63,8 @@ struct LaunchContext {
 struct KernelDef {
   // nullptr when the kernel supports these dtypes, shapes and parameters, else a message naming
   // what it lacks (make it with check_fail).
-  const char* (*check)(const NodeArgs& args);
+  // The op contract (native/common/contract_*.h) first, then what this backend implements.
+  const char* (*check)(const program::NodeView& args);
   // Bytes of device scratch the node needs (0 for none).
   size_t (*scratch_bytes)(const NodeArgs& args);
   // Enqueues the node's work; returns cudaSuccess or the first error.

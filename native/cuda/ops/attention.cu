@@ -1,5 +1,6 @@
 // ATTENTION on CUDA: out[:, h, j] = softmax_c(softcap(q[:, h, j] · k[:, h/g, c] * scale) + mask[c, j]) · v[:, h/g, c]
-// (the semantics of native/cpu/attention.cpp, which this mirrors; see check_attention there).
+// (the semantics of native/cpu/attention.cpp, which this mirrors; the dtypes and shapes it takes
+// are the op contract's, native/common/contract_attention.h).
 //
 // Design. Prefill on tensor cores has a kernel of its own (F16 k/v, head size 64/128:
 // attention_flash.cuh; MINFER_CUDA_ATTN=tile turns it off), and so has decode (few rows, F16 k/v,
@@ -41,7 +42,7 @@
 // min(kMaxSplits = 128, ceil(nKv / bc), 1024 / blocks) from the shapes alone (plan_attention); launch uses at most
 // that many. Tiles: br = 8/16/32 rows by rows per kv head, bc = 64 cells, shrunk to fit 200 KB of
 // shared memory; head sizes too large even for br = 1, bc = 8 (thousands) are refused in check, the
-// one condition the CPU does not have.
+// one condition beyond the op contract.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -51,6 +52,7 @@
 #include <cstdint>
 
 #include "../cuda_util.cuh"
+#include "../../common/contract_attention.h"
 #include "../kernel.h"
 #include "attention_decode.cuh"
 #include "attention_flash.cuh"
@@ -79,11 +81,6 @@ void quantize_into(AttnParams& p, uint8_t* act, int64_t n_q, int64_t hdv, const 
   if (quantized) *quantized = true;
 }
 
-// ---- checks (exactly the CPU's) ----
-
-int64_t elem_size(DType t) { return t == DType::Q8_0 ? 34 : t == DType::F32 || t == DType::I32 ? 4 : 2; }
-bool is_kv_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
-
 // ---- the launch plan: tile sizes, splits, shared memory, scratch; a function of the shapes only ----
 
 struct Plan {
@@ -100,7 +97,7 @@ size_t smem_bytes(int br, int bc, int64_t hd, int64_t hdv, bool v_sep = false) {
   return static_cast<size_t>(smem_layout(br, bc, hd, hdv, v_sep).total) * 4;
 }
 
-Plan plan_attention(const NodeArgs& a) {
+Plan plan_attention(const program::NodeView& a) {
   const Tensor *q = a.in[0], *k = a.in[1], *v = a.in[2];
   const int64_t hd = q->ne[0], hdv = v->ne[0], n_head = q->ne[1], n_q = q->ne[2];
   const int64_t n_kv_head = k->ne[1], n_kv = k->ne[2];
@@ -126,43 +123,11 @@ Plan plan_attention(const NodeArgs& a) {
   return p;
 }
 
-const char* check_attention(const NodeArgs& args) {
-  if (args.n_inputs != 4 || args.n_outputs != 1)
-    return check_fail("attention: takes 4 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
-  using program::dtype_name;
-  if (q->dtype != DType::F32) return check_fail("attention: q must be F32, got %s", dtype_name(q->dtype));
-  if (!is_kv_type(k->dtype)) return check_fail("attention: k must be F32, F16, BF16 or Q8_0, got %s", dtype_name(k->dtype));
-  if (!is_kv_type(v->dtype)) return check_fail("attention: v must be F32, F16, BF16 or Q8_0, got %s", dtype_name(v->dtype));
-  if ((k->dtype == DType::Q8_0 && k->ne[0] % 32 != 0) || (v->dtype == DType::Q8_0 && v->ne[0] % 32 != 0))
-    return check_fail("attention: Q8_0 k/v need head sizes that are multiples of 32 (%lld, %lld)", (long long)k->ne[0],
-                      (long long)v->ne[0]);
-  if (o->dtype != DType::F32) return check_fail("attention: the output must be F32, got %s", dtype_name(o->dtype));
-  if (k->nb[0] != elem_size(k->dtype) || v->nb[0] != elem_size(v->dtype))
-    return check_fail("attention: k and v rows must be contiguous in dim 0 (nb[0] %lld and %lld)", (long long)k->nb[0],
-                      (long long)v->nb[0]);
-  if (q->ne[0] != k->ne[0])
-    return check_fail("attention: q and k must have the same head size (%lld vs %lld)", (long long)q->ne[0],
-                      (long long)k->ne[0]);
-  if (k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2]) return check_fail("attention: k and v must have the same heads and length");
-  if (k->ne[1] <= 0 || q->ne[1] % k->ne[1] != 0)
-    return check_fail("attention: q heads (%lld) must be a multiple of kv heads (%lld)", (long long)q->ne[1],
-                      (long long)k->ne[1]);
-  if (q->ne[3] != 1 || k->ne[3] != 1 || v->ne[3] != 1) return check_fail("attention: takes 3-D q, k and v");
-  if (o->ne[0] != v->ne[0] || o->ne[1] != q->ne[1] || o->ne[2] != q->ne[2] || o->ne[3] != 1)
-    return check_fail("attention: the output must be [hdv, nHead, nQ]");
-  if (m->dtype == DType::I32) {
-    if (m->ne[0] != 2 || m->ne[1] != q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
-      return check_fail("attention: spans must be I32 [2, nQ]");
-  } else {
-    if (m->dtype != DType::F32 && m->dtype != DType::F16)
-      return check_fail("attention: the mask must be F32 or F16 (or spans I32), got %s", dtype_name(m->dtype));
-    if (m->ne[0] != k->ne[2] || m->ne[1] < q->ne[2] || m->ne[2] != 1 || m->ne[3] != 1)
-      return check_fail("attention: the mask must be [nKv, >= nQ] = [%lld, %lld], got [%lld, %lld, %lld, %lld]",
-                        (long long)k->ne[2], (long long)q->ne[2], (long long)m->ne[0], (long long)m->ne[1],
-                        (long long)m->ne[2], (long long)m->ne[3]);
-  }
-  // The one limit the CPU does not have: a block's tiles must fit in shared memory.
+// The op contract (native/common/contract_attention.h), then this backend's own limit.
+const char* check_attention(const program::NodeView& args) {
+  if (const char* e = contract::check_attention(args)) return e;
+  const Tensor *q = args.in[0], *v = args.in[2];
+  // The one limit beyond the contract: a block's tiles must fit in shared memory.
   if (!plan_attention(args).ok)
     return check_fail("attention: head sizes %lld/%lld are too large for the CUDA kernel's shared-memory tiles",
                       (long long)q->ne[0], (long long)v->ne[0]);

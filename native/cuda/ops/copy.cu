@@ -6,7 +6,9 @@
 // When a's rows are as long as the output's, a 2-D grid walks rows (y) and elements (x); otherwise
 // each element works out its source coordinates from its linear index.
 // CONCAT joins a and b (F32/F16/BF16/I32, same dtype) along dim 0-3.
+// Their checks are the shared contracts (native/common/contract_copy.h).
 #include "../cuda_util.cuh"
+#include "../../common/contract_copy.h"
 #include "../kernel.h"
 #include "../quantize.cuh"
 
@@ -14,46 +16,12 @@ namespace minfer::cuda {
 namespace {
 
 using program::DType;
-using program::dtype_name;
 using program::Op;
 
 constexpr int kThreads = 256;
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 __host__ __device__ inline int elem_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
 bool is_quant_dst(DType t) { return qz_has_quantizer(t); }
-
-const char* check_dst_rows(const char* op, DType t, int64_t ne0, int64_t nb0) {
-  const program::BlockLayout* l = program::block_layout(static_cast<int32_t>(t));
-  const int64_t bs = l ? l->block_size : 1;
-  if (ne0 % bs != 0)
-    return check_fail("%s: %s destination rows (%lld elements) are not a whole number of blocks of %lld", op,
-                      dtype_name(t), (long long)ne0, (long long)bs);
-  if (l && nb0 != l->type_size)
-    return check_fail("%s: %s destination rows must be contiguous (nb[0] %lld, block size %d bytes)", op,
-                      dtype_name(t), (long long)nb0, l->type_size);
-  return nullptr;
-}
-
-const char* check_cpy(const NodeArgs& args) {
-  if (args.n_inputs != 1 || args.n_outputs != 1)
-    return check_fail("cpy: takes 1 input and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *o = args.out[0];
-  const bool same_plain = a->dtype == o->dtype && (is_float(a->dtype) || a->dtype == DType::I32);
-  if (!same_plain) {
-    if (!is_float(a->dtype))
-      return check_fail("cpy: cannot convert from %s (the source must be F32, F16 or BF16)", dtype_name(a->dtype));
-    if (!is_float(o->dtype) && !is_quant_dst(o->dtype))
-      return check_fail(
-          "cpy: cannot convert %s to %s (the destination must be F32, F16, BF16 or a dtype with a quantizer: "
-          "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-          dtype_name(a->dtype), dtype_name(o->dtype));
-  }
-  if (nelements(*a) != nelements(*o)) return check_fail("cpy: source and destination differ in element count");
-  if (is_quant_dst(o->dtype))
-    if (const char* e = check_dst_rows("cpy", o->dtype, o->ne[0], o->nb[0])) return e;
-  return nullptr;
-}
 
 // Copies one element of `es` bytes (2 or 4) bit for bit.
 __device__ inline void copy_raw(uint8_t* dst, const uint8_t* src, int es) {
@@ -160,25 +128,6 @@ cudaError_t launch_cpy(const NodeArgs& args, const LaunchContext& ctx) {
 
 // ---------------- CONCAT ----------------
 
-const char* check_concat(const NodeArgs& args) {
-  if (args.n_inputs != 2 || args.n_outputs != 1)
-    return check_fail("concat: takes 2 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
-  const int dim = param_i32(args, program::param::CONCAT::dim);
-  if (dim < 0 || dim > 3) return check_fail("concat: dim %d is not 0-3", dim);
-  if (a->dtype != DType::F32 && a->dtype != DType::F16 && a->dtype != DType::BF16 && a->dtype != DType::I32)
-    return check_fail("concat: operands must be F32, F16, BF16 or I32, got %s", dtype_name(a->dtype));
-  if (b->dtype != a->dtype || o->dtype != a->dtype)
-    return check_fail("concat: operands and output must have the same dtype, got %s, %s and %s", dtype_name(a->dtype),
-                      dtype_name(b->dtype), dtype_name(o->dtype));
-  for (int i = 0; i < 4; i++) {
-    if (i != dim && a->ne[i] != b->ne[i]) return check_fail("concat: operands differ in dim %d", i);
-    const int64_t want = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
-    if (o->ne[i] != want) return check_fail("concat: the output has the wrong size in dim %d", i);
-  }
-  return nullptr;
-}
-
 __global__ void concat_kernel(Tensor a, Tensor b, Tensor o, int dim) {
   const int64_t ne0 = o.ne[0], rows = o.ne[1] * o.ne[2] * o.ne[3], a0 = a.ne[0];
   const int es = elem_size(o.dtype);
@@ -210,8 +159,9 @@ cudaError_t launch_concat(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar cpy_kernel(Op::CPY, {check_cpy, no_scratch, launch_cpy});
-const Registrar concat_kernel_reg(Op::CONCAT, {check_concat, no_scratch, launch_concat});
+// The contracts, with the quantized destinations quantize.cuh writes.
+const Registrar cpy_kernel(Op::CPY, {contract::check_cpy<qz_has_quantizer>, no_scratch, launch_cpy});
+const Registrar concat_kernel_reg(Op::CONCAT, {contract::check_concat, no_scratch, launch_concat});
 
 }  // namespace
 }  // namespace minfer::cuda

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "../cuda_util.cuh"
+#include "../../common/contract_elementwise.h"
 #include "../kernel.h"
 #include "act_quant.cuh"
 #include "fused.h"
@@ -14,73 +15,9 @@ namespace minfer::cuda {
 namespace {
 
 using program::DType;
-using program::dtype_name;
 using program::Op;
 
 constexpr int kThreads = 256;
-
-// ---- checks (the CPU's conditions and messages) ----
-
-const char* need_f32(const char* op, const char* what, const Tensor* t) {
-  if (t->dtype != DType::F32) return check_fail("%s: %s must be F32, got %s", op, what, dtype_name(t->dtype));
-  return nullptr;
-}
-
-bool same_shape(const Tensor* a, const Tensor* b) {
-  for (int i = 0; i < 4; i++)
-    if (a->ne[i] != b->ne[i]) return false;
-  return true;
-}
-
-const char* check_counts(const char* op, const NodeArgs& a, int n_in) {
-  if (a.n_inputs != n_in || a.n_outputs != 1)
-    return check_fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, a.n_inputs, a.n_outputs);
-  return nullptr;
-}
-
-const char* check_binary(const NodeArgs& args, const char* op) {
-  if (const char* e = check_counts(op, args, 2)) return e;
-  const Tensor *a = args.in[0], *b = args.in[1], *o = args.out[0];
-  if (const char* e = need_f32(op, "a", a)) return e;
-  if (const char* e = need_f32(op, "b", b)) return e;
-  if (const char* e = need_f32(op, "the output", o)) return e;
-  for (int i = 0; i < 4; i++) {
-    if (b->ne[i] <= 0 || a->ne[i] % b->ne[i] != 0)
-      return check_fail("%s: b [%lld,%lld,%lld,%lld] does not broadcast over a [%lld,%lld,%lld,%lld]", op,
-                        (long long)b->ne[0], (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3],
-                        (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3]);
-  }
-  if (!same_shape(a, o)) return check_fail("%s: the output must have a's shape", op);
-  return nullptr;
-}
-const char* check_add(const NodeArgs& a) { return check_binary(a, "add"); }
-const char* check_mul(const NodeArgs& a) { return check_binary(a, "mul"); }
-
-const char* check_unary(const NodeArgs& args, const char* op) {
-  if (const char* e = check_counts(op, args, 1)) return e;
-  if (const char* e = need_f32(op, "a", args.in[0])) return e;
-  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
-  if (!same_shape(args.in[0], args.out[0])) return check_fail("%s: the output must have a's shape", op);
-  return nullptr;
-}
-const char* check_scale(const NodeArgs& a) { return check_unary(a, "scale"); }
-const char* check_silu(const NodeArgs& a) { return check_unary(a, "silu"); }
-const char* check_gelu(const NodeArgs& a) { return check_unary(a, "gelu"); }
-const char* check_tanh(const NodeArgs& a) { return check_unary(a, "tanh"); }
-const char* check_gelu_erf(const NodeArgs& a) { return check_unary(a, "gelu_erf"); }
-
-// SWIGLU and GEGLU: act(gate) * up.
-template <bool kGelu>
-const char* check_gated(const NodeArgs& args) {
-  const char* op = kGelu ? "geglu" : "swiglu";
-  if (const char* e = check_counts(op, args, 2)) return e;
-  if (const char* e = need_f32(op, "gate", args.in[0])) return e;
-  if (const char* e = need_f32(op, "up", args.in[1])) return e;
-  if (const char* e = need_f32(op, "the output", args.out[0])) return e;
-  if (!same_shape(args.in[0], args.in[1])) return check_fail("%s: gate and up must have the same shape", op);
-  if (!same_shape(args.in[0], args.out[0])) return check_fail("%s: the output must have gate's shape", op);
-  return nullptr;
-}
 
 // ---- device code ----
 
@@ -231,15 +168,15 @@ cudaError_t launch_gated(const NodeArgs& args, const LaunchContext& ctx) {
   return launch_k(gated_kernel<kGelu>, grid, dim3(kThreads), 0, ctx.stream, *args.in[0], *args.in[1], *args.out[0]);
 }
 
-const Registrar add_kernel(Op::ADD, {check_add, no_scratch, launch_binary<false>});
-const Registrar mul_kernel(Op::MUL, {check_mul, no_scratch, launch_binary<true>});
-const Registrar scale_kernel(Op::SCALE, {check_scale, no_scratch, launch_unary<Unary::Scale>});
-const Registrar silu_kernel(Op::SILU, {check_silu, no_scratch, launch_unary<Unary::Silu>});
-const Registrar gelu_kernel(Op::GELU, {check_gelu, no_scratch, launch_unary<Unary::Gelu>});
-const Registrar tanh_kernel(Op::TANH, {check_tanh, no_scratch, launch_unary<Unary::Tanh>});
-const Registrar gelu_erf_kernel(Op::GELU_ERF, {check_gelu_erf, no_scratch, launch_unary<Unary::GeluErf>});
-const Registrar swiglu_kernel_reg(Op::SWIGLU, {check_gated<false>, no_scratch, launch_gated<false>});
-const Registrar geglu_kernel_reg(Op::GEGLU, {check_gated<true>, no_scratch, launch_gated<true>});
+const Registrar add_kernel(Op::ADD, {contract::check_add, no_scratch, launch_binary<false>});
+const Registrar mul_kernel(Op::MUL, {contract::check_mul, no_scratch, launch_binary<true>});
+const Registrar scale_kernel(Op::SCALE, {contract::check_scale, no_scratch, launch_unary<Unary::Scale>});
+const Registrar silu_kernel(Op::SILU, {contract::check_silu, no_scratch, launch_unary<Unary::Silu>});
+const Registrar gelu_kernel(Op::GELU, {contract::check_gelu, no_scratch, launch_unary<Unary::Gelu>});
+const Registrar tanh_kernel(Op::TANH, {contract::check_tanh, no_scratch, launch_unary<Unary::Tanh>});
+const Registrar gelu_erf_kernel(Op::GELU_ERF, {contract::check_gelu_erf, no_scratch, launch_unary<Unary::GeluErf>});
+const Registrar swiglu_kernel_reg(Op::SWIGLU, {contract::check_gated<false>, no_scratch, launch_gated<false>});
+const Registrar geglu_kernel_reg(Op::GEGLU, {contract::check_gated<true>, no_scratch, launch_gated<true>});
 
 // SWIGLU or GEGLU of contiguous rows (row blockIdx.y) that also quantizes its output (fused with
 // the mat-vec reading it, fused.h: row r is the matmul's activation column r): kQ 1 = Q8A (a warp's

@@ -1,5 +1,6 @@
-// MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the CPU backend's conditions and
-// messages, native/cpu/matmul.cpp), scratch sizing and the choice of path per node:
+// MUL_MAT, MUL_MAT_ADD, MUL_MAT_MULTI and MUL_MAT_ID on CUDA: checks (the shared contract,
+// native/common/contract_matmul.h, with the weight dtypes quants.cuh decodes), scratch sizing and
+// the choice of path per node:
 //   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
 //     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
@@ -18,6 +19,7 @@
 // c is added once).
 #include <algorithm>
 
+#include "../../common/contract_matmul.h"
 #include "../gemm_tc.h"
 #include "fused.h"
 #include "matmul_generic.cuh"
@@ -36,113 +38,24 @@ constexpr int64_t kDecodeCols = 8;  // columns per plane up to which the mat-vec
 constexpr size_t kAlign = 256;
 size_t align_up(size_t x) { return (x + kAlign - 1) & ~(kAlign - 1); }
 
-// ---- checks (as native/cpu/matmul.cpp) ------------------------------------------------------------
+// ---- checks (native/common/contract_matmul.h) -----------------------------------------------------
 
-const char* check_weight(const Tensor* a) {
-  if (!has_dequant(a->dtype))
-    return "weights must be F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K";
-  if (a->ne[0] % qblock_elems(a->dtype) != 0) return "the weights' row length is not a whole number of blocks";
-  if (a->nb[0] != qblock_bytes(a->dtype)) return "the weights' rows must be contiguous (nb[0] = block size in bytes)";
-  return nullptr;
+// The weight dtypes quants.cuh decodes: the generic kernels read any of them, and a node that a
+// fast path does not take falls back to those.
+bool weight_supported(DType t) { return has_dequant(t); }
+
+const char* check_mul_mat(const program::NodeView& args) { return contract::check_mul_mat(args, weight_supported); }
+const char* check_mul_mat_add(const program::NodeView& args) {
+  return contract::check_mul_mat_add(args, weight_supported);
+}
+const char* check_mul_mat_multi(const program::NodeView& args) {
+  return contract::check_mul_mat_multi(args, weight_supported);
+}
+const char* check_mul_mat_id(const program::NodeView& args) {
+  return contract::check_mul_mat_id(args, weight_supported);
 }
 
-const char* check_act(const Tensor* b) {
-  if (b->dtype != DType::F32 && b->dtype != DType::F16 && b->dtype != DType::BF16)
-    return "activations must be F32, F16 or BF16";
-  return nullptr;
-}
-
-const char* check_out(const Tensor* o, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
-  if (o->dtype != DType::F32) return "the output must be F32";
-  if (o->nb[0] != 4) return "the output's rows must be contiguous";
-  if (o->ne[0] != ne0 || o->ne[1] != ne1 || o->ne[2] != ne2 || o->ne[3] != ne3) return "the output shape is wrong";
-  return nullptr;
-}
-
-const char* check_mul_mat_operands(const NodeArgs& args);
-
-const char* check_mul_mat(const NodeArgs& args) {
-  if (args.n_inputs != 2 || args.n_outputs != 1) return "mul_mat takes 2 inputs and 1 output";
-  return check_mul_mat_operands(args);
-}
-
-// An addend c (MUL_MAT_ADD's c, MUL_MAT_MULTI's c_i): F32, broadcast over out as ADD's b.
-enum class AddendError { None, NotF32, NoBroadcast };
-AddendError check_addend(const Tensor* c, const Tensor* out) {
-  if (c->dtype != DType::F32) return AddendError::NotF32;
-  for (int i = 0; i < 4; i++)
-    if (c->ne[i] <= 0 || out->ne[i] % c->ne[i] != 0) return AddendError::NoBroadcast;
-  return AddendError::None;
-}
-
-const char* check_mul_mat_add(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_add takes a, b, c and 1 output";
-  if (const char* e = check_mul_mat_operands(args)) return e;
-  switch (check_addend(args.in[2], args.out[0])) {
-    case AddendError::NotF32: return "mul_mat_add: c must be F32";
-    case AddendError::NoBroadcast: return "mul_mat_add: c does not broadcast over the product";
-    default: return nullptr;
-  }
-}
-
-const char* check_mul_mat_operands(const NodeArgs& args) {
-  const Tensor* a = args.in[0];
-  const Tensor* b = args.in[1];
-  if (const char* e = check_weight(a)) return e;
-  if (const char* e = check_act(b)) return e;
-  if (a->ne[0] != b->ne[0]) return "mul_mat operands disagree on k";
-  if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0)
-    return "mul_mat: b's dims 2 and 3 must be multiples of a's";
-  return check_out(args.out[0], a->ne[1], b->ne[1], b->ne[2], b->ne[3]);
-}
-
-// Input index of MUL_MAT_MULTI's out_i addend, or 0 when the node has none.
-int multi_addend(const NodeArgs& args, int i) {
-  return args.n_inputs == 1 + 2 * args.n_outputs ? 1 + args.n_outputs + i : 0;
-}
-
-// Inputs x, w1..wn (2 or 3 weights), optionally c1..cn; outputs one per weight.
-const char* check_mul_mat_multi(const NodeArgs& args) {
-  const int nw = args.n_outputs;
-  if (nw < 2 || nw > 3 || (args.n_inputs != 1 + nw && args.n_inputs != 1 + 2 * nw))
-    return "mul_mat_multi takes x, 2-3 weights, optionally one addend per weight, and one output per weight";
-  const Tensor* x = args.in[0];
-  if (const char* e = check_act(x)) return e;
-  for (int i = 0; i < nw; i++) {
-    const Tensor* w = args.in[1 + i];
-    if (const char* e = check_weight(w)) return e;
-    if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) return "mul_mat_multi: each weight must be [k, m] with x's k";
-    if (const char* e = check_out(args.out[i], w->ne[1], x->ne[1], x->ne[2], x->ne[3])) return e;
-    if (const int ci = multi_addend(args, i)) {
-      static const char* const kNotF32[3] = {"mul_mat_multi: c1 must be F32", "mul_mat_multi: c2 must be F32",
-                                             "mul_mat_multi: c3 must be F32"};
-      static const char* const kNoBroadcast[3] = {"mul_mat_multi: c1 does not broadcast over out1",
-                                                  "mul_mat_multi: c2 does not broadcast over out2",
-                                                  "mul_mat_multi: c3 does not broadcast over out3"};
-      switch (check_addend(args.in[ci], args.out[i])) {
-        case AddendError::NotF32: return kNotF32[i];
-        case AddendError::NoBroadcast: return kNoBroadcast[i];
-        default: break;
-      }
-    }
-  }
-  return nullptr;
-}
-
-const char* check_mul_mat_id(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1) return "mul_mat_id takes experts, b, ids and 1 output";
-  const Tensor* a = args.in[0];
-  const Tensor* b = args.in[1];
-  const Tensor* ids = args.in[2];
-  if (const char* e = check_weight(a)) return e;
-  if (const char* e = check_act(b)) return e;
-  if (ids->dtype != DType::I32) return "mul_mat_id: ids must be I32";
-  if (a->ne[3] != 1 || b->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) return "mul_mat_id: too many dimensions";
-  if (a->ne[0] != b->ne[0]) return "mul_mat_id: experts and b disagree on k";
-  if (ids->ne[1] != b->ne[2]) return "mul_mat_id: ids must have one column per token";
-  if (b->ne[1] != 1 && b->ne[1] != ids->ne[0]) return "mul_mat_id: b's dim 1 must be 1 or the number of experts used";
-  return check_out(args.out[0], a->ne[1], ids->ne[0], ids->ne[1], 1);
-}
+using contract::mul_mat_multi_addend;
 
 // ---- planes and views --------------------------------------------------------------------------
 
@@ -490,7 +403,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
     if (cudaError_t e = prepare_acts(r, x, scratch, ctx.stream); e != cudaSuccess) return e;
   auto planes = [&](int i) {
     Planes p = mul_mat_planes(args.in[1 + i], x, args.out[i], ctx);
-    if (const int ci = multi_addend(args, i)) p = with_c(p, args.in[ci]);
+    if (const int ci = mul_mat_multi_addend(args, i)) p = with_c(p, args.in[ci]);
     return p;
   };
   auto batchable = [&](const Planes& p, Path path) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "../cuda_util.cuh"
+#include "../../common/contract_norm.h"
 #include "../kernel.h"
 #include "act_quant.cuh"
 #include "fused.h"
@@ -15,37 +16,11 @@
 namespace minfer::cuda {
 namespace {
 
-using program::DType;
-using program::dtype_name;
 using program::Op;
 
 constexpr int kThreads = 256;       // threads per row when there are rows enough to fill the device
 constexpr int kFewRowThreads = 1024;  // per row otherwise (decode's single row: 4 loads a thread, not 14)
 constexpr int kFewRows = 264;
-
-const char* check_common(const NodeArgs& args, const char* op, int n_in) {
-  if (args.n_inputs != n_in || args.n_outputs != 1)
-    return check_fail("%s: takes %d inputs and 1 output, got %d and %d", op, n_in, args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *o = args.out[0];
-  if (a->dtype != DType::F32) return check_fail("%s: a must be F32, got %s", op, dtype_name(a->dtype));
-  if (o->dtype != DType::F32) return check_fail("%s: the output must be F32, got %s", op, dtype_name(o->dtype));
-  for (int i = 0; i < 4; i++)
-    if (a->ne[i] != o->ne[i]) return check_fail("%s: the output must have a's shape", op);
-  if (a->ne[0] < 1) return check_fail("%s: rows must not be empty", op);
-  return nullptr;
-}
-const char* check_rms_norm(const NodeArgs& a) { return check_common(a, "rms_norm", 1); }
-const char* check_norm(const NodeArgs& a) { return check_common(a, "norm", 1); }
-const char* check_rms_norm_mul(const NodeArgs& args) {
-  if (const char* e = check_common(args, "rms_norm_mul", 2)) return e;
-  const Tensor *a = args.in[0], *w = args.in[1];
-  if (w->dtype != DType::F32) return check_fail("rms_norm_mul: the weight must be F32, got %s", dtype_name(w->dtype));
-  if (w->ne[0] != a->ne[0]) return check_fail("rms_norm_mul: the weight must match a's rows");
-  for (int i = 1; i < 4; i++)
-    if (w->ne[i] <= 0 || a->ne[i] % w->ne[i] != 0)
-      return check_fail("rms_norm_mul: the weight does not broadcast over a in dim %d", i);
-  return nullptr;
-}
 
 // Sum of a double over the block (every thread gets it); `shared` holds blockDim.x / 32 doubles.
 __device__ double block_sum_d(double v, double* shared) {
@@ -332,9 +307,9 @@ cudaError_t launch_norm(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar rms_norm_kernel(Op::RMS_NORM, {check_rms_norm, no_scratch, launch_norm<Kind::Rms>});
-const Registrar norm_kernel_reg(Op::NORM, {check_norm, no_scratch, launch_norm<Kind::Norm>});
-const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {check_rms_norm_mul, no_scratch, launch_norm<Kind::RmsMul>});
+const Registrar rms_norm_kernel(Op::RMS_NORM, {contract::check_rms_norm, no_scratch, launch_norm<Kind::Rms>});
+const Registrar norm_kernel_reg(Op::NORM, {contract::check_norm, no_scratch, launch_norm<Kind::Norm>});
+const Registrar rms_norm_mul_kernel(Op::RMS_NORM_MUL, {contract::check_rms_norm_mul, no_scratch, launch_norm<Kind::RmsMul>});
 
 }  // namespace
 

@@ -11,46 +11,18 @@
 #include <cmath>
 
 #include "../cuda_util.cuh"
+#include "../../common/contract_rope.h"
 #include "../kernel.h"
 #include "rope_common.cuh"
 
 namespace minfer::cuda {
 namespace {
 
-using program::DType;
-using program::dtype_name;
 using program::Op;
-namespace P = program::param::ROPE;
 
 constexpr int kThreads = 256;
 constexpr int kPairChunk = 512;     // pairs whose angles are held in shared memory at once
 constexpr int kHeadsPerBlock = 8;
-
-const char* check_rope(const NodeArgs& args) {
-  if (args.n_inputs < 2 || args.n_inputs > 3 || args.n_outputs != 1)
-    return check_fail("rope: takes 2 or 3 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *a = args.in[0], *pos = args.in[1], *o = args.out[0];
-  if (a->dtype != DType::F32) return check_fail("rope: a must be F32, got %s", dtype_name(a->dtype));
-  if (o->dtype != DType::F32) return check_fail("rope: the output must be F32, got %s", dtype_name(o->dtype));
-  if (pos->dtype != DType::I32) return check_fail("rope: positions must be I32, got %s", dtype_name(pos->dtype));
-  for (int i = 0; i < 4; i++)
-    if (a->ne[i] != o->ne[i]) return check_fail("rope: the output must have a's shape");
-  const int mode = param_i32(args, P::mode), n_dims = param_i32(args, P::nDims);
-  if (mode != 0 && mode != 2) return check_fail("rope: mode %d is neither 0 (normal) nor 2 (neox)", mode);
-  if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0])
-    return check_fail("rope: nDims %d must be even, positive and at most the head size %lld", n_dims,
-                      (long long)a->ne[0]);
-  if (pos->ne[0] != a->ne[2] || pos->ne[1] != 1 || pos->ne[2] != 1 || pos->ne[3] != 1)
-    return check_fail("rope: takes one position per token: positions [%lld] for %lld tokens", (long long)pos->ne[0],
-                      (long long)a->ne[2]);
-  if (args.n_inputs == 3) {
-    const Tensor* ff = args.in[2];
-    if (ff->dtype != DType::F32) return check_fail("rope: frequency factors must be F32, got %s", dtype_name(ff->dtype));
-    if (ff->ne[0] != n_dims / 2 || ff->ne[1] != 1 || ff->ne[2] != 1 || ff->ne[3] != 1)
-      return check_fail("rope: frequency factors must be [%d]", n_dims / 2);
-  }
-  return nullptr;
-}
 
 __global__ void rope_kernel(Tensor a, Tensor pos, Tensor ff, Tensor o, RopeParams p) {
   __shared__ float2 cs[kPairChunk];
@@ -103,7 +75,7 @@ cudaError_t launch_rope(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar rope_kernel_reg(Op::ROPE, {check_rope, no_scratch, launch_rope});
+const Registrar rope_kernel_reg(Op::ROPE, {contract::check_rope, no_scratch, launch_rope});
 
 }  // namespace
 }  // namespace minfer::cuda

@@ -21,7 +21,8 @@ struct RopeParams {
   double inv_freq[kRopeTable];  // formed on the host with the CPU backend's pow: the same bits
 };
 
-// The parameters of a ROPE node (checked by check_rope), with the YaRN range on the host.
+// The parameters of a ROPE node (checked by contract::check_rope, native/common/contract_rope.h),
+// with the YaRN range on the host.
 inline RopeParams rope_params(const NodeArgs& args) {
   namespace P = program::param::ROPE;
   RopeParams p;

@@ -7,9 +7,11 @@
 //   index outside [0, dst.ne[1]) is reported and skipped. When several src rows name the same
 //   destination row, the last one wins (as on the CPU): a src row with a later duplicate is skipped.
 // One block per row; every index is read from device memory and bounds-checked there.
+// Their checks are the shared contracts (native/common/contract_rows.h).
 #include <cmath>
 
 #include "../cuda_util.cuh"
+#include "../../common/contract_rows.h"
 #include "../kernel.h"
 #include "../quantize.cuh"
 #include "../quants.cuh"
@@ -17,8 +19,6 @@
 namespace minfer::cuda {
 namespace {
 
-using program::DType;
-using program::dtype_name;
 using program::Op;
 
 constexpr int kThreads = 128;
@@ -26,23 +26,6 @@ constexpr int kThreads = 128;
 unsigned grid_rows(int64_t rows) { return static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20)); }
 
 // ---------------- GET_ROWS ----------------
-
-const char* check_get_rows(const NodeArgs& args) {
-  if (args.n_inputs != 2 || args.n_outputs != 1) return "get_rows takes 2 inputs and 1 output";
-  const Tensor *a = args.in[0], *idx = args.in[1], *out = args.out[0];
-  if (!has_dequant(a->dtype)) return "get_rows cannot read this dtype (no dequantizer)";
-  const program::BlockLayout* l = program::block_layout(static_cast<int32_t>(a->dtype));
-  if (!l || l->block_size <= 0 || a->ne[0] % l->block_size != 0)
-    return "get_rows: a's rows are not a whole number of blocks";
-  if (a->nb[0] != l->type_size) return "get_rows: a's rows must be contiguous";
-  if (idx->dtype != DType::I32) return "get_rows: the index must be I32";
-  if (idx->ne[2] != 1 || idx->ne[3] != 1) return "get_rows takes a 1-D or 2-D index";
-  if (idx->ne[1] != 1 && idx->ne[1] != a->ne[2]) return "get_rows: index rows must match a's dim 2";
-  if (out->dtype != DType::F32 || out->nb[0] != 4) return "get_rows: the output must be contiguous F32 rows";
-  if (out->ne[0] != a->ne[0] || out->ne[1] != idx->ne[0] || out->ne[2] != a->ne[2] || out->ne[3] != a->ne[3])
-    return "get_rows: the output shape is wrong";
-  return nullptr;
-}
 
 __global__ void get_rows_kernel(Tensor a, Tensor idx, Tensor out, DeviceError* err, int node) {
   pdl_begin();
@@ -79,40 +62,6 @@ cudaError_t launch_get_rows(const NodeArgs& args, const LaunchContext& ctx) {
 }
 
 // ---------------- SET_ROWS ----------------
-
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-const char* check_set_rows(const NodeArgs& args) {
-  if (args.n_inputs != 3 || args.n_outputs != 1)
-    return check_fail("set_rows: takes 3 inputs and 1 output, got %d and %d", args.n_inputs, args.n_outputs);
-  const Tensor *d = args.out[0], *src = args.in[1], *idx = args.in[2];
-  if (!is_float(d->dtype) && !qz_has_quantizer(d->dtype))
-    return check_fail(
-        "set_rows: dst must be F32, F16, BF16 or a dtype with a quantizer (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-        "Q4_K, Q5_K, Q6_K), got %s",
-        dtype_name(d->dtype));
-  if (args.in[0]->dtype != d->dtype) return check_fail("set_rows: the output must be dst (same dtype)");
-  if (src->dtype != DType::F32) return check_fail("set_rows: src must be F32, got %s", dtype_name(src->dtype));
-  if (idx->dtype != DType::I32) return check_fail("set_rows: the index must be I32, got %s", dtype_name(idx->dtype));
-  if (d->ne[0] != src->ne[0])
-    return check_fail("set_rows: src rows (%lld) must be as long as dst rows (%lld)", (long long)src->ne[0],
-                      (long long)d->ne[0]);
-  if (idx->ne[0] != src->ne[1]) return check_fail("set_rows: takes one index per src row");
-  if (src->ne[2] != d->ne[2] || src->ne[3] != d->ne[3]) return check_fail("set_rows: src and dst differ in dims 2 and 3");
-  if (idx->ne[1] <= 0 || idx->ne[2] <= 0 || idx->ne[3] != 1 || src->ne[2] % idx->ne[1] != 0 ||
-      src->ne[3] % idx->ne[2] != 0)
-    return check_fail("set_rows: the index does not broadcast over src's dims 2 and 3");
-  if (qz_has_quantizer(d->dtype)) {
-    const program::BlockLayout* l = program::block_layout(static_cast<int32_t>(d->dtype));
-    if (d->ne[0] % l->block_size != 0)
-      return check_fail("set_rows: %s destination rows (%lld elements) are not a whole number of blocks of %lld",
-                        dtype_name(d->dtype), (long long)d->ne[0], (long long)l->block_size);
-    if (d->nb[0] != l->type_size)
-      return check_fail("set_rows: %s destination rows must be contiguous (nb[0] %lld, block size %d bytes)",
-                        dtype_name(d->dtype), (long long)d->nb[0], l->type_size);
-  }
-  return nullptr;
-}
 
 __device__ inline int32_t index_at(const Tensor& idx, int64_t i, int64_t i2, int64_t i3) {
   return *reinterpret_cast<const int32_t*>(idx.data + i * idx.nb[0] + (i2 % idx.ne[1]) * idx.nb[1] +
@@ -157,8 +106,10 @@ cudaError_t launch_set_rows(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar get_rows_kernel_reg(Op::GET_ROWS, {check_get_rows, no_scratch, launch_get_rows});
-const Registrar set_rows_kernel_reg(Op::SET_ROWS, {check_set_rows, no_scratch, launch_set_rows});
+// The contracts, with the tables quants.cuh reads and the quantized rows quantize.cuh writes.
+const Registrar get_rows_kernel_reg(Op::GET_ROWS, {contract::check_get_rows<has_dequant>, no_scratch, launch_get_rows});
+const Registrar set_rows_kernel_reg(Op::SET_ROWS,
+                                    {contract::check_set_rows<qz_has_quantizer>, no_scratch, launch_set_rows});
 
 }  // namespace
 }  // namespace minfer::cuda

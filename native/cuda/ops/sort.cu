@@ -15,44 +15,17 @@
 // (the keys are unique, so the k smallest keys of a row are the k smallest of its tiles' bests).
 // Other TOP_K sorts the whole row and keeps the first k.
 #include "../cuda_util.cuh"
+#include "../../common/contract_sort.h"
 #include "../kernel.h"
 
 namespace minfer::cuda {
 namespace {
 
-using program::DType;
-using program::dtype_name;
 using program::Op;
 
 constexpr int kTile = 4096;  // keys sorted in shared memory at once (32 KiB)
 constexpr int kThreads = 1024;
 constexpr uint64_t kPad = ~0ull;  // above every real key
-
-const char* check_common(const NodeArgs& args, const char* op) {
-  if (args.n_inputs != 1 || args.n_outputs != 1)
-    return check_fail("%s: takes 1 input and 1 output, got %d and %d", op, args.n_inputs, args.n_outputs);
-  if (args.in[0]->dtype != DType::F32) return check_fail("%s: a must be F32, got %s", op, dtype_name(args.in[0]->dtype));
-  if (args.out[0]->dtype != DType::I32)
-    return check_fail("%s: the output must be I32, got %s", op, dtype_name(args.out[0]->dtype));
-  if (args.in[0]->ne[0] > INT32_MAX) return check_fail("%s: rows longer than 2^31 - 1", op);
-  for (int i = 1; i < 4; i++)
-    if (args.in[0]->ne[i] != args.out[0]->ne[i]) return check_fail("%s: the output must have a's rows", op);
-  return nullptr;
-}
-
-const char* check_argsort(const NodeArgs& args) {
-  if (const char* e = check_common(args, "argsort")) return e;
-  if (args.out[0]->ne[0] != args.in[0]->ne[0]) return check_fail("argsort: the output must have a's shape");
-  return nullptr;
-}
-
-const char* check_top_k(const NodeArgs& args) {
-  if (const char* e = check_common(args, "top_k")) return e;
-  const int k = param_i32(args, program::param::TOP_K::k);
-  if (k < 1 || k > args.in[0]->ne[0]) return check_fail("top_k: k = %d must be 1-%lld", k, (long long)args.in[0]->ne[0]);
-  if (args.out[0]->ne[0] != k) return check_fail("top_k: the output rows must have k = %d entries", k);
-  return nullptr;
-}
 
 // ---- keys ----
 
@@ -531,8 +504,8 @@ cudaError_t launch_sort(const NodeArgs& args, const LaunchContext& ctx) {
   return cudaGetLastError();
 }
 
-const Registrar argsort_kernel(Op::ARGSORT, {check_argsort, argsort_scratch, launch_sort<false>});
-const Registrar top_k_kernel(Op::TOP_K, {check_top_k, top_k_scratch, launch_sort<true>});
+const Registrar argsort_kernel(Op::ARGSORT, {contract::check_argsort, argsort_scratch, launch_sort<false>});
+const Registrar top_k_kernel(Op::TOP_K, {contract::check_top_k, top_k_scratch, launch_sort<true>});
 
 }  // namespace
 }  // namespace minfer::cuda

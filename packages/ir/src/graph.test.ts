@@ -13,7 +13,9 @@ import {
   IrError,
   isContiguous,
   type Node,
+  OP_SPECS,
   Op,
+  opInfoHeaderSource,
   opSpec,
   programHeaderSource,
   type Tensor,
@@ -471,5 +473,12 @@ describe("program encoding", () => {
     const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
     const header = readFileSync(resolve(root, "native/common/program_format.h"), "utf8");
     expect(header).toBe(programHeaderSource());
+  });
+
+  it("native/common/op_info.h is generated from the op specs", () => {
+    const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+    const header = readFileSync(resolve(root, "native/common/op_info.h"), "utf8");
+    expect(header).toBe(opInfoHeaderSource());
+    for (const s of OP_SPECS) expect(header).toContain(`MINFER_OP(${s.name}),`);
   });
 });

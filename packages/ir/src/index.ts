@@ -39,7 +39,7 @@ export type { Graph, RopeParams } from "./graph.js";
 export { GraphBuilder } from "./graph.js";
 export type { OutputSpec } from "./infer.js";
 export { canRepeat, inferOutputs } from "./infer.js";
-export { programHeaderSource } from "./native-header.js";
+export { opInfoHeaderSource, programHeaderSource } from "./native-header.js";
 export { opQueryKey, opQueryProgram } from "./op-query.js";
 export type { OpName, OpSpec, ParamKind } from "./ops.js";
 export { MAX_PARAMS, OP_SPECS, Op, opSpec, RopeMode } from "./ops.js";

@@ -107,3 +107,65 @@ export function programHeaderSource(): string {
   L.push("}  // namespace minfer::program");
   return `${L.join("\n")}\n`;
 }
+
+/**
+ * native/common/op_info.h: the op vocabulary as every backend's loader validates it (name,
+ * parameter count, input and output counts of each op), generated with program_format.h from
+ * OP_SPECS so a new op needs no hand-written line; a test compares the committed file with this text.
+ */
+export function opInfoHeaderSource(): string {
+  const L: string[] = [];
+  L.push(
+    "// Generated from @minfer/ir (packages/ir/src/native-header.ts) by `pnpm --filter @minfer/ir gen:native`.",
+  );
+  L.push("// Do not edit: change the TypeScript and regenerate. A test fails when the two differ.");
+  L.push("// The op vocabulary as every backend's loader validates it: name, parameter count and");
+  L.push("// input/output counts of each op, from program_format.h's param::<OP>:: constants.");
+  L.push("#pragma once");
+  L.push('#include "program_format.h"');
+  L.push("");
+  L.push("namespace minfer::program {");
+  L.push("");
+  L.push("struct OpInfo {");
+  L.push("  Op op;");
+  L.push("  const char* name;");
+  L.push("  int n_params;");
+  L.push("  int min_inputs, max_inputs;");
+  L.push("  int min_outputs, max_outputs;");
+  L.push("};");
+  L.push("");
+  L.push("// Hidden: the CPU and CUDA addons share one process, and an exported inline variable is a");
+  L.push("// STB_GNU_UNIQUE symbol that the dynamic loader binds process-wide (even for RTLD_LOCAL): the");
+  L.push("// addon loaded first would lend its op table (input counts included) to the other.");
+  L.push("#if defined(__GNUC__) || defined(__clang__)");
+  L.push('#define MINFER_OPS_HIDDEN __attribute__((visibility("hidden")))');
+  L.push("#else");
+  L.push("#define MINFER_OPS_HIDDEN");
+  L.push("#endif");
+  L.push("#define MINFER_OP(NAME)                                                                    \\");
+  L.push(
+    "  OpInfo{Op::NAME, #NAME, param::NAME::kCount, param::NAME::kMinInputs, param::NAME::kMaxInputs, \\",
+  );
+  L.push("         param::NAME::kMinOutputs, param::NAME::kMaxOutputs}");
+  L.push("MINFER_OPS_HIDDEN inline constexpr OpInfo kOps[] = {");
+  for (const s of OP_SPECS) L.push(`    MINFER_OP(${s.name}),`);
+  L.push("};");
+  L.push("#undef MINFER_OP");
+  L.push("");
+  L.push("// nullptr when `code` is not an op this build knows.");
+  L.push("inline const OpInfo* op_info(int32_t code) {");
+  L.push("  for (const OpInfo& info : kOps) {");
+  L.push("    if (static_cast<int32_t>(info.op) == code) return &info;");
+  L.push("  }");
+  L.push("  return nullptr;");
+  L.push("}");
+  L.push("");
+  L.push('// The op\'s name, or "unknown op" for codes outside the vocabulary (for messages).');
+  L.push("inline const char* op_name(int32_t code) {");
+  L.push("  const OpInfo* info = op_info(code);");
+  L.push('  return info ? info->name : "unknown op";');
+  L.push("}");
+  L.push("");
+  L.push("}  // namespace minfer::program");
+  return `${L.join("\n")}\n`;
+}
