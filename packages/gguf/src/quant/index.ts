@@ -2,6 +2,10 @@
 // type id, argument checks, and the lists of supported types.
 import { GgufError } from "../errors.js";
 import { GGML_TYPES, GgmlType, type GgmlTypeName, ggmlTypeInfo } from "../ggml-types.js";
+import { dequantizeIQ1_M, dequantizeIQ1_S } from "./iq1.js";
+import { dequantizeIQ2_S, dequantizeIQ2_XS, dequantizeIQ2_XXS } from "./iq2.js";
+import { dequantizeIQ3_S, dequantizeIQ3_XXS } from "./iq3.js";
+import { dequantizeIQ4_NL, dequantizeIQ4_XS } from "./iq4.js";
 import { dequantizeQ2K, dequantizeQ3K, dequantizeQ4K, dequantizeQ5K, dequantizeQ6K } from "./k-dequant.js";
 import { quantizeQ4K, quantizeQ5K, quantizeQ6K } from "./k-quant.js";
 import {
@@ -16,6 +20,7 @@ import {
   quantizeQ5_1,
   quantizeQ8_0,
 } from "./legacy.js";
+import { dequantizeMXFP4 } from "./mxfp4.js";
 import {
   dequantizeBF16,
   dequantizeF16,
@@ -24,6 +29,7 @@ import {
   quantizeF16,
   quantizeF32,
 } from "./plain.js";
+import { dequantizeTQ1_0, dequantizeTQ2_0 } from "./ternary.js";
 
 export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from "./f16.js";
 
@@ -44,6 +50,18 @@ const DEQUANTIZERS: ReadonlyMap<number, DequantizeKernel> = new Map<number, Dequ
   [GgmlType.Q4_K, dequantizeQ4K],
   [GgmlType.Q5_K, dequantizeQ5K],
   [GgmlType.Q6_K, dequantizeQ6K],
+  [GgmlType.IQ2_XXS, dequantizeIQ2_XXS],
+  [GgmlType.IQ2_XS, dequantizeIQ2_XS],
+  [GgmlType.IQ2_S, dequantizeIQ2_S],
+  [GgmlType.IQ3_XXS, dequantizeIQ3_XXS],
+  [GgmlType.IQ3_S, dequantizeIQ3_S],
+  [GgmlType.IQ1_S, dequantizeIQ1_S],
+  [GgmlType.IQ1_M, dequantizeIQ1_M],
+  [GgmlType.IQ4_NL, dequantizeIQ4_NL],
+  [GgmlType.IQ4_XS, dequantizeIQ4_XS],
+  [GgmlType.TQ1_0, dequantizeTQ1_0],
+  [GgmlType.TQ2_0, dequantizeTQ2_0],
+  [GgmlType.MXFP4, dequantizeMXFP4],
 ]);
 
 const QUANTIZERS: ReadonlyMap<number, QuantizeKernel> = new Map<number, QuantizeKernel>([

@@ -156,7 +156,8 @@ describe("errors", () => {
   };
 
   it("refuses types without a kernel, listing the supported ones", () => {
-    expect(code(() => dequantize(GgmlType.IQ2_XXS, new Uint8Array(66), 256))).toBe("UNSUPPORTED_DTYPE");
+    expect(code(() => dequantize(GgmlType.Q8_1, new Uint8Array(36), 32))).toBe("UNSUPPORTED_DTYPE");
+    expect(code(() => dequantize(GgmlType.NVFP4, new Uint8Array(36), 64))).toBe("UNSUPPORTED_DTYPE");
     expect(code(() => dequantize(999, new Uint8Array(4), 1))).toBe("UNSUPPORTED_DTYPE");
     expect(code(() => quantize(GgmlType.Q2_K, new Float32Array(256)))).toBe("UNSUPPORTED_DTYPE");
     expect(code(() => quantize(4, new Float32Array(32)))).toBe("UNSUPPORTED_DTYPE"); // removed id
@@ -188,7 +189,19 @@ describe("errors", () => {
       "Q4_K",
       "Q5_K",
       "Q6_K",
+      "IQ2_XXS",
+      "IQ2_XS",
+      "IQ3_XXS",
+      "IQ1_S",
+      "IQ4_NL",
+      "IQ3_S",
+      "IQ2_S",
+      "IQ4_XS",
+      "IQ1_M",
       "BF16",
+      "TQ1_0",
+      "TQ2_0",
+      "MXFP4",
     ]);
     expect(QUANTIZE_TYPES).toEqual([
       "F32",
