@@ -31,6 +31,18 @@ enum class DType : int32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  IQ1_M = 29,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 
 // The name of a dtype, for messages ("dtype N" for an id outside the enum).
@@ -52,6 +64,18 @@ inline const char* dtype_name(DType t) {
     case DType::Q5_K: return "Q5_K";
     case DType::Q6_K: return "Q6_K";
     case DType::Q8_K: return "Q8_K";
+    case DType::IQ2_XXS: return "IQ2_XXS";
+    case DType::IQ2_XS: return "IQ2_XS";
+    case DType::IQ3_XXS: return "IQ3_XXS";
+    case DType::IQ1_S: return "IQ1_S";
+    case DType::IQ4_NL: return "IQ4_NL";
+    case DType::IQ3_S: return "IQ3_S";
+    case DType::IQ2_S: return "IQ2_S";
+    case DType::IQ4_XS: return "IQ4_XS";
+    case DType::IQ1_M: return "IQ1_M";
+    case DType::TQ1_0: return "TQ1_0";
+    case DType::TQ2_0: return "TQ2_0";
+    case DType::MXFP4: return "MXFP4";
   }
   return "an unknown dtype";
 }
@@ -79,6 +103,18 @@ constexpr BlockLayout kBlockLayouts[] = {
     {13, 256, 176},  // Q5_K
     {14, 256, 210},  // Q6_K
     {15, 256, 292},  // Q8_K
+    {16, 256, 66},  // IQ2_XXS
+    {17, 256, 74},  // IQ2_XS
+    {18, 256, 98},  // IQ3_XXS
+    {19, 256, 50},  // IQ1_S
+    {20, 32, 18},  // IQ4_NL
+    {21, 256, 110},  // IQ3_S
+    {22, 256, 82},  // IQ2_S
+    {23, 256, 136},  // IQ4_XS
+    {29, 256, 56},  // IQ1_M
+    {34, 256, 54},  // TQ1_0
+    {35, 256, 66},  // TQ2_0
+    {39, 32, 17},  // MXFP4
 };
 
 enum class Op : int32_t {

@@ -577,6 +577,18 @@ bool has_dequantize(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
+    case DType::IQ2_XXS:
+    case DType::IQ2_XS:
+    case DType::IQ2_S:
+    case DType::IQ3_XXS:
+    case DType::IQ3_S:
+    case DType::IQ1_S:
+    case DType::IQ1_M:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::TQ1_0:
+    case DType::TQ2_0:
+    case DType::MXFP4:
       return true;
     default:
       return false;
@@ -626,6 +638,18 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q4_K: deq_q4_k(s, dst, nb); break;
     case DType::Q5_K: deq_q5_k(s, dst, nb); break;
     case DType::Q6_K: deq_q6_k(s, dst, nb); break;
+    case DType::IQ2_XXS: deq_iq2_xxs(s, dst, nb); break;
+    case DType::IQ2_XS: deq_iq2_xs(s, dst, nb); break;
+    case DType::IQ2_S: deq_iq2_s(s, dst, nb); break;
+    case DType::IQ3_XXS: deq_iq3_xxs(s, dst, nb); break;
+    case DType::IQ3_S: deq_iq3_s(s, dst, nb); break;
+    case DType::IQ1_S: deq_iq1_s(s, dst, nb); break;
+    case DType::IQ1_M: deq_iq1_m(s, dst, nb); break;
+    case DType::IQ4_NL: deq_iq4_nl(s, dst, nb); break;
+    case DType::IQ4_XS: deq_iq4_xs(s, dst, nb); break;
+    case DType::TQ1_0: deq_tq1_0(s, dst, nb); break;
+    case DType::TQ2_0: deq_tq2_0(s, dst, nb); break;
+    case DType::MXFP4: deq_mxfp4(s, dst, nb); break;
     default:
       for (int64_t i = 0; i < n; i++) dst[i] = NAN;  // unsupported: callers check has_dequantize
       break;
@@ -1027,6 +1051,21 @@ const WeightTraits kQ3_K = {true, 256, 110, ActFormat::Q8K, DOTS(q3_k)};
 const WeightTraits kQ4_K = {true, 256, 144, ActFormat::Q8K, DOTS(q4_k)};
 const WeightTraits kQ5_K = {true, 256, 176, ActFormat::Q8K, DOTS(q5_k)};
 const WeightTraits kQ6_K = {true, 256, 210, ActFormat::Q8K, DOTS(q6_k)};
+// The i-quants, ternary types and MXFP4: scalar dot products only so far (every level runs them).
+#define DOTS_SCALAR(name) {vec_dot_##name##_scalar, nullptr, nullptr}
+const WeightTraits kIQ2_XXS = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(iq2_xxs)};
+const WeightTraits kIQ2_XS = {true, 256, 74, ActFormat::Q8K, DOTS_SCALAR(iq2_xs)};
+const WeightTraits kIQ2_S = {true, 256, 82, ActFormat::Q8K, DOTS_SCALAR(iq2_s)};
+const WeightTraits kIQ3_XXS = {true, 256, 98, ActFormat::Q8K, DOTS_SCALAR(iq3_xxs)};
+const WeightTraits kIQ3_S = {true, 256, 110, ActFormat::Q8K, DOTS_SCALAR(iq3_s)};
+const WeightTraits kIQ1_S = {true, 256, 50, ActFormat::Q8K, DOTS_SCALAR(iq1_s)};
+const WeightTraits kIQ1_M = {true, 256, 56, ActFormat::Q8K, DOTS_SCALAR(iq1_m)};
+const WeightTraits kIQ4_NL = {true, 32, 18, ActFormat::Q8A, DOTS_SCALAR(iq4_nl)};
+const WeightTraits kIQ4_XS = {true, 256, 136, ActFormat::Q8K, DOTS_SCALAR(iq4_xs)};
+const WeightTraits kTQ1_0 = {true, 256, 54, ActFormat::Q8K, DOTS_SCALAR(tq1_0)};
+const WeightTraits kTQ2_0 = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(tq2_0)};
+const WeightTraits kMXFP4 = {true, 32, 17, ActFormat::Q8A, DOTS_SCALAR(mxfp4)};
+#undef DOTS_SCALAR
 #undef DOTS
 #undef DOTS_NEON
 
@@ -1056,6 +1095,18 @@ const WeightTraits& weight_traits(DType t) {
     case DType::Q4_K: return kQ4_K;
     case DType::Q5_K: return kQ5_K;
     case DType::Q6_K: return kQ6_K;
+    case DType::IQ2_XXS: return kIQ2_XXS;
+    case DType::IQ2_XS: return kIQ2_XS;
+    case DType::IQ2_S: return kIQ2_S;
+    case DType::IQ3_XXS: return kIQ3_XXS;
+    case DType::IQ3_S: return kIQ3_S;
+    case DType::IQ1_S: return kIQ1_S;
+    case DType::IQ1_M: return kIQ1_M;
+    case DType::IQ4_NL: return kIQ4_NL;
+    case DType::IQ4_XS: return kIQ4_XS;
+    case DType::TQ1_0: return kTQ1_0;
+    case DType::TQ2_0: return kTQ2_0;
+    case DType::MXFP4: return kMXFP4;
     default: return kUnsupported;
   }
 }

@@ -129,6 +129,28 @@ void vec_dot_q8_0_neon(int64_t, const void*, const void*, size_t, int, float*);
 void quantize_q8a_neon(const float* x, void* dst, int64_t n);
 #endif
 
+// ---- the i-quants, ternary types and MXFP4 (scalar so far) ----
+// quants_iq.cpp: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (Q8K activations).
+// quants_iq4.cpp: IQ4_NL, MXFP4 (Q8A activations), IQ4_XS (Q8K).
+// quants_ternary.cpp: TQ1_0, TQ2_0 (Q8K).
+// deq_<type>(src, dst, nb): nb blocks at src as f32 (quants.h's dequantize_row dispatches to them).
+#define MINFER_DECLARE_IQ(name)                                                                  \
+  void vec_dot_##name##_scalar(int64_t, const void*, const void*, size_t, int, float*);       \
+  void deq_##name(const uint8_t* src, float* dst, int64_t nb);
+MINFER_DECLARE_IQ(iq2_xxs)
+MINFER_DECLARE_IQ(iq2_xs)
+MINFER_DECLARE_IQ(iq2_s)
+MINFER_DECLARE_IQ(iq3_xxs)
+MINFER_DECLARE_IQ(iq3_s)
+MINFER_DECLARE_IQ(iq1_s)
+MINFER_DECLARE_IQ(iq1_m)
+MINFER_DECLARE_IQ(iq4_nl)
+MINFER_DECLARE_IQ(iq4_xs)
+MINFER_DECLARE_IQ(tq1_0)
+MINFER_DECLARE_IQ(tq2_0)
+MINFER_DECLARE_IQ(mxfp4)
+#undef MINFER_DECLARE_IQ
+
 // ---- small helpers (static: each file keeps its own copy, compiled with its own flags) ----
 static inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 static inline uint32_t rd32(const uint8_t* p) {

@@ -101,7 +101,38 @@ static const char* check_only(Op op, std::vector<const Tensor*> in, std::vector<
   return find_kernel(op)->check(args);
 }
 
-// Random weights [k, m, e2] of dtype dt; deq receives the f32 values.
+// Writes bounded random scales into the block at p of type t (random bytes elsewhere make a valid
+// block of every type without a quantizer): f16 scale fields in [-0.002, 0.004]; IQ1_M's f16 d,
+// held in the top nibbles of its four u16 scale words at byte 48; MXFP4's E8M0 exponent byte
+// (2^(e-127), 118..124).
+static void set_scale_fields(DType t, uint8_t* p, std::mt19937& rng) {
+  std::vector<int> halves;
+  switch (t) {
+    case DType::Q2_K: halves = {80, 82}; break;
+    case DType::Q3_K: halves = {108}; break;
+    case DType::Q4_K: case DType::Q5_K: halves = {0, 2}; break;
+    case DType::Q6_K: halves = {208}; break;
+    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+    case DType::IQ1_S: case DType::IQ4_NL: case DType::IQ4_XS: halves = {0}; break;
+    case DType::TQ1_0: halves = {52}; break;
+    case DType::TQ2_0: halves = {64}; break;
+    default: break;
+  }
+  std::uniform_real_distribution<float> ud(-0.002f, 0.004f);
+  for (int off : halves) {
+    const uint16_t h = f32_to_fp16(ud(rng));
+    p[off] = h & 0xff;
+    p[off + 1] = h >> 8;
+  }
+  if (t == DType::IQ1_M) {
+    const uint16_t h = f32_to_fp16(ud(rng));
+    for (int k = 0; k < 4; k++) p[49 + 2 * k] = static_cast<uint8_t>((p[49 + 2 * k] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+  }
+  if (t == DType::MXFP4) p[0] = static_cast<uint8_t>(std::uniform_int_distribution<int>(118, 124)(rng));
+}
+
+// Random weights [k, m, e2] of dtype dt; deq receives the f32 values: quantize_row's blocks where
+// dt has a quantizer, else random bytes with bounded scales (set_scale_fields).
 static Buf make_weights(DType dt, int64_t k, int64_t m, int64_t e2, std::mt19937& rng, std::vector<float>& deq) {
   Buf w;
   set_contiguous(w.t, dt, k, m, e2, 1);
@@ -117,21 +148,7 @@ static Buf make_weights(DType dt, int64_t k, int64_t m, int64_t e2, std::mt19937
     }
   } else {
     for (auto& b : w.bytes) b = static_cast<uint8_t>(bd(rng));
-    std::vector<int> halves;
-    switch (dt) {
-      case DType::Q2_K: halves = {80, 82}; break;
-      case DType::Q3_K: halves = {108}; break;
-      case DType::Q4_K: case DType::Q5_K: halves = {0, 2}; break;
-      case DType::Q6_K: halves = {208}; break;
-      default: break;
-    }
-    std::uniform_real_distribution<float> ud(-0.002f, 0.004f);
-    for (size_t b = 0; b < w.bytes.size() / w.t.nb[0]; b++)
-      for (int off : halves) {
-        const uint16_t h = f32_to_fp16(ud(rng));
-        w.bytes[b * w.t.nb[0] + off] = h & 0xff;
-        w.bytes[b * w.t.nb[0] + off + 1] = h >> 8;
-      }
+    for (size_t b = 0; b < w.bytes.size() / w.t.nb[0]; b++) set_scale_fields(dt, w.bytes.data() + b * w.t.nb[0], rng);
   }
   w.t.data = w.bytes.data();
   deq.resize(static_cast<size_t>(k * rows));
@@ -192,8 +209,18 @@ static bool close(DType wt, const float* w, const float* x, int64_t k, float got
   return err <= bound;
 }
 
-static const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                               DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+static const DType kTypes[] = {DType::F32,     DType::F16,    DType::BF16,    DType::Q4_0,    DType::Q4_1,
+                               DType::Q5_0,    DType::Q5_1,   DType::Q8_0,    DType::Q2_K,    DType::Q3_K,
+                               DType::Q4_K,    DType::Q5_K,   DType::Q6_K,    DType::IQ2_XXS, DType::IQ2_XS,
+                               DType::IQ2_S,   DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,   DType::IQ1_M,
+                               DType::IQ4_NL,  DType::IQ4_XS, DType::TQ1_0,   DType::TQ2_0,   DType::MXFP4};
+constexpr int kNumTypes = static_cast<int>(sizeof(kTypes) / sizeof(kTypes[0]));
+// MUL_MAT_ID: a few established types and every i-quant / ternary / MXFP4 type.
+static const DType kIdTypes[] = {DType::Q4_0,   DType::Q8_0,    DType::Q4_K,  DType::Q6_K,   DType::F16,
+                                 DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
+                                 DType::IQ1_S,  DType::IQ1_M,   DType::IQ4_NL, DType::IQ4_XS, DType::TQ1_0,
+                                 DType::TQ2_0,  DType::MXFP4};
+constexpr int kNumIdTypes = static_cast<int>(sizeof(kIdTypes) / sizeof(kIdTypes[0]));
 
 static void test_mul_mat() {
   std::mt19937 rng(1);
@@ -210,6 +237,7 @@ static void test_mul_mat() {
       {40, 102, 31, 2, 2, 1, true, DType::F32, true},
   };
   for (DType dt : kTypes) {
+    double worst_dt = 0;
     for (const Shape& s : shapes) {
       if (s.float_only && dt != DType::F32 && dt != DType::F16 && dt != DType::BF16) continue;
       std::vector<float> wv, xv;
@@ -235,19 +263,21 @@ static void test_mul_mat() {
                   const float got = out[((i3 * s.b2 + i2) * s.n + in) * s.m + im];
                   const float* wr = wv.data() + (a2 * s.m + im) * s.k;
                   const float* xr = xv.data() + ((i3 * s.b2 + i2) * s.n + in) * s.k;
-                  if (!close(dt, wr, xr, s.k, got, &worst) && bad++ < 2)
-                    CHECK(false, "mul_mat dtype %d k=%lld level %d nth %d [%lld,%lld,%lld,%lld] = %g", (int)dt,
+                  if (!close(dt, wr, xr, s.k, got, &worst_dt) && bad++ < 2)
+                    CHECK(false, "mul_mat %s k=%lld level %d nth %d [%lld,%lld,%lld,%lld] = %g", program::dtype_name(dt),
                           (long long)s.k, l, nth, (long long)im, (long long)in, (long long)i2, (long long)i3, got);
                 }
           const std::vector<float> cur(out, out + s.m * s.n * s.b2 * s.b3);
           if (first.empty()) first = cur;
           else if (l == 0)  // same level, other thread count: identical results
-            CHECK(std::memcmp(first.data(), cur.data(), cur.size() * 4) == 0, "mul_mat dtype %d: thread count changes results", (int)dt);
+            CHECK(std::memcmp(first.data(), cur.data(), cur.size() * 4) == 0, "mul_mat %s: thread count changes results", program::dtype_name(dt));
         }
     }
+    std::printf("  mul_mat %-7s err/bound max %.3f\n", program::dtype_name(dt), worst_dt);
+    worst = std::max(worst, worst_dt);
   }
-  std::printf("mul_mat: %d runs (13 weight types × 3 shapes, float types × 4, × %d levels × 1-3 threads), err/bound max %.3f\n", runs,
-              levels, worst);
+  std::printf("mul_mat: %d runs (%d weight types × 3 shapes, float types × 4, × %d levels × 1-3 threads), err/bound max %.3f\n",
+              runs, kNumTypes, levels, worst);
 
   // check() refusals.
   Buf w, b, o;
@@ -450,7 +480,7 @@ static void test_mul_mat_id() {
   std::mt19937 rng(3);
   const int64_t k = 256, m = 40, n_exp = 4, n_used = 2, n_tok = 5;
   double worst = 0;
-  for (DType dt : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16})
+  for (DType dt : kIdTypes)
     for (int64_t b1 : {int64_t(1), n_used}) {
       std::vector<float> wv, xv;
       Buf a = make_weights(dt, k, m, n_exp, rng, wv);
@@ -485,16 +515,16 @@ static void test_mul_mat_id() {
                 }
                 const float* xr = xv.data() + (t * b1 + (b1 == 1 ? 0 : e)) * k;
                 for (int64_t r = 0; r < m; r++)
-                  CHECK(close(dt, wv.data() + (id * m + r) * k, xr, k, col[r], &worst), "mul_mat_id dtype %d [%lld,%lld,%lld]",
-                        (int)dt, (long long)r, (long long)e, (long long)t);
+                  CHECK(close(dt, wv.data() + (id * m + r) * k, xr, k, col[r], &worst), "mul_mat_id %s [%lld,%lld,%lld]",
+                        program::dtype_name(dt), (long long)r, (long long)e, (long long)t);
               }
             CHECK((test_kernel_errors() > 0) == (bad_case == 1), "mul_mat_id error report (bad=%d, errors=%d)", bad_case,
                   test_kernel_errors());
           }
       }
     }
-  std::printf("mul_mat_id: 5 dtypes × b dim1 ∈ {1, nUsed}, invalid ids → NaN + report (\"%s\"), err/bound max %.3f\n",
-              test_first_error().c_str(), worst);
+  std::printf("mul_mat_id: %d dtypes × b dim1 ∈ {1, nUsed}, invalid ids → NaN + report (\"%s\"), err/bound max %.3f\n",
+              kNumIdTypes, test_first_error().c_str(), worst);
   test_reset_errors();
 }
 
@@ -532,7 +562,7 @@ static void test_get_rows() {
               CHECK(std::isnan(row[0]) && std::isnan(row[k - 1]), "get_rows bad index → NaN row");
               continue;
             }
-            CHECK(std::memcmp(row, wv.data() + (j * rows + id) * k, k * 4) == 0, "get_rows dtype %d row %lld,%lld", (int)dt,
+            CHECK(std::memcmp(row, wv.data() + (j * rows + id) * k, k * 4) == 0, "get_rows %s row %lld,%lld", program::dtype_name(dt),
                   (long long)i, (long long)j);
           }
         cases++;
@@ -540,7 +570,7 @@ static void test_get_rows() {
     }
   }
   test_reset_errors();
-  std::printf("get_rows: %d cases (13 dtypes, 1-D and 2-D index, out-of-range → NaN + report)\n", cases);
+  std::printf("get_rows: %d cases (%d dtypes, 1-D and 2-D index, out-of-range → NaN + report)\n", cases, kNumTypes);
 }
 
 // Without the panel GEMM (the runtime's panelGemm: false) a product with float weights gives each

@@ -56,7 +56,37 @@ const halfFields = {
   Q4_K: [0, 2],
   Q5_K: [0, 2],
   Q6_K: [208],
+  IQ2_XXS: [0],
+  IQ2_XS: [0],
+  IQ2_S: [0],
+  IQ3_XXS: [0],
+  IQ3_S: [0],
+  IQ1_S: [0],
+  IQ4_NL: [0],
+  IQ4_XS: [0],
+  TQ1_0: [52],
+  TQ2_0: [64],
 };
+
+// Writes the scale fields of block b: the f16 fields of halfFields (values from `half()`), IQ1_M's
+// f16 spread over the top nibbles of the four u16 scale words at byte 48, MXFP4's E8M0 exponent
+// byte (from `e8m0()`).
+function setScales(name, bytes, b, typeSize, half, e8m0) {
+  const o = b * typeSize;
+  for (const off of halfFields[name] ?? []) {
+    const h = half();
+    bytes[o + off] = h & 0xff;
+    bytes[o + off + 1] = h >> 8;
+  }
+  if (name === "IQ1_M") {
+    const h = half();
+    for (let k = 0; k < 4; k++)
+      bytes[o + 49 + 2 * k] = (bytes[o + 49 + 2 * k] & 0x0f) | (((h >> (4 * k)) & 15) << 4);
+  }
+  if (name === "MXFP4") bytes[o] = e8m0();
+}
+const moderateHalf = () => f32ToF16((rnd() - 0.3) * 0.1);
+const moderateE8m0 = () => 110 + Math.floor(rnd() * 26);
 
 const types = [
   "F32",
@@ -72,6 +102,19 @@ const types = [
   "Q4_K",
   "Q5_K",
   "Q6_K",
+  // No TS quantizer: random blocks only.
+  "IQ2_XXS",
+  "IQ2_XS",
+  "IQ2_S",
+  "IQ3_XXS",
+  "IQ3_S",
+  "IQ1_S",
+  "IQ1_M",
+  "IQ4_NL",
+  "IQ4_XS",
+  "TQ1_0",
+  "TQ2_0",
+  "MXFP4",
 ];
 const quantizable = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"];
 for (const name of types) {
@@ -79,7 +122,7 @@ for (const name of types) {
   const { blockSize, typeSize } = ggmlTypeInfo(type);
   const n = blockSize === 1 ? 1000 : blockSize * 24;
   // 1. Round trip through the TS quantizer when there is one (realistic blocks).
-  if (name !== "Q2_K" && name !== "Q3_K") {
+  if (quantizable.includes(name)) {
     const x = values(n);
     const bytes = quantize(type, x);
     record(0, type, n, bytes, dequantize(type, bytes, n));
@@ -90,14 +133,45 @@ for (const name of types) {
     const nb = n / blockSize;
     const bytes = new Uint8Array(nb * typeSize);
     for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rnd() * 256);
-    for (let b = 0; b < nb; b++) {
-      for (const off of halfFields[name]) {
-        const h = f32ToF16((rnd() - 0.3) * 0.1);
-        bytes[b * typeSize + off] = h & 0xff;
-        bytes[b * typeSize + off + 1] = h >> 8;
-      }
-    }
+    for (let b = 0; b < nb; b++) setScales(name, bytes, b, typeSize, moderateHalf, moderateE8m0);
     record(0, type, n, bytes, dequantize(type, bytes, n));
+  }
+}
+// The i-quants, ternary types and MXFP4 with extreme but finite scales, one per block: ±0, the
+// smallest and largest f16 subnormals, 1, the largest f16 (±65504); MXFP4 exponents 1..254
+// (2^-126 .. 2^127). Random bytes elsewhere.
+{
+  const halves = [0x0000, 0x8000, 0x0001, 0x83ff, 0x3c00, 0x7bff, 0xfbff, 0x0400];
+  const exps = [1, 2, 100, 127, 128, 200, 253, 254];
+  for (const name of [
+    "IQ2_XXS",
+    "IQ2_XS",
+    "IQ2_S",
+    "IQ3_XXS",
+    "IQ3_S",
+    "IQ1_S",
+    "IQ1_M",
+    "IQ4_NL",
+    "IQ4_XS",
+    "TQ1_0",
+    "TQ2_0",
+    "MXFP4",
+  ]) {
+    const type = GgmlType[name];
+    const { blockSize, typeSize } = ggmlTypeInfo(type);
+    const nb = halves.length;
+    const bytes = new Uint8Array(nb * typeSize);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rnd() * 256);
+    for (let b = 0; b < nb; b++)
+      setScales(
+        name,
+        bytes,
+        b,
+        typeSize,
+        () => halves[b],
+        () => exps[b],
+      );
+    record(0, type, nb * blockSize, bytes, dequantize(type, bytes, nb * blockSize));
   }
 }
 // Re-quantizing Q8_0/Q4_0 of values with exact .5 ties.

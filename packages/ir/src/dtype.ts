@@ -22,6 +22,18 @@ export const DType = {
   Q5_K: GgmlType.Q5_K,
   Q6_K: GgmlType.Q6_K,
   Q8_K: GgmlType.Q8_K,
+  IQ2_XXS: GgmlType.IQ2_XXS,
+  IQ2_XS: GgmlType.IQ2_XS,
+  IQ3_XXS: GgmlType.IQ3_XXS,
+  IQ1_S: GgmlType.IQ1_S,
+  IQ4_NL: GgmlType.IQ4_NL,
+  IQ3_S: GgmlType.IQ3_S,
+  IQ2_S: GgmlType.IQ2_S,
+  IQ4_XS: GgmlType.IQ4_XS,
+  IQ1_M: GgmlType.IQ1_M,
+  TQ1_0: GgmlType.TQ1_0,
+  TQ2_0: GgmlType.TQ2_0,
+  MXFP4: GgmlType.MXFP4,
 } as const;
 export type DType = (typeof DType)[keyof typeof DType];
 export type DTypeName = keyof typeof DType;
@@ -43,6 +55,18 @@ export const WEIGHT_DTYPES: readonly DType[] = [
   DType.Q4_K,
   DType.Q5_K,
   DType.Q6_K,
+  DType.IQ2_XXS,
+  DType.IQ2_XS,
+  DType.IQ3_XXS,
+  DType.IQ1_S,
+  DType.IQ4_NL,
+  DType.IQ3_S,
+  DType.IQ2_S,
+  DType.IQ4_XS,
+  DType.IQ1_M,
+  DType.TQ1_0,
+  DType.TQ2_0,
+  DType.MXFP4,
 ];
 
 /** Float types activations and KV caches may have. */

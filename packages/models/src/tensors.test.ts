@@ -1,12 +1,12 @@
 import { GgufValueType } from "@minfer/gguf";
-import { DType } from "@minfer/ir";
+import { DType, type DTypeName, WEIGHT_DTYPES } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 
 import { ModelError } from "./errors.js";
 import * as llama from "./llama.js";
 import * as qwen2 from "./qwen2.js";
 import * as qwen3 from "./qwen3.js";
-import { blocksInFile, checkTensors } from "./tensors.js";
+import { blocksInFile, checkTensor, checkTensors } from "./tensors.js";
 import { tinyModel, withoutKey } from "./test-helpers.js";
 
 function caught(f: () => unknown): ModelError {
@@ -73,6 +73,53 @@ describe("loadTensors", () => {
     const e = caught(() => llama.loadTensors(llama.loadHparams(meta), bad));
     expect(e.code).toBe("BAD_DTYPE");
     expect(e.details.tensor).toBe("output_norm.weight");
+  });
+
+  // The i-quants, the ternary types and MXFP4 are weight types (@minfer/gguf dequantizes them; the
+  // CPU multiplies them); the activation formats Q8_1 and Q8_K are not, and a type @minfer/ir does
+  // not know (NVFP4, ggml type 40) stays refused.
+  const matrix =
+    (type: number, kind: "matrix" | "vector" = "matrix") =>
+    () =>
+      checkTensor(new Map([["blk.0.ffn_up.weight", { name: "blk.0.ffn_up.weight", dims: [256, 8], type }]]), {
+        name: "blk.0.ffn_up.weight",
+        ne: [256, 8],
+        kind,
+      });
+  const NEW_WEIGHT_TYPES: DTypeName[] = [
+    "IQ2_XXS",
+    "IQ2_XS",
+    "IQ2_S",
+    "IQ3_XXS",
+    "IQ3_S",
+    "IQ1_S",
+    "IQ1_M",
+    "IQ4_NL",
+    "IQ4_XS",
+    "TQ1_0",
+    "TQ2_0",
+    "MXFP4",
+  ];
+  it.each(NEW_WEIGHT_TYPES)("accepts a %s matrix", (name) => {
+    expect(WEIGHT_DTYPES).toContain(DType[name]);
+    expect(matrix(DType[name])()).toEqual({ name: "blk.0.ffn_up.weight", dtype: DType[name], ne: [256, 8] });
+  });
+
+  it.each([
+    ["Q8_1", DType.Q8_1, "is Q8_1"],
+    ["Q8_K", DType.Q8_K, "is Q8_K"],
+    ["NVFP4", 40, "is type 40"],
+  ] as const)("refuses a %s matrix (not a weight type here)", (_name, type, said) => {
+    const e = caught(matrix(type));
+    expect(e.code).toBe("BAD_DTYPE");
+    expect(e.details.tensor).toBe("blk.0.ffn_up.weight");
+    expect(e.message).toContain(said);
+  });
+
+  it("refuses an i-quant where a vector must be F32", () => {
+    const e = caught(matrix(DType.IQ4_NL, "vector"));
+    expect(e.code).toBe("BAD_DTYPE");
+    expect(e.message).toContain("is IQ4_NL; a vector must be F32");
   });
 
   it("ties the output to the embeddings when output.weight is absent", () => {

@@ -1,9 +1,12 @@
-import { dtypeName, OP_SPECS } from "@minfer/ir";
+import { dequantize } from "@minfer/gguf";
+import { blockOf, dtypeName, isQuantized, OP_SPECS, WEIGHT_DTYPES } from "@minfer/ir";
 import { beforeAll, describe, expect, it } from "vitest";
+import { canWrite } from "../reference/dtype-io.js";
 import { geluValue } from "../reference/elementwise.js";
 import { referenceBackend } from "../reference-device.js";
-import { buildCase, CONFORMANCE_CASES } from "./cases.js";
-import { caseData, compareOutputs, runCase, unsupportedReason } from "./harness.js";
+import { buildCase, CONFORMANCE_CASES, FULL_WEIGHT_DTYPES, SPOT_CHECKED_WEIGHT_DTYPES } from "./cases.js";
+import { caseData, compareOutputs, randomBlocks, runCase, unsupportedReason } from "./harness.js";
+import { prng } from "./prng.js";
 
 const device = referenceBackend().devices()[0]!;
 let runtime: Awaited<ReturnType<typeof device.init>>;
@@ -40,6 +43,51 @@ describe("the conformance table", () => {
       }
     },
   );
+
+  // The i-quants, ternary types and MXFP4 enter the ops that take weights in a few shapes each,
+  // never as a written dtype (no quantizer).
+  it("spot-checks the weight types without tuned kernels, and splits the weight types in two", () => {
+    expect([...FULL_WEIGHT_DTYPES, ...SPOT_CHECKED_WEIGHT_DTYPES].sort((a, b) => a - b)).toEqual(
+      [...WEIGHT_DTYPES].sort((a, b) => a - b),
+    );
+    expect(SPOT_CHECKED_WEIGHT_DTYPES.length).toBe(12);
+    const spot = new Set<string>();
+    for (const d of SPOT_CHECKED_WEIGHT_DTYPES) {
+      const name = dtypeName(d);
+      const mine = CONFORMANCE_CASES.filter((c) => c.dtypes.includes(name));
+      const count = (op: string, pattern?: RegExp) =>
+        mine.filter((c) => c.op === op && (!pattern || pattern.test(c.name))).length;
+      expect(count("GET_ROWS"), name).toBe(2);
+      expect(count("MUL_MAT", /×\[256, 1\]$/), name).toBe(1);
+      expect(count("MUL_MAT", /×\[256, 7\]$/), name).toBe(2);
+      expect(count("MUL_MAT", /decode/), name).toBe(1);
+      expect(count("MUL_MAT", /prefill/), name).toBe(1);
+      expect(count("MUL_MAT_ADD"), name).toBe(1);
+      expect(count("MUL_MAT_ID"), name).toBe(2);
+      expect(count("MUL_MAT_MULTI"), name).toBe(1);
+      expect(count("CPY") + count("SET_ROWS"), name).toBe(0);
+      expect(canWrite(d), name).toBe(false);
+      for (const c of mine) spot.add(c.name);
+    }
+    // 10 a type, a short-tile product for each of the two with 32-element blocks, 4 MUL_MAT_MULTIs of 3.
+    expect(spot.size).toBe(12 * 10 + 2 + 4);
+  });
+
+  it("makes valid random blocks of every quantized weight type without a quantizer", () => {
+    const rng = prng(1);
+    for (const d of WEIGHT_DTYPES.filter((x) => isQuantized(x) && !canWrite(x))) {
+      const count = 8 * blockOf(d).blockSize;
+      const bytes = randomBlocks(d, count, rng);
+      expect(bytes.length).toBe(8 * blockOf(d).typeSize);
+      const values = dequantize(d, bytes, count);
+      const max = values.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      expect(values.every(Number.isFinite), dtypeName(d)).toBe(true);
+      expect(max, dtypeName(d)).toBeGreaterThan(1e-3);
+      expect(max, dtypeName(d)).toBeLessThan(64);
+      // Several distinct values: not a constant block.
+      expect(new Set(values).size, dtypeName(d)).toBeGreaterThan(2);
+    }
+  });
 
   // GELU_ERF exists to replace GELU's tanh approximation where a model wants the exact erf; a
   // tolerance that let the tanh form through would not tell them apart.

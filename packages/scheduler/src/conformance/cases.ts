@@ -47,6 +47,34 @@ export interface ConformanceCase {
 const { F32, F16, BF16, I32 } = DType;
 const n = dtypeName;
 
+/**
+ * Weight types of the GGUF files people download that the backends run with scalar kernels so
+ * far (the CPU's; CUDA has none yet): the i-quants, the ternary types and MXFP4. They have no
+ * reference quantizer, so their weights are pseudo-random valid blocks (harness.ts). Each takes a
+ * few shapes (GET_ROWS, MUL_MAT of one column, a few, a long k and a prompt, F16 activations,
+ * MUL_MAT_ADD, MUL_MAT_ID, MUL_MAT_MULTI) rather than every weight loop's cross product, whose
+ * shapes aim at tuned paths (CUDA's int8 tiles, mat-vec, panel GEMMs): a type moves to
+ * FULL_WEIGHT_DTYPES when a backend gains kernels of that kind for it.
+ */
+export const SPOT_CHECKED_WEIGHT_DTYPES: readonly DType[] = [
+  DType.IQ2_XXS,
+  DType.IQ2_XS,
+  DType.IQ2_S,
+  DType.IQ3_XXS,
+  DType.IQ3_S,
+  DType.IQ1_S,
+  DType.IQ1_M,
+  DType.IQ4_NL,
+  DType.IQ4_XS,
+  DType.TQ1_0,
+  DType.TQ2_0,
+  DType.MXFP4,
+];
+/** The other weight types: every weight loop's shapes. */
+export const FULL_WEIGHT_DTYPES: readonly DType[] = WEIGHT_DTYPES.filter(
+  (d) => !SPOT_CHECKED_WEIGHT_DTYPES.includes(d),
+);
+
 function tol(...dtypes: DType[]): number {
   return Math.max(...dtypes.map((d) => (isQuantized(d) ? TOLERANCE.QUANTIZED! : TOLERANCE[n(d)]!)));
 }
@@ -113,9 +141,10 @@ add({
   tolerance: tol(F32),
 });
 
-// ---- MUL_MAT: every weight dtype × every activation dtype × one/many tokens; odd k; batches; views ----
+// ---- MUL_MAT: every weight dtype (FULL_WEIGHT_DTYPES; the spot-checked ones below) × every activation
+// dtype × one/many tokens; odd k; batches; views ----
 // (13 tokens: a step of several sequences, past 8 and below 16 columns)
-for (const a of WEIGHT_DTYPES)
+for (const a of FULL_WEIGHT_DTYPES)
   for (const bd of FLOAT_DTYPES)
     for (const tokens of [1, 7, 13]) {
       const k = 256;
@@ -144,7 +173,7 @@ for (const a of WEIGHT_DTYPES) {
 // it, three k-tiles of 256 (split over blocks), column tiles of 8 to 64 and three tiles of 64, 64
 // and 2 columns (130); a short last k-tile (5 blocks of 32); and shapes whose blocks run several
 // k-tiles each, through every stage of the pipeline.
-for (const a of WEIGHT_DTYPES.filter(isQuantized))
+for (const a of FULL_WEIGHT_DTYPES.filter(isQuantized))
   for (const tokens of [2, 9, 33, 64, 130]) {
     const k = 768;
     add({
@@ -195,7 +224,7 @@ for (const a of [DType.Q4_0, DType.Q6_K])
 // 32, four per lane, with rows 4-byte aligned for every type (Q3_K and Q6_K too); and more than
 // 4096 rows (two rows a warp), not a multiple of the 8 rows a block takes.
 for (const [label, k, m, types] of [
-  ["decode", 4096, 40, WEIGHT_DTYPES.filter(isQuantized)],
+  ["decode", 4096, 40, FULL_WEIGHT_DTYPES.filter(isQuantized)],
   ["many-rows", 512, 4100, [DType.Q4_0, DType.Q8_0, DType.Q4_K, DType.Q6_K]],
 ] as const)
   for (const a of types)
@@ -207,6 +236,32 @@ for (const [label, k, m, types] of [
         build: (b) => b.output(b.mulMat(b.weight("w", a, [k, m]), b.input("x", F32, [k, tokens]))),
         tolerance: tol(a),
       });
+// The spot-checked weight types (with the prefill, short-tile, GET_ROWS and MUL_MAT_ID loops, which
+// take every weight type): one column and a few over k = 256 (one block of 256, eight of 32), F16
+// activations, and one column over a k of 4096 (16 blocks of 256 a row).
+for (const a of SPOT_CHECKED_WEIGHT_DTYPES) {
+  for (const [bd, tokens] of [
+    [F32, 1],
+    [F32, 7],
+    [F16, 7],
+  ] as const) {
+    const k = 256;
+    add({
+      name: `MUL_MAT a=${n(a)} b=${n(bd)} ${shape([k, 33])}×${shape([k, tokens])}`,
+      op: "MUL_MAT",
+      dtypes: [n(a), n(bd)],
+      build: (b) => b.output(b.mulMat(b.weight("w", a, [k, 33]), b.input("x", bd, [k, tokens]))),
+      tolerance: tol(a, bd),
+    });
+  }
+  add({
+    name: `MUL_MAT a=${n(a)} b=F32 decode ${shape([4096, 40])}×${shape([4096, 1])}`,
+    op: "MUL_MAT",
+    dtypes: [n(a), "F32"],
+    build: (b) => b.output(b.mulMat(b.weight("w", a, [4096, 40]), b.input("x", F32, [4096, 1]))),
+    tolerance: tol(a),
+  });
+}
 for (const d of FLOAT_DTYPES)
   for (const [k, m, tokens] of [
     [33, 17, 1],
@@ -1201,6 +1256,22 @@ for (const [x, ws] of [
     tolerance: tol(x, ...ws),
   });
 }
+// The spot-checked weight types three at a time (each once), mixing blocks of 256 and of 32.
+for (let g = 0; g < SPOT_CHECKED_WEIGHT_DTYPES.length; g += 3) {
+  const ws = SPOT_CHECKED_WEIGHT_DTYPES.slice(g, g + 3);
+  const k = 256;
+  add({
+    name: `MUL_MAT_MULTI x=F32 w=${ws.map(n).join("+")} [${k}, 5]`,
+    op: "MUL_MAT_MULTI",
+    dtypes: ["F32", ...ws.map(n)],
+    build: (b) => {
+      const xs = b.input("x", F32, [k, 5]);
+      const weights = ws.map((d, i) => b.weight(`w${i}`, d, [k, 9 + i]));
+      for (const o of b.node(Op.MUL_MAT_MULTI, [xs, ...weights], [])) b.output(o);
+    },
+    tolerance: tol(F32, ...ws),
+  });
+}
 add({
   name: "MUL_MAT_MULTI x=F32 w=Q4_0+Q8_0+Q5_0 prefill [96, 23] rows 40+33+9",
   op: "MUL_MAT_MULTI",
@@ -1269,6 +1340,24 @@ for (const a of [F32, F16, DType.Q8_0, DType.Q4_0, DType.Q4_K])
         tolerance: tol(a),
       });
     }
+// The spot-checked weight types: a decode step's projection plus the residual (c the full [m, 1]).
+for (const a of SPOT_CHECKED_WEIGHT_DTYPES) {
+  const [k, m] = [256, 70];
+  add({
+    name: `MUL_MAT_ADD a=${n(a)} b=F32 ${shape([k, m])}×${shape([k, 1])} c=${shape([m, 1])}`,
+    op: "MUL_MAT_ADD",
+    dtypes: [n(a), "F32"],
+    build: (b) =>
+      b.output(
+        b.node(
+          Op.MUL_MAT_ADD,
+          [b.weight("w", a, [k, m]), b.input("x", F32, [k, 1]), b.input("c", F32, [m, 1])],
+          [],
+        )[0]!,
+      ),
+    tolerance: tol(a),
+  });
+}
 // c added once after a product split over k (the int8 tensor-core path's partial sums).
 for (const full of [false, true]) {
   const cn = full ? [130, 16] : [130];

@@ -47,6 +47,18 @@ describe("op conformance", () => {
     expect(Array.isArray(targets)).toBe(true);
   });
 
+  // The CPU backend is where every node can run (the placement falls back to it), so it must
+  // take every case: a case it refuses is a failure here, not a skip.
+  it("the CPU backend supports every case", () => {
+    const cpu = targets.find((d) => d.backend === "cpu");
+    expect(cpu, "the CPU backend was not discovered (is its addon built?)").toBeDefined();
+    const refused = CONFORMANCE_CASES.flatMap((c) => {
+      const why = unsupportedReason(cpu!, buildCase(c));
+      return why ? [`${c.name}: ${why}`] : [];
+    });
+    expect(refused).toEqual([]);
+  });
+
   // Each device runs in every configuration it asks to be covered in (e.g. each SIMD level).
   const runs = targets.flatMap((device) =>
     (device.variants?.() ?? [{ label: "default", options: {} }]).map((v) => ({
