@@ -6,7 +6,8 @@
 // step and max |Δlogit| recorded; F16 and quantized: top-1 agreement ≥ 95% of steps. That
 // llama.cpp loads and runs every file also proves it reads the project's quantized files.
 // The tiny preset's rows (64, 128) are not whole Q4_K super-blocks, so `quantize q4_k` falls
-// back to Q8_0 for every matrix there; Q4_K is run on the small preset (llama; rows of 256, 512).
+// back to Q8_0 for every matrix there; Q4_K and IQ4_XS (also 256-element super-blocks) are run on
+// the small preset (llama; rows of 256, 512). IQ4_NL (blocks of 32) runs on the tiny preset.
 // Quantized runs cannot match bit for bit: both engines round activations to int8 per block, and
 // a 1e-7 difference in accumulation order flips one rounding sometimes, after which the two
 // quantization errors decorrelate (minfer's scalar and AVX-512 kernels diverge the same way).
@@ -86,7 +87,9 @@ const pathOf = (model: string, type: string) => join(tmp, `${model}-${type}.gguf
 
 // The files are made in the background, one `minfer` process at a time (`-t 1`), while the
 // comparisons (one thread each) run: on a 2-core machine the two overlap.
-const TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_k"];
+const TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_k", "iq4_nl"];
+/** The types that need the small preset's rows (whole 256-element super-blocks). */
+const SMALL_TYPES = ["q4_k", "iq4_xs"];
 const files = new Map<string, Promise<string>>();
 const typesOf = (arch: Arch) => (NEW_ARCHS.includes(arch) ? ["f32", "q8_0"] : TYPES);
 function prepare(): void {
@@ -116,8 +119,10 @@ function prepare(): void {
   const small = pathOf("small-llama", "f32");
   const synth = ["gguf", "synth", "--arch", "llama", "--preset", "small", "--vocab", VOCAB.llama];
   step(small, () => minferCli(bin, ...synth, "--type", "f32", "-o", small));
-  const q4k = pathOf("small-llama", "q4_k");
-  step(q4k, () => minferCli(bin, "gguf", "quantize", small, q4k, "q4_k", "-t", "1"));
+  for (const type of SMALL_TYPES) {
+    const out = pathOf("small-llama", type);
+    step(out, () => minferCli(bin, "gguf", "quantize", small, out, type, "-t", "1"));
+  }
 }
 
 /** Runs one file through both engines, once per KV type. */
@@ -256,6 +261,12 @@ describe.skipIf(!llama)(
       const [q4k] = await runCase("small-llama", "q4_k", ["f16"]);
       expect(q4k!.weights).toMatch(/Q4_K/);
       expectFidelity(q4k!);
+    });
+
+    it("small llama, IQ4_XS weights: top-1 agreement ≥ 95%", async () => {
+      const [row] = await runCase("small-llama", "iq4_xs", ["f16"]);
+      expect(row!.weights).toMatch(/IQ4_XS/);
+      expectFidelity(row!);
     });
   },
 );

@@ -32,7 +32,8 @@ const GGUF_COMMANDS: Record<string, Command> = {
   },
   quantize: {
     usage: "minfer gguf quantize IN OUT TYPE [-t THREADS] [--allow-requantize]",
-    summary: "convert the weights to TYPE (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)",
+    summary:
+      "convert the weights to TYPE (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or the Q4_K_M mix)",
     options: quantizeOptions,
     run: quantizeCommand,
   },

@@ -18,6 +18,8 @@ const FILE_TYPE: ReadonlyMap<number, number> = new Map([
   [GgmlType.Q4_K, 14],
   [GgmlType.Q5_K, 16],
   [GgmlType.Q6_K, 18],
+  [GgmlType.IQ4_NL, 25],
+  [GgmlType.IQ4_XS, 30],
   [GgmlType.BF16, 32],
 ]);
 

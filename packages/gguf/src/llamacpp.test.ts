@@ -40,17 +40,19 @@ function normal(n: number, std: number, r: () => number): Float32Array {
   return out;
 }
 
-/** Embedding rows in `typeName`: quantized by minfer where it can, else valid random blocks. */
+/**
+ * Embedding rows in `typeName`, quantized by minfer. For Q2_K and Q3_K the rows of the upper half
+ * of the vocabulary (tokens 200 and 258 of TOKENS) are then replaced by random valid blocks, so
+ * llama.cpp also decodes bit patterns minfer's quantizer would not write.
+ */
 function embeddingBytes(typeName: string, r: () => number): Uint8Array {
   const info = ggmlTypeByName(typeName);
-  const values = normal(N_EMBD * N_VOCAB, 1, r);
-  if (typeName !== "Q2_K" && typeName !== "Q3_K") return quantize(info.id, values);
-  // No quantizer for these: random bits are valid blocks once the f16 scales are sane.
-  const bytes = new Uint8Array((N_EMBD * N_VOCAB * info.typeSize) / info.blockSize).map(
-    () => (r() * 256) | 0,
-  );
+  const bytes = quantize(info.id, normal(N_EMBD * N_VOCAB, 1, r));
+  if (typeName !== "Q2_K" && typeName !== "Q3_K") return bytes;
+  // Random bits are valid blocks once the f16 scales are sane (one block per row).
   const dv = new DataView(bytes.buffer);
-  for (let b = 0; b < bytes.length; b += info.typeSize) {
+  for (let b = (N_VOCAB >> 1) * info.typeSize; b < bytes.length; b += info.typeSize) {
+    for (let j = 0; j < info.typeSize; j++) bytes[b + j] = (r() * 256) | 0;
     if (typeName === "Q2_K") {
       dv.setUint16(b + 80, f32ToF16(0.05 + r() * 0.1), true); // d
       dv.setUint16(b + 82, f32ToF16(r() * 0.1), true); // dmin

@@ -6,8 +6,10 @@ import { dequantizeIQ1_M, dequantizeIQ1_S } from "./iq1.js";
 import { dequantizeIQ2_S, dequantizeIQ2_XS, dequantizeIQ2_XXS } from "./iq2.js";
 import { dequantizeIQ3_S, dequantizeIQ3_XXS } from "./iq3.js";
 import { dequantizeIQ4_NL, dequantizeIQ4_XS } from "./iq4.js";
+import { quantizeIQ4NL, quantizeIQ4XS } from "./iq4-quant.js";
 import { dequantizeQ2K, dequantizeQ3K, dequantizeQ4K, dequantizeQ5K, dequantizeQ6K } from "./k-dequant.js";
 import { quantizeQ4K, quantizeQ5K, quantizeQ6K } from "./k-quant.js";
+import { quantizeQ2K, quantizeQ3K } from "./k-quant-low.js";
 import {
   dequantizeQ4_0,
   dequantizeQ4_1,
@@ -73,9 +75,13 @@ const QUANTIZERS: ReadonlyMap<number, QuantizeKernel> = new Map<number, Quantize
   [GgmlType.Q5_0, quantizeQ5_0],
   [GgmlType.Q5_1, quantizeQ5_1],
   [GgmlType.Q8_0, quantizeQ8_0],
+  [GgmlType.Q2_K, quantizeQ2K],
+  [GgmlType.Q3_K, quantizeQ3K],
   [GgmlType.Q4_K, quantizeQ4K],
   [GgmlType.Q5_K, quantizeQ5K],
   [GgmlType.Q6_K, quantizeQ6K],
+  [GgmlType.IQ4_NL, quantizeIQ4NL],
+  [GgmlType.IQ4_XS, quantizeIQ4XS],
 ]);
 
 function namesOf(kernels: ReadonlyMap<number, unknown>): readonly GgmlTypeName[] {

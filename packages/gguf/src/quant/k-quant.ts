@@ -9,11 +9,12 @@
 import { f32ToF16, roundToF16, writeU16 } from "./f16.js";
 
 /** Nearest integer, halves away from zero. */
-function roundAway(v: number): number {
+export function roundAway(v: number): number {
   return v < 0 ? -Math.floor(-v + 0.5) : Math.floor(v + 0.5);
 }
 
-function clamp(v: number, lo: number, hi: number): number {
+/** v limited to [lo, hi]. */
+export function clamp(v: number, lo: number, hi: number): number {
   return Math.min(Math.max(v, lo), hi);
 }
 

@@ -131,8 +131,8 @@ describe("synthesizeModel", () => {
     expect(() => synthesizeModel({ preset: "tiny", arch: "gpt9" })).toThrow(/unknown architecture "gpt9"/);
     expect(() => synthesizeModel({ preset: "tiny" })).toThrow(/choose one with --arch/);
     expect(() => synthesizeModel({ preset: "qwen2-0.5b", arch: "llama" })).toThrow(/is a qwen2 model/);
-    expect(() => synthesizeModel({ preset: "tiny", arch: "llama", type: "q2_k" })).toThrow(
-      /cannot write weights as Q2_K/,
+    expect(() => synthesizeModel({ preset: "tiny", arch: "llama", type: "iq2_xxs" })).toThrow(
+      /cannot write weights as IQ2_XXS/,
     );
   });
 });
