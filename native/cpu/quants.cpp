@@ -1051,7 +1051,8 @@ const WeightTraits kQ3_K = {true, 256, 110, ActFormat::Q8K, DOTS(q3_k)};
 const WeightTraits kQ4_K = {true, 256, 144, ActFormat::Q8K, DOTS(q4_k)};
 const WeightTraits kQ5_K = {true, 256, 176, ActFormat::Q8K, DOTS(q5_k)};
 const WeightTraits kQ6_K = {true, 256, 210, ActFormat::Q8K, DOTS(q6_k)};
-// The i-quants, ternary types and MXFP4: scalar dot products only so far (every level runs them).
+// The i-quants, ternary types and MXFP4: scalar dot products only so far (every level runs them),
+// except IQ4_NL, IQ4_XS and MXFP4 (AVX2 / AVX-512: quants_iq4_x86.h).
 #define DOTS_SCALAR(name) {vec_dot_##name##_scalar, nullptr, nullptr}
 const WeightTraits kIQ2_XXS = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(iq2_xxs)};
 const WeightTraits kIQ2_XS = {true, 256, 74, ActFormat::Q8K, DOTS_SCALAR(iq2_xs)};
@@ -1060,11 +1061,11 @@ const WeightTraits kIQ3_XXS = {true, 256, 98, ActFormat::Q8K, DOTS_SCALAR(iq3_xx
 const WeightTraits kIQ3_S = {true, 256, 110, ActFormat::Q8K, DOTS_SCALAR(iq3_s)};
 const WeightTraits kIQ1_S = {true, 256, 50, ActFormat::Q8K, DOTS_SCALAR(iq1_s)};
 const WeightTraits kIQ1_M = {true, 256, 56, ActFormat::Q8K, DOTS_SCALAR(iq1_m)};
-const WeightTraits kIQ4_NL = {true, 32, 18, ActFormat::Q8A, DOTS_SCALAR(iq4_nl)};
-const WeightTraits kIQ4_XS = {true, 256, 136, ActFormat::Q8K, DOTS_SCALAR(iq4_xs)};
+const WeightTraits kIQ4_NL = {true, 32, 18, ActFormat::Q8A, DOTS(iq4_nl)};
+const WeightTraits kIQ4_XS = {true, 256, 136, ActFormat::Q8K, DOTS(iq4_xs)};
 const WeightTraits kTQ1_0 = {true, 256, 54, ActFormat::Q8K, DOTS_SCALAR(tq1_0)};
 const WeightTraits kTQ2_0 = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(tq2_0)};
-const WeightTraits kMXFP4 = {true, 32, 17, ActFormat::Q8A, DOTS_SCALAR(mxfp4)};
+const WeightTraits kMXFP4 = {true, 32, 17, ActFormat::Q8A, DOTS(mxfp4)};
 #undef DOTS_SCALAR
 #undef DOTS
 #undef DOTS_NEON

@@ -129,7 +129,7 @@ void vec_dot_q8_0_neon(int64_t, const void*, const void*, size_t, int, float*);
 void quantize_q8a_neon(const float* x, void* dst, int64_t n);
 #endif
 
-// ---- the i-quants, ternary types and MXFP4 (scalar so far) ----
+// ---- the i-quants, ternary types and MXFP4 (scalar; IQ4_NL, IQ4_XS, MXFP4 also AVX2/AVX-512) ----
 // quants_iq.cpp: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (Q8K activations).
 // quants_iq4.cpp: IQ4_NL, MXFP4 (Q8A activations), IQ4_XS (Q8K).
 // quants_ternary.cpp: TQ1_0, TQ2_0 (Q8K).
@@ -150,6 +150,17 @@ MINFER_DECLARE_IQ(tq1_0)
 MINFER_DECLARE_IQ(tq2_0)
 MINFER_DECLARE_IQ(mxfp4)
 #undef MINFER_DECLARE_IQ
+#if defined(__x86_64__) || defined(_M_X64)
+// quants_iq4_avx2.cpp / quants_iq4_avx512.cpp (code in quants_iq4_x86.h): bit-identical to the
+// scalar kernels above.
+#define MINFER_DECLARE_IQ4_X86(SUFFIX)                                                        \
+  void vec_dot_iq4_nl_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);      \
+  void vec_dot_iq4_xs_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);      \
+  void vec_dot_mxfp4_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);
+MINFER_DECLARE_IQ4_X86(avx2)
+MINFER_DECLARE_IQ4_X86(avx512)
+#undef MINFER_DECLARE_IQ4_X86
+#endif
 
 // ---- small helpers (static: each file keeps its own copy, compiled with its own flags) ----
 static inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }

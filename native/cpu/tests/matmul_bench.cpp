@@ -1,6 +1,7 @@
 // C++ timing of the MUL_MAT kernel (phase 0 + phase 1, persistent spinning threads, like the
 // executor's pool) at Qwen2-0.5B-like decode and prefill shapes. Prints GB/s of weight bytes read
-// and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads [n]]]]
+// and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads [n [simd]]]]]
+// (simd: scalar, avx2 or avx512, the default; IQ4_NL, IQ4_XS and MXFP4 run only when named).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -85,6 +86,9 @@ static const char* name_of(DType t) {
     case DType::Q4_K: return "Q4_K";
     case DType::Q6_K: return "Q6_K";
     case DType::F16: return "F16";
+    case DType::IQ4_NL: return "IQ4_NL";
+    case DType::IQ4_XS: return "IQ4_XS";
+    case DType::MXFP4: return "MXFP4";
     default: return "?";
   }
 }
@@ -95,14 +99,19 @@ int main(int argc, char** argv) {
   const KernelDef* kd = find_kernel(program::Op::MUL_MAT);
   struct Case { int64_t k, m, n; };
   const Case cases[] = {{4864, 896, 1}, {896, 4864, 1}, {896, 151936, 1}, {896, 4864, 128}, {4864, 896, 128}};
-  const DType types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16};
+  const DType types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+  const int n_default_types = 4;  // the rest only when named
   std::mt19937 rng(1);
-  std::printf("%-5s %-22s %4s %8s %9s %9s\n", "type", "k x m x n", "thr", "us/call", "GB/s(w)", "GFLOP/s");
+  std::printf("%-6s %-22s %4s %8s %9s %9s\n", "type", "k x m x n", "thr", "us/call", "GB/s(w)", "GFLOP/s");
   const char* only_type = argc > 2 ? argv[2] : nullptr;
   const int only_threads = argc > 3 ? std::atoi(argv[3]) : 0;
   const int64_t only_n = argc > 4 ? std::atoll(argv[4]) : 0;  // only cases with this many columns
-  for (DType dt : types) {
-    if (only_type && std::strcmp(only_type, name_of(dt)) != 0) continue;
+  const char* simd_name = argc > 5 ? argv[5] : "avx512";
+  const SimdLevel simd = std::strcmp(simd_name, "scalar") == 0 ? SimdLevel::Scalar
+                         : std::strcmp(simd_name, "avx2") == 0 ? SimdLevel::AVX2
+                                                               : SimdLevel::AVX512;
+  for (const DType& dt : types) {
+    if (only_type ? std::strcmp(only_type, name_of(dt)) != 0 : &dt - types >= n_default_types) continue;
     const q::WeightTraits& tr = q::weight_traits(dt);
     for (const Case& c0 : cases) {
       if (only_n && c0.n != only_n) continue;
@@ -121,6 +130,10 @@ int main(int argc, char** argv) {
           else for (size_t i = 0; i < row; i++) tmp[i] = static_cast<uint8_t>(rng());
           if (dt == DType::Q4_K)
             for (size_t bo = 0; bo < row; bo += 144) tmp[bo] = 0x00, tmp[bo + 1] = 0x1c, tmp[bo + 2] = 0, tmp[bo + 3] = 0x1c;
+          if (dt == DType::IQ4_NL || dt == DType::IQ4_XS)  // d = 2^-8 (no NaN / subnormal scales)
+            for (size_t bo = 0; bo < row; bo += tr.type_size) tmp[bo] = 0x00, tmp[bo + 1] = 0x1c;
+          if (dt == DType::MXFP4)
+            for (size_t bo = 0; bo < row; bo += tr.type_size) tmp[bo] = 120;
           for (int64_t rr = r; rr < c.m; rr += 16) std::memcpy(w.data() + rr * row, tmp.data(), row);
         }
       }
@@ -138,7 +151,7 @@ int main(int argc, char** argv) {
         args.in[0] = &ta;
         args.in[1] = &tb;
         args.out[0] = &to;
-        args.simd = SimdLevel::AVX512;
+        args.simd = simd;
         if (const char* e = kd->check(args)) {
           std::printf("refused: %s\n", e);
           continue;
@@ -161,7 +174,7 @@ int main(int argc, char** argv) {
         if (nth == 1) per = std::min(per, (cpu_now() - cpu0) / iters);
         char shape[64];
         std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)c.k, (long long)c.m, (long long)c.n);
-        std::printf("%-5s %-22s %4d %8.1f %9.2f %9.1f\n", name_of(dt), shape, nth, per * 1e6,
+        std::printf("%-6s %-22s %4d %8.1f %9.2f %9.1f\n", name_of(dt), shape, nth, per * 1e6,
                     static_cast<double>(w.size()) / per / 1e9, 2.0 * c.k * c.m * c.n / per / 1e9);
       }
     }

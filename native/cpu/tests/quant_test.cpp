@@ -228,6 +228,8 @@ static void test_act_scale_f16() {
   std::printf("act_scale_f16: %d values equal the f16 round trip\n", n);
 }
 
+static bool bit_exact_types(DType t) { return t == DType::IQ4_NL || t == DType::IQ4_XS || t == DType::MXFP4; }
+
 static void test_vec_dot() {
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                          DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
@@ -239,7 +241,8 @@ static void test_vec_dot() {
   for (DType t : types) {
     const q::WeightTraits& tr = q::weight_traits(t);
     for (int64_t k : {int64_t(256), int64_t(768), int64_t(4864)}) {
-      const int64_t kk = (tr.block == 1) ? k + 13 : k;  // odd lengths for the float types
+      // Odd lengths for the float types; 27 blocks (not a multiple of 4 or 8) for the 32-element ones.
+      const int64_t kk = (tr.block == 1) ? k + 13 : (tr.block == 32 && k == 768) ? k + 96 : k;
       const int m = 3, ncol = 9;
       std::vector<float> deq;
       std::vector<uint8_t> w = make_weights(t, kk, m, rng, deq);
@@ -271,6 +274,9 @@ static void test_vec_dot() {
           bound[c] = b * 1.001 + 2e-5 * g + 1e-30;
         }
         float outs[3][16];
+        // Types whose SIMD kernels keep the scalar kernel's float operations and their order
+        // (quants_iq4_x86.h): every level and every nc must give the scalar nc = 1 floats exactly.
+        const bool bit_exact = bit_exact_types(t);
         const int nlev = 1 + avx2 + avx512;
         for (int l = 0; l < nlev; l++) {
           q::VecDotFn fn = tr.dot[l];
@@ -288,6 +294,10 @@ static void test_vec_dot() {
               worst_ratio = std::max(worst_ratio, err / bound[c]);
               CHECK(err <= bound[c], "%s k=%lld level %d nc %d col %d: got %.7g want %.7g (bound %.3g)", name_of(t),
                     (long long)kk, l, nc, c, o[c], ref[c], bound[c]);
+              if (bit_exact && (l > 0 || nc > 1))
+                CHECK(std::memcmp(&o[c], &outs[0][c], sizeof(float)) == 0,
+                      "%s k=%lld level %d nc %d col %d: %.9g is not the scalar kernel's %.9g (bit-exact types)",
+                      name_of(t), (long long)kk, l, nc, c, o[c], outs[0][c]);
               if (nc == 1) outs[l][c] = o[c];
               else
                 CHECK(o[c] == outs[l][c] || std::fabs(o[c] - outs[l][c]) <= 1e-6 * mag[c],
@@ -307,8 +317,8 @@ static void test_vec_dot() {
         std::printf("vec_dot %-7s k=%-5lld  err/bound max %.3f  (scalar kernel only)\n", name_of(t), (long long)kk,
                     worst_ratio);
       else if (k == 4864)
-        std::printf("vec_dot %-7s k=%-5lld  err/bound max %.3f  |simd-scalar|/Σ|w·x| max %.2e\n", name_of(t),
-                    (long long)kk, worst_ratio, worst_simd);
+        std::printf("vec_dot %-7s k=%-5lld  err/bound max %.3f  |simd-scalar|/Σ|w·x| max %.2e%s\n", name_of(t),
+                    (long long)kk, worst_ratio, worst_simd, bit_exact_types(t) ? "  (bit-exact, every level and nc)" : "");
     }
   }
 }

@@ -1082,8 +1082,19 @@ for (const w of [DType.Q4_0, DType.Q8_0])
     });
   }
 
+/**
+ * Quantized dtypes a backend's CPY / SET_ROWS writes (at run time, e.g. a KV cache row): those the
+ * reference writes, less those with only @minfer/gguf's TypeScript quantizer so far (Q2_K, Q3_K,
+ * IQ4_NL, IQ4_XS: `minfer gguf quantize` writes them, no backend's CPY yet — issue 22's native
+ * quantization).
+ */
+const TS_ONLY_QUANTIZERS: readonly DType[] = [DType.Q2_K, DType.Q3_K, DType.IQ4_NL, DType.IQ4_XS];
+const RUNTIME_WRITABLE = WEIGHT_DTYPES.filter(
+  (x) => isQuantized(x) && canWrite(x) && !TS_ONLY_QUANTIZERS.includes(x),
+);
+
 // ---- CPY: F32 into every writable dtype; float to float; permuted source; into a view of state ----
-for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))]) {
+for (const d of [...FLOAT_DTYPES, ...RUNTIME_WRITABLE]) {
   add({
     name: `CPY F32→${n(d)} [256, 3]`,
     op: "CPY",
@@ -1127,7 +1138,7 @@ add({
 });
 
 // ---- SET_ROWS: into state of every KV-like dtype, one row and several ----
-for (const d of [...FLOAT_DTYPES, ...WEIGHT_DTYPES.filter((x) => isQuantized(x) && canWrite(x))])
+for (const d of [...FLOAT_DTYPES, ...RUNTIME_WRITABLE])
   for (const rows of [1, 5]) {
     const ne0 = rowLen(d, 64, 1);
     add({
