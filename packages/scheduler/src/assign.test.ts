@@ -2,6 +2,7 @@ import { Op } from "@minfer/ir";
 import { describe, expect, it } from "vitest";
 import { assign } from "./assign.js";
 import { SchedulerError } from "./errors.js";
+import { referenceBackend } from "./reference-device.js";
 import { Scheduler } from "./scheduler.js";
 import { bindAll, gpuAndCpu, valuesFor } from "./test-fixtures/devices.js";
 import { mlpGraph } from "./test-fixtures/graphs.js";
@@ -36,6 +37,23 @@ describe("assign", () => {
     // up: free on both → gpu (first); act: only cpu; down: its input is on cpu → cpu.
     expect(a.splits.map((s) => s.device.name)).toEqual(["gpu:0", "cpu"]);
     expect(a.placements[2]!.reason).toMatch(/least crossing cost/);
+  });
+
+  it("a weight whose home device lacks the op runs elsewhere, and the reason names its dtype", () => {
+    const noMatmul = referenceBackend({
+      name: "fakegpu",
+      deviceName: "gpu:0",
+      type: "gpu",
+      score: 10,
+      caps: { hostMemory: false, launchCostUs: 5, hostToDeviceBandwidth: 20e9 },
+      supports: (q) => q.op !== Op.MUL_MAT,
+    }).devices()[0]!;
+    const a = assign(mlpGraph(), { devices: [noMatmul, cpu], weights: weightsOnGpu });
+    const up = a.placements.find((p) => p.node.name === "up")!;
+    expect(up.device.name).toBe("cpu");
+    expect(up.reason).toMatch(
+      /gpu:0 \(home of weight w1, Q8_0\) does not support MUL_MAT \(Q8_0 \[64, 32\], F32 \[64, 3\] → F32 \[32, 3\]\)/,
+    );
   });
 
   it("an op no device supports is an error naming the op and dtypes", () => {

@@ -161,7 +161,7 @@ export function assign(graph: Graph, options: AssignOptions): Assignment {
           device = d;
           reason = `weight ${rootOf(w).root.source ?? rootOf(w).root.name} lives on ${d.name}`;
         } else {
-          weightNote = `; ${d.name} (home of weight ${rootOf(w).root.source}) does not support ${opName(node)}`;
+          weightNote = `; ${d.name} (home of weight ${rootOf(w).root.source}, ${dtypeName(w.dtype)}) does not support ${what}`;
         }
       }
     }

@@ -7,32 +7,7 @@ import { f16ToF32, readU16 } from "./f16.js";
 import { dequantize, QUANTIZE_TYPES, quantize } from "./index.js";
 import { KVALUES_IQ4NL } from "./iq-grids.js";
 import { fitIQ4Scale } from "./iq4-quant.js";
-
-/** Seeded PRNG (mulberry32): uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** `n` N(0, 1) samples (Box–Muller) from a seeded stream, as roundtrip.test.ts makes them. */
-function normals(n: number, seed: number): Float32Array {
-  const rnd = mulberry32(seed);
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i += 2) {
-    const u = 1 - rnd(); // (0, 1]
-    const v = rnd();
-    const r = Math.sqrt(-2 * Math.log(u));
-    out[i] = r * Math.cos(2 * Math.PI * v);
-    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * v);
-  }
-  return out;
-}
+import { normals } from "./test-data.js";
 
 type Iq4 = "IQ4_NL" | "IQ4_XS";
 const TYPES: readonly Iq4[] = ["IQ4_NL", "IQ4_XS"];

@@ -5,32 +5,7 @@ import { describe, expect, it } from "vitest";
 import { GgufError } from "../errors.js";
 import { GgmlType, type GgmlTypeName, ggmlTypeInfo } from "../ggml-types.js";
 import { DEQUANTIZE_TYPES, dequantize, QUANTIZE_TYPES, quantize } from "./index.js";
-
-/** Seeded PRNG (mulberry32): uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** `n` N(0, 1) samples (Box–Muller) from a seeded stream. */
-function normals(n: number, seed: number): Float32Array {
-  const rnd = mulberry32(seed);
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i += 2) {
-    const u = 1 - rnd(); // (0, 1]
-    const v = rnd();
-    const r = Math.sqrt(-2 * Math.log(u));
-    out[i] = r * Math.cos(2 * Math.PI * v);
-    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * v);
-  }
-  return out;
-}
+import { normals } from "./test-data.js";
 
 interface Stats {
   /** RMS of the error over RMS of the input. */
