@@ -24,7 +24,7 @@ export type {
 } from "./generate.js";
 export { Generation, generate, greedy } from "./generate.js";
 export { Logits } from "./logits.js";
-export type { ModelLoadOptions } from "./model.js";
+export type { ModelLoadOptions, WeightKept } from "./model.js";
 export { Model } from "./model.js";
 export type { LayerSizes, OffloadPlan, OffloadPlanOptions } from "./offload-plan.js";
 export { DEVICE_OVERHEAD_BYTES, fitLayers, layerSizes, planOffload } from "./offload-plan.js";

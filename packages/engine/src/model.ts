@@ -1,10 +1,11 @@
 import { type GgufFile, readGguf } from "@minfer/gguf";
-import type { DeviceRuntime } from "@minfer/ir";
+import type { DeviceRuntime, DType } from "@minfer/ir";
 import { type ArchModule, architecture, type Hparams, type ModelTensors } from "@minfer/models";
 import type { TensorBinding } from "@minfer/scheduler";
 import { ChatTemplate, chatTemplatesFromMetadata, Tokenizer } from "@minfer/tokenizer";
 import { EngineError } from "./errors.js";
 import { mergeRanges, type Offload, Placement } from "./placement.js";
+import { weightUnsupported } from "./weight-home.js";
 
 /** Options of {@link Model.load}. */
 export interface ModelLoadOptions {
@@ -16,6 +17,15 @@ export interface ModelLoadOptions {
   readonly file?: GgufFile;
   /** Called as weights are mapped: the fraction done, 0…1 (the last call is 1). */
   readonly onProgress?: (fraction: number) => void;
+}
+
+/** A weight of an offloaded layer kept on the main runtime, and why. */
+export interface WeightKept {
+  readonly name: string;
+  readonly dtype: DType;
+  /** The offload device that cannot run its products. */
+  readonly device: string;
+  readonly reason: string;
 }
 
 /**
@@ -37,6 +47,11 @@ export class Model {
     readonly weights: ReadonlyMap<string, TensorBinding>,
     /** Which device holds each layer's weights and K/V. */
     readonly placement: Placement,
+    /**
+     * Weights of offloaded layers that stay on the main runtime because the offload device cannot
+     * run their products (the products then run on the main runtime too).
+     */
+    readonly weightsKept: readonly WeightKept[] = [],
   ) {}
 
   /** The default chat template, or undefined when the file has none. */
@@ -66,6 +81,7 @@ export class Model {
         `${path}: the vocabulary has ${tokenizer.vocab.tokens.length} tokens but the embeddings have ${hparams.nVocab} rows`,
       );
     const infos = new Map(file.tensors.map((t) => [t.name, t]));
+    const weightsKept: WeightKept[] = [];
     const placement = new Placement(runtime, hparams.nLayer, options.offload);
     // Weights stay where they are: a host runtime maps each file part's tensor data once and uses
     // it in place; a device runtime uploads runs of neighbouring tensors once. Every weight is
@@ -77,7 +93,14 @@ export class Model {
     for (const name of tensors.byName.keys()) {
       const info = infos.get(name);
       if (!info) throw new EngineError("BAD_MODEL", `tensor ${name} is not in ${path}`);
-      const rt = placement.weight(name);
+      let rt = placement.weight(name);
+      if (rt !== runtime) {
+        const why = weightUnsupported(rt, name, info.type as DType, info.dims);
+        if (why) {
+          weightsKept.push({ name, dtype: info.type as DType, device: rt.device.name, reason: why });
+          rt = runtime;
+        }
+      }
       const key = `${rt.device.name}\u0000${info.part}`;
       const g = groups.get(key) ?? { runtime: rt, part: info.part, spans: [] };
       g.spans.push({ name, lo: info.offset, hi: info.offset + info.byteSize });
@@ -115,7 +138,19 @@ export class Model {
       throw e;
     }
     if (runs.length === 0) onProgress?.(1);
-    return new Model(path, file, tokenizer, templates, arch, hparams, tensors, runtime, weights, placement);
+    return new Model(
+      path,
+      file,
+      tokenizer,
+      templates,
+      arch,
+      hparams,
+      tensors,
+      runtime,
+      weights,
+      placement,
+      weightsKept,
+    );
   }
 
   /** Releases the weight buffers (not the runtime). */

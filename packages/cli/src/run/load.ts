@@ -104,6 +104,7 @@ export async function loadModel(ref: string, settings: RunSettings, verbose: boo
   process.stderr.write(
     `devices: ${model.placement.describe()}${gpu.runtime ? ` (${gpu.note})` : ` — ${gpu.note}`}\n`,
   );
+  for (const line of describeWeightsKept(model)) process.stderr.write(`${line}\n`);
   if (verbose) {
     const hp = model.hparams;
     process.stderr.write(
@@ -123,6 +124,20 @@ export async function loadModel(ref: string, settings: RunSettings, verbose: boo
       gpu.runtime?.dispose();
     },
   };
+}
+
+/**
+ * A warning line per reason for the weights of offloaded layers that stayed on the main device
+ * because the offload device cannot run their products (never silent).
+ */
+export function describeWeightsKept(model: Model): string[] {
+  const byReason = new Map<string, string[]>();
+  for (const k of model.weightsKept) byReason.set(k.reason, [...(byReason.get(k.reason) ?? []), k.name]);
+  return [...byReason].map(
+    ([reason, names]) =>
+      `warning: ${names.length} weight(s) stay on ${model.runtime.device.name} and their products run there: ${reason} ` +
+      `(${names.slice(0, 3).join(", ")}${names.length > 3 ? ", …" : ""})`,
+  );
 }
 
 /** A context with the settings (-c 0 = the model's training context); `extra` overrides. */
