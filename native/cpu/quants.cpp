@@ -28,8 +28,6 @@ using program::DType;
 using namespace q;
 
 namespace {
-
-inline float h2f(const uint8_t* p) { return fp16_to_f32(rd16(p)); }
 inline void wr16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v & 0xff);
   p[1] = static_cast<uint8_t>(v >> 8);
@@ -43,7 +41,7 @@ inline void wr32(uint8_t* p, uint32_t v) {
 
 void deq_q4_0(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 18, y += 32) {
-    const float d = h2f(s);
+    const float d = f16_at(s);
     for (int j = 0; j < 16; j++) {
       const int b = s[2 + j];
       y[j] = static_cast<float>((b & 15) - 8) * d;
@@ -54,7 +52,7 @@ void deq_q4_0(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q4_1(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 20, y += 32) {
-    const float d = h2f(s), m = h2f(s + 2);
+    const float d = f16_at(s), m = f16_at(s + 2);
     for (int j = 0; j < 16; j++) {
       const int b = s[4 + j];
       y[j] = static_cast<float>(b & 15) * d + m;
@@ -65,7 +63,7 @@ void deq_q4_1(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q5_0(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 22, y += 32) {
-    const float d = h2f(s);
+    const float d = f16_at(s);
     const uint32_t qh = rd32(s + 2);
     for (int j = 0; j < 16; j++) {
       const int b = s[6 + j];
@@ -79,7 +77,7 @@ void deq_q5_0(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q5_1(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 24, y += 32) {
-    const float d = h2f(s), m = h2f(s + 2);
+    const float d = f16_at(s), m = f16_at(s + 2);
     const uint32_t qh = rd32(s + 4);
     for (int j = 0; j < 16; j++) {
       const int b = s[8 + j];
@@ -93,14 +91,14 @@ void deq_q5_1(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q8_0(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 34, y += 32) {
-    const float d = h2f(s);
+    const float d = f16_at(s);
     for (int j = 0; j < 32; j++) y[j] = static_cast<float>(static_cast<int8_t>(s[2 + j])) * d;
   }
 }
 
 void deq_q2_k(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 84) {
-    const float d = h2f(s + 80), dmin = h2f(s + 82);
+    const float d = f16_at(s + 80), dmin = f16_at(s + 82);
     int k = 0;
     for (int h = 0; h < 2; h++) {
       const uint8_t* q = s + 16 + 32 * h;
@@ -121,7 +119,7 @@ void deq_q2_k(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q3_k(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 110) {
-    const float d = h2f(s + 108);
+    const float d = f16_at(s + 108);
     int8_t sc[16];
     scales_q3k(s + 96, sc);
     int k = 0, bit = 0;
@@ -142,7 +140,7 @@ void deq_q3_k(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q4_k(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 144) {
-    const float d = h2f(s), dmin = h2f(s + 2);
+    const float d = f16_at(s), dmin = f16_at(s + 2);
     for (int c = 0; c < 4; c++) {
       int s1, m1, s2, m2;
       scale_min_k4(2 * c, s + 4, &s1, &m1);
@@ -164,7 +162,7 @@ void deq_q4_k(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q5_k(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 176) {
-    const float d = h2f(s), dmin = h2f(s + 2);
+    const float d = f16_at(s), dmin = f16_at(s + 2);
     const uint8_t* qh = s + 16;
     for (int c = 0; c < 4; c++) {
       int s1, m1, s2, m2;
@@ -189,7 +187,7 @@ void deq_q5_k(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_q6_k(const uint8_t* s, float* out, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += 210, out += 256) {
-    const float d = h2f(s + 208);
+    const float d = f16_at(s + 208);
     const int8_t* scales = reinterpret_cast<const int8_t*>(s + 192);
     for (int h = 0; h < 2; h++) {
       float* y = out + 128 * h;
@@ -1028,47 +1026,42 @@ namespace {
 // dot[0] scalar; dot[1] AVX2 (x86-64) or NEON (arm64); dot[2] AVX-512. A null entry falls back.
 #if defined(__x86_64__) || defined(_M_X64)
 #define DOTS(name) {vec_dot_##name##_scalar, vec_dot_##name##_avx2, vec_dot_##name##_avx512}
-#define DOTS_NEON(name) DOTS(name)
 #elif defined(__aarch64__)
+// NEON kernels are looked up by neon_vec_dot (quants_neon*.cpp), dot[1] filled in weight_traits.
 #define DOTS(name) {vec_dot_##name##_scalar, nullptr, nullptr}
-#define DOTS_NEON(name) {vec_dot_##name##_scalar, vec_dot_##name##_neon, nullptr}
 #else
 #define DOTS(name) {vec_dot_##name##_scalar, nullptr, nullptr}
-#define DOTS_NEON(name) DOTS(name)
 #endif
 
 const WeightTraits kUnsupported = {false, 1, 1, ActFormat::F32, {nullptr, nullptr, nullptr}};
-const WeightTraits kF32 = {true, 1, 4, ActFormat::F32, DOTS_NEON(f32)};
-const WeightTraits kF16 = {true, 1, 2, ActFormat::F32, DOTS_NEON(f16)};
+const WeightTraits kF32 = {true, 1, 4, ActFormat::F32, DOTS(f32)};
+const WeightTraits kF16 = {true, 1, 2, ActFormat::F32, DOTS(f16)};
 const WeightTraits kBF16 = {true, 1, 2, ActFormat::F32, DOTS(bf16)};
-const WeightTraits kQ4_0 = {true, 32, 18, ActFormat::Q8A, DOTS_NEON(q4_0)};
+const WeightTraits kQ4_0 = {true, 32, 18, ActFormat::Q8A, DOTS(q4_0)};
 const WeightTraits kQ4_1 = {true, 32, 20, ActFormat::Q8A, DOTS(q4_1)};
 const WeightTraits kQ5_0 = {true, 32, 22, ActFormat::Q8A, DOTS(q5_0)};
 const WeightTraits kQ5_1 = {true, 32, 24, ActFormat::Q8A, DOTS(q5_1)};
-const WeightTraits kQ8_0 = {true, 32, 34, ActFormat::Q8A, DOTS_NEON(q8_0)};
+const WeightTraits kQ8_0 = {true, 32, 34, ActFormat::Q8A, DOTS(q8_0)};
 const WeightTraits kQ2_K = {true, 256, 84, ActFormat::Q8K, DOTS(q2_k)};
 const WeightTraits kQ3_K = {true, 256, 110, ActFormat::Q8K, DOTS(q3_k)};
 const WeightTraits kQ4_K = {true, 256, 144, ActFormat::Q8K, DOTS(q4_k)};
 const WeightTraits kQ5_K = {true, 256, 176, ActFormat::Q8K, DOTS(q5_k)};
 const WeightTraits kQ6_K = {true, 256, 210, ActFormat::Q8K, DOTS(q6_k)};
-// The i-quants, ternary types and MXFP4: scalar dot products only so far (every level runs them),
-// except IQ4_NL, IQ4_XS and MXFP4 (AVX2 / AVX-512: quants_iq4_x86.h).
-#define DOTS_SCALAR(name) {vec_dot_##name##_scalar, nullptr, nullptr}
-const WeightTraits kIQ2_XXS = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(iq2_xxs)};
-const WeightTraits kIQ2_XS = {true, 256, 74, ActFormat::Q8K, DOTS_SCALAR(iq2_xs)};
-const WeightTraits kIQ2_S = {true, 256, 82, ActFormat::Q8K, DOTS_SCALAR(iq2_s)};
-const WeightTraits kIQ3_XXS = {true, 256, 98, ActFormat::Q8K, DOTS_SCALAR(iq3_xxs)};
-const WeightTraits kIQ3_S = {true, 256, 110, ActFormat::Q8K, DOTS_SCALAR(iq3_s)};
-const WeightTraits kIQ1_S = {true, 256, 50, ActFormat::Q8K, DOTS_SCALAR(iq1_s)};
-const WeightTraits kIQ1_M = {true, 256, 56, ActFormat::Q8K, DOTS_SCALAR(iq1_m)};
+// The i-quants, ternary types and MXFP4: AVX2 / AVX-512 in quants_iq4_x86.h (IQ4_NL, IQ4_XS,
+// MXFP4), quants_iq23_x86.h (IQ2_*, IQ3_*) and quants_iq1t_x86.h (IQ1_S, IQ1_M, TQ1_0, TQ2_0).
+const WeightTraits kIQ2_XXS = {true, 256, 66, ActFormat::Q8K, DOTS(iq2_xxs)};
+const WeightTraits kIQ2_XS = {true, 256, 74, ActFormat::Q8K, DOTS(iq2_xs)};
+const WeightTraits kIQ2_S = {true, 256, 82, ActFormat::Q8K, DOTS(iq2_s)};
+const WeightTraits kIQ3_XXS = {true, 256, 98, ActFormat::Q8K, DOTS(iq3_xxs)};
+const WeightTraits kIQ3_S = {true, 256, 110, ActFormat::Q8K, DOTS(iq3_s)};
+const WeightTraits kIQ1_S = {true, 256, 50, ActFormat::Q8K, DOTS(iq1_s)};
+const WeightTraits kIQ1_M = {true, 256, 56, ActFormat::Q8K, DOTS(iq1_m)};
 const WeightTraits kIQ4_NL = {true, 32, 18, ActFormat::Q8A, DOTS(iq4_nl)};
 const WeightTraits kIQ4_XS = {true, 256, 136, ActFormat::Q8K, DOTS(iq4_xs)};
-const WeightTraits kTQ1_0 = {true, 256, 54, ActFormat::Q8K, DOTS_SCALAR(tq1_0)};
-const WeightTraits kTQ2_0 = {true, 256, 66, ActFormat::Q8K, DOTS_SCALAR(tq2_0)};
+const WeightTraits kTQ1_0 = {true, 256, 54, ActFormat::Q8K, DOTS(tq1_0)};
+const WeightTraits kTQ2_0 = {true, 256, 66, ActFormat::Q8K, DOTS(tq2_0)};
 const WeightTraits kMXFP4 = {true, 32, 17, ActFormat::Q8A, DOTS(mxfp4)};
-#undef DOTS_SCALAR
 #undef DOTS
-#undef DOTS_NEON
 
 int level_index(SimdLevel level) {
   switch (level) {
@@ -1081,7 +1074,8 @@ int level_index(SimdLevel level) {
 
 }  // namespace
 
-const WeightTraits& weight_traits(DType t) {
+namespace {
+const WeightTraits& base_traits(DType t) {
   switch (t) {
     case DType::F32: return kF32;
     case DType::F16: return kF16;
@@ -1110,6 +1104,28 @@ const WeightTraits& weight_traits(DType t) {
     case DType::MXFP4: return kMXFP4;
     default: return kUnsupported;
   }
+}
+}  // namespace
+
+const WeightTraits& weight_traits(DType t) {
+#if defined(__aarch64__)
+  // dot[1] of each type is its NEON kernel, where quants_neon*.cpp has one (neon_vec_dot).
+  constexpr int kTable = 64;
+  struct Table {
+    WeightTraits v[kTable];
+    Table() {
+      for (int i = 0; i < kTable; i++) {
+        v[i] = base_traits(static_cast<DType>(i));
+        if (v[i].supported) v[i].dot[1] = neon_vec_dot(static_cast<DType>(i));
+      }
+    }
+  };
+  static const Table table;
+  const int i = static_cast<int>(t);
+  return i >= 0 && i < kTable ? table.v[i] : base_traits(t);
+#else
+  return base_traits(t);
+#endif
 }
 
 VecDotFn vec_dot_for(DType t, SimdLevel level) {

@@ -17,7 +17,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "../common/fp16.h"
 #include "../common/program_format.h"
 
 namespace minfer::cpu {
@@ -121,7 +123,9 @@ MINFER_DECLARE_DOTS(avx2)
 MINFER_DECLARE_DOTS(avx512)
 #endif
 #if defined(__aarch64__)
-// NEON (quants_neon.cpp) covers the most used types; the others fall back to scalar.
+// NEON (quants_neon*.cpp): neon_vec_dot(t) is type t's NEON kernel, or nullptr where it has none
+// (the scalar kernel runs); weight_traits(t).dot[1] holds it.
+VecDotFn neon_vec_dot(program::DType t);
 void vec_dot_f32_neon(int64_t, const void*, const void*, size_t, int, float*);
 void vec_dot_f16_neon(int64_t, const void*, const void*, size_t, int, float*);
 void vec_dot_q4_0_neon(int64_t, const void*, const void*, size_t, int, float*);
@@ -160,10 +164,46 @@ MINFER_DECLARE_IQ(mxfp4)
 MINFER_DECLARE_IQ4_X86(avx2)
 MINFER_DECLARE_IQ4_X86(avx512)
 #undef MINFER_DECLARE_IQ4_X86
+// quants_iq23_{avx2,avx512}.cpp (code in quants_iq23_x86.h): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S.
+// quants_iq1t_{avx2,avx512}.cpp (code in quants_iq1t_x86.h): IQ1_S, IQ1_M, TQ1_0, TQ2_0.
+#define MINFER_DECLARE_DOT(name, SUFFIX) \
+  void vec_dot_##name##_##SUFFIX(int64_t, const void*, const void*, size_t, int, float*);
+#define MINFER_DECLARE_IQ_REST_X86(SUFFIX) \
+  MINFER_DECLARE_DOT(iq2_xxs, SUFFIX)      \
+  MINFER_DECLARE_DOT(iq2_xs, SUFFIX)       \
+  MINFER_DECLARE_DOT(iq2_s, SUFFIX)        \
+  MINFER_DECLARE_DOT(iq3_xxs, SUFFIX)      \
+  MINFER_DECLARE_DOT(iq3_s, SUFFIX)        \
+  MINFER_DECLARE_DOT(iq1_s, SUFFIX)        \
+  MINFER_DECLARE_DOT(iq1_m, SUFFIX)        \
+  MINFER_DECLARE_DOT(tq1_0, SUFFIX)        \
+  MINFER_DECLARE_DOT(tq2_0, SUFFIX)
+MINFER_DECLARE_IQ_REST_X86(avx2)
+MINFER_DECLARE_IQ_REST_X86(avx512)
+#undef MINFER_DECLARE_IQ_REST_X86
+#undef MINFER_DECLARE_DOT
 #endif
 
 // ---- small helpers (static: each file keeps its own copy, compiled with its own flags) ----
 static inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+// The f16 field at p as a float.
+static inline float f16_at(const uint8_t* p) { return fp16_to_f32(rd16(p)); }
+// MXFP4: half the E8M0 scale 2^(e−127), i.e. 2^(e−128), built from its f32 bits (the doubled
+// level table makes up the factor 2). e = 0, 1 give the subnormals 2^−128, 2^−127; e = 255 gives
+// 2^127 (the OCP NaN code is not special-cased).
+static inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+// IQ4_XS sub-block ib's 6-bit scale (stored with a +32 bias, returned without): low 4 bits from
+// nibble ib mod 2 of scales_l[ib/2], top 2 bits from bits 2ib, 2ib+1 of scales_h.
+static inline int iq4xs_scale(const uint8_t* x, int ib) {
+  const int low = (x[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0x0f;
+  const int high = (rd16(x + 2) >> (2 * ib)) & 0x03;
+  return (low | (high << 4)) - 32;
+}
 static inline uint32_t rd32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);

@@ -57,8 +57,6 @@ static_assert(entries(iq3s_grid) == 512, "IQ3_S index: 9 bits");
 static_assert(entries(iq1s_grid) == 2048, "IQ1_S/IQ1_M index: 11 bits");
 static_assert(kIq1sDelta == 0.125f && kIq1mDelta == 0.125f, "IQ1 offsets are folded into v as ±1 of 8");
 
-inline float h2f(const uint8_t* p) { return fp16_to_f32(rd16(p)); }
-
 // Eight magnitudes of an 8-byte grid entry, negated where the sign byte's bit j is set.
 inline void put8(int8_t* v, uint64_t entry, unsigned signs) {
   for (int j = 0; j < 8; j++) {
@@ -95,7 +93,7 @@ float decode_iq2_xxs(const uint8_t* x, int8_t* v, int* ls) {
     for (int l = 0; l < 4; l++)
       put8(v + 32 * g + 8 * l, iq2xxs_grid[q[l]], ksigns_iq2xs[(aux >> (7 * l)) & 127]);
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ2_XS (74 bytes): f16 d @0; u16 qs[32] @2 (bits 0..8 grid index, 9..15 sign index);
@@ -112,7 +110,7 @@ float decode_iq2_xs(const uint8_t* x, int8_t* v, int* ls) {
       put8(v + 32 * g + 8 * l, iq2xs_grid[qs & 511], ksigns_iq2xs[(qs >> 9) & 127]);
     }
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ2_S (82 bytes): f16 d @0; u8 qs[32] @2 (grid index bits 0..7 of row r); u8 signs[32] @34
@@ -132,7 +130,7 @@ float decode_iq2_s(const uint8_t* x, int8_t* v, int* ls) {
       put8(v + 8 * r, iq2s_grid[index & 1023], x[34 + r]);
     }
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ3_XXS (98 bytes): f16 d @0; u8 qs[64] @2 (two 8-bit indices of 4-entry grid rows per 8
@@ -151,7 +149,7 @@ float decode_iq3_xxs(const uint8_t* x, int8_t* v, int* ls) {
       put4(y + 4, iq3xxs_grid[q[1]], signs >> 4);
     }
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ3_S (110 bytes): f16 d @0; u8 qs[64] @2; u8 qh[8] @66 (bit k of qh[g]: index bit 8 of group
@@ -172,7 +170,7 @@ float decode_iq3_s(const uint8_t* x, int8_t* v, int* ls) {
       put4(y + 4, iq3s_grid[second & 511], signs >> 4);
     }
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ1_S (50 bytes): f16 d @0; u8 qs[32] @2 (index bits 0..7 of row 4g + l); u16 qh[8] @34: bits
@@ -189,7 +187,7 @@ float decode_iq1_s(const uint8_t* x, int8_t* v, int* ls) {
       put_iq1(v + 32 * g + 8 * l, iq1s_grid[index & 2047], delta);
     }
   }
-  return h2f(x);
+  return f16_at(x);
 }
 
 // IQ1_M (56 bytes): u8 qs[32] @0; u8 qh[16] @32 (nibble l&1 of qh[2g + l/2]: bits 0..2 index bits

@@ -33,18 +33,6 @@ constexpr int kIq4NlBytes = 18;   // { f16 d; u8 qs[16] }
 constexpr int kIq4XsBytes = 136;  // { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] }
 constexpr int kMxfp4Bytes = 17;   // { u8 e; u8 qs[16] }
 
-inline float h2f(const uint8_t* p) { return fp16_to_f32(rd16(p)); }
-
-// Half the E8M0 scale 2^(e−127), i.e. 2^(e−128), built from its f32 bits as ggml does (the doubled
-// table makes up the factor 2). e = 0, 1 give the subnormals 2^−128, 2^−127; e = 255 gives 2^127
-// (the OCP NaN code is not special-cased).
-inline float e8m0_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 // The 32 integer levels of one 16-byte nibble group (the layout of Q4_0, IQ4_NL, MXFP4 and an
 // IQ4_XS sub-block): byte j holds element j in its low nibble and element j + 16 in its high one.
 inline void levels32(const uint8_t* qs, const int8_t* table, int8_t* v) {
@@ -60,14 +48,6 @@ inline int dot32(const int8_t* v, const int8_t* a) {
   return s;
 }
 
-// IQ4_XS sub-block ib's 6-bit scale (stored with a +32 bias): low 4 bits from nibble ib mod 2 of
-// scales_l[ib/2], top 2 bits from bits 2ib, 2ib+1 of scales_h.
-inline int iq4xs_scale(const uint8_t* x, int ib) {
-  const int low = (x[4 + (ib >> 1)] >> (4 * (ib & 1))) & 0x0f;
-  const int high = (rd16(x + 2) >> (2 * ib)) & 0x03;
-  return (low | (high << 4)) - 32;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
@@ -75,7 +55,7 @@ inline int iq4xs_scale(const uint8_t* x, int ib) {
 
 void deq_iq4_nl(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += kIq4NlBytes, y += 32) {
-    const float d = h2f(s);
+    const float d = f16_at(s);
     for (int j = 0; j < 16; j++) {
       const int b = s[2 + j];
       y[j] = d * static_cast<float>(kvalues_iq4nl[b & 0x0f]);
@@ -86,7 +66,7 @@ void deq_iq4_nl(const uint8_t* s, float* y, int64_t nb) {
 
 void deq_iq4_xs(const uint8_t* s, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, s += kIq4XsBytes) {
-    const float d = h2f(s);
+    const float d = f16_at(s);
     for (int ib = 0; ib < 8; ib++, y += 32) {
       const float dl = d * static_cast<float>(iq4xs_scale(s, ib));
       const uint8_t* q = s + 8 + 16 * ib;
@@ -123,7 +103,7 @@ void vec_dot_iq4_nl_scalar(int64_t n, const void* w, const void* act, size_t act
   int8_t v[32];
   for (int64_t i = 0; i < nb; i++, x += kIq4NlBytes) {
     levels32(x + 2, kvalues_iq4nl, v);
-    const float d = h2f(x);
+    const float d = f16_at(x);
     for (int c = 0; c < nc; c++) {
       const BlockQ8A& a = ACT(BlockQ8A, c)[i];
       s[c] += d * a.d * static_cast<float>(dot32(v, a.qs));
@@ -163,7 +143,7 @@ void vec_dot_iq4_xs_scalar(int64_t n, const void* w, const void* act, size_t act
       levels32(x + 8 + 16 * ib, kvalues_iq4nl, v + 32 * ib);
       ls[ib] = iq4xs_scale(x, ib);
     }
-    const float d = h2f(x);
+    const float d = f16_at(x);
     for (int c = 0; c < nc; c++) {
       const BlockQ8K& a = ACT(BlockQ8K, c)[i];
       const float dd = d * a.d;

@@ -116,14 +116,6 @@ inline float add4_in_order(float s, __m128 p) {
   return s;
 }
 
-// Half the E8M0 scale, 2^(e−128), as quants_iq4.cpp's e8m0_half builds it.
-inline float e8m0_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 // ---- IQ4_NL and MXFP4: 32-element blocks against ActQ8A blocks ----
 
 struct DecIq4Nl {

@@ -24,8 +24,6 @@ namespace {
 constexpr int kTq1Bytes = 54;  // { u8 qs[48]; u8 qh[4]; f16 d }
 constexpr int kTq2Bytes = 66;  // { u8 qs[64]; f16 d }
 
-inline float h2f(const uint8_t* p) { return fp16_to_f32(rd16(p)); }
-
 constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
 
 // Digit n (0 = most significant) of the base-3 number a TQ1_0 byte packs. The byte holds the
@@ -68,7 +66,7 @@ inline int dot256(const int8_t* v, const int8_t* a) {
 void deq_tq1_0(const uint8_t* s, float* y, int64_t nb) {
   int8_t v[256];
   for (int64_t i = 0; i < nb; i++, s += kTq1Bytes, y += 256) {
-    const float d = h2f(s + 52);
+    const float d = f16_at(s + 52);
     tq1_digits(s, v);
     for (int j = 0; j < 256; j++) y[j] = static_cast<float>(v[j]) * d;
   }
@@ -77,7 +75,7 @@ void deq_tq1_0(const uint8_t* s, float* y, int64_t nb) {
 void deq_tq2_0(const uint8_t* s, float* y, int64_t nb) {
   int8_t v[256];
   for (int64_t i = 0; i < nb; i++, s += kTq2Bytes, y += 256) {
-    const float d = h2f(s + 64);
+    const float d = f16_at(s + 64);
     tq2_digits(s, v);
     for (int j = 0; j < 256; j++) y[j] = static_cast<float>(v[j]) * d;
   }
@@ -96,7 +94,7 @@ void vec_dot_tq1_0_scalar(int64_t n, const void* w, const void* act, size_t act_
   int8_t v[256];
   for (int64_t i = 0; i < nb; i++, x += kTq1Bytes) {
     tq1_digits(x, v);
-    const float d = h2f(x + 52);
+    const float d = f16_at(x + 52);
     for (int c = 0; c < nc; c++) {
       const BlockQ8K& a = ACT(BlockQ8K, c)[i];
       s[c] += static_cast<float>(dot256(v, a.qs)) * (d * a.d);
@@ -113,7 +111,7 @@ void vec_dot_tq2_0_scalar(int64_t n, const void* w, const void* act, size_t act_
   int8_t v[256];
   for (int64_t i = 0; i < nb; i++, x += kTq2Bytes) {
     tq2_digits(x, v);
-    const float d = h2f(x + 64);
+    const float d = f16_at(x + 64);
     for (int c = 0; c < nc; c++) {
       const BlockQ8K& a = ACT(BlockQ8K, c)[i];
       s[c] += static_cast<float>(dot256(v, a.qs)) * (d * a.d);

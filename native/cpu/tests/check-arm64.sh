@@ -17,7 +17,8 @@ for f in "$cpu"/*.cpp; do
   objs+=("$o")
 done
 echo "compiled ${#objs[@]} sources for aarch64"
-"$CXX" "${flags[@]}" "$here/neon_test.cpp" "$out/quants.o" "$out/quants_neon.o" "$out/quants_iq.o" "$out/quants_iq4.o" \
+"$CXX" "${flags[@]}" "$here/neon_test.cpp" "$out/quants.o" "$out/quants_neon.o" "$out/quants_k_neon.o" "$out/quants_iq_neon.o" \
+  "$out/quants_iq.o" "$out/quants_iq4.o" \
   "$out/quants_ternary.o" -o "$out/neon_test" -static
 if command -v qemu-aarch64 >/dev/null; then
   qemu-aarch64 "$out/neon_test"

@@ -1,7 +1,7 @@
 // C++ timing of the MUL_MAT kernel (phase 0 + phase 1, persistent spinning threads, like the
 // executor's pool) at Qwen2-0.5B-like decode and prefill shapes. Prints GB/s of weight bytes read
 // and GFLOP/s (2·k·m·n per call). Usage: matmul_bench [min_seconds_per_case [type [threads [n [simd]]]]]
-// (simd: scalar, avx2 or avx512, the default; IQ4_NL, IQ4_XS and MXFP4 run only when named).
+// (simd: scalar, avx2 or avx512, the default; the i-quants, ternary types and MXFP4 run only when named).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -89,7 +89,34 @@ static const char* name_of(DType t) {
     case DType::IQ4_NL: return "IQ4_NL";
     case DType::IQ4_XS: return "IQ4_XS";
     case DType::MXFP4: return "MXFP4";
+    case DType::IQ2_XXS: return "IQ2_XXS";
+    case DType::IQ2_XS: return "IQ2_XS";
+    case DType::IQ2_S: return "IQ2_S";
+    case DType::IQ3_XXS: return "IQ3_XXS";
+    case DType::IQ3_S: return "IQ3_S";
+    case DType::IQ1_S: return "IQ1_S";
+    case DType::IQ1_M: return "IQ1_M";
+    case DType::TQ1_0: return "TQ1_0";
+    case DType::TQ2_0: return "TQ2_0";
     default: return "?";
+  }
+}
+
+// Byte offset of a block's f16 scale d (the random blocks get a sane one), or -1 where the type
+// has none to set (quantized rows, MXFP4's E8M0 byte, IQ1_M's d spread over its scales).
+static int d_field(DType t) {
+  switch (t) {
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::IQ2_XXS:
+    case DType::IQ2_XS:
+    case DType::IQ2_S:
+    case DType::IQ3_XXS:
+    case DType::IQ3_S:
+    case DType::IQ1_S: return 0;
+    case DType::TQ1_0: return 52;
+    case DType::TQ2_0: return 64;
+    default: return -1;
   }
 }
 
@@ -99,7 +126,9 @@ int main(int argc, char** argv) {
   const KernelDef* kd = find_kernel(program::Op::MUL_MAT);
   struct Case { int64_t k, m, n; };
   const Case cases[] = {{4864, 896, 1}, {896, 4864, 1}, {896, 151936, 1}, {896, 4864, 128}, {4864, 896, 128}};
-  const DType types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+  const DType types[] = {DType::Q4_0,    DType::Q8_0,   DType::Q4_K,  DType::F16,     DType::IQ4_NL, DType::IQ4_XS,
+                         DType::MXFP4,   DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
+                         DType::IQ1_S,   DType::IQ1_M,  DType::TQ1_0, DType::TQ2_0};
   const int n_default_types = 4;  // the rest only when named
   std::mt19937 rng(1);
   std::printf("%-6s %-22s %4s %8s %9s %9s\n", "type", "k x m x n", "thr", "us/call", "GB/s(w)", "GFLOP/s");
@@ -130,8 +159,8 @@ int main(int argc, char** argv) {
           else for (size_t i = 0; i < row; i++) tmp[i] = static_cast<uint8_t>(rng());
           if (dt == DType::Q4_K)
             for (size_t bo = 0; bo < row; bo += 144) tmp[bo] = 0x00, tmp[bo + 1] = 0x1c, tmp[bo + 2] = 0, tmp[bo + 3] = 0x1c;
-          if (dt == DType::IQ4_NL || dt == DType::IQ4_XS)  // d = 2^-8 (no NaN / subnormal scales)
-            for (size_t bo = 0; bo < row; bo += tr.type_size) tmp[bo] = 0x00, tmp[bo + 1] = 0x1c;
+          if (const int at = d_field(dt); at >= 0)  // d = 2^-8 (no NaN / subnormal scales)
+            for (size_t bo = 0; bo < row; bo += tr.type_size) tmp[bo + at] = 0x00, tmp[bo + at + 1] = 0x1c;
           if (dt == DType::MXFP4)
             for (size_t bo = 0; bo < row; bo += tr.type_size) tmp[bo] = 120;
           for (int64_t rr = r; rr < c.m; rr += 16) std::memcpy(w.data() + rr * row, tmp.data(), row);

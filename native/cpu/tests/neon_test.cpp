@@ -1,5 +1,13 @@
 // Checks the NEON dot products against their scalar twins (AArch64 only). Cross-built and run
 // under qemu by check-arm64.sh on x86 machines:  bash native/cpu/tests/check-arm64.sh
+//
+// For every dtype neon_vec_dot has a kernel for, on random valid weight blocks (random bytes, f16
+// scale fields set to modest finite values) and activations quantized by the scalar quantizer, at
+// several block counts and nc = 1..4: the integer block types must give the scalar kernel's floats
+// bit for bit; F32/F16/BF16 (summed in another order) must agree within 1e-6·Σ|w·a|·√n/4.
+// A type listed in kClaimed without a NEON kernel fails the test, and so does a kernel for a type
+// this test has no weight-building rule for.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -10,75 +18,158 @@
 #include "../quants_internal.h"
 
 namespace q = minfer::cpu::q;
-namespace minfer::cpu::q {
-void vec_dot_f32_neon(int64_t, const void*, const void*, size_t, int, float*);
-void vec_dot_f16_neon(int64_t, const void*, const void*, size_t, int, float*);
-void vec_dot_q4_0_neon(int64_t, const void*, const void*, size_t, int, float*);
-void vec_dot_q8_0_neon(int64_t, const void*, const void*, size_t, int, float*);
-void quantize_q8a_neon(const float*, void*, int64_t);
-}  // namespace minfer::cpu::q
+using minfer::program::DType;
 
 static int failures = 0;
-#define CHECK(c, ...)                 \
-  do {                                \
-    if (!(c)) {                       \
-      failures++;                     \
+#define CHECK(c, ...)                    \
+  do {                                   \
+    if (!(c)) {                          \
+      failures++;                        \
       std::printf("FAIL: " __VA_ARGS__); \
-      std::printf("\n");              \
-    }                                 \
+      std::printf("\n");                 \
+    }                                    \
   } while (0)
 
-int main() {
+// The types the NEON code claims to cover.
+static const DType kClaimed[] = {
+    DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
+    DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,   DType::Q5_K,   DType::Q6_K,  DType::IQ4_NL,
+    DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0,
+};
+
+static bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Byte offsets of the f16 scale fields of one block of t; false when this test has no rule for t.
+static bool scale_fields(DType t, std::vector<int>& off) {
+  switch (t) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS:
+      off = {0}; return true;
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: off = {0, 2}; return true;
+    case DType::Q2_K: off = {80, 82}; return true;
+    case DType::Q3_K: off = {108}; return true;
+    case DType::Q6_K: off = {208}; return true;
+    case DType::TQ1_0: off = {52}; return true;
+    case DType::TQ2_0: off = {64}; return true;
+    case DType::MXFP4: off = {}; return true;  // E8M0 byte 0, set below
+    default: return false;
+  }
+}
+
+// n elements of weights of type t; `vals` gets the f32 values for float types (for Σ|w·a|).
+static bool make_weights(DType t, int64_t n, std::mt19937& rng, std::vector<uint8_t>& w, std::vector<float>& vals) {
+  const q::WeightTraits& tr = q::weight_traits(t);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  w.assign(static_cast<size_t>(n / tr.block) * tr.type_size, 0);
+  if (is_float_type(t)) {
+    vals.resize(n);
+    for (int64_t i = 0; i < n; i++) {
+      float v = nd(rng);
+      if (t == DType::F16) v = minfer::fp16_to_f32(minfer::f32_to_fp16(v));
+      if (t == DType::BF16) v = minfer::bf16_to_f32(minfer::f32_to_bf16(v));
+      vals[i] = v;
+      if (t == DType::F32) std::memcpy(&w[4 * i], &v, 4);
+      const uint16_t h = t == DType::F16 ? minfer::f32_to_fp16(v) : minfer::f32_to_bf16(v);
+      if (t != DType::F32) std::memcpy(&w[2 * i], &h, 2);
+    }
+    return true;
+  }
+  std::vector<int> off;
+  if (!scale_fields(t, off)) return false;
+  std::uniform_int_distribution<int> bd(0, 255);
+  std::uniform_real_distribution<float> sd(-0.002f, 0.004f);
+  for (auto& b : w) b = static_cast<uint8_t>(bd(rng));
+  for (size_t blk = 0; blk < w.size() / tr.type_size; blk++) {
+    uint8_t* p = w.data() + blk * tr.type_size;
+    for (int o : off) {
+      const uint16_t h = minfer::f32_to_fp16(sd(rng));
+      p[o] = static_cast<uint8_t>(h & 0xff);
+      p[o + 1] = static_cast<uint8_t>(h >> 8);
+    }
+    if (t == DType::MXFP4) p[0] = static_cast<uint8_t>(std::uniform_int_distribution<int>(118, 124)(rng));
+  }
+  return true;
+}
+
+static void test_act_quant() {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int64_t n : {32, 64, 256, 4096}) {
-    std::vector<float> x(n), a(3 * n);
-    for (auto& v : x) v = nd(rng);
+    std::vector<float> a(n);
     for (auto& v : a) v = nd(rng);
-    // Activation quantizer: identical bytes.
-    std::vector<uint8_t> qa(3 * q::act_row_bytes(q::ActFormat::Q8A, n)), qb(qa.size());
-    const size_t arow = q::act_row_bytes(q::ActFormat::Q8A, n);
-    for (int c = 0; c < 3; c++) {
-      q::quantize_q8a_scalar(a.data() + c * n, qa.data() + c * arow, n);
-      q::quantize_q8a_neon(a.data() + c * n, qb.data() + c * arow, n);
+    for (int j = 0; j < 32; j++) a[j] = (j - 8) * 0.5f;  // exact .5 ties against 1/d
+    const size_t bytes = q::act_row_bytes(q::ActFormat::Q8A, n);
+    std::vector<uint8_t> qa(bytes), qb(bytes, 0xcd);
+    q::quantize_q8a_scalar(a.data(), qa.data(), n);
+    q::quantize_q8a_neon(a.data(), qb.data(), n);
+    CHECK(std::memcmp(qa.data(), qb.data(), bytes) == 0, "q8a n=%lld differs", (long long)n);
+  }
+}
+
+// NEON vs scalar for type t at every block count and nc; returns the cases run.
+static int test_type(DType t, q::VecDotFn neon, std::mt19937& rng) {
+  const q::WeightTraits& tr = q::weight_traits(t);
+  const char* name = minfer::program::dtype_name(t);
+  CHECK(tr.supported && tr.dot[0], "%s: no scalar kernel", name);
+  CHECK(tr.dot[1] == neon, "%s: weight_traits dot[1] is not neon_vec_dot's kernel", name);
+  if (!tr.supported || !tr.dot[0]) return 0;
+  const bool exact = !is_float_type(t);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const std::vector<int64_t> counts = tr.block == 1 ? std::vector<int64_t>{1, 3, 17, 100, 4096}
+                                                    : std::vector<int64_t>{1, 3, 17};
+  int cases = 0;
+  for (int64_t blocks : counts) {
+    const int64_t n = blocks * tr.block;
+    std::vector<uint8_t> w;
+    std::vector<float> wv;
+    if (!make_weights(t, n, rng, w, wv)) {
+      CHECK(false, "%s: neon_vec_dot has a kernel but this test builds no weights for it", name);
+      return cases;
     }
-    CHECK(std::memcmp(qa.data(), qb.data(), qa.size()) == 0, "q8a n=%lld differs", (long long)n);
-    // Weights in each format (Q4_0 / Q8_0 blocks built directly).
-    std::vector<uint8_t> w16(2 * n), w40(n / 32 * 18), w80(n / 32 * 34);
-    for (int64_t i = 0; i < n; i++) {
-      const uint16_t h = minfer::f32_to_fp16(x[i]);
-      std::memcpy(&w16[2 * i], &h, 2);
-    }
-    for (int64_t b = 0; b < n / 32; b++) {
-      const uint16_t d = minfer::f32_to_fp16(0.05f + 0.01f * static_cast<float>(b % 7));
-      std::memcpy(&w40[b * 18], &d, 2);
-      std::memcpy(&w80[b * 34], &d, 2);
-      for (int j = 0; j < 16; j++) w40[b * 18 + 2 + j] = static_cast<uint8_t>(rng());
-      for (int j = 0; j < 32; j++) w80[b * 34 + 2 + j] = static_cast<uint8_t>(rng());
-    }
-    struct Case {
-      const char* name;
-      q::VecDotFn scalar, neon;
-      const void* w;
-      const void* act;
-      size_t stride;
-    } cases[] = {
-        {"f32", q::vec_dot_f32_scalar, q::vec_dot_f32_neon, x.data(), a.data(), static_cast<size_t>(4 * n)},
-        {"f16", q::vec_dot_f16_scalar, q::vec_dot_f16_neon, w16.data(), a.data(), static_cast<size_t>(4 * n)},
-        {"q4_0", q::vec_dot_q4_0_scalar, q::vec_dot_q4_0_neon, w40.data(), qa.data(), arow},
-        {"q8_0", q::vec_dot_q8_0_scalar, q::vec_dot_q8_0_neon, w80.data(), qa.data(), arow},
-    };
-    for (const Case& c : cases) {
-      float want[3], got[3];
-      c.scalar(n, c.w, c.act, c.stride, 3, want);
-      c.neon(n, c.w, c.act, c.stride, 3, got);
-      for (int k = 0; k < 3; k++) {
-        const float tol = 1e-4f * (1.0f + std::fabs(want[k])) * std::sqrt(static_cast<float>(n));
-        CHECK(std::fabs(want[k] - got[k]) <= tol, "%s n=%lld col %d: neon %.7g vs scalar %.7g", c.name, (long long)n, k,
-              got[k], want[k]);
+    std::vector<float> x(static_cast<size_t>(n * q::kMaxCols));
+    for (size_t i = 0; i < x.size(); i++) x[i] = nd(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
+    const size_t arow = q::act_row_bytes(tr.act, n);
+    std::vector<uint8_t> act(arow * q::kMaxCols);
+    for (int c = 0; c < q::kMaxCols; c++)
+      q::quantize_act(tr.act, static_cast<minfer::cpu::SimdLevel>(0), x.data() + c * n, act.data() + c * arow, n);
+    for (int nc = 1; nc <= q::kMaxCols; nc++) {
+      float want[q::kMaxCols], got[q::kMaxCols];
+      std::memset(got, 0xcd, sizeof got);
+      tr.dot[0](n, w.data(), act.data(), arow, nc, want);
+      neon(n, w.data(), act.data(), arow, nc, got);
+      cases++;
+      for (int c = 0; c < nc; c++) {
+        if (exact) {
+          CHECK(std::memcmp(&want[c], &got[c], 4) == 0, "%s n=%lld nc=%d col %d: neon %.9g vs scalar %.9g (not bit-exact)",
+                name, (long long)n, nc, c, got[c], want[c]);
+        } else {
+          double mag = 0;
+          for (int64_t i = 0; i < n; i++) mag += std::fabs(static_cast<double>(wv[i]) * x[c * n + i]);
+          const double tol = 1e-6 * mag * std::max(1.0, std::sqrt(static_cast<double>(n)) / 4);
+          CHECK(std::fabs(static_cast<double>(want[c]) - got[c]) <= tol,
+                "%s n=%lld nc=%d col %d: neon %.9g vs scalar %.9g (tol %.3g)", name, (long long)n, nc, c, got[c],
+                want[c], tol);
+        }
       }
     }
   }
-  std::printf("neon_test: %d failures\n", failures);
+  return cases;
+}
+
+int main() {
+  test_act_quant();
+  for (DType t : kClaimed)
+    CHECK(q::neon_vec_dot(t) != nullptr, "%s: claimed but neon_vec_dot has no kernel", minfer::program::dtype_name(t));
+  std::mt19937 rng(11);
+  int types = 0, cases = 0;
+  for (int id = 0; id < 64; id++) {
+    const DType t = static_cast<DType>(id);
+    const q::VecDotFn neon = q::neon_vec_dot(t);
+    if (!neon) continue;
+    const int run = test_type(t, neon, rng);
+    std::printf("  %-7s %2d cases%s\n", minfer::program::dtype_name(t), run, is_float_type(t) ? "" : " (bit-exact)");
+    types++;
+    cases += run;
+  }
+  std::printf("neon_test: %d types, %d cases, %d failures\n", types, cases, failures);
   return failures == 0 ? 0 : 1;
 }

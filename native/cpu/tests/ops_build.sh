@@ -32,9 +32,14 @@ if $CXX $FLAGS -c "$cpu/quants.cpp" -o "$out/quants.o" 2>/dev/null &&
    $CXX $FLAGS -c "$cpu/quants_iq4.cpp" -o "$out/quants_iq4.o" 2>/dev/null &&
    $CXX $FLAGS $AVX2 -c "$cpu/quants_iq4_avx2.cpp" -o "$out/quants_iq4_avx2.o" 2>/dev/null &&
    $CXX $FLAGS $AVX512 -c "$cpu/quants_iq4_avx512.cpp" -o "$out/quants_iq4_avx512.o" 2>/dev/null &&
+   $CXX $FLAGS $AVX2 -c "$cpu/quants_iq23_avx2.cpp" -o "$out/quants_iq23_avx2.o" 2>/dev/null &&
+   $CXX $FLAGS $AVX512 -c "$cpu/quants_iq23_avx512.cpp" -o "$out/quants_iq23_avx512.o" 2>/dev/null &&
+   $CXX $FLAGS $AVX2 -c "$cpu/quants_iq1t_avx2.cpp" -o "$out/quants_iq1t_avx2.o" 2>/dev/null &&
+   $CXX $FLAGS $AVX512 -c "$cpu/quants_iq1t_avx512.cpp" -o "$out/quants_iq1t_avx512.o" 2>/dev/null &&
    $CXX $FLAGS -c "$cpu/quants_ternary.cpp" -o "$out/quants_ternary.o" 2>/dev/null; then
   quants=("$out/quants.o" "$out/quants_avx2.o" "$out/quants_avx512.o" "$out/quants_iq.o" "$out/quants_iq4.o"
-    "$out/quants_iq4_avx2.o" "$out/quants_iq4_avx512.o" "$out/quants_ternary.o")
+    "$out/quants_iq4_avx2.o" "$out/quants_iq4_avx512.o" "$out/quants_iq23_avx2.o" "$out/quants_iq23_avx512.o"
+    "$out/quants_iq1t_avx2.o" "$out/quants_iq1t_avx512.o" "$out/quants_ternary.o")
 else
   echo "quants*.cpp did not compile: linking the Q8_0 stand-in (tests/ops_quants_fallback.cpp)"
   $CXX $FLAGS -c "$here/ops_quants_fallback.cpp" -o "$out/quants_fallback.o"

@@ -228,7 +228,11 @@ static void test_act_scale_f16() {
   std::printf("act_scale_f16: %d values equal the f16 round trip\n", n);
 }
 
-static bool bit_exact_types(DType t) { return t == DType::IQ4_NL || t == DType::IQ4_XS || t == DType::MXFP4; }
+static bool bit_exact_types(DType t) {
+  return t == DType::IQ4_NL || t == DType::IQ4_XS || t == DType::MXFP4 || t == DType::IQ2_XXS || t == DType::IQ2_XS ||
+         t == DType::IQ2_S || t == DType::IQ3_XXS || t == DType::IQ3_S ||
+         t == DType::IQ1_S || t == DType::IQ1_M || t == DType::TQ1_0 || t == DType::TQ2_0;
+}
 
 static void test_vec_dot() {
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,

@@ -5,7 +5,15 @@
 // nbytes bytes, n f32. Dequantize case: bytes → the TS dequantize output. Quantize case: the f32s
 // are the input and the bytes the TS quantize output.
 import { writeFileSync } from "node:fs";
-import { dequantize, f32ToF16, GgmlType, ggmlTypeInfo, quantize } from "../../../packages/gguf/dist/index.js";
+import {
+  dequantize,
+  f32ToF16,
+  GgmlType,
+  ggmlTypeInfo,
+  quantize,
+  readGguf,
+  readTensorData,
+} from "../../../packages/gguf/dist/index.js";
 
 let seed = 12345;
 function rnd() {
@@ -172,6 +180,18 @@ for (const name of types) {
         () => exps[b],
       );
     record(0, type, nb * blockSize, bytes, dequantize(type, bytes, nb * blockSize));
+  }
+}
+// Blocks llama-quantize wrote (one tensor per type, from the built-in trained model; its
+// dequantization is checked against ggml's by packages/gguf/src/quant/llamacpp-quants.test.ts).
+{
+  const file = await readGguf(
+    new URL("../../../packages/gguf/src/quant/llamacpp-quants.gguf", import.meta.url).pathname,
+  );
+  for (const t of file.tensors) {
+    const n = t.dims.reduce((a, b) => a * b, 1);
+    const bytes = await readTensorData(file, t);
+    record(0, t.type, n, bytes, dequantize(t.type, bytes, n));
   }
 }
 // Re-quantizing Q8_0/Q4_0 of values with exact .5 ties.
