@@ -6,7 +6,7 @@
 // step and max |Δlogit| recorded; F16 and quantized: top-1 agreement ≥ 95% of steps. That
 // llama.cpp loads and runs every file also proves it reads the project's quantized files.
 // The tiny preset's rows (64, 128) are not whole Q4_K super-blocks, so `quantize q4_k` falls
-// back to Q8_0 for every matrix there; Q4_K and IQ4_XS (also 256-element super-blocks) are run on
+// back to Q5_0 (llama.cpp's fallback) for every matrix there; Q4_K and IQ4_XS (also 256-element super-blocks) are run on
 // the small preset (llama; rows of 256, 512). IQ4_NL (blocks of 32) runs on the tiny preset.
 // Quantized runs cannot match bit for bit: both engines round activations to int8 per block, and
 // a 1e-7 difference in accumulation order flips one rounding sometimes, after which the two
@@ -131,7 +131,7 @@ async function runCase(model: string, type: string, kvs: ("f16" | "f32")[]): Pro
   if (!existsSync(path)) {
     const planned = await plannedTypes(pathOf(model, "f32"), type);
     const summary = [...planned.entries()].map(([name, n]) => `${name}×${n}`).join(" ");
-    const note = `not run: quantize gives no ${type.toUpperCase()} tensor (rows of 64/128 are not whole blocks of 256; they fall back to Q8_0 as in llama.cpp); see small-llama`;
+    const note = `not run: quantize gives no ${type.toUpperCase()} tensor (rows of 64/128 are not whole blocks of 256; they fall back to another type as in llama.cpp); see small-llama`;
     const row: Row = { model, type, weights: `(${summary})`, kv: "-", note };
     rows.push(row);
     return [row];

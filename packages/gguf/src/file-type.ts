@@ -3,7 +3,7 @@ import { GgmlType } from "./ggml-types.js";
 /**
  * llama.cpp's `general.file_type` values (`enum llama_ftype`) for files whose weights are all of
  * one type. A file of one K-quant type is written with the `_S` id (Q4_K → 14, LLAMA_FTYPE_MOSTLY_Q4_K_S);
- * the mixed Q4_K_M recipe has its own id, {@link FILE_TYPE_Q4_K_M}.
+ * the mixes have their own ids ({@link MIX_FILE_TYPE}).
  */
 const FILE_TYPE: ReadonlyMap<number, number> = new Map([
   [GgmlType.F32, 0],
@@ -27,6 +27,29 @@ const FILE_TYPE: ReadonlyMap<number, number> = new Map([
 export function fileTypeOf(type: number): number | undefined {
   return FILE_TYPE.get(type);
 }
+
+/**
+ * The `general.file_type` of each of llama.cpp's quantization mixes (LLAMA_FTYPE_MOSTLY_*, from
+ * `enum llama_ftype` in llama.h), by the name llama-quantize takes.
+ */
+export const MIX_FILE_TYPE: Readonly<Record<string, number>> = Object.freeze({
+  Q4_0: 2,
+  Q4_1: 3,
+  Q8_0: 7,
+  Q5_0: 8,
+  Q5_1: 9,
+  Q2_K: 10,
+  Q3_K_S: 11,
+  Q3_K_M: 12,
+  Q3_K_L: 13,
+  Q4_K_S: 14,
+  Q4_K_M: 15,
+  Q5_K_S: 16,
+  Q5_K_M: 17,
+  Q6_K: 18,
+  IQ4_NL: 25,
+  IQ4_XS: 30,
+});
 
 /** `general.file_type` of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M). */
 export const FILE_TYPE_Q4_K_M = 15;

@@ -7,7 +7,7 @@ export type { GgufLayout, GgufTensorSpec } from "./encode.js";
 export { encodeHeader } from "./encode.js";
 export type { GgufErrorCode, GgufErrorDetails } from "./errors.js";
 export { GgufError } from "./errors.js";
-export { FILE_TYPE_Q4_K_M, fileTypeOf } from "./file-type.js";
+export { FILE_TYPE_Q4_K_M, fileTypeOf, MIX_FILE_TYPE } from "./file-type.js";
 export type { GgmlTypeId, GgmlTypeInfo, GgmlTypeName } from "./ggml-types.js";
 export { GGML_TYPES, GgmlType, ggmlByteSize, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
 export type { GgufArray, GgufArrayItems, GgufKV, GgufPlainValue, GgufScalar } from "./metadata.js";
@@ -24,17 +24,29 @@ export {
   QUANTIZE_TYPES,
   quantize,
 } from "./quant/index.js";
+export type { ModelFacts, QuantMix, TensorRole } from "./quantize-mixes.js";
+export {
+  isQuantizable,
+  mixInfo,
+  mixTypes,
+  modelFacts,
+  QUANT_MIXES,
+  quantMixByName,
+  tensorRole,
+  useMoreBits,
+} from "./quantize-mixes.js";
 export type { QuantTarget, TensorPlan } from "./quantize-plan.js";
 export {
   chooseType,
   chooseTypes,
   convertTensor,
+  fallbackType,
+  llamaQuantTarget,
   planQuantization,
   QUANT_RECIPES,
   quantTargetByName,
   quantTargetOf,
   recipeTypes,
-  useMoreBits,
 } from "./quantize-plan.js";
 export { parseGguf, readGguf, readGgufSync } from "./read.js";
 export type { SplitOptions } from "./split.js";

@@ -1,7 +1,16 @@
 import { GgufError } from "./errors.js";
-import { FILE_TYPE_Q4_K_M, fileTypeOf } from "./file-type.js";
-import { GgmlType, type GgmlTypeInfo, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
+import { fileTypeOf } from "./file-type.js";
+import { GGML_TYPES, GgmlType, type GgmlTypeInfo, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
 import { DEQUANTIZE_TYPES, dequantize, QUANTIZE_TYPES, quantize } from "./quant/index.js";
+import {
+  isQuantizable,
+  type ModelFacts,
+  mixInfo,
+  mixTypes,
+  QUANT_MIXES,
+  type QuantMix,
+  quantMixByName,
+} from "./quantize-mixes.js";
 
 /** What happens to one tensor when a file is quantized. */
 export interface TensorPlan {
@@ -12,40 +21,70 @@ export interface TensorPlan {
   readonly note?: string;
 }
 
+// Where llama.cpp sends a type whose blocks do not fit a tensor's rows (its type fallback); a
+// 32-element type that does not fit, or a fallback that does not fit either, gives F16.
+const FALLBACK: ReadonlyMap<number, number> = new Map([
+  [GgmlType.IQ4_XS, GgmlType.IQ4_NL],
+  [GgmlType.Q2_K, GgmlType.Q4_0],
+  [GgmlType.Q3_K, GgmlType.Q4_0],
+  [GgmlType.Q4_K, GgmlType.Q5_0],
+  [GgmlType.Q5_K, GgmlType.Q5_1],
+  [GgmlType.Q6_K, GgmlType.Q8_0],
+]);
+
+/**
+ * llama.cpp's fallback for a matrix with rows of `row` elements that asks for `type`: the type
+ * itself when its blocks fit the rows; else IQ4_XS → IQ4_NL, Q2_K / Q3_K → Q4_0, Q4_K → Q5_0,
+ * Q5_K → Q5_1, Q6_K → Q8_0, and F16 when that does not fit either (or the type has blocks of 32).
+ */
+export function fallbackType(row: number, type: GgmlTypeInfo): { to: GgmlTypeInfo; note?: string } {
+  if (row % type.blockSize === 0) return { to: type };
+  const next = FALLBACK.get(type.id);
+  const to = ggmlTypeInfo(
+    next !== undefined && row % ggmlTypeInfo(next).blockSize === 0 ? next : GgmlType.F16,
+  );
+  return {
+    to,
+    note: `rows of ${row} are not a multiple of the ${type.name} block size ${type.blockSize}; using ${to.name}`,
+  };
+}
+
 /**
  * The type a weight of `dims` gets when `target` is asked for: vectors (norms, biases) stay F32;
- * a matrix whose rows are not whole blocks of `target` falls back to Q8_0 (rows of 32s) or F16,
- * as llama.cpp does, and the fallback is reported in `note`.
+ * a matrix whose rows are not whole blocks of `target` falls back as in llama.cpp
+ * ({@link fallbackType}), and the fallback is reported in `note`.
  */
 export function chooseType(
   dims: readonly number[],
   target: GgmlTypeInfo,
 ): { to: GgmlTypeInfo; note?: string } {
   if (dims.length < 2) return { to: ggmlTypeInfo(GgmlType.F32) };
-  const row = dims[0]!;
-  if (row % target.blockSize === 0) return { to: target };
-  const fallback = ggmlTypeInfo(row % 32 === 0 && target.blockSize > 32 ? GgmlType.Q8_0 : GgmlType.F16);
-  return {
-    to: fallback,
-    note: `rows of ${row} are not a multiple of the ${target.name} block size ${target.blockSize}; using ${fallback.name}`,
-  };
+  return fallbackType(dims[0]!, target);
 }
 
-/** Names of the mixed recipes {@link quantTargetByName} accepts besides the ggml type names. */
-export const QUANT_RECIPES: readonly string[] = Object.freeze(["Q4_K_M"]);
+/**
+ * Names {@link quantTargetByName} takes as mixes besides the ggml type names: the mixes whose
+ * names are not also a type's.
+ */
+export const QUANT_RECIPES: readonly string[] = Object.freeze(
+  QUANT_MIXES.filter((m) => !GGML_TYPES.some((t) => t.name === m)),
+);
 
 /**
  * What a file is quantized to: one ggml type for every matrix (`recipe` absent), or one of
- * llama.cpp's mixed recipes, where most matrices get `base` and a few get more bits.
+ * llama.cpp's mixes, where most matrices get `base` and some get another type.
  */
 export interface QuantTarget {
-  /** "Q4_K", "Q8_0", …, or the recipe's name ("Q4_K_M"). */
+  /** "Q4_K", "Q8_0", …, or the mix's name ("Q4_K_M"). */
   readonly name: string;
   /** The type most matrices get. */
   readonly base: GgmlTypeInfo;
   /** The file's `general.file_type`, if llama.cpp defines one. */
   readonly fileType: number | undefined;
-  readonly recipe?: "Q4_K_M";
+  /** The mix whose rules choose each tensor's type; absent: every matrix gets `base`. */
+  readonly recipe?: QuantMix;
+  /** A mix asked for without its rules (llama-quantize --pure): every matrix gets `base`. */
+  readonly pure?: true;
 }
 
 /** The target that gives every matrix `type`. */
@@ -53,81 +92,90 @@ export function quantTargetOf(type: GgmlTypeInfo): QuantTarget {
   return { name: type.name, base: type, fileType: fileTypeOf(type.id) };
 }
 
-/**
- * Looks a target up by name, case-insensitively: a ggml type name (`"q4_k"`) or a recipe
- * (`"q4_k_m"`). Throws `UNKNOWN_TENSOR_TYPE` for anything else.
- */
-export function quantTargetByName(name: string): QuantTarget {
-  if (name.toUpperCase() === "Q4_K_M") {
-    return {
-      name: "Q4_K_M",
-      base: ggmlTypeInfo(GgmlType.Q4_K),
-      fileType: FILE_TYPE_Q4_K_M,
-      recipe: "Q4_K_M",
-    };
-  }
+function mixTarget(mix: QuantMix, pure: boolean): QuantTarget {
+  const { base, fileType } = mixInfo(mix);
+  const target = { name: mix, base: ggmlTypeInfo(base), fileType };
+  return pure ? { ...target, pure: true } : { ...target, recipe: mix };
+}
+
+function typeTarget(name: string): QuantTarget {
   try {
     return quantTargetOf(ggmlTypeByName(name));
   } catch (e) {
     if (e instanceof GgufError) {
-      throw new GgufError(e.code, `${e.message}; recipes: ${QUANT_RECIPES.join(", ")}`);
+      throw new GgufError(e.code, `${e.message}; mixes: ${QUANT_MIXES.join(", ")}`);
     }
     throw e;
   }
 }
 
-/** llama.cpp's use_more_bits(i, n): the first and last eighth of the layers, and every third between. */
-export function useMoreBits(i: number, n: number): boolean {
-  const e = Math.floor(n / 8);
-  return i < e || i >= Math.floor((7 * n) / 8) || (i - e) % 3 === 2;
+/**
+ * Looks a target up by name, case-insensitively: a ggml type name (`"q4_k"`, `"q4_0"`: every
+ * matrix that type) or a mix that is not also a type's name (`"q4_k_m"`, `"q3_k_s"`, …). What
+ * `minfer gguf synth --type` takes. Throws `UNKNOWN_TENSOR_TYPE` for anything else.
+ */
+export function quantTargetByName(name: string): QuantTarget {
+  const mix = quantMixByName(name);
+  return mix && QUANT_RECIPES.includes(mix) ? mixTarget(mix, false) : typeTarget(name);
 }
 
-const LAYER_TENSOR = /^blk\.(\d+)\.(attn_v|ffn_down)\.weight$/;
+/**
+ * Looks a target up by name as llama-quantize reads it: each of llama.cpp's file types
+ * ({@link QUANT_MIXES}: Q4_0, Q8_0, Q2_K, Q4_K_M, IQ4_XS, …) is its mix, so `"q4_0"` puts
+ * output.weight at Q6_K as llama.cpp does; other ggml type names (`"q4_k"`, `"f16"`) give every
+ * matrix that type. With `pure`, every matrix gets the mix's base type (llama-quantize --pure);
+ * the file type stays the mix's. What `minfer gguf quantize` takes.
+ */
+export function llamaQuantTarget(name: string, options: { pure?: boolean } = {}): QuantTarget {
+  const mix = quantMixByName(name);
+  return mix ? mixTarget(mix, Boolean(options.pure)) : typeTarget(name);
+}
 
 /**
- * The type each tensor gets for `target` before the row-size fallback of {@link chooseType}.
- * For Q4_K_M, as llama.cpp's llama_tensor_get_type: output.weight Q6_K; attn_v.weight and
- * ffn_down.weight Q6_K in the layers where useMoreBits(layer, count of such tensors) holds;
- * a fused attn_qkv.weight Q5_K; every other matrix (token_embd.weight included) Q4_K.
+ * The type each tensor gets for `target` before the row-size fallback of {@link fallbackType}:
+ * the mix's rules ({@link mixTypes}) with `model`'s facts, or `target.base` for every tensor.
  */
-export function recipeTypes(tensors: readonly { name: string }[], target: QuantTarget): GgmlTypeInfo[] {
-  if (target.recipe !== "Q4_K_M") return tensors.map(() => target.base);
-  const counts = new Map<string, number>();
-  for (const t of tensors) {
-    const m = LAYER_TENSOR.exec(t.name);
-    if (m) counts.set(m[2]!, (counts.get(m[2]!) ?? 0) + 1);
-  }
-  const q6 = ggmlTypeInfo(GgmlType.Q6_K);
-  return tensors.map((t) => {
-    if (t.name === "output.weight") return q6;
-    if (/^blk\.\d+\.attn_qkv\.weight$/.test(t.name)) return ggmlTypeInfo(GgmlType.Q5_K);
-    const m = LAYER_TENSOR.exec(t.name);
-    if (m && useMoreBits(Number(m[1]), counts.get(m[2]!)!)) return q6;
-    return target.base;
+export function recipeTypes(
+  tensors: readonly { name: string; dims: readonly number[] }[],
+  target: QuantTarget,
+  model: ModelFacts = {},
+): GgmlTypeInfo[] {
+  if (!target.recipe) return tensors.map(() => target.base);
+  const quantizable = tensors.map((t) => isQuantizable(t.name, t.dims));
+  const blockSize = (id: number) => ggmlTypeInfo(id).blockSize;
+  return mixTypes(tensors, target.recipe, model, quantizable, blockSize).map((id) => ggmlTypeInfo(id));
+}
+
+/**
+ * The type of each of `tensors` for `target`: vectors F32; matrices llama.cpp never quantizes
+ * (MoE routers, positional embeddings, …) their own type (`type`, or F32 when not given); other
+ * matrices {@link recipeTypes}, then {@link fallbackType} with its note. `model` holds what the
+ * mixes read of the metadata ({@link modelFacts}); what it lacks is read off the tensors.
+ */
+export function chooseTypes(
+  tensors: readonly { name: string; dims: readonly number[]; type?: number }[],
+  target: QuantTarget,
+  model: ModelFacts = {},
+): { to: GgmlTypeInfo; note?: string }[] {
+  const wanted = recipeTypes(tensors, target, model);
+  return tensors.map((t, i) => {
+    if (t.dims.length < 2) return { to: ggmlTypeInfo(GgmlType.F32) };
+    if (!isQuantizable(t.name, t.dims)) return { to: ggmlTypeInfo(t.type ?? GgmlType.F32) };
+    return wanted[i]!.quantized ? fallbackType(t.dims[0]!, wanted[i]!) : { to: wanted[i]! };
   });
 }
 
 /**
- * The type of each of `tensors` for `target` ({@link recipeTypes}, then {@link chooseType}'s
- * F32 for vectors and fallback for rows that are not whole blocks), with the fallback's note.
- */
-export function chooseTypes(
-  tensors: readonly { name: string; dims: readonly number[] }[],
-  target: QuantTarget,
-): { to: GgmlTypeInfo; note?: string }[] {
-  const wanted = recipeTypes(tensors, target);
-  return tensors.map((t, i) => chooseType(t.dims, wanted[i]!));
-}
-
-/**
  * Plans the quantization of a model's tensors to `target` (a type {@link quantize} writes, or a
- * recipe from {@link quantTargetByName}). Tensors already quantized are refused unless
- * `allowRequantize`, as in llama.cpp.
+ * mix from {@link llamaQuantTarget} / {@link quantTargetByName}). `model`: what the mixes read of
+ * the file's metadata ({@link modelFacts}: layer count, GQA ratio, experts, architecture). Tensors
+ * already quantized are refused unless `allowRequantize`, as in llama.cpp.
  */
 export function planQuantization(
   tensors: readonly { name: string; type: number; dims: readonly number[] }[],
   target: GgmlTypeInfo | QuantTarget,
   allowRequantize = false,
+  model: ModelFacts = {},
 ): TensorPlan[] {
   const goal = "base" in target ? target : quantTargetOf(target);
   if (!QUANTIZE_TYPES.includes(goal.base.name)) {
@@ -136,16 +184,16 @@ export function planQuantization(
       `cannot quantize to ${goal.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
     );
   }
-  const chosen = chooseTypes(tensors, goal);
+  const chosen = chooseTypes(tensors, goal, model);
   return tensors.map((t, i) => {
     const from = ggmlTypeInfo(t.type);
-    if (!DEQUANTIZE_TYPES.includes(from.name)) {
+    const { to, note } = chosen[i]!;
+    if (from.id !== to.id && !DEQUANTIZE_TYPES.includes(from.name)) {
       throw new GgufError(
         "UNSUPPORTED_DTYPE",
         `tensor "${t.name}" is ${from.name}, which cannot be read back to f32`,
       );
     }
-    const { to, note } = chosen[i]!;
     if (from.quantized && from.id !== to.id && !allowRequantize) {
       throw new GgufError(
         "UNSUPPORTED_DTYPE",

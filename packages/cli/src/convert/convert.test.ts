@@ -236,10 +236,10 @@ describe.skipIf(!existsSync(bin))("minfer convert (the built CLI): output and re
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/matrices kept in another type/);
     expect(r.stderr).toMatch(
-      /blk\.0\.attn_q\.weight: rows of 64 are not a multiple of the Q4_K block size 256; using Q8_0/,
+      /blk\.0\.attn_q\.weight: rows of 64 are not a multiple of the Q4_K block size 256; using Q5_0/,
     );
     const file = await readGguf(out);
-    expect(file.tensors.find((t) => t.name === "blk.0.attn_q.weight")!.typeName).toBe("Q8_0");
+    expect(file.tensors.find((t) => t.name === "blk.0.attn_q.weight")!.typeName).toBe("Q5_0");
   });
 
   async function refused(dir: string, code: string, pattern: RegExp): Promise<void> {

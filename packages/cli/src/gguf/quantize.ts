@@ -2,10 +2,13 @@ import { availableParallelism } from "node:os";
 import {
   type GgufKV,
   GgufValueType,
+  llamaQuantTarget,
+  modelFacts,
   planQuantization,
-  quantTargetByName,
+  type QuantTarget,
   readGguf,
   readTensorRange,
+  type TensorPlan,
   writeGguf,
 } from "@minfer/gguf";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
@@ -15,6 +18,11 @@ import { ConvertPool } from "../worker-pool.js";
 
 export const quantizeOptions: OptionSpec[] = [
   { flags: ["-t", "--threads"], kind: "integer", metavar: "N", help: "worker threads (default: all cores)" },
+  {
+    flags: ["--pure"],
+    kind: "boolean",
+    help: "every matrix gets the mix's base type, no per-tensor rules (llama-quantize --pure)",
+  },
   {
     flags: ["--allow-requantize"],
     kind: "boolean",
@@ -37,10 +45,17 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   const [input, output, typeName] = expectPositionals(positionals, ["IN", "OUT", "TYPE"]);
   const threads = (options.threads as number | undefined) ?? availableParallelism();
   if (threads < 1) throw new CliError("INVALID_ARGUMENT", `--threads must be at least 1, got ${threads}`);
-  const target = quantTargetByName(typeName!); // a ggml type, or a recipe such as q4_k_m
+  // One of llama.cpp's mixes (q4_k_m, q4_0, …), or a plain ggml type such as q4_k or f16.
+  const target = llamaQuantTarget(typeName!, { pure: Boolean(options.pure) });
   const file = await readGguf(input!);
-  const plan = planQuantization(file.tensors, target, Boolean(options.allowRequantize));
+  const plan = planQuantization(
+    file.tensors,
+    target,
+    Boolean(options.allowRequantize),
+    modelFacts(file.metadata),
+  );
   for (const p of plan) if (p.note) process.stderr.write(`note: ${p.name}: ${p.note}\n`);
+  process.stderr.write(planSummary(target, plan));
 
   // Cut every tensor into jobs of whole rows.
   const jobsOf: Job[][] = file.tensors.map((t, i) => {
@@ -110,11 +125,39 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
     );
     const converted = plan.filter((p) => p.to.quantized && p.from.id !== p.to.id).length;
     bar.done(
-      `${output}: ${converted} of ${plan.length} tensors to ${target.name}, ${plan.length - converted} kept or fallen back; ` +
+      `${output}: ${target.name}, ${converted} of ${plan.length} tensors quantized; ` +
         `${(totalIn / 1048576).toFixed(1)} MiB -> ${(layout.fileSize / 1048576).toFixed(1)} MiB with ${threads} threads`,
     );
   } finally {
     await pool.close();
   }
   return 0;
+}
+
+/** "5 Q4_K, 1 Q6_K": how many of `plans` get each type, most first. */
+function countTypes(plans: readonly TensorPlan[]): string {
+  const n = new Map<string, number>();
+  for (const p of plans) n.set(p.to.name, (n.get(p.to.name) ?? 0) + 1);
+  return [...n.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([type, k]) => `${k} ${type}`)
+    .join(", ");
+}
+
+/**
+ * The types a plan chose: one line for the file ("Q3_K_M: 112 tensors Q3_K, 28 Q4_K, …"), then
+ * one per class of tensor (its name with the layer number as N) whose tensors are not all F32.
+ */
+export function planSummary(target: QuantTarget, plan: readonly TensorPlan[]): string {
+  const lines = [`${target.name}${target.pure ? " (pure)" : ""}: ${plan.length} tensors ${countTypes(plan)}`];
+  const classes = new Map<string, TensorPlan[]>();
+  for (const p of plan) {
+    const key = p.name.replace(/^blk\.\d+\./, "blk.N.");
+    classes.set(key, [...(classes.get(key) ?? []), p]);
+  }
+  for (const [name, plans] of classes) {
+    if (plans.every((p) => p.to.name === "F32")) continue;
+    lines.push(`  ${name}: ${countTypes(plans)}`);
+  }
+  return `${lines.join("\n")}\n`;
 }

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ggmlTypeInfo } from "../ggml-types.js";
-import type { GgufFile } from "../read.js";
+import type { GgufFile } from "../parse.js";
 import { readGguf } from "../read.js";
 import { readTensorData } from "../tensor-data.js";
 import { dequantize } from "./index.js";
@@ -52,7 +52,9 @@ describe("dequantization of llama-quantize's files, against ggml's", () => {
     const want = EXPECTED.types[name]!;
     expect(want.finite).toBe(true); // real blocks, not NaN/Inf scales that would hide differences
     const values = dequantize(info.type, await readTensorData(file, info), want.elements);
-    const sha = createHash("sha256").update(new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+    const sha = createHash("sha256").update(
+      new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+    );
     expect(sha.digest("hex")).toBe(want.sha256);
   });
 });
