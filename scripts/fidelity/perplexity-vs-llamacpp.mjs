@@ -26,12 +26,11 @@
 //   LLAMA_ARGS  extra llama-perplexity flags (default "-fa off": the attention path minfer implements)
 //   MINFER_BIN  minfer's bin.js (default packages/cli/dist/bin.js; on the GPU machine the bundle's
 //            .device/cuda/dist/bin.js, as `cuda-run.sh ppl-llamacpp` runs it)
-import { execFileSync, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { engines, finalPpl, fixedText, kldStats, run, show } from "./perplexity-common.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = process.argv[2] ?? "/tmp/llamacpp/build-cpu/bin";
@@ -47,79 +46,8 @@ const llamaArgs = (env.LLAMA_ARGS ?? "-fa off").split(/\s+/).filter(Boolean);
 const minferBin = env.MINFER_BIN ? resolve(env.MINFER_BIN) : join(root, "packages/cli/dist/bin.js");
 mkdirSync(out, { recursive: true });
 
-/** Runs a command; its stdout and stderr together (a failure stops the script with both shown). */
-function run(cmd, args) {
-  const r = spawnSync(cmd, args, { encoding: "utf8", maxBuffer: 256 << 20 });
-  const text = `${r.stdout}\n${r.stderr}`;
-  if (r.status !== 0) {
-    console.error(`${cmd} ${args.join(" ")} failed (${r.status ?? r.signal}):\n${text.slice(-4000)}`);
-    process.exit(1);
-  }
-  return text;
-}
-const show = (args) => console.error(`$ ${args.join(" ")}`);
-// llama.cpp logs from a worker thread and now and then exits before it has written the last lines
-// (seen here about once in five short runs, status 0): a run whose closing line is missing is run
-// again, up to three times.
-const llama = (args) => {
-  const full = ["-t", threads, ...ngl, ...llamaArgs, "--chunks", chunks, ...args];
-  show(["llama-perplexity", ...full]);
-  const done = args.includes("--kl-divergence") ? /^Same top p:/m : /Final estimate: PPL/;
-  let log = "";
-  for (let attempt = 0; attempt < 3; attempt++) {
-    log = run(join(bin, "llama-perplexity"), full);
-    if (done.test(log)) return log;
-    console.error("  (llama-perplexity's output ends early: run again)");
-  }
-  return log;
-};
-const minfer = (args) => {
-  const full = ["perplexity", "-t", threads, ...ngl, "--chunks", chunks, ...args];
-  show(["minfer", ...full]);
-  return run(process.execPath, [minferBin, ...full]);
-};
-
-// The text: fixed by a commit so the figures can be made again.
-let text = env.TEXT;
-if (!text) {
-  const commit = env.TEXT_COMMIT ?? "e035ce2";
-  const git = (...a) => execFileSync("git", ["-C", root, ...a], { encoding: "utf8", maxBuffer: 64 << 20 });
-  const docs = git("ls-tree", "--name-only", commit, "docs/")
-    .split("\n")
-    .filter((p) => p.endsWith(".md"))
-    .sort();
-  text = join(out, "text.txt");
-  writeFileSync(text, ["README.md", ...docs].map((p) => git("show", `${commit}:${p}`)).join(""));
-  console.error(`text: README.md + ${docs.join(" ")} at ${commit}`);
-}
-const textBytes = readFileSync(text);
-console.error(
-  `text: ${text}, ${textBytes.length} bytes, sha256 ${createHash("sha256").update(textBytes).digest("hex")}`,
-);
-
-const num = (s) => Number(s);
-function finalPpl(log) {
-  const m = /Final estimate: PPL = ([\d.]+) \+\/- ([\d.]+)/.exec(log);
-  if (!m) throw new Error(`no final estimate in:\n${log.slice(-2000)}`);
-  return { ppl: num(m[1]), unc: num(m[2]) };
-}
-function kldStats(log) {
-  const get = (label) => {
-    const m = new RegExp(`^${label}\\s*:\\s*(-?[\\d.]+) ± +(-?[\\d.]+)`, "m").exec(log);
-    if (!m) throw new Error(`no "${label}" in:\n${log.slice(-3000)}`);
-    return { value: num(m[1]), unc: num(m[2]) };
-  };
-  return {
-    pplQ: get("Mean PPL\\(Q\\)"),
-    pplBase: get("Mean PPL\\(base\\)"),
-    lnRatio: get("Mean ln\\(PPL\\(Q\\)/PPL\\(base\\)\\)"),
-    kld: get("Mean    KLD"),
-    maxKld: num(/^Maximum KLD:\s*([\d.e+-]+)/m.exec(log)[1]),
-    dp: get("Mean    Δp"),
-    rmsDp: get("RMS Δp    "),
-    sameTop: get("Same top p"),
-  };
-}
+const { llama, minfer } = engines({ bin, minferBin, threads, chunks, ngl, llamaArgs });
+const text = fixedText(root, out, env.TEXT, env.TEXT_COMMIT ?? "e035ce2");
 
 const results = {
   model,
