@@ -2,10 +2,10 @@
 // decoded once into an interleaved layout (per 32-element block: the rows' scales, then eight
 // groups of four codes, row after row), then run against every activation column with integer
 // dot products whose lanes are weight rows, so one float conversion and one FMA finish a whole
-// block for 16 rows (Q4_0, Q5_0, Q8_0 in gemm_avx512.cpp; Q4_K in gemm_k_avx512.cpp). Float weights
-// (F32, F16, BF16; gemm_f_avx512.cpp) are converted to F32 panels, one k's rows a vector. Only where
-// the SIMD level has such a kernel (AVX-512 VNNI); elsewhere, and for few columns, matmul.cpp
-// keeps the row-by-row vec_dot loop.
+// block for 16 rows (Q4_0, Q5_0, Q8_0, and IQ4_NL, MXFP4 through a 16-level table, in
+// gemm_avx512.cpp; Q4_K in gemm_k_avx512.cpp). Float weights (F32, F16, BF16; gemm_f_avx512.cpp)
+// are converted to F32 panels, one k's rows a vector. Only where the SIMD level has such a kernel
+// (AVX-512 VNNI); elsewhere, and for few columns, matmul.cpp keeps the row-by-row vec_dot loop.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +41,10 @@ void gemm_q5_0_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const 
                       OutColFn, const void*);
 void gemm_q8_0_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
                       OutColFn, const void*);
+void gemm_iq4_nl_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
+                        OutColFn, const void*);
+void gemm_mxfp4_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
+                       OutColFn, const void*);
 void gemm_f32_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,
                      OutColFn, const void*);
 void gemm_f16_avx512(int64_t, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, size_t, int64_t, int64_t,

@@ -1,6 +1,10 @@
 // AVX-512 VNNI panel GEMM (see gemm.h) for the 32-element weight types with a constant code
-// offset: Q4_0 (codes 0..15, offset 8), Q5_0 (0..31, offset 16) and Q8_0 (signed codes stored
-// as code + 128, offset 128). Activations are ActQ8A blocks {d, s = d·Σq, q[32]}.
+// offset: Q4_0 (codes 0..15, offset 8), Q5_0 (0..31, offset 16), Q8_0 (signed codes stored
+// as code + 128, offset 128), and the two table types whose 4-bit codes select integer levels:
+// IQ4_NL (kvalues_iq4nl + 128, offset 128; f16 scale) and MXFP4 (kvalues_mxfp4 + 12, offset 12;
+// scale half the E8M0 exponent, the table being the doubled E2M1 values). A table decoder looks
+// the 32 nibbles up with one byte shuffle of the offset levels. Activations are ActQ8A blocks
+// {d, s = d·Σq, q[32]}.
 //
 // A panel holds kRows = 32 weight rows. Per 32-element block it is laid out as
 //   float d[32]                   the rows' scales
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/iq_grids.h"
 #include "gemm.h"
 #include "gemm_avx512_util.h"
 #include "quants_internal.h"
@@ -45,13 +50,33 @@ inline __m256i nibbles16(const uint8_t* p) {
   return _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
-// Decoders: one block → 32 unsigned codes in element order, and the block's scale.
-struct DecQ4_0 {
+// The 16 levels of a table type plus its offset (each then 0..255), in both 128-bit lanes, for
+// vpshufb.
+struct alignas(32) LevelTable {
+  uint8_t b[32];
+};
+constexpr LevelTable level_table(const int8_t (&lv)[16], int off) {
+  LevelTable t{};
+  for (int i = 0; i < 32; i++) t.b[i] = static_cast<uint8_t>(lv[i % 16] + off);
+  return t;
+}
+constexpr LevelTable kLevelsIQ4_NL = level_table(quant::kvalues_iq4nl, 128);
+constexpr LevelTable kLevelsMXFP4 = level_table(quant::kvalues_mxfp4, 12);
+inline __m256i lookup(const LevelTable& t, __m256i codes) {
+  return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t.b)), codes);
+}
+
+// Decoders: one block → 32 unsigned codes in element order (q), and the block's scale (d).
+// Blocks that start with an f16 scale share F16Scale.
+struct F16Scale {
+  static inline float d(const uint8_t* x) { return h2f(x); }
+};
+struct DecQ4_0 : F16Scale {
   static constexpr int kBytes = 18;
   static constexpr float kOff = 8.0f;
   static inline __m256i q(const uint8_t* x) { return nibbles16(x + 2); }
 };
-struct DecQ5_0 {
+struct DecQ5_0 : F16Scale {
   static constexpr int kBytes = 22;
   static constexpr float kOff = 16.0f;
   static inline __m256i q(const uint8_t* x) {
@@ -60,11 +85,27 @@ struct DecQ5_0 {
     return _mm256_or_si256(nibbles16(x + 6), _mm256_maskz_mov_epi8(static_cast<__mmask32>(qh), _mm256_set1_epi8(0x10)));
   }
 };
-struct DecQ8_0 {
+struct DecQ8_0 : F16Scale {
   static constexpr int kBytes = 34;
   static constexpr float kOff = 128.0f;
   static inline __m256i q(const uint8_t* x) {
     return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2)), _mm256_set1_epi8(-128));
+  }
+};
+// nibbles16 masks every code to 4 bits, so the shuffle index stays in the table.
+struct DecIQ4_NL : F16Scale {
+  static constexpr int kBytes = 18;
+  static constexpr float kOff = 128.0f;
+  static inline __m256i q(const uint8_t* x) {
+    return lookup(kLevelsIQ4_NL, nibbles16(x + 2));
+  }
+};
+struct DecMXFP4 {
+  static constexpr int kBytes = 17;
+  static constexpr float kOff = 12.0f;  // levels −12..12: a small offset, little cancellation in the FMS
+  static inline float d(const uint8_t* x) { return e8m0_half(x[0]); }
+  static inline __m256i q(const uint8_t* x) {
+    return lookup(kLevelsMXFP4, nibbles16(x + 1));
   }
 };
 
@@ -81,7 +122,7 @@ void decode_panel(const uint8_t* w, int64_t nb1, int nrows, int64_t nb, uint8_t*
         if (row < nrows) {
           const uint8_t* x = w + row * nb1 + b * D::kBytes;
           r[i] = D::q(x);
-          d[row] = h2f(x);
+          d[row] = D::d(x);
         } else {
           r[i] = _mm256_setzero_si256();
           d[row] = 0.0f;
@@ -175,6 +216,14 @@ void gemm_q5_0_avx512(int64_t k, const uint8_t* w, int64_t nb1, int64_t r0, int6
 void gemm_q8_0_avx512(int64_t k, const uint8_t* w, int64_t nb1, int64_t r0, int64_t r1, const uint8_t* act,
                       size_t stride, int64_t c0, int64_t c1, OutColFn out_col, const void* ctx) {
   gemm<DecQ8_0>(k, w, nb1, r0, r1, act, stride, c0, c1, out_col, ctx);
+}
+void gemm_iq4_nl_avx512(int64_t k, const uint8_t* w, int64_t nb1, int64_t r0, int64_t r1, const uint8_t* act,
+                        size_t stride, int64_t c0, int64_t c1, OutColFn out_col, const void* ctx) {
+  gemm<DecIQ4_NL>(k, w, nb1, r0, r1, act, stride, c0, c1, out_col, ctx);
+}
+void gemm_mxfp4_avx512(int64_t k, const uint8_t* w, int64_t nb1, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t stride, int64_t c0, int64_t c1, OutColFn out_col, const void* ctx) {
+  gemm<DecMXFP4>(k, w, nb1, r0, r1, act, stride, c0, c1, out_col, ctx);
 }
 
 }  // namespace minfer::cpu::q

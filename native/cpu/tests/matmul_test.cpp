@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../common/fp16.h"
+#include "../gemm.h"
 #include "../kernel.h"
 #include "../quants.h"
 #include "../quants_internal.h"
@@ -616,10 +617,61 @@ static void test_dot_only_invariance() {
               "for bit (with it, %d differ in some bits)\n", runs, differ);
 }
 
+// The quantized panel GEMMs (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4 against Q8A; Q4_K against Q8K) take
+// the same integer products as the scalar dot-product kernels (level 0, no panel), summed in
+// another order: each output agrees with the scalar kernel's to float rounding, |Δ| ≤ 1e-5·Σ|w·x|
+// — far tighter than test_mul_mat's activation-quantization bound, so a wrong code, level or
+// scale in a panel decoder shows here. Shape: a last panel of 6 rows, column tiles of 4, 4, 4, 1.
+static void test_gemm_vs_dot() {
+  const int top = max_level();
+  if (top < 2) {
+    std::printf("panel GEMM vs scalar dot: skipped (no AVX-512 VNNI)\n");
+    return;
+  }
+  std::mt19937 rng(8);
+  const int64_t m = 70, n = 13;
+  int types = 0;
+  for (DType dt : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::IQ4_NL, DType::MXFP4}) {
+    CHECK(q::gemm_for(dt, SimdLevel::AVX512) != nullptr, "%s has no AVX-512 panel GEMM", program::dtype_name(dt));
+    double worst = 0;
+    for (int64_t k : {256, 1024}) {
+      std::vector<float> wv, xv;
+      Buf w = make_weights(dt, k, m, 1, rng, wv);
+      Buf b = make_act(DType::F32, k, n, 1, 1, false, rng, xv);
+      Buf o[2];
+      for (Buf& t : o) {
+        set_contiguous(t.t, DType::F32, m, n, 1, 1);
+        t.bytes.assign(static_cast<size_t>(m * n * 4), 0xff);
+        t.t.data = t.bytes.data();
+      }
+      execute(Op::MUL_MAT, {&w.t, &b.t}, {&o[0].t}, 1, static_cast<SimdLevel>(0), false);
+      execute(Op::MUL_MAT, {&w.t, &b.t}, {&o[1].t}, 2, static_cast<SimdLevel>(top), true);
+      const float* ref = reinterpret_cast<const float*>(o[0].bytes.data());
+      const float* got = reinterpret_cast<const float*>(o[1].bytes.data());
+      int bad = 0;
+      for (int64_t c = 0; c < n; c++)
+        for (int64_t r = 0; r < m; r++) {
+          double g = 0;
+          for (int64_t i = 0; i < k; i++) g += std::fabs(static_cast<double>(wv[r * k + i]) * xv[c * k + i]);
+          const double err = std::fabs(static_cast<double>(got[c * m + r]) - ref[c * m + r]);
+          const double ratio = err / (1e-5 * g + 1e-30);
+          worst = std::max(worst, ratio);
+          if (!(ratio <= 1.0) && bad++ < 2)
+            CHECK(false, "panel GEMM %s k=%lld [%lld,%lld] = %.9g, scalar dot %.9g", program::dtype_name(dt),
+                  (long long)k, (long long)r, (long long)c, got[c * m + r], ref[c * m + r]);
+        }
+    }
+    types++;
+    std::printf("  gemm %-7s vs scalar dot: |diff|/(1e-5·Σ|w·x|) max %.3g\n", program::dtype_name(dt), worst);
+  }
+  std::printf("panel GEMM vs scalar dot: %d types agree to float rounding\n", types);
+}
+
 int main() {
   std::printf("SIMD levels tested: 0..%d\n", max_level());
   test_mul_mat();
   test_dot_only_invariance();
+  test_gemm_vs_dot();
   test_mul_mat_multi();
   test_mul_mat_add();
   test_mul_mat_multi_add();
