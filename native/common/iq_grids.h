@@ -2,27 +2,44 @@
 // file format (a block stores indices into them), so they are reproduced here as data, value for
 // value, from ggml/src/ggml-common.h of ggml-org/llama.cpp, under the names given there. The same
 // tables, for the TypeScript reference decoders, are packages/gguf/src/quant/iq-grids.ts (checked
-// against llama.cpp's gguf-py); native/cpu/tests/iq_tables_test.cpp compares the two.
+// against llama.cpp's gguf-py); native/cpu/tests/quant_test.cpp compares the native dequantizers,
+// which read these, with the TypeScript ones bit for bit (on random blocks and on llama-quantize's).
 //
 // A grid entry packs its 8 (IQ2_*, IQ1_S/M) or 4 (IQ3_*) values one per byte, lowest byte first:
 // byte j is element j of the group the entry decodes.
+//
+// Storage: by default each table is a host constant (`inline constexpr`). A CUDA translation unit
+// that reads them in device code defines MINFER_IQ_GRIDS_DEVICE before including this header
+// (native/cuda/quants.cuh does): each table is then a variable template in device global memory,
+// read as `name<>[i]` in device code (and usable in constant expressions). A template, because a
+// __device__ variable needs internal linkage in whole-program builds (no -rdc) and a plain one
+// would be emitted in every translation unit including the header; a template is emitted only
+// where it is used. MINFER_IQ_GRIDS_ON_DEVICE says which storage the first inclusion chose.
 #pragma once
 #include <cstdint>
+
+#ifdef MINFER_IQ_GRIDS_DEVICE
+#define MINFER_IQ_TABLE template <int = 0> __device__ constexpr
+#define MINFER_IQ_GRIDS_ON_DEVICE 1
+#else
+#define MINFER_IQ_TABLE inline constexpr
+#define MINFER_IQ_GRIDS_ON_DEVICE 0
+#endif
 
 namespace minfer::quant {
 
 // IQ4_NL / IQ4_XS: the 16 non-linear levels a 4-bit code selects.
-inline constexpr int8_t kvalues_iq4nl[16] = {
+MINFER_IQ_TABLE int8_t kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
 
 // MXFP4: the 16 E2M1 values doubled (integers); decoders scale by half the E8M0 scale.
-inline constexpr int8_t kvalues_mxfp4[16] = {
+MINFER_IQ_TABLE int8_t kvalues_mxfp4[16] = {
     0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
 };
 
 // IQ2_XXS / IQ2_XS / IQ3_XXS: 7-bit sign index -> sign byte (bit j set: element j negated).
-inline constexpr uint8_t ksigns_iq2xs[128] = {
+MINFER_IQ_TABLE uint8_t ksigns_iq2xs[128] = {
     0, 129, 130, 3, 132, 5, 6, 135, 136, 9, 10, 139, 12, 141, 142, 15,
     144, 17, 18, 147, 20, 149, 150, 23, 24, 153, 154, 27, 156, 29, 30, 159,
     160, 33, 34, 163, 36, 165, 166, 39, 40, 169, 170, 43, 172, 45, 46, 175,
@@ -38,7 +55,7 @@ inline constexpr float kIq1sDelta = 0.125f;
 inline constexpr float kIq1mDelta = 0.125f;
 
 // iq2xxs_grid[256]
-inline constexpr uint64_t iq2xxs_grid[256] = {
+MINFER_IQ_TABLE uint64_t iq2xxs_grid[256] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x08080808082b0808ull,
     0x08080808082b082bull, 0x08080808082b2b08ull, 0x08080808082b2b2bull, 0x0808080819080819ull,
@@ -106,7 +123,7 @@ inline constexpr uint64_t iq2xxs_grid[256] = {
 };
 
 // iq2xs_grid[512]
-inline constexpr uint64_t iq2xs_grid[512] = {
+MINFER_IQ_TABLE uint64_t iq2xs_grid[512] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x080808080819192bull,
     0x0808080808192b19ull, 0x08080808082b0808ull, 0x08080808082b082bull, 0x08080808082b1919ull,
@@ -238,7 +255,7 @@ inline constexpr uint64_t iq2xs_grid[512] = {
 };
 
 // iq2s_grid[1024]
-inline constexpr uint64_t iq2s_grid[1024] = {
+MINFER_IQ_TABLE uint64_t iq2s_grid[1024] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x080808080819192bull,
     0x0808080808192b19ull, 0x08080808082b0808ull, 0x08080808082b082bull, 0x08080808082b1919ull,
@@ -498,7 +515,7 @@ inline constexpr uint64_t iq2s_grid[1024] = {
 };
 
 // iq3xxs_grid[256]
-inline constexpr uint32_t iq3xxs_grid[256] = {
+MINFER_IQ_TABLE uint32_t iq3xxs_grid[256] = {
     0x04040404u, 0x04040414u, 0x04040424u, 0x04040c0cu, 0x04040c1cu, 0x04040c3eu, 0x04041404u, 0x04041414u,
     0x04041c0cu, 0x04042414u, 0x04043e1cu, 0x04043e2cu, 0x040c040cu, 0x040c041cu, 0x040c0c04u, 0x040c0c14u,
     0x040c140cu, 0x040c142cu, 0x040c1c04u, 0x040c1c14u, 0x040c240cu, 0x040c2c24u, 0x040c3e04u, 0x04140404u,
@@ -534,7 +551,7 @@ inline constexpr uint32_t iq3xxs_grid[256] = {
 };
 
 // iq3s_grid[512]
-inline constexpr uint32_t iq3s_grid[512] = {
+MINFER_IQ_TABLE uint32_t iq3s_grid[512] = {
     0x01010101u, 0x01010103u, 0x01010105u, 0x0101010bu, 0x0101010fu, 0x01010301u, 0x01010303u, 0x01010305u,
     0x01010309u, 0x0101030du, 0x01010501u, 0x01010503u, 0x0101050bu, 0x01010707u, 0x01010901u, 0x01010905u,
     0x0101090bu, 0x0101090fu, 0x01010b03u, 0x01010b07u, 0x01010d01u, 0x01010d05u, 0x01010f03u, 0x01010f09u,
@@ -602,7 +619,7 @@ inline constexpr uint32_t iq3s_grid[512] = {
 };
 
 // iq1s_grid[2048]
-inline constexpr uint64_t iq1s_grid[2048] = {
+MINFER_IQ_TABLE uint64_t iq1s_grid[2048] = {
     0xffffffffffffffffull, 0xffffffffffffff01ull, 0xffffffffffff0000ull, 0xffffffffffff01ffull,
     0xffffffffffff0101ull, 0xffffffffff00ff00ull, 0xffffffffff000000ull, 0xffffffffff01ffffull,
     0xffffffffff01ff01ull, 0xffffffffff0101ffull, 0xffffffffff010101ull, 0xffffffff00ff0000ull,
@@ -1118,3 +1135,5 @@ inline constexpr uint64_t iq1s_grid[2048] = {
 };
 
 }  // namespace minfer::quant
+
+#undef MINFER_IQ_TABLE

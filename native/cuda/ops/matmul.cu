@@ -3,10 +3,11 @@
 // the choice of path per node:
 //   * few columns (≤ kDecodeCols per plane, or any MUL_MAT_ID): the activation columns are
 //     quantized once into scratch in the CPU's activation format (Q8A blocks of 32 for Q4_0..Q8_0,
-//     Q8_K blocks of 256 for the K-quants) and a dp4a mat-vec runs (ops/matvec_q.cuh); F16/BF16/F32
-//     weights convert the columns to f32 and run a float mat-vec (ops/matvec_f32.cuh);
+//     IQ4_NL and MXFP4, Q8_K blocks of 256 for the K-quants and IQ4_XS) and a dp4a mat-vec runs
+//     (ops/matvec_q.cuh); F16/BF16/F32 weights convert the columns to f32 and run a float mat-vec
+//     (ops/matvec_f32.cuh); the other i-quants and TQ1_0/TQ2_0 run the generic mat-vec;
 //   * 2..64 columns of a quantized 2-D weight (Tuning::mmq_min_cols..mmq_max_cols): the int8
-//     tensor-core kernel (ops/mmq.cuh) against Q8A columns, for every quantized type but Q2_K;
+//     tensor-core kernel (ops/mmq.cuh) against Q8A columns, for Q4_0..Q8_0 and Q3_K..Q6_K;
 //   * many columns: gemm_tc (gemm_tc.h) per 2-D plane when it takes the shape, else the tiled
 //     generic kernel (ops/matmul_generic.cuh);
 //   * whatever the fast paths do not take (unaligned data, odd K): the generic kernels. Weights may

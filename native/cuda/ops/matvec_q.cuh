@@ -1,14 +1,16 @@
 // Decode fast paths of the matmuls (included by ops/matmul.cu only).
 //
 // Activation formats, as the CPU backend's (native/cpu/quants_internal.h), stored per column:
-//   Q8A (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): int8 qs[cols·K], then float2 {d, s} per 32 elements,
+//   Q8A (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4): int8 qs[cols·K], then float2 {d, s} per 32 elements,
 //        d = amax/127 rounded to f16 precision, s = d·Σq;
-//   Q8K (Q2_K .. Q6_K): int8 qs[cols·K], then float d per 256 elements (f32), block sums are
+//   Q8K (Q2_K .. Q6_K, IQ4_XS): int8 qs[cols·K], then float d per 256 elements (f32), block sums are
 //        recomputed with dp4a where needed;
 //   F32 (F32, F16, BF16 weights): contiguous f32 columns (ops/matvec_f32.cuh).
 // Weights are read in "parts" of 32 (a block of the 32-element types, a 32-element chunk of a K-quant
 // super-block) against up to NC columns: integer dot products with __dp4a, then the CPU vec_dot's
 // per-block float formula. mv_q_kernel gives each lane of a warp one part of R rows at a time.
+// Weight types without a part here (the grid i-quants IQ1_*/IQ2_*/IQ3_*, TQ1_0, TQ2_0: ActFmt::None)
+// take the generic mat-vec (matmul_generic.cuh), which dequantizes with quants.cuh.
 // (Measured and dropped on the H200, docs/PERFORMANCE.md: staging blocks in shared memory, a thread
 // block per row, coalesced word loads shared among lanes, a warp's cp.async copies of its next 32
 // parts in 2-4 stages (session 16); each was slower.)
@@ -38,12 +40,15 @@ __host__ __device__ inline ActFmt mv_act_format(DType t) {
     case DType::Q4_1:
     case DType::Q5_0:
     case DType::Q5_1:
-    case DType::Q8_0: return ActFmt::Q8A;
+    case DType::Q8_0:
+    case DType::IQ4_NL:
+    case DType::MXFP4: return ActFmt::Q8A;
     case DType::Q2_K:
     case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K: return ActFmt::Q8K;
+    case DType::Q6_K:
+    case DType::IQ4_XS: return ActFmt::Q8K;
     default: return ActFmt::None;
   }
 }
@@ -435,6 +440,129 @@ struct PQ6_Ks {
   }
 };
 
+// ---- IQ4_NL / IQ4_XS / MXFP4: 4-bit codes into a 16-entry table of int8 levels --------------
+// (kvalues_iq4nl, kvalues_mxfp4). The 16 levels sit in four words (byte i of word k: level 4k + i;
+// immediates). A word of quant bytes holds 8 codes; each 16-bit half (codes lo0, hi0, lo1, hi1 as
+// selector nibbles) is looked up with three __byte_perm (levels 0-7, levels 8-15, then per byte the
+// one its code's bit 3 picks; __byte_perm reads 3 bits of each selector nibble), and two more split
+// the halves' results into the low-nibble word (elements 4i..4i+3) and the high-nibble word
+// (16+4i..) of Q4_0's layout.
+
+// Level word k (0..3) of a 16-entry table.
+__device__ constexpr uint32_t level_word(const int8_t* t, int k) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(t[4 * k])) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(t[4 * k + 1])) << 8) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(t[4 * k + 2])) << 16) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(t[4 * k + 3])) << 24);
+}
+
+// The levels of the four codes in bits 0..15 of s (nibble n: output byte n) from the table in
+// words t0..t3.
+__device__ __forceinline__ uint32_t lookup16(uint32_t s, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3) {
+  const uint32_t lo = __byte_perm(t0, t1, s);  // right where the code is < 8
+  const uint32_t hi = __byte_perm(t2, t3, s);  // right where the code is >= 8 (code & 7 selects)
+  return __byte_perm(lo, hi, 0x3210u | ((s >> 1) & 0x4444u));
+}
+
+// Word k of kvalues_mxfp4 (kMx) or kvalues_iq4nl.
+template <bool kMx>
+__device__ constexpr uint32_t table_word(int k) {
+  return kMx ? level_word(minfer::quant::kvalues_mxfp4<>, k) : level_word(minfer::quant::kvalues_iq4nl<>, k);
+}
+
+// A word of 8 codes (byte i: element i low nibble, element i + 16 high) as the low-nibble levels
+// *lo (bytes i) and the high-nibble levels *hi, from table kMx ? kvalues_mxfp4 : kvalues_iq4nl.
+template <bool kMx = false>
+__device__ __forceinline__ void levels8(uint32_t w, int* lo, int* hi) {
+  constexpr uint32_t t0 = table_word<kMx>(0), t1 = table_word<kMx>(1), t2 = table_word<kMx>(2), t3 = table_word<kMx>(3);
+  const uint32_t a = lookup16(w, t0, t1, t2, t3);        // lo0 hi0 lo1 hi1
+  const uint32_t b = lookup16(w >> 16, t0, t1, t2, t3);  // lo2 hi2 lo3 hi3
+  *lo = static_cast<int>(__byte_perm(a, b, 0x6420u));
+  *hi = static_cast<int>(__byte_perm(a, b, 0x7531u));
+}
+
+// IQ4_NL (18-byte blocks { f16 d; u8 qs[16] }, 2-byte aligned) against Q8A: d·d_a·Σ level·a, as the
+// CPU's vec_dot_iq4_nl. kWide: the quants through ld_words2 (Tuning::mv_wide_loads).
+template <bool kWide>
+struct PIQ4_NL {
+  static constexpr int kPerBlock = 1, kBlockBytes = kIQ4_NLBytes;  // parts (of 32) per block, bytes
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 2;
+  int q[8];
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kIQ4_NLBytes;
+    d = f16at(s);
+    uint32_t w[4];
+    if (kWide) ld_words2(s + 2, w);
+    else
+#pragma unroll
+      for (int i = 0; i < 4; i++) w[i] = ld2x16(s + 2 + 4 * i);
+#pragma unroll
+    for (int i = 0; i < 4; i++) levels8(w[i], &q[i], &q[4 + i]);
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    return __fmul_rn(__fmul_rn(d, ad), static_cast<float>(dot8(q, a)));
+  }
+};
+
+// IQ4_XS (136-byte super-blocks { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] }, 8-byte
+// aligned: weight_align) against Q8K: chunk c = pi % 8 is sub-block c, (d·d_a·(scale_c - 32))·Σ
+// level·a as the CPU's vec_dot_iq4_xs.
+struct PIQ4_XS {
+  static constexpr int kPerBlock = 8, kBlockBytes = kIQ4_XSBytes;  // parts (of 32) per block, bytes
+  static constexpr bool kQ8K = true;
+  static constexpr int kAlign = 8;
+  int q[8];
+  int ls;
+  float d;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + (pi / 8) * kIQ4_XSBytes;
+    const int c = static_cast<int>(pi % 8);
+    const uint2 hd = *reinterpret_cast<const uint2*>(s);  // d | scales_h << 16, scales_l
+    const uint2* qp = reinterpret_cast<const uint2*>(s + 8 + 16 * c);
+    const uint2 w0 = qp[0], w1 = qp[1];
+    d = f16lo(hd.x);
+    ls = static_cast<int>(((hd.y >> (4 * c)) & 15u) | (((hd.x >> (16 + 2 * c)) & 3u) << 4)) - 32;
+    levels8(w0.x, &q[0], &q[4]);
+    levels8(w0.y, &q[1], &q[5]);
+    levels8(w1.x, &q[2], &q[6]);
+    levels8(w1.y, &q[3], &q[7]);
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    return __fmul_rn(__fmul_rn(__fmul_rn(d, ad), static_cast<float>(ls)), static_cast<float>(dot8(q, a)));
+  }
+};
+
+// MXFP4 (17-byte blocks { u8 e; u8 qs[16] }, byte aligned) against Q8A: (d_a·2^(e-128))·Σ level·a
+// with the doubled E2M1 levels, as the CPU's vec_dot_mxfp4. The block's bytes come from the three
+// 8-byte words holding them (any offset), shifted into place.
+struct PMXFP4 {
+  static constexpr int kPerBlock = 1, kBlockBytes = kMXFP4Bytes;  // parts (of 32) per block, bytes
+  static constexpr bool kQ8K = false;
+  static constexpr int kAlign = 1;
+  int q[8];
+  float dh;
+  __device__ void load(const uint8_t* row, int64_t pi) {
+    const uint8_t* s = row + pi * kMXFP4Bytes;
+    uint32_t v[6];
+    const int off = ld_words8<3>(s, kMXFP4Bytes, v);
+    const uint32_t e = ((off < 4 ? v[0] : v[1]) >> (8 * (off & 3))) & 0xffu;
+    dh = e8m0_half(e);
+    const int o = off + 1, base = o >> 2;  // the quants start `o` bytes in (1..8): word base, byte o & 3
+    const unsigned sh = static_cast<unsigned>(o & 3) * 8u;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const uint32_t lo = base == 0 ? v[k] : base == 1 ? v[k + 1] : v[k + 2];
+      const uint32_t hi = base == 0 ? v[k + 1] : base == 1 ? v[k + 2] : (k < 3 ? v[k < 3 ? k + 3 : 0] : 0u);
+      levels8<true>(__funnelshift_r(lo, hi, sh), &q[k], &q[4 + k]);
+    }
+  }
+  __device__ float dot(const int* a, float ad, float) const {
+    return __fmul_rn(__fmul_rn(ad, dh), static_cast<float>(dot8(q, a)));
+  }
+};
+
 // Whether part type Q reads its activation codes through Q::load_act (else 32 consecutive ones).
 template <class Q, class = void>
 struct spread_parts : std::false_type {};
@@ -762,6 +890,8 @@ inline int weight_align(DType t) {
     case DType::Q2_K:
     case DType::Q4_K:
     case DType::Q5_K: return 4;
+    case DType::IQ4_XS: return 8;
+    case DType::MXFP4: return 1;
     case DType::F32:
     case DType::F16:
     case DType::BF16: return 16;
@@ -962,6 +1092,11 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
     case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, sh, s);
     case DType::Q6_K:
       return wide ? launch_mv_q_warp<PQ6_Ks>(ps, n, act, cols, sh, s) : launch_mv_q_warp<PQ6_K>(ps, n, act, cols, sh, s);
+    case DType::IQ4_NL:
+      return wide ? launch_mv_q_warp<PIQ4_NL<true>>(ps, n, act, cols, sh, s)
+                  : launch_mv_q_warp<PIQ4_NL<false>>(ps, n, act, cols, sh, s);
+    case DType::IQ4_XS: return launch_mv_q_warp<PIQ4_XS>(ps, n, act, cols, sh, s);
+    case DType::MXFP4: return launch_mv_q_warp<PMXFP4>(ps, n, act, cols, sh, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -974,7 +1109,8 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
 inline bool mv_rope_supported(DType t, bool wide, const MvShape& sh) {
   const bool shape = sh.warps1 == 1 && (sh.rows1 == 0 || sh.rows1 == 2) && sh.warps == 0 && sh.rows == 0 &&
                      sh.warps_long == 0;
-  const bool type = t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+  const bool type = t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
+                    t == DType::IQ4_NL || t == DType::IQ4_XS;
   return shape && type && wide;
 }
 
@@ -1017,6 +1153,8 @@ inline cudaError_t launch_mv_q_rope(const Planes* in, int n, const uint8_t* act,
     case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, sh.split, s, e);
     case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, sh.split, s, e);
     case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, sh.split, s, e);
+    case DType::IQ4_NL: return launch_mv_q_rope_t<PIQ4_NL<true>>(in, n, act, cols, sh.split, s, e);
+    case DType::IQ4_XS: return launch_mv_q_rope_t<PIQ4_XS>(in, n, act, cols, sh.split, s, e);
     default: return cudaErrorNotSupported;
   }
 }
