@@ -15,6 +15,7 @@
 #
 # Stages (in the order given; with none: smoke conformance memcheck fidelity bench):
 #   presynth            start writing the BENCH_TYPES (or PRESYNTH_TYPES) qwen2-7b files in the background (first)
+#   quants-selftest     the device dequantizers and IQ4/MXFP4 mat-vec parts against the CPU's code (nvcc there)
 #   smoke               discovery, buffers, a kernel, a quantizing copy against the CPU byte for byte
 #   conformance         the op suite on cuda:0 (OUT/conformance.json) and its NMSE against the CPU
 #                       backend per case (OUT/vs-cpu.json)
@@ -163,6 +164,12 @@ for s in "${stages[@]}"; do
   fi
   case $s in
   presynth) presynth ${PRESYNTH_TYPES:-${BENCH_TYPES:-q4_k_m q4_0 q8_0}} ;;
+  quants-selftest) # native/cuda/tests/quants_selftest.cu: every type's device dequantization and the
+    # IQ4_NL / IQ4_XS / MXFP4 mat-vec parts against the CPU's code, bit for bit (needs nvcc there)
+    step quants-selftest-build nvcc -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -I native/common -I native/cuda \
+      native/cuda/tests/quants_selftest.cu native/cpu/quants_iq.cpp native/cpu/quants_iq4.cpp native/cpu/quants_ternary.cpp \
+      -o /tmp/minfer-quants-selftest &&
+      step quants-selftest /tmp/minfer-quants-selftest ;;
   smoke) # fused launches checked on stories260K and on quantized files (Q8A and Q8K activations)
     step smoke node "$D/dist/cuda-smoke.js" "$OUT" "$(synth tiny q4_0)" "$(synth tiny q8_0)" "$(synth small q4_k)" ;;
   conformance) step conformance node "$D/dist/conformance.js" "$OUT" --vs-cpu --dump "→Q8_0 [256" ;;
