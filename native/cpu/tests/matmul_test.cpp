@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "../../common/fp16.h"
+#include "random_blocks.h"
+using minfer::cpu::test::set_scale_fields;
 #include "../gemm.h"
 #include "../kernel.h"
 #include "../quants.h"
@@ -100,36 +102,6 @@ static const char* check_only(Op op, std::vector<const Tensor*> in, std::vector<
   for (size_t i = 0; i < in.size(); i++) args.in[i] = in[i];
   for (size_t i = 0; i < out.size(); i++) args.out[i] = out[i];
   return find_kernel(op)->check(args);
-}
-
-// Writes bounded random scales into the block at p of type t (random bytes elsewhere make a valid
-// block of every type without a quantizer): f16 scale fields in [-0.002, 0.004]; IQ1_M's f16 d,
-// held in the top nibbles of its four u16 scale words at byte 48; MXFP4's E8M0 exponent byte
-// (2^(e-127), 118..124).
-static void set_scale_fields(DType t, uint8_t* p, std::mt19937& rng) {
-  std::vector<int> halves;
-  switch (t) {
-    case DType::Q2_K: halves = {80, 82}; break;
-    case DType::Q3_K: halves = {108}; break;
-    case DType::Q4_K: case DType::Q5_K: halves = {0, 2}; break;
-    case DType::Q6_K: halves = {208}; break;
-    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
-    case DType::IQ1_S: case DType::IQ4_NL: case DType::IQ4_XS: halves = {0}; break;
-    case DType::TQ1_0: halves = {52}; break;
-    case DType::TQ2_0: halves = {64}; break;
-    default: break;
-  }
-  std::uniform_real_distribution<float> ud(-0.002f, 0.004f);
-  for (int off : halves) {
-    const uint16_t h = f32_to_fp16(ud(rng));
-    p[off] = h & 0xff;
-    p[off + 1] = h >> 8;
-  }
-  if (t == DType::IQ1_M) {
-    const uint16_t h = f32_to_fp16(ud(rng));
-    for (int k = 0; k < 4; k++) p[49 + 2 * k] = static_cast<uint8_t>((p[49 + 2 * k] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
-  }
-  if (t == DType::MXFP4) p[0] = static_cast<uint8_t>(std::uniform_int_distribution<int>(118, 124)(rng));
 }
 
 // Random weights [k, m, e2] of dtype dt; deq receives the f32 values: quantize_row's blocks where
