@@ -12,7 +12,8 @@
 // Environment (all optional): MODEL (default the built-in minfer-default-7m-f16.gguf), MIXES
 // (default "Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS"), CTX (256),
 // CHUNKS (64), THREADS (the machine's cores), TEXT / TEXT_COMMIT (see perplexity-common.mjs), OUT
-// (default /tmp/minfer-kld-mixes), LLAMA_ARGS (default "-fa off"), MINFER_BIN.
+// (default /tmp/minfer-kld-mixes), LLAMA_ARGS (default "-fa off"), MINFER_BIN, IMATRIX (an
+// importance matrix passed to both quantizers as --imatrix FILE).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -30,6 +31,7 @@ const mixes = (env.MIXES ?? "Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K
 const c = env.CTX ?? "256";
 const threads = env.THREADS ?? String(availableParallelism());
 const minferBin = env.MINFER_BIN ? resolve(env.MINFER_BIN) : join(root, "packages/cli/dist/bin.js");
+const imatrix = env.IMATRIX ? ["--imatrix", resolve(env.IMATRIX)] : [];
 const llamaArgs = (env.LLAMA_ARGS ?? "-fa off").split(/\s+/).filter(Boolean);
 mkdirSync(out, { recursive: true });
 
@@ -46,15 +48,15 @@ const rows = [];
 for (const mix of mixes) {
   const theirs = join(out, `llama-${mix}.gguf`);
   const ours = join(out, `minfer-${mix}.gguf`);
-  show(["llama-quantize", model, theirs, mix, threads]);
-  run(join(bin, "llama-quantize"), [model, theirs, mix, threads]);
-  show(["minfer", "gguf", "quantize", model, ours, mix, "-t", threads]);
-  run(process.execPath, [minferBin, "gguf", "quantize", model, ours, mix, "-t", threads]);
+  show(["llama-quantize", ...imatrix, model, theirs, mix, threads]);
+  run(join(bin, "llama-quantize"), [...imatrix, model, theirs, mix, threads]);
+  show(["minfer", "gguf", "quantize", model, ours, mix, "-t", threads, ...imatrix]);
+  run(process.execPath, [minferBin, "gguf", "quantize", model, ours, mix, "-t", threads, ...imatrix]);
   rows.push({ mix, llamaFile: score(theirs), minferFile: score(ours) });
 }
 writeFileSync(
   join(out, "results.json"),
-  `${JSON.stringify({ model, text, ctx: c, threads, rows }, null, 2)}\n`,
+  `${JSON.stringify({ model, text, ctx: c, threads, imatrix: env.IMATRIX ?? null, rows }, null, 2)}\n`,
 );
 
 const k = (s) => s.kld.value;

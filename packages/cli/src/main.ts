@@ -31,11 +31,12 @@ const GGUF_COMMANDS: Record<string, Command> = {
     run: inspectCommand,
   },
   quantize: {
-    usage: "minfer gguf quantize IN OUT TYPE [--pure] [-t THREADS] [--allow-requantize]",
+    usage: "minfer gguf quantize IN OUT TYPE [--imatrix FILE] [--pure] [-t THREADS] [--allow-requantize]",
     summary:
       "convert the weights to TYPE: one of llama.cpp's mixes, chosen per tensor as llama-quantize does " +
       "(q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0, q5_1, q8_0, " +
-      "iq4_nl, iq4_xs), or a plain type for every matrix (f16, bf16, f32, q3_k, q4_k, q5_k)",
+      "iq4_nl, iq4_xs), or a plain type for every matrix (f16, bf16, f32, q3_k, q4_k, q5_k); " +
+      "--imatrix weighs each element's error by llama-imatrix's importance matrix (GGUF or legacy .dat)",
     options: quantizeOptions,
     run: quantizeCommand,
   },

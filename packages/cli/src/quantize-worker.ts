@@ -10,6 +10,8 @@ export interface ConvertJob {
   from: number;
   to: number;
   nElements: number;
+  /** Per-column importance of the rows being quantized (see `quantize` of @minfer/gguf). */
+  importance?: Float32Array;
 }
 
 export interface SynthJob {
@@ -21,7 +23,9 @@ export interface SynthJob {
 parentPort?.on("message", (job: ConvertJob | SynthJob) => {
   try {
     const out =
-      job.kind === "synth" ? synthChunk(job.chunk) : convertTensor(job.data, job.from, job.to, job.nElements);
+      job.kind === "synth"
+        ? synthChunk(job.chunk)
+        : convertTensor(job.data, job.from, job.to, job.nElements, job.importance);
     parentPort!.postMessage({ id: job.id, data: out }, [out.buffer as ArrayBuffer]);
   } catch (e) {
     const err = e as { message?: string; code?: unknown };

@@ -58,9 +58,20 @@ export class ConvertPool {
     });
   }
 
-  /** Converts `data` (which is transferred to the worker) from one type to another. */
-  convert(data: Uint8Array, from: number, to: number, nElements: number): Promise<Uint8Array> {
-    return this.#submit({ id: this.#nextId++, data, from, to, nElements });
+  /**
+   * Converts `data` (which is transferred to the worker) from one type to another; `importance`
+   * (copied) weighs the quantizer's error per column.
+   */
+  convert(
+    data: Uint8Array,
+    from: number,
+    to: number,
+    nElements: number,
+    importance?: Float32Array,
+  ): Promise<Uint8Array> {
+    const job: ConvertJob = { id: this.#nextId++, data, from, to, nElements };
+    if (importance) job.importance = importance;
+    return this.#submit(job);
   }
 
   /** Makes one chunk of synthesized weights (see `synthChunk` of @minfer/gguf). */

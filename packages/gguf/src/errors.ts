@@ -24,6 +24,8 @@ export type GgufErrorCode =
   | "OVERLAPPING_TENSORS"
   | "TENSOR_OUT_OF_BOUNDS"
   | "BAD_SPLIT"
+  /** An importance matrix (llama-imatrix's GGUF or legacy .dat file) whose contents do not make sense. */
+  | "BAD_IMATRIX"
   // Typed metadata access.
   | "MISSING_KEY"
   | "WRONG_KEY_TYPE"

@@ -10,6 +10,8 @@ export { GgufError } from "./errors.js";
 export { FILE_TYPE_Q4_K_M, fileTypeOf, MIX_FILE_TYPE } from "./file-type.js";
 export type { GgmlTypeId, GgmlTypeInfo, GgmlTypeName } from "./ggml-types.js";
 export { GGML_TYPES, GgmlType, ggmlByteSize, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
+export type { Imatrix } from "./imatrix.js";
+export { parseImatrix, readImatrix } from "./imatrix.js";
 export type { GgufArray, GgufArrayItems, GgufKV, GgufPlainValue, GgufScalar } from "./metadata.js";
 export { GgufMetadata, plainValue } from "./metadata.js";
 export type { GgufFile, GgufPart, GgufTensorInfo } from "./parse.js";
@@ -21,6 +23,7 @@ export {
   f16ToF32,
   f32ToBf16,
   f32ToF16,
+  IMPORTANCE_TYPES,
   QUANTIZE_TYPES,
   quantize,
 } from "./quant/index.js";

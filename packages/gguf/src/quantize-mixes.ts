@@ -71,6 +71,11 @@ export interface ModelFacts {
   readonly kvHeads?: number;
   /** `<arch>.expert_count`; 0 for a dense model. */
   readonly experts?: number;
+  /**
+   * Whether the quantization uses an importance matrix (llama-quantize's `--imatrix`), which
+   * changes the first layers' ffn_down in the IQ4_NL, IQ4_XS, Q4_0 and Q5_0 mixes. Default false.
+   */
+  readonly imatrix?: boolean;
 }
 
 function firstNumber(v: unknown): number | undefined {
@@ -194,6 +199,7 @@ interface Ctx {
   readonly experts: number;
   readonly gqa: number;
   readonly big: boolean;
+  readonly imatrix: boolean;
   /** The layer the rule sees and the layer count. */
   readonly i: number;
   readonly n: number;
@@ -229,7 +235,11 @@ function ffnDownType(c: Ctx): GgmlTypeId {
       return more ? T.Q6_K : c.base;
     case "IQ4_NL":
     case "IQ4_XS":
-      return i < Math.floor(n / 8) ? T.Q5_K : c.base;
+      return i < Math.floor(n / 8) && !c.imatrix ? T.Q5_K : c.base;
+    case "Q4_0":
+      return c.imatrix && i < Math.floor(n / 8) ? T.Q4_1 : c.base;
+    case "Q5_0":
+      return c.imatrix && i < Math.floor(n / 8) ? T.Q5_1 : c.base;
     case "Q5_K_M":
       return more ? T.Q6_K : c.base;
     case "Q4_K_S":
@@ -296,7 +306,15 @@ export function mixTypes(
         : Math.floor(facts.heads / facts.kvHeads)
       : gqaFromShapes(tensors);
   const experts = facts.experts ?? 0;
-  const common = { mix, base, falcon: facts.arch === "falcon", experts, gqa, big: is70B(facts) };
+  const common = {
+    mix,
+    base,
+    falcon: facts.arch === "falcon",
+    experts,
+    gqa,
+    big: is70B(facts),
+    imatrix: facts.imatrix === true,
+  };
   const nAttnV = roles.filter((r) => r === "attn_v").length;
   // llama.cpp visits tensors by layer (non-layer tensors first), then by name; its attn_v and
   // ffn_down counters follow that order.

@@ -205,8 +205,17 @@ export function planQuantization(
   });
 }
 
-/** Converts one tensor's bytes from one type to another through f32. */
-export function convertTensor(data: Uint8Array, from: number, to: number, nElements: number): Uint8Array {
+/**
+ * Converts one tensor's bytes from one type to another through f32. `importance` (one value per
+ * column; `data` holds whole rows) weighs the quantizer's error, as in {@link quantize}.
+ */
+export function convertTensor(
+  data: Uint8Array,
+  from: number,
+  to: number,
+  nElements: number,
+  importance?: Float32Array,
+): Uint8Array {
   if (from === to) return data;
-  return quantize(to, dequantize(from, data, nElements));
+  return quantize(to, dequantize(from, data, nElements), importance);
 }

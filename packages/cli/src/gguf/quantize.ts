@@ -1,12 +1,17 @@
 import { availableParallelism } from "node:os";
 import {
+  GgufError,
   type GgufKV,
+  type GgufTensorInfo,
   GgufValueType,
+  IMPORTANCE_TYPES,
+  type Imatrix,
   llamaQuantTarget,
   modelFacts,
   planQuantization,
   type QuantTarget,
   readGguf,
+  readImatrix,
   readTensorRange,
   type TensorPlan,
   writeGguf,
@@ -17,6 +22,12 @@ import { ProgressBar } from "../progress.js";
 import { ConvertPool } from "../worker-pool.js";
 
 export const quantizeOptions: OptionSpec[] = [
+  {
+    flags: ["--imatrix"],
+    kind: "string",
+    metavar: "FILE",
+    help: "importance matrix from llama-imatrix (GGUF or legacy .dat): weighs each element's error by its column's mean x²",
+  },
   { flags: ["-t", "--threads"], kind: "integer", metavar: "N", help: "worker threads (default: all cores)" },
   {
     flags: ["--pure"],
@@ -38,6 +49,43 @@ interface Job {
   start: number;
   bytes: number;
   elements: number;
+  /** The importance of the job's rows' columns, when the imatrix has the tensor. */
+  importance?: Float32Array;
+}
+
+/**
+ * The importance of every tensor the plan quantizes to a type that uses one, as rows of per-column
+ * values: one row for a matrix, one per expert for a stack of experts (the imatrix entry holds
+ * n_cols·n_expert values). Tensors the imatrix lacks get none. A wrong-size entry is an error.
+ */
+export function tensorImportance(
+  imatrix: Imatrix,
+  tensors: readonly GgufTensorInfo[],
+  plan: readonly TensorPlan[],
+): { importance: (Float32Array[] | undefined)[]; missing: string[] } {
+  const missing: string[] = [];
+  const importance = tensors.map((t, i) => {
+    const p = plan[i]!;
+    if (p.from.id === p.to.id || !IMPORTANCE_TYPES.includes(p.to.name)) return undefined;
+    const entry = imatrix.get(t.name);
+    if (!entry) {
+      missing.push(t.name);
+      return undefined;
+    }
+    const cols = t.dims[0] ?? 1;
+    const mats = t.dims.length > 2 ? t.dims.slice(2).reduce((a, b) => a * b, 1) : 1;
+    if (entry.length !== cols && entry.length !== cols * mats) {
+      throw new GgufError(
+        "BAD_IMATRIX",
+        `imatrix entry for tensor ${t.name} has ${entry.length} values, but the tensor has ${cols} columns` +
+          (mats > 1 ? ` (${cols * mats} for its ${mats} experts)` : ""),
+        { key: t.name },
+      );
+    }
+    const n = entry.length / cols;
+    return Array.from({ length: n }, (_, e) => entry.subarray(e * cols, (e + 1) * cols));
+  });
+  return { importance, missing };
 }
 
 export async function quantizeCommand(argv: string[]): Promise<number> {
@@ -47,15 +95,28 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   if (threads < 1) throw new CliError("INVALID_ARGUMENT", `--threads must be at least 1, got ${threads}`);
   // One of llama.cpp's mixes (q4_k_m, q4_0, …), or a plain ggml type such as q4_k or f16.
   const target = llamaQuantTarget(typeName!, { pure: Boolean(options.pure) });
+  const imatrixPath = options.imatrix as string | undefined;
+  const imatrix = imatrixPath !== undefined ? await readImatrix(imatrixPath) : undefined;
   const file = await readGguf(input!);
-  const plan = planQuantization(
-    file.tensors,
-    target,
-    Boolean(options.allowRequantize),
-    modelFacts(file.metadata),
-  );
+  const plan = planQuantization(file.tensors, target, Boolean(options.allowRequantize), {
+    ...modelFacts(file.metadata),
+    imatrix: imatrix !== undefined,
+  });
   for (const p of plan) if (p.note) process.stderr.write(`note: ${p.name}: ${p.note}\n`);
   process.stderr.write(planSummary(target, plan));
+  let importance: (Float32Array[] | undefined)[] = [];
+  if (imatrix) {
+    const r = tensorImportance(imatrix, file.tensors, plan);
+    importance = r.importance;
+    const used = importance.filter(Boolean).length;
+    process.stderr.write(`imatrix ${imatrixPath}: ${imatrix.size} entries, used for ${used} tensors\n`);
+    if (r.missing.length > 0) {
+      process.stderr.write(
+        `note: the imatrix has no entry for ${r.missing.length} tensor(s), quantized without one: ` +
+          `${r.missing.slice(0, 8).join(", ")}${r.missing.length > 8 ? ", …" : ""}\n`,
+      );
+    }
+  }
 
   // Cut every tensor into jobs of whole rows.
   const jobsOf: Job[][] = file.tensors.map((t, i) => {
@@ -64,6 +125,24 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
     const rowBytes = t.byteSize / Math.max(rows, 1);
     const perJob = Math.max(1, Math.floor(JOB_ELEMENTS / Math.max(row, 1)));
     const jobs: Job[] = [];
+    const imp = importance[i];
+    if (imp) {
+      // One importance row per matrix (expert): jobs do not cross a matrix's rows.
+      const perMat = rows / imp.length;
+      for (let m = 0; m < imp.length; m++) {
+        for (let r = m * perMat; r < (m + 1) * perMat; r += perJob) {
+          const n = Math.min(perJob, (m + 1) * perMat - r);
+          jobs.push({
+            tensor: i,
+            start: r * rowBytes,
+            bytes: n * rowBytes,
+            elements: n * row,
+            importance: imp[m]!,
+          });
+        }
+      }
+      return jobs;
+    }
     for (let r = 0; r < rows || jobs.length === 0; r += perJob) {
       const n = Math.min(perJob, rows - r);
       jobs.push({ tensor: i, start: r * rowBytes, bytes: n * rowBytes, elements: n * row });
@@ -81,7 +160,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
       const t = file.tensors[job.tensor]!;
       const p = plan[job.tensor]!;
       const r = readTensorRange(file, t, job.start, job.bytes).then((data) =>
-        pool.convert(data, p.from.id, p.to.id, job.elements),
+        pool.convert(data, p.from.id, p.to.id, job.elements, job.importance),
       );
       r.catch(() => {}); // awaited in order below; avoid an unhandled rejection meanwhile
       results.set(job, r);

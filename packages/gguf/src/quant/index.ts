@@ -36,7 +36,8 @@ import { dequantizeTQ1_0, dequantizeTQ2_0 } from "./ternary.js";
 export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from "./f16.js";
 
 type DequantizeKernel = (src: Uint8Array, out: Float32Array) => void;
-type QuantizeKernel = (values: Float32Array, dst: Uint8Array) => void;
+/** `imp`, for the kernels that take one: each element's importance, indexed like `values`. */
+type QuantizeKernel = (values: Float32Array, dst: Uint8Array, imp?: Float32Array) => void;
 
 const DEQUANTIZERS: ReadonlyMap<number, DequantizeKernel> = new Map<number, DequantizeKernel>([
   [GgmlType.F32, dequantizeF32],
@@ -93,6 +94,19 @@ export const DEQUANTIZE_TYPES: readonly GgmlTypeName[] = namesOf(DEQUANTIZERS);
 /** Names of the types {@link quantize} writes, in type-id order. */
 export const QUANTIZE_TYPES: readonly GgmlTypeName[] = namesOf(QUANTIZERS);
 
+/** The types whose quantizers weigh each element's error by an importance (the others ignore it). */
+const WEIGHTED: ReadonlySet<number> = new Set<number>([
+  GgmlType.Q2_K,
+  GgmlType.Q3_K,
+  GgmlType.Q4_K,
+  GgmlType.Q5_K,
+  GgmlType.Q6_K,
+  GgmlType.IQ4_NL,
+  GgmlType.IQ4_XS,
+]);
+/** Names of the types whose {@link quantize} uses an importance, in type-id order. */
+export const IMPORTANCE_TYPES: readonly GgmlTypeName[] = namesOf(new Map([...WEIGHTED].map((t) => [t, t])));
+
 function describeType(type: number): string {
   const known = GGML_TYPES.find((t) => t.id === type);
   return known ? `${known.name} (id ${type})` : `id ${type} (not a ggml type)`;
@@ -145,8 +159,14 @@ export function dequantize(type: number, data: Uint8Array, nElements: number): F
  * Encodes `values` as ggml type `type`, returning the packed blocks. Throws `UNSUPPORTED_DTYPE`
  * for a type without a quantizer and `INVALID_ARGUMENT` when `values.length` is not a multiple of
  * the type's block size.
+ *
+ * `importance`, optional, weighs each element's squared error in the quantizer's search (an
+ * importance matrix's row for this weight, see {@link parseImatrix}): its length is the row
+ * length, `values` holds whole rows, and entry j applies to column j of every row. It must be
+ * finite and ≥ 0 (`INVALID_ARGUMENT` otherwise). Only the types in {@link IMPORTANCE_TYPES} use
+ * it; without it the output is the same as before importances existed.
  */
-export function quantize(type: number, values: Float32Array): Uint8Array {
+export function quantize(type: number, values: Float32Array, importance?: Float32Array): Uint8Array {
   const kernel = kernelFor(QUANTIZERS, type, "quantize", QUANTIZE_TYPES);
   const { name, blockSize, typeSize } = ggmlTypeInfo(type);
   if (values.length % blockSize !== 0) {
@@ -156,6 +176,31 @@ export function quantize(type: number, values: Float32Array): Uint8Array {
     );
   }
   const out = new Uint8Array((values.length / blockSize) * typeSize);
-  kernel(values, out);
+  if (importance === undefined || !WEIGHTED.has(type)) {
+    kernel(values, out);
+    return out;
+  }
+  const n = importance.length;
+  if (n === 0 || values.length % n !== 0) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `an importance of ${n} values does not fit ${values.length} values: it needs one entry per column of whole rows`,
+    );
+  }
+  if (n % blockSize !== 0) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `rows of ${n} values are not a whole number of ${name} blocks of ${blockSize}`,
+    );
+  }
+  for (let j = 0; j < n; j++) {
+    const v = importance[j]!;
+    if (!(v >= 0 && v < Number.POSITIVE_INFINITY)) {
+      throw new GgufError("INVALID_ARGUMENT", `importance[${j}] is ${v}: it must be finite and ≥ 0`);
+    }
+  }
+  const full = new Float32Array(values.length);
+  for (let o = 0; o < values.length; o += n) full.set(importance, o);
+  kernel(values, out, full);
   return out;
 }

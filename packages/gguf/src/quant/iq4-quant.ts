@@ -47,6 +47,33 @@ function scaleBits(d: number): number {
 }
 
 const XS = new Float64Array(32); // the group's values, non-finite ones replaced by 0
+/**
+ * Element weights of the group being fitted (the columns' importance), or undefined
+ * for the plain squared error. Set by the kernels around each fit and error sum.
+ */
+let W: Float64Array | undefined;
+const WBLOCK = new Float64Array(256);
+/** Element offset of the current group within WBLOCK. */
+let WO = 0;
+
+/**
+ * Sets W for the super-block x[o..o+n) from importance imp (indexed like x), or clears it
+ * (no importance, or a non-finite value in the block).
+ */
+function setWeights(x: Float32Array, imp: Float32Array | undefined, o: number, n: number): void {
+  W = undefined;
+  WO = 0;
+  if (imp === undefined) return;
+  for (let j = 0; j < n; j++) if (x[o + j]! - x[o + j]! !== 0) return;
+  // The importance alone: on minfer-default-7m, IQ4_XS with imp·√(σ² + x²) (llama.cpp's choice)
+  // measured KLD 0.01444, with imp·x² 0.01628, with imp alone 0.01304 (llama-quantize: 0.01356).
+  let sw = 0;
+  for (let j = 0; j < n; j++) {
+    WBLOCK[j] = imp[o + j]!;
+    sw += WBLOCK[j]!;
+  }
+  if (sw > 0) W = WBLOCK;
+}
 
 /**
  * Fits x[o..o+32) ≈ d·LEVEL[q] with q the nearest level to x/d (see the header). Returns d
@@ -70,15 +97,33 @@ export function fitIQ4Scale(x: Float32Array, o: number): number {
   // Σx² − (Σq·x)²/Σq² is the error of the least-squares d = Σq·x/Σq²: maximize (Σq·x)²/Σq².
   let bestD = 0;
   let bestScore = 0;
+  let w = W;
+  const wo = WO;
+  if (w) {
+    let sw = 0;
+    for (let j = 0; j < 32; j++) sw += w[wo + j]!;
+    if (!(sw > 0)) w = undefined; // no column of this group matters: the plain fit
+  }
   const score = (id: number): void => {
     let sqx = 0;
     let sq2 = 0;
-    for (let j = 0; j < 32; j++) {
-      const v = xs[j]!;
-      const q = LEVEL[nearest(v * id)]!;
-      sqx += q * v;
-      sq2 += q * q;
+    if (w) {
+      for (let j = 0; j < 32; j++) {
+        const v = xs[j]!;
+        const q = LEVEL[nearest(v * id)]!;
+        const wq = w[wo + j]! * q;
+        sqx += wq * v;
+        sq2 += wq * q;
+      }
+    } else {
+      for (let j = 0; j < 32; j++) {
+        const v = xs[j]!;
+        const q = LEVEL[nearest(v * id)]!;
+        sqx += q * v;
+        sq2 += q * q;
+      }
     }
+    if (!(sq2 > 0)) return;
     if (sqx * sqx > bestScore * sq2) {
       bestScore = (sqx * sqx) / sq2;
       bestD = sqx / sq2;
@@ -121,22 +166,27 @@ function groupError(x: Float32Array, o: number, d: number, bound: number): numbe
     let v = x[o + j]!;
     if (v - v !== 0) v = 0;
     const e = v - d * LEVEL[codeOf(v, d)]!;
-    err += e * e;
+    err += W ? W[WO + j]! * e * e : e * e;
     if (err >= bound) return err;
   }
   return err;
 }
 
-/** Values → IQ4_NL blocks (18 bytes per 32 values). */
-export function quantizeIQ4NL(x: Float32Array, dst: Uint8Array): void {
+/**
+ * Values → IQ4_NL blocks (18 bytes per 32 values). `imp`, when given, holds each element's
+ * importance (indexed like x) and the scale search minimizes the importance-weighted error.
+ */
+export function quantizeIQ4NL(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 32;
   for (let i = 0; i < nb; i++) {
     const o = 18 * i;
+    setWeights(x, imp, 32 * i, 32);
     let bits = scaleBits(fitIQ4Scale(x, 32 * i));
     if ((bits & 0x7fff) === 0) bits = 0; // no −0 scale
     writeU16(dst, o, bits);
     writeCodes(x, 32 * i, f16ToF32(bits), dst, o + 2);
   }
+  W = undefined;
 }
 
 const SCALE = new Float64Array(8); // IQ4_XS: the eight fitted group scales
@@ -152,6 +202,7 @@ function chooseScales(x: Float32Array, o: number, d: number): number {
   let total = 0;
   for (let ib = 0; ib < 8; ib++) {
     const g = o + 32 * ib;
+    WO = 32 * ib;
     const l0 = Math.min(Math.max(Math.round(SCALE[ib]! / d), -32), 31);
     let best = Number.POSITIVE_INFINITY;
     let bestL = 0;
@@ -169,14 +220,16 @@ function chooseScales(x: Float32Array, o: number, d: number): number {
   return total;
 }
 
-/** Values → IQ4_XS blocks (136 bytes per 256 values). */
-export function quantizeIQ4XS(x: Float32Array, dst: Uint8Array): void {
+/** Values → IQ4_XS blocks (136 bytes per 256 values); `imp` as in quantizeIQ4NL. */
+export function quantizeIQ4XS(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   for (let i = 0; i < nb; i++) {
     const xo = 256 * i;
     const o = 136 * i;
+    setWeights(x, imp, xo, 256);
     let maxScale = 0;
     for (let ib = 0; ib < 8; ib++) {
+      WO = 32 * ib;
       const s = fitIQ4Scale(x, xo + 32 * ib);
       SCALE[ib] = s;
       if (Math.abs(s) > Math.abs(maxScale)) maxScale = s;
@@ -212,4 +265,5 @@ export function quantizeIQ4XS(x: Float32Array, dst: Uint8Array): void {
     }
     writeU16(dst, o + 2, scalesH);
   }
+  W = undefined;
 }

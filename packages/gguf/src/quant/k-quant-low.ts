@@ -14,7 +14,15 @@
 //  (4) refits the super-block scales by least squares given all those integers, rounds them to
 //      f16 and repeats (3), keeping the block with the least squared error.
 import { f32ToF16, roundToF16, writeU16 } from "./f16.js";
-import { clamp, fitScaleMin, fitScaleSymmetric, roundAway } from "./k-quant.js";
+import { allFinite, importanceWeights } from "./importance.js";
+import {
+  clamp,
+  fitScaleMin,
+  fitScaleMinW,
+  fitScaleSymmetric,
+  fitScaleSymmetricW,
+  roundAway,
+} from "./k-quant.js";
 
 /** Rounds of (4) after the first (3); a round that does not lower the error ends the search. */
 const REFITS = 2;
@@ -28,6 +36,12 @@ const BEST_SC = new Uint8Array(16);
 const BEST_MC = new Uint8Array(16);
 const FITS = new Float64Array(32); // per sub-block fitted scale (and min)
 const Q = new Int8Array(256); // final per-element codes
+// Each element's weight in the squared error: without an importance 1 (Q2_K) or x² (Q3_K), which
+// leaves every sum exactly as the unweighted form computes it (1·a = a; (x·x)·e·e = x·x·e·e).
+const WB = new Float64Array(256); // the super-block's
+const WS = new Float64Array(16); // the sub-block's being scored
+/** Whether the block being quantized has importance weights (else WB holds the defaults above). */
+let weighted = false;
 
 // ---- Q2_K --------------------------------------------------------------------------------------
 
@@ -41,13 +55,13 @@ function errQ2(step: number, off: number, bestErr: number): number {
       const y = (v + off) / step;
       const l = y < 0.5 ? 0 : y >= 2.5 ? 3 : Math.floor(y + 0.5);
       const e = step * l - off - v;
-      err += e * e;
+      err += WS[j]! * e * e;
       if (err >= bestErr) return err;
     }
   } else {
     for (let j = 0; j < 16; j++) {
       const e = off + xs[j]!;
-      err += e * e;
+      err += WS[j]! * e * e;
       if (err >= bestErr) return err;
     }
   }
@@ -61,7 +75,10 @@ function errQ2(step: number, off: number, bestErr: number): number {
 function assignQ2(x: Float32Array, xo: number, d: number, dmin: number): number {
   let total = 0;
   for (let k = 0; k < 16; k++) {
-    for (let j = 0; j < 16; j++) XS[j] = x[xo + 16 * k + j]!;
+    for (let j = 0; j < 16; j++) {
+      XS[j] = x[xo + 16 * k + j]!;
+      WS[j] = WB[16 * k + j]!;
+    }
     // The nearest codes are scored first, so a tie keeps them.
     const rs = d > 0 ? clamp(roundAway(FITS[2 * k]! / d), 0, 15) : 0;
     const rm = dmin > 0 ? clamp(roundAway(FITS[2 * k + 1]! / dmin), 0, 15) : 0;
@@ -91,17 +108,26 @@ function codeQ2(v: number, step: number, off: number): number {
   return step > 0 ? clamp(roundAway((v + off) / step), 0, 3) : 0;
 }
 
-/** Values → Q2_K blocks (256 elements, 84 bytes each). */
-export function quantizeQ2K(x: Float32Array, dst: Uint8Array): void {
+/**
+ * Values → Q2_K blocks (256 elements, 84 bytes each). `imp`, when given, holds each element's
+ * importance (indexed like x): the fits, code choices and refits then minimize the
+ * importance-weighted squared error.
+ */
+export function quantizeQ2K(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   const q = Q;
   for (let i = 0; i < nb; i++) {
     const o = i * 84;
     const xo = i * 256;
+    weighted = imp !== undefined && allFinite(x, xo, 256);
+    if (weighted) importanceWeights(x, imp!, xo, 256, 1, WB);
+    else WB.fill(1);
     let maxScale = 0;
     let maxMin = 0;
     for (let k = 0; k < 16; k++) {
-      const [s, m] = fitScaleMin(x, xo + 16 * k, 16, 3);
+      const [s, m] = weighted
+        ? fitScaleMinW(x, xo + 16 * k, WB, 16 * k, 16, 3)
+        : fitScaleMin(x, xo + 16 * k, 16, 3);
       FITS[2 * k] = s;
       FITS[2 * k + 1] = m;
       if (s > maxScale) maxScale = s;
@@ -133,12 +159,13 @@ export function quantizeQ2K(x: Float32Array, dst: Uint8Array): void {
         const b = MC[k]!;
         for (let j = 0; j < 16; j++) {
           const v = x[xo + 16 * k + j]!;
+          const wt = WB[16 * k + j]!;
           const a = SC[k]! * codeQ2(v, step, off);
-          saa += a * a;
-          sab += a * b;
-          sbb += b * b;
-          sax += a * v;
-          sbx += b * v;
+          saa += wt * a * a;
+          sab += wt * a * b;
+          sbb += wt * b * b;
+          sax += wt * a * v;
+          sbx += wt * b * v;
         }
       }
       const det = saa * sbb - sab * sab;
@@ -191,12 +218,12 @@ function errQ3(step: number, bestErr: number): number {
       const v = xs[j]!;
       const l = clamp(roundAway(v / step), -4, 3);
       const e = step * l - v;
-      err += v * v * e * e;
+      err += WS[j]! * e * e;
       if (err >= bestErr) return err;
     }
   } else {
     for (let j = 0; j < 16; j++) {
-      err += xs[j]! ** 4;
+      err += weighted ? WS[j]! * xs[j]! * xs[j]! : xs[j]! ** 4;
       if (err >= bestErr) return err;
     }
   }
@@ -207,7 +234,10 @@ function errQ3(step: number, bestErr: number): number {
 function assignQ3(x: Float32Array, xo: number, d: number): number {
   let total = 0;
   for (let k = 0; k < 16; k++) {
-    for (let j = 0; j < 16; j++) XS[j] = x[xo + 16 * k + j]!;
+    for (let j = 0; j < 16; j++) {
+      XS[j] = x[xo + 16 * k + j]!;
+      WS[j] = WB[16 * k + j]!;
+    }
     const rc = d !== 0 ? clamp(roundAway(FITS[k]! / d), -32, 31) + 32 : 32; // scored first: a tie keeps it
     let bestErr = errQ3(Math.fround(d * (rc - 32)), Number.POSITIVE_INFINITY);
     let bs = rc;
@@ -224,22 +254,50 @@ function assignQ3(x: Float32Array, xo: number, d: number): number {
   return total;
 }
 
+/** Q3_K's element weights with an importance: imp·x² ("x2") or imp·√(σ² + x²) ("sigma"). */
+const Q3_WEIGHT: "x2" | "sigma" = "sigma";
+
+/** WB ← the Q3_K element weights of x[xo..xo+256) with importance imp (see Q3_WEIGHT). */
+function q3Weights(x: Float32Array, imp: Float32Array, xo: number): void {
+  if (Q3_WEIGHT === "sigma") {
+    importanceWeights(x, imp, xo, 256, 2, WB);
+    return;
+  }
+  for (let j = 0; j < 256; j++) {
+    const v = x[xo + j]!;
+    WB[j] = imp[xo + j]! * v * v;
+  }
+}
+
 /** Element code (−4..3) of v for step, as the Q3_K decode uses it. */
 function codeQ3(v: number, step: number): number {
   return step !== 0 ? clamp(roundAway(v / step), -4, 3) : 0;
 }
 
-/** Values → Q3_K blocks (256 elements, 110 bytes each). */
-export function quantizeQ3K(x: Float32Array, dst: Uint8Array): void {
+/**
+ * Values → Q3_K blocks (256 elements, 110 bytes each). `imp` as in quantizeQ2K: with it, each
+ * element's weight is its importance times Q3_WEIGHT's magnitude term instead of x².
+ */
+export function quantizeQ3K(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   const q = Q;
   for (let i = 0; i < nb; i++) {
     const o = i * 110;
     const xo = i * 256;
+    weighted = imp !== undefined && allFinite(x, xo, 256);
+    if (weighted) q3Weights(x, imp!, xo);
+    else {
+      for (let j = 0; j < 256; j++) {
+        const v = x[xo + j]!;
+        WB[j] = v * v;
+      }
+    }
     let amax = 0;
     let max = 0;
     for (let k = 0; k < 16; k++) {
-      const s = fitScaleSymmetric(x, xo + 16 * k, 16, 4);
+      const s = weighted
+        ? fitScaleSymmetricW(x, xo + 16 * k, WB, 16 * k, 16, 4)
+        : fitScaleSymmetric(x, xo + 16 * k, 16, 4);
       FITS[k] = s;
       if (Math.abs(s) > amax) {
         amax = Math.abs(s);
@@ -265,9 +323,10 @@ export function quantizeQ3K(x: Float32Array, dst: Uint8Array): void {
         const step = Math.fround(d * c);
         for (let j = 0; j < 16; j++) {
           const v = x[xo + 16 * k + j]!;
+          const wt = WB[16 * k + j]!;
           const a = c * codeQ3(v, step);
-          saa += v * v * a * a;
-          sax += v * v * a * v;
+          saa += wt * a * a;
+          sax += wt * a * v;
         }
       }
       const nd = roundToF16(saa > 0 ? sax / saa : 0);

@@ -7,6 +7,7 @@
 // the block's integer scale format against an f16 super-block scale; (3) re-quantize every
 // element against the scale it will actually be decoded with.
 import { f32ToF16, roundToF16, writeU16 } from "./f16.js";
+import { allFinite, importanceWeights } from "./importance.js";
 
 /** Nearest integer, halves away from zero. */
 export function roundAway(v: number): number {
@@ -116,6 +117,127 @@ export function fitScaleSymmetric(x: Float32Array, o: number, n: number, nneg: n
     if (score > bestScore) {
       bestScore = score;
       best = slx / sll;
+    }
+  }
+  return best;
+}
+
+/**
+ * fitScaleMin with each element's squared error weighted by w[wo + j] (finite, ≥ 0): the grids
+ * are the same, the (s, m) of each is the weighted least-squares fit. A sub-block whose weights
+ * are all zero takes the unweighted fit.
+ */
+export function fitScaleMinW(
+  x: Float32Array,
+  o: number,
+  w: Float64Array,
+  wo: number,
+  n: number,
+  nmax: number,
+): [number, number] {
+  let lo = 0;
+  let hi = Number.NEGATIVE_INFINITY;
+  let sw = 0;
+  for (let j = 0; j < n; j++) {
+    const v = x[o + j]!;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    sw += w[wo + j]!;
+  }
+  if (!(hi > lo)) return [0, -lo];
+  if (!(sw > 0)) return fitScaleMin(x, o, n, nmax);
+  let bestS = (hi - lo) / nmax;
+  let bestB = lo;
+  let bestErr = Number.POSITIVE_INFINITY;
+  const tryGrid = (iscale: number, offset: number): void => {
+    let sl = 0;
+    let sll = 0;
+    let sx = 0;
+    let slx = 0;
+    for (let j = 0; j < n; j++) {
+      const v = x[o + j]!;
+      const wj = w[wo + j]!;
+      const l = clamp(roundAway((v - offset) * iscale), 0, nmax);
+      sl += wj * l;
+      sll += wj * l * l;
+      sx += wj * v;
+      slx += wj * l * v;
+    }
+    const det = sw * sll - sl * sl;
+    let s: number;
+    let b: number;
+    if (det > 0) {
+      s = (sw * slx - sl * sx) / det;
+      b = (sll * sx - sl * slx) / det;
+    } else {
+      s = 0;
+      b = sx / sw;
+    }
+    if (b > 0) {
+      b = 0;
+      s = sll > 0 ? slx / sll : 0;
+    }
+    if (s < 0) s = 0;
+    let err = 0;
+    for (let j = 0; j < n; j++) {
+      const v = x[o + j]!;
+      const l = s > 0 ? clamp(roundAway((v - b) / s), 0, nmax) : 0;
+      const e = s * l + b - v;
+      err += w[wo + j]! * e * e;
+    }
+    if (err < bestErr) {
+      bestErr = err;
+      bestS = s;
+      bestB = b;
+    }
+  };
+  for (let k = -10; k <= 15; k++) tryGrid((nmax + 0.1 * k) / (hi - lo), lo);
+  for (let pass = 0; pass < 2 && bestS > 0; pass++) tryGrid(1 / bestS, bestB);
+  return [bestS, -bestB];
+}
+
+/**
+ * fitScaleSymmetric with each element's squared error weighted by w[wo + j] (finite, ≥ 0); a
+ * sub-block whose weights are all zero takes the unweighted fit.
+ */
+export function fitScaleSymmetricW(
+  x: Float32Array,
+  o: number,
+  w: Float64Array,
+  wo: number,
+  n: number,
+  nneg: number,
+): number {
+  let amax = 0;
+  let max = 0;
+  let sw = 0;
+  for (let j = 0; j < n; j++) {
+    const v = x[o + j]!;
+    sw += w[wo + j]!;
+    if (Math.abs(v) > amax) {
+      amax = Math.abs(v);
+      max = v;
+    }
+  }
+  if (amax === 0) return 0;
+  if (!(sw > 0)) return fitScaleSymmetric(x, o, n, nneg);
+  let best = max / -nneg;
+  let bestScore = -1;
+  for (let k = -10; k <= 10; k++) {
+    const iscale = -(nneg + 0.1 * k) / max;
+    let sll = 0;
+    let slx = 0;
+    for (let j = 0; j < n; j++) {
+      const v = x[o + j]!;
+      const wj = w[wo + j]!;
+      const l = clamp(roundAway(v * iscale), -nneg, nneg - 1);
+      sll += wj * l * l;
+      slx += wj * l * v;
+    }
+    const score = sll > 0 ? (slx * slx) / sll : 0;
+    if (score > bestScore) {
+      bestScore = score;
+      best = sll > 0 ? slx / sll : best;
     }
   }
   return best;
@@ -563,24 +685,125 @@ function quantizeAsymBlock(
   return q;
 }
 
-/** Values → Q4_K blocks (256 elements, 144 bytes each). */
-export function quantizeQ4K(x: Float32Array, dst: Uint8Array): void {
+const WB = new Float64Array(256); // one super-block's element weights
+
+/** Weighted squared error of decoding x[o..o+n) with (step, off), element weights w[wo..). */
+function errStepOffW(
+  x: Float32Array,
+  o: number,
+  w: Float64Array,
+  wo: number,
+  n: number,
+  nmax: number,
+  step: number,
+  off: number,
+): number {
+  let err = 0;
+  for (let j = 0; j < n; j++) {
+    const v = x[o + j]!;
+    const l = step > 0 ? clamp(roundAway((v + off) / step), 0, nmax) : 0;
+    const e = step * l - off - v;
+    err += w[wo + j]! * e * e;
+  }
+  return err;
+}
+
+/**
+ * quantizeAsymBlock with importance `imp` (indexed like x): the sub-block fits and the choice of
+ * each sub-block's 6-bit scale and min codes minimize the weighted squared error. The block's
+ * values must be finite.
+ */
+function quantizeAsymBlockW(
+  x: Float32Array,
+  xo: number,
+  nmax: number,
+  dst: Uint8Array,
+  o: number,
+  imp: Float32Array,
+): Uint8Array {
+  const w = WB;
+  importanceWeights(x, imp, xo, 256, 2, w);
+  const scales = SCALES;
+  const mins = MINS;
+  let maxScale = 0;
+  let maxMin = 0;
+  for (let k = 0; k < 8; k++) {
+    const [s, m] = fitScaleMinW(x, xo + 32 * k, w, 32 * k, 32, nmax);
+    scales[k] = s;
+    mins[k] = m;
+    if (s > maxScale) maxScale = s;
+    if (m > maxMin) maxMin = m;
+  }
+  const d = roundToF16(maxScale / 63);
+  const dmin = roundToF16(maxMin / 63);
+  writeU16(dst, o, f32ToF16(d));
+  writeU16(dst, o + 2, f32ToF16(dmin));
+  const ls = LS;
+  const lm = LM;
+  const q = Q;
+  for (let k = 0; k < 8; k++) {
+    const xs = xo + 32 * k;
+    const rs = d > 0 ? clamp(roundAway(scales[k]! / d), 0, 63) : 0;
+    const rm = dmin > 0 ? clamp(roundAway(mins[k]! / dmin), 0, 63) : 0;
+    ls[k] = rs;
+    lm[k] = rm;
+    let bestErr = errStepOffW(x, xs, w, 32 * k, 32, nmax, Math.fround(d * rs), Math.fround(dmin * rm));
+    for (let cs = Math.max(0, rs - 2); cs <= Math.min(63, rs + 2); cs++) {
+      const step = Math.fround(d * cs);
+      for (let cm = Math.max(0, rm - 2); cm <= Math.min(63, rm + 2); cm++) {
+        const err = errStepOffW(x, xs, w, 32 * k, 32, nmax, step, Math.fround(dmin * cm));
+        if (err < bestErr) {
+          bestErr = err;
+          ls[k] = cs;
+          lm[k] = cm;
+        }
+      }
+    }
+    const step = Math.fround(d * ls[k]!);
+    const off = Math.fround(dmin * lm[k]!);
+    for (let j = 0; j < 32; j++) {
+      q[32 * k + j] = step > 0 ? clamp(roundAway((x[xs + j]! + off) / step), 0, nmax) : 0;
+    }
+  }
+  packScaleMinK4(ls, lm, dst, o + 4);
+  return q;
+}
+
+/** One super-block's quantized codes: the weighted search when an importance is given and the values are finite. */
+function asymBlock(
+  x: Float32Array,
+  xo: number,
+  nmax: number,
+  dst: Uint8Array,
+  o: number,
+  imp: Float32Array | undefined,
+): Uint8Array {
+  return imp && allFinite(x, xo, 256)
+    ? quantizeAsymBlockW(x, xo, nmax, dst, o, imp)
+    : quantizeAsymBlock(x, xo, nmax, dst, o);
+}
+
+/**
+ * Values → Q4_K blocks (256 elements, 144 bytes each). `imp`, when given, holds each element's
+ * importance (indexed like x) and the searches minimize the importance-weighted error.
+ */
+export function quantizeQ4K(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   for (let i = 0; i < nb; i++) {
     const o = i * 144;
-    const q = quantizeAsymBlock(x, i * 256, 15, dst, o);
+    const q = asymBlock(x, i * 256, 15, dst, o, imp);
     for (let c = 0; c < 4; c++) {
       for (let l = 0; l < 32; l++) dst[o + 16 + 32 * c + l] = q[64 * c + l]! | (q[64 * c + 32 + l]! << 4);
     }
   }
 }
 
-/** Values → Q5_K blocks (256 elements, 176 bytes each). */
-export function quantizeQ5K(x: Float32Array, dst: Uint8Array): void {
+/** Values → Q5_K blocks (256 elements, 176 bytes each); `imp` as in quantizeQ4K. */
+export function quantizeQ5K(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   for (let i = 0; i < nb; i++) {
     const o = i * 176;
-    const q = quantizeAsymBlock(x, i * 256, 31, dst, o);
+    const q = asymBlock(x, i * 256, 31, dst, o, imp);
     dst.fill(0, o + 16, o + 48);
     for (let c = 0; c < 4; c++) {
       for (let l = 0; l < 32; l++) {
@@ -593,18 +816,55 @@ export function quantizeQ5K(x: Float32Array, dst: Uint8Array): void {
   }
 }
 
-/** Values → Q6_K blocks (256 elements, 210 bytes each): 16-element sub-blocks, int8 scales. */
-export function quantizeQ6K(x: Float32Array, dst: Uint8Array): void {
+/** Weighted squared error of x[o..o+16) decoded with Q6_K step `step`. */
+function errQ6W(x: Float32Array, o: number, wo: number, step: number): number {
+  let err = 0;
+  for (let j = 0; j < 16; j++) {
+    const v = x[o + j]!;
+    const l = step !== 0 ? clamp(roundAway(v / step), -32, 31) : 0;
+    const e = step * l - v;
+    err += WB[wo + j]! * e * e;
+  }
+  return err;
+}
+
+/** The int8 scale code among ls and its two neighbours each way with the least weighted error. */
+function bestQ6Code(x: Float32Array, o: number, wo: number, d: number, ls: number): number {
+  let best = ls;
+  let bestErr = errQ6W(x, o, wo, Math.fround(d * ls));
+  for (let c = Math.max(-128, ls - 2); c <= Math.min(127, ls + 2); c++) {
+    const err = errQ6W(x, o, wo, Math.fround(d * c));
+    if (err < bestErr) {
+      bestErr = err;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/**
+ * Values → Q6_K blocks (256 elements, 210 bytes each): 16-element sub-blocks, int8 scales. `imp`
+ * as in quantizeQ4K: with it, the sub-block fits and the int8 scale codes (the nearest and its
+ * neighbours) minimize the importance-weighted error.
+ */
+export function quantizeQ6K(x: Float32Array, dst: Uint8Array, imp?: Float32Array): void {
   const nb = x.length / 256;
   const scales = SCALES;
   const q = Q;
   for (let i = 0; i < nb; i++) {
     const o = i * 210;
     const xo = i * 256;
+    const weighted = imp !== undefined && allFinite(x, xo, 256);
+    if (weighted) {
+      // The importance alone: the 16-element fits have few levels to spare for a magnitude term.
+      for (let j = 0; j < 256; j++) WB[j] = imp[xo + j]!;
+    }
     let amax = 0;
     let max = 0;
     for (let k = 0; k < 16; k++) {
-      const s = fitScaleSymmetricFast(x, xo + 16 * k, 16, 32);
+      const s = weighted
+        ? fitScaleSymmetricW(x, xo + 16 * k, WB, 16 * k, 16, 32)
+        : fitScaleSymmetricFast(x, xo + 16 * k, 16, 32);
       scales[k] = s;
       if (Math.abs(s) > amax) {
         amax = Math.abs(s);
@@ -615,7 +875,8 @@ export function quantizeQ6K(x: Float32Array, dst: Uint8Array): void {
     const d = roundToF16(max / -128);
     writeU16(dst, o + 208, f32ToF16(d));
     for (let k = 0; k < 16; k++) {
-      const ls = d !== 0 ? clamp(roundAway(scales[k]! / d), -128, 127) : 0;
+      let ls = d !== 0 ? clamp(roundAway(scales[k]! / d), -128, 127) : 0;
+      if (weighted && d !== 0) ls = bestQ6Code(x, xo + 16 * k, 16 * k, d, ls);
       dst[o + 192 + k] = ls & 0xff;
       const step = Math.fround(d * ls);
       const xk = xo + 16 * k;
