@@ -68,6 +68,8 @@
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
 #   llamacpp-build      llama.cpp built in the background (.device/llamacpp carried from ../shared/device)
 #   llamacpp-files      qwen2-7b F16 (synth) quantized by llama-quantize to LLAMA_TYPES (q4_0 q4_k_m q8_0)
+#   types               the built-in model in every weight type by llama-quantize (TYPES_LIST, TYPES_IMATRIX carried),
+#                       minfer run -ngl all of each and its CPU/CUDA agreement (after llamacpp-build)
 #   side-by-side        minfer bench / llama-bench and bench -npl / llama-batched-bench on those files,
 #                       ROUNDS interleaved rounds (SBS_NPL: the batched benches' counts; SBS_GEN=0: those only)
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
@@ -444,6 +446,22 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       step "quantize-$t" /tmp/llamacpp/build/bin/llama-quantize "$f16" "$M/lq-qwen2-7b-$t.gguf.tmp" "${t^^}" 16 &&
         mv "$M/lq-qwen2-7b-$t.gguf.tmp" "$M/lq-qwen2-7b-$t.gguf"
     done ;;
+  types) # issue 22: the built-in model quantized by llama-quantize to every weight type (--pure, token
+    # embeddings Q8_0; the i-quants with TYPES_IMATRIX, llama-imatrix's file of that model, carried; MXFP4
+    # on every block's matrices through --tensor-type), then `minfer run -ngl all` of each (a weight kept on
+    # the CPU is a failure) and its agreement with the CPU backend (cuda-fidelity, OUT/types)
+    while [ ! -f /tmp/llamacpp/build.done ]; do sleep 5; done
+    mkdir -p "$OUT/types"; tfiles=()
+    for t in ${TYPES_LIST:-IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_M IQ3_XXS IQ3_S IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4}; do
+      f="$M/default-7m-lq-$t.gguf" ft=$t extra=(--imatrix "${TYPES_IMATRIX:?TYPES_IMATRIX}")
+      [ "$t" = MXFP4 ] && ft=Q8_0 extra=(--tensor-type "blk=mxfp4")
+      [ -f "$f" ] || step "lq-$t" /tmp/llamacpp/build/bin/llama-quantize --pure "${extra[@]}" --token-embedding-type q8_0 \
+        "$D/fixtures/minfer-default-7m-f16.gguf" "$f" "$ft" 16
+      step "run-$t" minfer run -m "$f" -ngl all -n 24 --temp 0 -p "Once upon a time"
+      grep -q "stay on" "$OUT/run-$t.log" && { echo "run-$t: weights kept on the CPU" | tee -a "$OUT/run.log"; status=1; }
+      tfiles+=("$f")
+    done
+    step types-fidelity node "$D/dist/cuda-fidelity.js" "$OUT/types" "${tfiles[@]}" ;;
   side-by-side) # minfer and llama.cpp on llama-quantize's files, the same tests, ROUNDS interleaved
     # rounds of one repetition each (take the medians): pp512/tg128 (Q4_K_M also at depth 4096) and
     # batched decode at 1/4/16/64 sequences (SBS_NPL: other counts; SBS_GEN=0: batched decode only)
