@@ -6,6 +6,7 @@ import { quantizeCommand, quantizeOptions } from "./gguf/quantize.js";
 import { mergeCommand, splitCommand, splitOptions } from "./gguf/split.js";
 import { synthCommand, synthOptions } from "./gguf/synth.js";
 import { listCommand, listOptions, pullCommand, pullOptions, rmCommand, rmOptions } from "./hub/commands.js";
+import { imatrixCommand, imatrixOptions } from "./imatrix/command.js";
 import { perplexityCommand, perplexityOptions } from "./perplexity/command.js";
 import { benchCommand, benchOptions } from "./run/bench.js";
 import { chatCommand, chatOptions } from "./run/chat.js";
@@ -142,6 +143,14 @@ const COMMANDS: Record<string, Command> = {
       "perplexity over a text as llama-perplexity computes it; write its base-logits file, or compare with one (KL divergence)",
     options: perplexityOptions,
     run: perplexityCommand,
+  },
+  imatrix: {
+    usage:
+      "minfer imatrix -m FILE -f TEXTFILE [-o imatrix.gguf] [-c 512] [--chunks N] [--process-output] [-t N] [-ngl N]",
+    summary:
+      "the importance matrix of a model over a text, as llama-imatrix computes it (for gguf quantize --imatrix)",
+    options: imatrixOptions,
+    run: imatrixCommand,
   },
 };
 

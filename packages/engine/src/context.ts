@@ -92,7 +92,21 @@ export interface ContextOptions {
    * "mean" for an encoder and "last" for a decoder.
    */
   readonly pooling?: Pooling;
+  /**
+   * Called after each micro-batch with the activations of every product with a weight of the file
+   * (`taps`: which weight, which graph output holds its right-hand side) and the outputs' bytes,
+   * valid during the call: what an importance matrix sums (see `collectImatrix`). Makes every
+   * decode graph output those activations. Default: none.
+   */
+  readonly onActivations?: ActivationSink;
 }
+
+/** See {@link ContextOptions.onActivations}. */
+export type ActivationSink = (
+  taps: readonly import("@minfer/models").WeightTap[],
+  values: ReadonlyMap<import("@minfer/ir").Tensor, Uint8Array>,
+  nTokens: number,
+) => void;
 
 export type { GraphParams } from "./graph-params.js";
 export { KV_BUCKET } from "./kv-store.js";
@@ -169,6 +183,7 @@ export class Context {
   readonly #fuse: boolean;
   readonly #runner: UbatchRunner;
   readonly #reuseLogits: boolean;
+  readonly #onActivations: ActivationSink | undefined;
   /** What the decode graphs output (logits unless `embeddings`). */
   readonly #output: GraphOutput = "logits";
   /** Segment ids and positions a batch may use. */
@@ -193,6 +208,7 @@ export class Context {
     this.model = model;
     this.#fuse = options.fuse ?? true;
     this.#reuseLogits = options.reuseLogits ?? false;
+    this.#onActivations = options.onActivations;
     const hp = model.hparams;
     const positive = (v: unknown, what: string): number => {
       if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
@@ -274,7 +290,7 @@ export class Context {
       prepare: (g) => this.#prepare(g),
       maxEntries: 64,
     });
-    this.#runner = new UbatchRunner(this.#store, (p) => this.#get(p));
+    this.#runner = new UbatchRunner(this.#store, (p) => this.#get(p), this.#onActivations);
   }
 
   /** Cells of a cache (0 when the model has no layers of that kind). */
@@ -330,6 +346,7 @@ export class Context {
         tensors,
         ...(this.nCandidates > 0 ? { candidates: this.nCandidates } : {}),
         ...(this.#output !== "logits" ? { output: this.#output } : {}),
+        ...(this.#onActivations ? { taps: true } : {}),
       };
       built = arch.buildGraph(hp, options);
       if (this.#fuse) built = fused(built);

@@ -3,6 +3,7 @@ import type { KvToken } from "@minfer/kvcache";
 import { type KvGroup, kvInputNames, STEP_INPUTS, TOKEN_TYPES_INPUT } from "@minfer/models";
 import type { TimingReport } from "@minfer/scheduler";
 import type { NormalizedBatch } from "./batch.js";
+import type { ActivationSink } from "./context.js";
 import { EngineError } from "./errors.js";
 import { type GraphParams, runStep, type Step } from "./graph-params.js";
 import { KV_BUCKET, type KvGroupCache, type KvStore } from "./kv-store.js";
@@ -73,6 +74,7 @@ export class UbatchRunner {
   constructor(
     readonly store: KvStore,
     readonly get: (p: GraphParams) => Step,
+    readonly onActivations?: ActivationSink,
   ) {}
 
   /**
@@ -141,6 +143,7 @@ export class UbatchRunner {
     const skip = readRows ? undefined : new Set([s.built.logits!]);
     const result = await runStep(s, values, intoMap.size > 0 ? intoMap : undefined, skip);
     const computeMs = performance.now() - c0;
+    if (this.onActivations && s.built.taps) this.onActivations(s.built.taps, result.outputs, n);
     for (let k = 0; k < n; k++) {
       const t = batch[k]!;
       for (let j = 0; j < t.seqIds.length; j++)

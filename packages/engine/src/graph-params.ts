@@ -1,5 +1,5 @@
 import { fuse, type Graph, type Tensor } from "@minfer/ir";
-import type { KvGroup } from "@minfer/models";
+import type { KvGroup, WeightTap } from "@minfer/models";
 import type { PreparedGraph } from "@minfer/scheduler";
 import { EngineError } from "./errors.js";
 
@@ -30,6 +30,8 @@ export interface Built {
   readonly candidates?: Tensor;
   /** With the context's `candidates`: F32 [1, candidates, nOutputs], those ids' logits. */
   readonly candidateLogits?: Tensor;
+  /** With the context's `onActivations`: each weight product's activations (graph outputs). */
+  readonly taps?: readonly WeightTap[];
 }
 
 /** A prepared graph and what it was built from. */
@@ -61,6 +63,15 @@ export function fused(b: Built): Built {
     ...(b.logits ? { logits: find(b.logits) } : {}),
     ...(b.candidates ? { candidates: find(b.candidates) } : {}),
     ...(b.candidateLogits ? { candidateLogits: find(b.candidateLogits) } : {}),
+    ...(b.taps
+      ? {
+          taps: b.taps.map((t) => ({
+            ...t,
+            input: find(t.input),
+            ...(t.ids ? { ids: find(t.ids) } : {}),
+          })),
+        }
+      : {}),
   };
 }
 

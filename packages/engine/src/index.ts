@@ -8,7 +8,14 @@ export { POOLINGS } from "@minfer/models";
 /** The index of the largest logit, the lowest on ties (re-exported from `@minfer/sampler`). */
 export { argmax } from "@minfer/sampler";
 export type { Batch } from "./batch.js";
-export type { ContextOptions, ContextStats, DecodeTiming, GraphParams, KvCacheStats } from "./context.js";
+export type {
+  ActivationSink,
+  ContextOptions,
+  ContextStats,
+  DecodeTiming,
+  GraphParams,
+  KvCacheStats,
+} from "./context.js";
 export { Context, KV_BUCKET } from "./context.js";
 export { contextSize, DEFAULT_N_CTX, DEFAULT_N_UBATCH, kvBytesPerLayer } from "./context-size.js";
 export type { Embedding, EmbedInput, EmbedOptions } from "./embed.js";
@@ -23,6 +30,8 @@ export type {
   TokenSampler,
 } from "./generate.js";
 export { Generation, generate, greedy } from "./generate.js";
+export type { ImatrixEntry, ImatrixOptions, ImatrixResult } from "./imatrix.js";
+export { collectImatrix, ImatrixAccumulator } from "./imatrix.js";
 export { Logits } from "./logits.js";
 export type { ModelLoadOptions, WeightKept } from "./model.js";
 export { Model } from "./model.js";

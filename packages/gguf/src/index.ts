@@ -12,6 +12,8 @@ export type { GgmlTypeId, GgmlTypeInfo, GgmlTypeName } from "./ggml-types.js";
 export { GGML_TYPES, GgmlType, ggmlByteSize, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
 export type { Imatrix } from "./imatrix.js";
 export { parseImatrix, readImatrix } from "./imatrix.js";
+export type { ImatrixMeta, ImatrixSums } from "./imatrix-write.js";
+export { encodeImatrix } from "./imatrix-write.js";
 export type { GgufArray, GgufArrayItems, GgufKV, GgufPlainValue, GgufScalar } from "./metadata.js";
 export { GgufMetadata, plainValue } from "./metadata.js";
 export type { GgufFile, GgufPart, GgufTensorInfo } from "./parse.js";

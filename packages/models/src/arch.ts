@@ -57,6 +57,11 @@ export interface BuildOptions extends GraphShape {
    * `rank` (those rows through the model's classifier head: F32 [nClassifierOutputs, nOutputs]).
    */
   readonly output?: GraphOutput;
+  /**
+   * Also output the activations of every product with a weight of the file (`BuiltGraph.taps`),
+   * for an importance matrix. Default false.
+   */
+  readonly taps?: boolean;
 }
 
 /** What a graph computes for its output rows (see `BuildOptions.output`). */
@@ -78,6 +83,8 @@ export interface BuiltGraph {
   readonly candidates?: Tensor;
   /** With `BuildOptions.candidates`: F32 [1, candidates, nOutputs], the logits of those ids. */
   readonly candidateLogits?: Tensor;
+  /** With `BuildOptions.taps`: each weight product's activations, graph outputs. */
+  readonly taps?: readonly import("./weight-taps.js").WeightTap[];
 }
 
 /** One layer's K/V rows: elements per row of K and V, and the cache they live in. */

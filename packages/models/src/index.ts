@@ -65,3 +65,5 @@ export type { SynthKey, SynthShape } from "./synth.js";
 export { MODEL_SYNTH_PRESETS, synthLayout, synthShape } from "./synth.js";
 export type { ModelTensor, ModelTensors, TensorInfo, TensorSpec } from "./tensors.js";
 export { blocksInFile, checkBlockCount, checkModelTensors, checkTensor, checkTensors } from "./tensors.js";
+export type { WeightTap } from "./weight-taps.js";
+export { weightTaps } from "./weight-taps.js";

@@ -3,6 +3,7 @@ import type { BuiltGraph, GraphOutput, LayerRope } from "./arch.js";
 import { ModelError } from "./errors.js";
 import { CANDIDATE_LOGITS_OUTPUT, CANDIDATES_OUTPUT } from "./graph-inputs.js";
 import type { ModelTensors } from "./tensors.js";
+import { weightTaps } from "./weight-taps.js";
 
 /**
  * A graph under construction for one model: the builder, the file's weights by name (each
@@ -20,7 +21,11 @@ export class ModelGraph {
    */
   constructor(
     readonly tensors: ModelTensors | undefined,
-    readonly outputs: { readonly candidates?: number; readonly output?: GraphOutput } = {},
+    readonly outputs: {
+      readonly candidates?: number;
+      readonly output?: GraphOutput;
+      readonly taps?: boolean;
+    } = {},
   ) {}
 
   /** The weight `name` of shape `ne`. */
@@ -102,6 +107,12 @@ export class ModelGraph {
           ),
         )
       : undefined;
+    // Taps: the products' activations become outputs too (found on a first build of the nodes).
+    const taps = this.outputs.taps ? weightTaps(this.b.build()) : undefined;
+    for (const t of taps ?? []) {
+      this.b.output(t.input);
+      if (t.ids) this.b.output(t.ids);
+    }
     const graph = this.b.build();
     const inputs: Record<string, Tensor> = {};
     for (const t of graph.tensors) if (t.kind === "input") inputs[t.name] = t;
@@ -111,6 +122,7 @@ export class ModelGraph {
       constants: this.constants(),
       logits,
       ...(candidates && candidateLogits ? { candidates, candidateLogits } : {}),
+      ...(taps ? { taps } : {}),
     };
   }
 }

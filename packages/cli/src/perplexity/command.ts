@@ -89,7 +89,7 @@ function parse(argv: string[]): Options {
 }
 
 /** The text as llama.cpp's -f reads it: the whole file, one trailing newline dropped. */
-async function readText(path: string): Promise<string> {
+export async function readText(path: string): Promise<string> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
