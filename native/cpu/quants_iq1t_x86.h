@@ -54,6 +54,8 @@
 // through memory and every call pays a vzeroupper).
 #define MQ_IQ1T_INLINE inline __attribute__((always_inline))
 
+#include "quants_x86_util.h"
+
 namespace {
 
 static_assert(sizeof(minfer::quant::iq1s_grid) / sizeof(minfer::quant::iq1s_grid[0]) == 2048,
@@ -62,33 +64,6 @@ static_assert(sizeof(minfer::quant::iq1s_grid) / sizeof(minfer::quant::iq1s_grid
 constexpr size_t kQ8KBytes = sizeof(BlockQ8K);  // 292
 constexpr size_t kQ8KQs = offsetof(BlockQ8K, qs);
 constexpr size_t kQ8KBsums = offsetof(BlockQ8K, bsums);
-
-inline float ldf(const uint8_t* p) {
-  float f;
-  std::memcpy(&f, p, 4);
-  return f;
-}
-
-inline uint16_t ld16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
-
-inline uint32_t ld32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-
-inline int hsum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
 
 // Groups of 32 whose vpmaddubsw pair sums (each |·| ≤ 2·max_u·128) can add up in int16 before
 // widening: 8, 4, 2 or 1.
@@ -378,15 +353,10 @@ void dot_q8k(int64_t n, const uint8_t* x, const uint8_t* act, size_t stride, flo
 // nc columns (1 ≤ nc ≤ kMaxCols) with the column count as a template argument.
 template <class D>
 void dispatch_nc(int64_t n, const void* w, const void* act, size_t stride, int nc, float* out) {
-  static_assert(kMaxCols == 4, "columns 1..4");
+  static_assert(kMaxCols == 4, "for_columns covers 1..4 columns");
   const auto* x = static_cast<const uint8_t*>(w);
   const auto* a = static_cast<const uint8_t*>(act);
-  switch (nc) {
-    case 1: dot_q8k<D, 1>(n, x, a, stride, out); break;
-    case 2: dot_q8k<D, 2>(n, x, a, stride, out); break;
-    case 3: dot_q8k<D, 3>(n, x, a, stride, out); break;
-    default: dot_q8k<D, 4>(n, x, a, stride, out); break;
-  }
+  for_columns(nc, [&](auto k) { dot_q8k<D, decltype(k)::value>(n, x, a, stride, out); });
 }
 
 }  // namespace

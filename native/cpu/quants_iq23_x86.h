@@ -36,44 +36,13 @@
 #define MQ_IQ23_CAT(a, b) MQ_IQ23_CAT2(a, b)
 #define MQ_IQ23_NAME(base) MQ_IQ23_CAT(base, MQ_IQ23_SUFFIX)
 
+#include "quants_x86_util.h"
+
 namespace {
 
 using minfer::quant::ksigns_iq2xs;
 
 constexpr size_t kQ8K = sizeof(BlockQ8K);  // 292
-
-inline float ldf(const uint8_t* p) {
-  float f;
-  std::memcpy(&f, p, 4);
-  return f;
-}
-
-inline uint16_t ld16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
-
-inline uint32_t ld32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline uint64_t ld64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-
-inline int hsum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
 
 // ---- grid rows and signs ----
 // Explicit sign bytes (IQ2_S, IQ3_S) are read as 32 bits (bit 8l + j: element j of row l is
@@ -313,15 +282,10 @@ void dot_blocks(int64_t n, const uint8_t* x, const uint8_t* act, size_t stride, 
 // nc columns (1 ≤ nc ≤ kMaxCols) with the column count as a template argument.
 template <class D>
 void dispatch_nc(int64_t n, const void* w, const void* act, size_t stride, int nc, float* out) {
-  static_assert(kMaxCols == 4, "dispatch_nc covers 1..4 columns");
+  static_assert(kMaxCols == 4, "for_columns covers 1..4 columns");
   const auto* x = static_cast<const uint8_t*>(w);
   const auto* a = static_cast<const uint8_t*>(act);
-  switch (nc) {
-    case 1: dot_blocks<D, 1>(n, x, a, stride, out); break;
-    case 2: dot_blocks<D, 2>(n, x, a, stride, out); break;
-    case 3: dot_blocks<D, 3>(n, x, a, stride, out); break;
-    default: dot_blocks<D, 4>(n, x, a, stride, out); break;
-  }
+  for_columns(nc, [&](auto k) { dot_blocks<D, decltype(k)::value>(n, x, a, stride, out); });
 }
 
 }  // namespace

@@ -30,24 +30,12 @@
 #define MQ4_CAT(a, b) MQ4_CAT2(a, b)
 #define MQ4_NAME(base) MQ4_CAT(base, MQ4_SUFFIX)
 
+#include "quants_x86_util.h"
+
 namespace {
 
 constexpr size_t kQ8A = sizeof(BlockQ8A);  // 40
 constexpr size_t kQ8K = sizeof(BlockQ8K);  // 292
-
-inline float ldf(const uint8_t* p) {
-  float f;
-  std::memcpy(&f, p, 4);
-  return f;
-}
-
-inline uint16_t ld16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
-
-inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 // The 16-entry level table in both 128-bit lanes (for vpshufb).
 inline __m256i table16(const int8_t* t) {
@@ -82,13 +70,6 @@ inline __m256i dot_u(__m256i u, __m256i a) { return _mm256_dpbusd_epi32(_mm256_s
 inline __m128i hsum4x8(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
   const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-inline int hsum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
 }
 
 // Four groups' Σ level·a: levels v[u] (|v| in va[u]) against the 32 activation bytes at a + u·step.
@@ -274,12 +255,7 @@ template <template <int> class K>
 void dispatch_nc(int64_t n, const void* w, const void* act, size_t stride, int nc, float* out) {
   const auto* x = static_cast<const uint8_t*>(w);
   const auto* a = static_cast<const uint8_t*>(act);
-  switch (nc) {
-    case 1: K<1>::run(n, x, a, stride, out); break;
-    case 2: K<2>::run(n, x, a, stride, out); break;
-    case 3: K<3>::run(n, x, a, stride, out); break;
-    default: K<4>::run(n, x, a, stride, out); break;
-  }
+  for_columns(nc, [&](auto k) { K<decltype(k)::value>::run(n, x, a, stride, out); });
 }
 
 template <int NC>
