@@ -34,6 +34,10 @@
 
 #include <cstring>
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 #include "../common/fp16.h"
 #include "../common/iq_grids.h"
 #include "quants_internal.h"
@@ -226,11 +230,41 @@ void deq_blocks(float f, const uint8_t* s, float* y, int64_t nb) {
   }
 }
 
+// One block's integer sum against one column's codes: Σ_g ls[g]·Σ_{16 elements of g} v·a.
+inline int block_sumi(const int8_t* v, const int8_t* aq, const int* ls) {
+  int sumi = 0;
+  for (int g = 0; g < 16; g++) {
+    int is = 0;
+    for (int j = 16 * g; j < 16 * g + 16; j++) is += v[j] * aq[j];
+    sumi += ls[g] * is;
+  }
+  return sumi;
+}
+
+#if defined(__aarch64__)
+// The same sum with NEON widening multiplies (baseline NEON, no dotprod): |v| ≤ 62 and |a| ≤ 127,
+// so two products add up in an int16 lane (≤ 15748) before vpadalq widens them; integer sums in
+// any order are the scalar's exactly.
+inline int block_sumi_neon(const int8_t* v, const int8_t* aq, const int* ls) {
+  int32x4_t acc = vdupq_n_s32(0);
+  for (int g = 0; g < 16; g++) {
+    const int8x16_t vv = vld1q_s8(v + 16 * g);
+    const int8x16_t av = vld1q_s8(aq + 16 * g);
+    int16x8_t p = vmull_s8(vget_low_s8(vv), vget_low_s8(av));
+    p = vmlal_s8(p, vget_high_s8(vv), vget_high_s8(av));
+    acc = vmlaq_n_s32(acc, vpaddlq_s16(p), ls[g]);
+  }
+  return vaddvq_s32(acc);
+}
+#endif
+
+using SumiFn = int (*)(const int8_t* v, const int8_t* aq, const int* ls);
+
 // The vec_dot contract (quants_internal.h) for any decoder: each block is decoded once and used
 // for up to kMaxCols columns (more columns are taken kMaxCols at a time). Per block and column
-// sumi = Σ_g ls[g]·Σ v·a over 16-element sub-blocks (|sumi| < 2^26), then acc += d·a.d·sumi;
-// out = F·acc.
-template <DecodeFn decode, int bytes>
+// sumi = Σ_g ls[g]·Σ v·a over 16-element sub-blocks (|sumi| < 2^26, by `sum`), then
+// acc += d·a.d·sumi; out = F·acc.
+template <DecodeFn decode, int bytes, SumiFn sum>
 void dot_blocks(float f, int64_t n, const void* w, const void* act, size_t act_stride, int nc,
                 float* out) {
   const int64_t nb = n / 256;
@@ -249,13 +283,7 @@ void dot_blocks(float f, int64_t n, const void* w, const void* act, size_t act_s
     for (int64_t i = 0; i < nb; i++, x += bytes) {
       const float d = decode(x, v, ls);
       for (int c = 0; c < ncols; c++) {
-        const int8_t* aq = a[c][i].qs;
-        int sumi = 0;
-        for (int g = 0; g < 16; g++) {
-          int is = 0;
-          for (int j = 16 * g; j < 16 * g + 16; j++) is += v[j] * aq[j];
-          sumi += ls[g] * is;
-        }
+        const int sumi = sum(v, a[c][i].qs, ls);
         acc[c] += (d * a[c][i].d) * static_cast<float>(sumi);
       }
     }
@@ -265,14 +293,26 @@ void dot_blocks(float f, int64_t n, const void* w, const void* act, size_t act_s
 
 }  // namespace
 
+#if defined(__aarch64__)
+// The NEON kernels (neon_vec_dot in quants_neon.cpp lists them): the scalar decoder, NEON sums.
+#define MINFER_IQ_NEON(name, BYTES, F)                                                           \
+  void vec_dot_##name##_neon(int64_t n, const void* w, const void* act, size_t act_stride,      \
+                             int nc, float* out) {                                               \
+    dot_blocks<decode_##name, BYTES, block_sumi_neon>(F, n, w, act, act_stride, nc, out);        \
+  }
+#else
+#define MINFER_IQ_NEON(name, BYTES, F)
+#endif
+
 #define MINFER_IQ_KERNELS(name, BYTES, F)                                                        \
   void deq_##name(const uint8_t* src, float* dst, int64_t nb) {                                 \
     deq_blocks<decode_##name, BYTES>(F, src, dst, nb);                                           \
   }                                                                                              \
   void vec_dot_##name##_scalar(int64_t n, const void* w, const void* act, size_t act_stride,    \
                                int nc, float* out) {                                             \
-    dot_blocks<decode_##name, BYTES>(F, n, w, act, act_stride, nc, out);                         \
-  }
+    dot_blocks<decode_##name, BYTES, block_sumi>(F, n, w, act, act_stride, nc, out);             \
+  }                                                                                              \
+  MINFER_IQ_NEON(name, BYTES, F)
 
 MINFER_IQ_KERNELS(iq2_xxs, kIq2xxsBytes, kIq2xxsF)
 MINFER_IQ_KERNELS(iq2_xs, kIq2xsBytes, kIq2xsF)
@@ -282,5 +322,6 @@ MINFER_IQ_KERNELS(iq3_s, kIq3sBytes, kIq3sF)
 MINFER_IQ_KERNELS(iq1_s, kIq1sBytes, kIq1sF)
 MINFER_IQ_KERNELS(iq1_m, kIq1mBytes, kIq1mF)
 #undef MINFER_IQ_KERNELS
+#undef MINFER_IQ_NEON
 
 }  // namespace minfer::cpu::q

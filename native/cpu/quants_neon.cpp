@@ -1,7 +1,8 @@
 // NEON (AArch64) dot products of the float types (F32, F16, BF16) and the 32-element block types
 // against ActQ8A (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), the Q8A activation quantizer, and neon_vec_dot,
 // the lookup of every NEON kernel (the K-quants and ternary types are in quants_k_neon.cpp, IQ4_NL,
-// IQ4_XS and MXFP4 in quants_iq_neon.cpp). Types without a NEON kernel use the scalar code.
+// IQ4_XS and MXFP4 in quants_iq_neon.cpp, the grid i-quants in quants_iq.cpp). Types without a
+// NEON kernel use the scalar code.
 //
 // The block kernels decode each weight block once to int8 codes, take exact integer dots with
 // every column's activation codes (widening multiplies: baseline NEON, no dotprod extension) and
@@ -37,6 +38,14 @@ MINFER_NEON_DOT(tq2_0)
 MINFER_NEON_DOT(iq4_nl)
 MINFER_NEON_DOT(iq4_xs)
 MINFER_NEON_DOT(mxfp4)
+// quants_iq.cpp: the grid i-quants (scalar decoding, NEON integer sums)
+MINFER_NEON_DOT(iq2_xxs)
+MINFER_NEON_DOT(iq2_xs)
+MINFER_NEON_DOT(iq2_s)
+MINFER_NEON_DOT(iq3_xxs)
+MINFER_NEON_DOT(iq3_s)
+MINFER_NEON_DOT(iq1_s)
+MINFER_NEON_DOT(iq1_m)
 #undef MINFER_NEON_DOT
 
 namespace {
@@ -226,6 +235,13 @@ VecDotFn neon_vec_dot(program::DType t) {
     case DType::MXFP4: return vec_dot_mxfp4_neon;
     case DType::TQ1_0: return vec_dot_tq1_0_neon;
     case DType::TQ2_0: return vec_dot_tq2_0_neon;
+    case DType::IQ2_XXS: return vec_dot_iq2_xxs_neon;
+    case DType::IQ2_XS: return vec_dot_iq2_xs_neon;
+    case DType::IQ2_S: return vec_dot_iq2_s_neon;
+    case DType::IQ3_XXS: return vec_dot_iq3_xxs_neon;
+    case DType::IQ3_S: return vec_dot_iq3_s_neon;
+    case DType::IQ1_S: return vec_dot_iq1_s_neon;
+    case DType::IQ1_M: return vec_dot_iq1_m_neon;
     default: return nullptr;
   }
 }

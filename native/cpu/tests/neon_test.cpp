@@ -16,6 +16,7 @@
 
 #include "../../common/fp16.h"
 #include "../quants_internal.h"
+#include "random_blocks.h"
 
 namespace q = minfer::cpu::q;
 using minfer::program::DType;
@@ -34,26 +35,11 @@ static int failures = 0;
 static const DType kClaimed[] = {
     DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,  DType::Q5_1,
     DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,   DType::Q5_K,   DType::Q6_K,  DType::IQ4_NL,
-    DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0,
+    DType::IQ4_XS, DType::MXFP4, DType::TQ1_0, DType::TQ2_0, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+    DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M,
 };
 
 static bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-// Byte offsets of the f16 scale fields of one block of t; false when this test has no rule for t.
-static bool scale_fields(DType t, std::vector<int>& off) {
-  switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS:
-      off = {0}; return true;
-    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: off = {0, 2}; return true;
-    case DType::Q2_K: off = {80, 82}; return true;
-    case DType::Q3_K: off = {108}; return true;
-    case DType::Q6_K: off = {208}; return true;
-    case DType::TQ1_0: off = {52}; return true;
-    case DType::TQ2_0: off = {64}; return true;
-    case DType::MXFP4: off = {}; return true;  // E8M0 byte 0, set below
-    default: return false;
-  }
-}
 
 // n elements of weights of type t; `vals` gets the f32 values for float types (for Σ|w·a|).
 static bool make_weights(DType t, int64_t n, std::mt19937& rng, std::vector<uint8_t>& w, std::vector<float>& vals) {
@@ -73,20 +59,11 @@ static bool make_weights(DType t, int64_t n, std::mt19937& rng, std::vector<uint
     }
     return true;
   }
-  std::vector<int> off;
-  if (!scale_fields(t, off)) return false;
+  if (tr.act == q::ActFormat::F32) return false;  // (no block layout this test knows)
   std::uniform_int_distribution<int> bd(0, 255);
-  std::uniform_real_distribution<float> sd(-0.002f, 0.004f);
   for (auto& b : w) b = static_cast<uint8_t>(bd(rng));
-  for (size_t blk = 0; blk < w.size() / tr.type_size; blk++) {
-    uint8_t* p = w.data() + blk * tr.type_size;
-    for (int o : off) {
-      const uint16_t h = minfer::f32_to_fp16(sd(rng));
-      p[o] = static_cast<uint8_t>(h & 0xff);
-      p[o + 1] = static_cast<uint8_t>(h >> 8);
-    }
-    if (t == DType::MXFP4) p[0] = static_cast<uint8_t>(std::uniform_int_distribution<int>(118, 124)(rng));
-  }
+  for (size_t blk = 0; blk < w.size() / tr.type_size; blk++)
+    minfer::cpu::test::set_scale_fields(t, w.data() + blk * tr.type_size, rng);
   return true;
 }
 

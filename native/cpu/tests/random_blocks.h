@@ -17,6 +17,8 @@ namespace minfer::cpu::test {
 inline void set_scale_fields(program::DType t, uint8_t* p, std::mt19937& rng) {
   std::vector<int> halves;
   switch (t) {
+    case program::DType::Q4_0: case program::DType::Q5_0: case program::DType::Q8_0: halves = {0}; break;
+    case program::DType::Q4_1: case program::DType::Q5_1: halves = {0, 2}; break;
     case program::DType::Q2_K: halves = {80, 82}; break;
     case program::DType::Q3_K: halves = {108}; break;
     case program::DType::Q4_K: case program::DType::Q5_K: halves = {0, 2}; break;
