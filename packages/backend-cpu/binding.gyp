@@ -20,6 +20,16 @@
       "GCC_OPTIMIZATION_LEVEL": "3",
       "OTHER_CFLAGS": ["-Wall", "-Wextra"]
     },
+    # On arm64, where FMA is baseline, GCC and clang fuse a*b+c into one rounding by default:
+    # contraction off keeps every baseline kernel's float results those of the x86-64 build's
+    # baseline (scalar) code, which the NEON kernels are checked against (run-arm64.sh compares
+    # whole runs with x86 scalar's token ids). (x86-64 baseline has no FMA to fuse into.)
+    "conditions": [
+      ["target_arch=='arm64'", {
+        "cflags": ["-ffp-contract=off"],
+        "xcode_settings": {"OTHER_CFLAGS": ["-ffp-contract=off"]}
+      }]
+    ],
     "configurations": {
       "Release": {
         "cflags": ["-O3"]
