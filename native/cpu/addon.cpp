@@ -1,9 +1,11 @@
 // The Node-API face of the CPU backend: features, Runtime (pool + executor), Buffer (allocate,
-// mapFile, write, read, dispose) and checkProgram. Every native Status becomes a JavaScript Error
-// with a `code` in MakeError/Check below, the one choke point; nothing is swallowed.
+// mapFile, write, read, dispose), checkProgram and quantizeWeights. Every native Status becomes a
+// JavaScript Error with a `code` in MakeError/Check below, the one choke point; nothing is
+// swallowed.
 #include <napi.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "cpu_features.h"
 #include "executor.h"
 #include "op_table.h"
+#include "quantize_weights.h"
 #include "status.h"
 
 namespace minfer::cpu {
@@ -424,6 +427,85 @@ Napi::Value CheckProgram(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// ---- weight quantization -----------------------------------------------------------------
+
+uint64_t ToCount(Napi::Env env, const Napi::Value& v, const std::string& what) {
+  const uint64_t n = ToByteCount(env, v, what);
+  if (n == 0) Fail(env, Code::BadArgument, what + " must be positive");
+  return n;
+}
+
+program::DType ToWeightDtype(Napi::Env env, const Napi::Value& v, const std::string& what, bool source) {
+  if (!v.IsNumber()) Fail(env, Code::BadArgument, what + " must be a dtype id (a number)");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  const bool id = d == std::floor(d) && d >= 0 && d < 256;  // false for NaN and ±Infinity
+  const auto t = static_cast<program::DType>(id ? static_cast<int32_t>(d) : -1);
+  int32_t bs = 0, ts = 0;
+  const bool ok = id && (source ? qw::quantize_source(t) : qw::quantize_layout(t, &bs, &ts));
+  if (!ok) {
+    std::string list;
+    for (int32_t k = 0; k < 256; k++) {
+      const auto u = static_cast<program::DType>(k);
+      if (source ? qw::quantize_source(u) : qw::quantize_layout(u, &bs, &ts)) {
+        list += (list.empty() ? "" : ", ") + std::string(program::dtype_name(u)) + " (" + std::to_string(k) + ")";
+      }
+    }
+    Fail(env, Code::BadArgument, what + " " + std::to_string(d) + " is not supported; supported: " + list);
+  }
+  return t;
+}
+
+// quantizeWeights(dtype, src, srcDtype, rowLength, importance?) -> Uint8Array: the values of src
+// (F32, F16 or BF16, whole rows of rowLength) quantized as @minfer/gguf's quantize would.
+// The result is written to native memory and copied into the returned array at the end.
+Napi::Value QuantizeWeights(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const program::DType type = ToWeightDtype(env, info[0], "dtype", false);
+  const Bytes src = ToBytes(env, info[1], "src");
+  const program::DType src_type = ToWeightDtype(env, info[2], "srcDtype", true);
+  const uint64_t row_len = ToCount(env, info[3], "rowLength");
+  int32_t bs = 0, ts = 0;
+  qw::quantize_layout(type, &bs, &ts);
+  const std::string name = program::dtype_name(type);
+  const uint64_t esize = src_type == program::DType::F32 ? 4 : 2;
+  if (src.length % esize != 0) {
+    Fail(env, Code::BadArgument, "src holds " + std::to_string(src.length) + " bytes, not a whole number of " +
+                                     program::dtype_name(src_type) + " values");
+  }
+  const uint64_t n = src.length / esize;
+  if (row_len % static_cast<uint64_t>(bs) != 0) {
+    Fail(env, Code::BadArgument, "rowLength " + std::to_string(row_len) + " is not a whole number of " + name +
+                                     " blocks of " + std::to_string(bs));
+  }
+  if (n % row_len != 0) {
+    Fail(env, Code::BadArgument, std::to_string(n) + " values are not whole rows of rowLength " + std::to_string(row_len));
+  }
+  std::vector<float> imp;
+  if (info.Length() > 4 && !info[4].IsUndefined() && !info[4].IsNull()) {
+    if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      Fail(env, Code::BadArgument, "importance must be a Float32Array");
+    }
+    Napi::Float32Array a = info[4].As<Napi::Float32Array>();
+    if (a.ElementLength() != row_len) {
+      Fail(env, Code::BadArgument, "importance holds " + std::to_string(a.ElementLength()) +
+                                       " values; it needs one per column (rowLength " + std::to_string(row_len) + ")");
+    }
+    imp.assign(a.Data(), a.Data() + row_len);
+    for (uint64_t j = 0; j < row_len; j++) {
+      if (!(imp[j] >= 0 && std::isfinite(imp[j]))) {
+        Fail(env, Code::BadArgument, "importance[" + std::to_string(j) + "] is " + std::to_string(imp[j]) +
+                                         ": it must be finite and >= 0");
+      }
+    }
+  }
+  std::vector<uint8_t> bytes(n / static_cast<uint64_t>(bs) * static_cast<uint64_t>(ts));
+  qw::quantize_rows(type, src_type, src.data, static_cast<int64_t>(n), static_cast<int64_t>(row_len),
+                    imp.empty() ? nullptr : imp.data(), bytes.data());
+  Napi::Uint8Array out = Napi::Uint8Array::New(env, bytes.size());
+  if (!bytes.empty()) std::memcpy(out.Data(), bytes.data(), bytes.size());
+  return out;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
   Napi::Function buffer = BufferObject::Define(env);
@@ -436,6 +518,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("features", Napi::Function::New<Features>(env, "features"));
   exports.Set("registeredOps", Napi::Function::New<RegisteredOps>(env, "registeredOps"));
   exports.Set("checkProgram", Napi::Function::New<CheckProgram>(env, "checkProgram"));
+  exports.Set("quantizeWeights", Napi::Function::New<QuantizeWeights>(env, "quantizeWeights"));
   return exports;
 }
 

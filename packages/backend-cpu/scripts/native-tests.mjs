@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The standalone C++ tests of the kernels (part of this package's `test`): quantization and
+// The standalone C++ tests of the kernels (part of this package's `test`): quantization, the native
+// weight quantizer (byte for byte against @minfer/gguf's TypeScript) and
 // matmul against TypeScript vectors and double precision, every other op against double
 // precision (with guard bytes, NaN-filled outputs, batch invariance of attention), and — when
 // an AArch64 cross compiler is installed — a NEON build and test under qemu.
@@ -18,7 +19,7 @@ function run(cmd, args) {
   }
 }
 
-run("make", ["-s", "quant", "matmul"]);
+run("make", ["-s", "quant", "matmul", "weights"]);
 run("bash", ["ops_build.sh"]);
 const cross = spawnSync("sh", ["-c", "command -v aarch64-linux-gnu-g++"]).status === 0;
 if (cross) run("bash", ["check-arm64.sh"]);

@@ -3,15 +3,29 @@
  * the BackendEntry contract of `@minfer/ir`.
  * @module @minfer/backend-cpu
  */
-import { BACKEND_API_VERSION, type BackendEntry, type Device } from "@minfer/ir";
+import {
+  BACKEND_API_VERSION,
+  type BackendEntry,
+  type Device,
+  WEIGHT_QUANTIZER,
+  type WeightQuantizer,
+} from "@minfer/ir";
 import { CpuDevice } from "./device.js";
 import { loadNative, type NativeFeatures } from "./native.js";
+import { convertWeights, quantizeWeightsUnsupported } from "./quantize-weights.js";
 
 export type { CpuEnv } from "./config.js";
 export { CpuDevice } from "./device.js";
 export type { CpuBackendErrorCode } from "./errors.js";
 export { CpuBackendError } from "./errors.js";
 export type { NativeFeatures, SimdLevelName } from "./native.js";
+export {
+  convertWeights,
+  NATIVE_QUANTIZE_SOURCES,
+  NATIVE_QUANTIZE_TYPES,
+  quantizeWeights,
+  quantizeWeightsUnsupported,
+} from "./quantize-weights.js";
 export { CpuBuffer, CpuRuntime } from "./runtime.js";
 
 const native = loadNative();
@@ -19,6 +33,9 @@ const device = new CpuDevice(native.ok ? native.addon : undefined, native.ok ? u
 const devices: readonly Device[] = [device];
 
 const LEVEL_SCORE = { scalar: 1, neon: 2, avx2: 2, avx512: 3 } as const;
+
+/** The native weight quantizer, as the registry hands it out (`getExtension(WEIGHT_QUANTIZER)`). */
+const weightQuantizer: WeightQuantizer = { unsupported: quantizeWeightsUnsupported, convert: convertWeights };
 
 /** SIMD features of this machine; undefined when the addon is missing. */
 export function cpuFeatures(): NativeFeatures | undefined {
@@ -53,6 +70,7 @@ export const backend: BackendEntry = {
   getExtension(name: string): unknown {
     if (name === "cpu.features") return cpuFeatures;
     if (name === "cpu.kernels") return cpuKernels;
+    if (name === WEIGHT_QUANTIZER) return weightQuantizer;
     return undefined;
   },
 };

@@ -73,6 +73,19 @@ export interface NativeAddon {
   registeredOps(): string[];
   /** Validates a program against buffer sizes: null when it would run. */
   checkProgram(program: Uint8Array, bufferSizes: readonly number[], simd?: string): NativeCheck | null;
+  /**
+   * The values of `src` (dtype `srcDtype`: F32, F16 or BF16; whole rows of `rowLength` values)
+   * quantized to `dtype` byte for byte as `quantize` of @minfer/gguf does, `importance`
+   * (`rowLength` values, finite, ≥ 0) weighing column j of every row. Synchronous, on the calling
+   * thread. Absent from binaries built before it (see quantize-weights.ts).
+   */
+  quantizeWeights?(
+    dtype: number,
+    src: ArrayBufferView,
+    srcDtype: number,
+    rowLength: number,
+    importance?: Float32Array,
+  ): Uint8Array;
 }
 
 export type NativeLoad =

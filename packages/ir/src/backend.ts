@@ -23,6 +23,29 @@ export interface BackendEntry {
   getExtension?(name: string): unknown;
 }
 
+/** The extension name of a backend's {@link WeightQuantizer} (`getExtension(WEIGHT_QUANTIZER)`). */
+export const WEIGHT_QUANTIZER = "weight-quantizer";
+
+/**
+ * Weight quantization in a backend's native code (`minfer gguf quantize` uses it where a backend
+ * offers it): the same bytes as @minfer/gguf's TypeScript quantizers, faster.
+ */
+export interface WeightQuantizer {
+  /** Why it cannot convert dtype `from` to `to` here, or undefined when it can. */
+  unsupported(from: number, to: number): string | undefined;
+  /**
+   * `data`, whole rows of `rowLength` values of dtype `from`, converted to `to`; `importance`
+   * (`rowLength` values) weighs each column's error.
+   */
+  convert(
+    from: number,
+    to: number,
+    data: ArrayBufferView,
+    rowLength: number,
+    importance?: Float32Array,
+  ): Uint8Array;
+}
+
 export interface DeviceMemory {
   /** Bytes free now. */
   readonly free: number;

@@ -17,8 +17,9 @@ export type {
   ExecuteOptions,
   ExecuteResult,
   OpQuery,
+  WeightQuantizer,
 } from "./backend.js";
-export { BACKEND_API_VERSION } from "./backend.js";
+export { BACKEND_API_VERSION, WEIGHT_QUANTIZER } from "./backend.js";
 export type { DTypeName } from "./dtype.js";
 export {
   blockOf,

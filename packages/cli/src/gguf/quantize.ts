@@ -12,14 +12,13 @@ import {
   type QuantTarget,
   readGguf,
   readImatrix,
-  readTensorRange,
   type TensorPlan,
   writeGguf,
 } from "@minfer/gguf";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
 import { CliError } from "../errors.js";
 import { ProgressBar } from "../progress.js";
-import { ConvertPool } from "../worker-pool.js";
+import { ConvertPool, quantizerSummary, tensorRange } from "../worker-pool.js";
 
 export const quantizeOptions: OptionSpec[] = [
   {
@@ -43,6 +42,8 @@ export const quantizeOptions: OptionSpec[] = [
 
 /** Elements per conversion job: whole rows, about four million elements. */
 const JOB_ELEMENTS = 1 << 22;
+/** Input bytes read ahead of the writer beyond 2 jobs per thread: keeps the workers busy behind a slow job. */
+const LOOKAHEAD_BYTES = 128 * 1048576;
 
 interface Job {
   tensor: number;
@@ -153,14 +154,29 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
   const pool = new ConvertPool(threads);
   const results = new Map<Job, Promise<Uint8Array>>();
   let started = 0;
+  let ahead = 0; // input bytes of the jobs started and not yet written
   const lookahead = threads * 2;
   const startUpTo = (k: number) => {
-    for (; started < Math.min(k, allJobs.length); started++) {
+    for (
+      ;
+      started < allJobs.length && (started < k || ahead + allJobs[started]!.bytes <= LOOKAHEAD_BYTES);
+      started++
+    ) {
       const job = allJobs[started]!;
       const t = file.tensors[job.tensor]!;
       const p = plan[job.tensor]!;
-      const r = readTensorRange(file, t, job.start, job.bytes).then((data) =>
-        pool.convert(data, p.from.id, p.to.id, job.elements, job.importance),
+      ahead += job.bytes;
+      // The worker reads the range itself: the input never passes through this thread.
+      const r = Promise.resolve().then(() =>
+        pool.convert(
+          tensorRange(file, t, job.start, job.bytes),
+          p.from.id,
+          p.to.id,
+          job.elements,
+          job.importance,
+          t.name,
+          t.dims[0] ?? 1,
+        ),
       );
       r.catch(() => {}); // awaited in order below; avoid an unhandled rejection meanwhile
       results.set(job, r);
@@ -194,6 +210,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
             const out = await results.get(job)!;
             results.delete(job);
             index++;
+            ahead -= job.bytes;
             doneIn += job.bytes;
             bar.update(doneIn, t.name);
             yield out;
@@ -205,7 +222,8 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
     const converted = plan.filter((p) => p.to.quantized && p.from.id !== p.to.id).length;
     bar.done(
       `${output}: ${target.name}, ${converted} of ${plan.length} tensors quantized; ` +
-        `${(totalIn / 1048576).toFixed(1)} MiB -> ${(layout.fileSize / 1048576).toFixed(1)} MiB with ${threads} threads`,
+        `${(totalIn / 1048576).toFixed(1)} MiB -> ${(layout.fileSize / 1048576).toFixed(1)} MiB with ${threads} threads` +
+        (quantizerSummary(pool.used) ? `, ${quantizerSummary(pool.used)}` : ""),
     );
   } finally {
     await pool.close();

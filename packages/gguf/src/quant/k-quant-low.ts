@@ -138,6 +138,9 @@ export function quantizeQ2K(x: Float32Array, dst: Uint8Array, imp?: Float32Array
     let bestD = d;
     let bestDmin = dmin;
     let bestErr = Number.POSITIVE_INFINITY;
+    // (codes 0 when no round has a finite error — NaN/∞ input — never an earlier block's)
+    BEST_SC.fill(0);
+    BEST_MC.fill(0);
     for (let round = 0; round <= REFITS; round++) {
       const err = assignQ2(x, xo, d, dmin);
       if (!(err < bestErr)) break;
@@ -223,7 +226,8 @@ function errQ3(step: number, bestErr: number): number {
     }
   } else {
     for (let j = 0; j < 16; j++) {
-      err += weighted ? WS[j]! * xs[j]! * xs[j]! : xs[j]! ** 4;
+      const v = xs[j]!;
+      err += weighted ? WS[j]! * v * v : v * v * (v * v); // (x² weight × x², exact IEEE steps)
       if (err >= bestErr) return err;
     }
   }
@@ -308,6 +312,7 @@ export function quantizeQ3K(x: Float32Array, dst: Uint8Array, imp?: Float32Array
     let d = roundToF16(max / -32);
     let bestD = d;
     let bestErr = Number.POSITIVE_INFINITY;
+    BEST_SC.fill(0); // (as Q2_K's: never an earlier block's codes)
     for (let round = 0; round <= REFITS; round++) {
       const err = assignQ3(x, xo, d);
       if (!(err < bestErr)) break;
