@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   byteVocabulary,
+  encodeImatrix,
   GgmlType,
   GgufValueType,
   QUANT_MIXES,
@@ -30,6 +31,12 @@ if (!bin) {
 
 /** Runs with --pure as well, on every model. */
 const PURE_MIXES = ["Q2_K", "Q4_K_M"];
+/**
+ * Mixes llama-quantize writes only with an importance matrix (some of their tensors are IQ1_S,
+ * IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S or IQ3_XXS): run with --imatrix, an imatrix of equal sums for
+ * every matrix but the token embeddings (what llama-imatrix records), keyed "MIX --imatrix".
+ */
+const IMATRIX_MIXES = ["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS"];
 
 /**
  * The models: architecture, layers, width, heads, KV heads, FFN width, vocabulary rows (the
@@ -57,7 +64,7 @@ const MODELS = [
     heads: 4,
     kv: 1,
     ff: 256,
-    only: ["Q2_K", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M"],
+    only: ["Q2_K", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M"],
   },
   { id: "phi3-6L-qkv", arch: "phi3", layers: 6, embd: 256, heads: 4, kv: 4, ff: 512, qkv: true },
   { id: "llama-4L-8x-moe", arch: "llama", layers: 4, embd: 256, heads: 8, kv: 2, ff: 256, experts: 8 },
@@ -151,9 +158,10 @@ const dir = mkdtempSync(join(tmpdir(), "quantize-mixes-"));
 const result = {
   about:
     "Tensor types llama.cpp's llama-quantize (the llama.cpp source in shared/device/llamacpp/llama.cpp-src.tar.xz, " +
-    "the commit node-llama-cpp 3.21.1 bundles) writes for small synthetic F16 models, no imatrix. " +
+    "the commit node-llama-cpp 3.21.1 bundles) writes for small synthetic F16 models, no imatrix unless the run says --imatrix. " +
     "Made by: node scripts/fidelity/quantize-mixes-vectors.mjs /path/to/llama-quantize " +
-    "(which runs llama-quantize [--pure] IN.gguf OUT.gguf MIX 2 per model and mix). " +
+    "(which runs llama-quantize [--pure] [--imatrix ONES.gguf] IN.gguf OUT.gguf MIX 2 per model and mix; " +
+    "--imatrix, an imatrix of equal sums for every matrix but token_embd, for the mixes that need one). " +
     "Per model: its metadata facts and tensors (name, dims; vectors are F32, matrices F16); " +
     "per mix: general.file_type, the type most matrices got, and every matrix that got another.",
   models: {},
@@ -173,11 +181,32 @@ try {
       tensors: written.map((t) => [t.name, t.dims, t.type === GgmlType.F16 ? "F16" : "F32"]),
       mixes: {},
     };
+    const imatrixPath = join(dir, `${m.id}.imatrix.gguf`);
+    const sums = new Map(
+      written
+        .filter((t) => t.type === GgmlType.F16 && t.name !== "token_embd.weight")
+        .map((t) => {
+          const nMat = t.dims[2] ?? 1;
+          return [
+            t.name,
+            { nCols: t.dims[0], sums: new Array(t.dims[0] * nMat).fill(1), counts: new Array(nMat).fill(1) },
+          ];
+        }),
+    );
+    writeFileSync(imatrixPath, encodeImatrix(sums, { datasets: ["ones"], chunkCount: 1, chunkSize: 1 }));
     const mixes = m.only ?? QUANT_MIXES;
     const runs = [...mixes.map((mix) => [mix, false]), ...PURE_MIXES.map((mix) => [mix, true])];
     for (const [mix, pure] of runs) {
       const output = join(dir, `${m.id}-${mix}.gguf`);
-      const args = [...(pure ? ["--pure"] : []), input, output, mix, "2"];
+      const imatrix = IMATRIX_MIXES.includes(mix);
+      const args = [
+        ...(pure ? ["--pure"] : []),
+        ...(imatrix ? ["--imatrix", imatrixPath] : []),
+        input,
+        output,
+        mix,
+        "2",
+      ];
       execFileSync(bin, args, { stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 << 20 });
       const file = await readGguf(output);
       const matrices = file.tensors.filter((t) => t.dims.filter((d) => d > 1).length >= 2);
@@ -188,17 +217,20 @@ try {
         matrices.filter((t) => t.typeName !== most).map((t) => [t.name, t.typeName]),
       );
       const vectors = [...new Set(file.tensors.filter((t) => !matrices.includes(t)).map((t) => t.typeName))];
-      entry.mixes[pure ? `${mix} --pure` : mix] = {
+      entry.mixes[`${mix}${pure ? " --pure" : ""}${imatrix ? " --imatrix" : ""}`] = {
         fileType: file.metadata.integer("general.file_type"),
         most,
         other,
         vectors,
       };
       rmSync(output);
-      console.error(`${m.id} ${mix}${pure ? " --pure" : ""}: ${most} + ${Object.keys(other).length} others`);
+      console.error(
+        `${m.id} ${mix}${pure ? " --pure" : ""}${imatrix ? " --imatrix" : ""}: ${most} + ${Object.keys(other).length} others`,
+      );
     }
     result.models[m.id] = entry;
     rmSync(input);
+    rmSync(imatrixPath);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

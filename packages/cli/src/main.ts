@@ -36,8 +36,10 @@ const GGUF_COMMANDS: Record<string, Command> = {
     summary:
       "convert the weights to TYPE: one of llama.cpp's mixes, chosen per tensor as llama-quantize does " +
       "(q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0, q5_1, q8_0, " +
-      "iq4_nl, iq4_xs), or a plain type for every matrix (f16, bf16, f32, q3_k, q4_k, q5_k); " +
-      "--imatrix weighs each element's error by llama-imatrix's importance matrix (GGUF or legacy .dat)",
+      "iq4_nl, iq4_xs, iq3_m, iq3_s, iq3_xs, iq3_xxs, iq2_m, iq2_s, iq2_xs, iq2_xxs, iq1_m, iq1_s, tq2_0, tq1_0), " +
+      "or a plain type for every matrix (f16, bf16, f32, q3_k, q4_k, q5_k); " +
+      "--imatrix weighs each element's error by llama-imatrix's importance matrix (GGUF or legacy .dat); " +
+      "iq3_xxs, iq3_xs and the iq2 and iq1 mixes need one, as in llama.cpp",
     options: quantizeOptions,
     run: quantizeCommand,
   },

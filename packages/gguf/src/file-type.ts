@@ -18,9 +18,18 @@ const FILE_TYPE: ReadonlyMap<number, number> = new Map([
   [GgmlType.Q4_K, 14],
   [GgmlType.Q5_K, 16],
   [GgmlType.Q6_K, 18],
+  [GgmlType.IQ2_XXS, 19],
+  [GgmlType.IQ2_XS, 20],
+  [GgmlType.IQ3_XXS, 23],
+  [GgmlType.IQ1_S, 24],
   [GgmlType.IQ4_NL, 25],
+  [GgmlType.IQ3_S, 26],
+  [GgmlType.IQ2_S, 28],
   [GgmlType.IQ4_XS, 30],
+  [GgmlType.IQ1_M, 31],
   [GgmlType.BF16, 32],
+  [GgmlType.TQ1_0, 36],
+  [GgmlType.TQ2_0, 37],
 ]);
 
 /** The `general.file_type` for a file whose weights are of `type`, or `undefined` if it has none. */
@@ -49,6 +58,18 @@ export const MIX_FILE_TYPE: Readonly<Record<string, number>> = Object.freeze({
   Q6_K: 18,
   IQ4_NL: 25,
   IQ4_XS: 30,
+  IQ2_XXS: 19,
+  IQ2_XS: 20,
+  IQ3_XS: 22,
+  IQ3_XXS: 23,
+  IQ1_S: 24,
+  IQ3_S: 26,
+  IQ3_M: 27,
+  IQ2_S: 28,
+  IQ2_M: 29,
+  IQ1_M: 31,
+  TQ1_0: 36,
+  TQ2_0: 37,
 });
 
 /** `general.file_type` of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M). */

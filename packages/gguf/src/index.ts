@@ -25,6 +25,7 @@ export {
   f16ToF32,
   f32ToBf16,
   f32ToF16,
+  IMPORTANCE_REQUIRED_TYPES,
   IMPORTANCE_TYPES,
   QUANTIZE_TYPES,
   quantize,
@@ -42,10 +43,12 @@ export {
 } from "./quantize-mixes.js";
 export type { QuantTarget, TensorPlan } from "./quantize-plan.js";
 export {
+  checkImatrix,
   chooseType,
   chooseTypes,
   convertTensor,
   fallbackType,
+  importanceNeeds,
   llamaQuantTarget,
   planQuantization,
   QUANT_RECIPES,

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { GgmlType } from "./ggml-types.js";
 import { isQuantizable, type ModelFacts, QUANT_MIXES, tensorRole, useMoreBits } from "./quantize-mixes.js";
-import { llamaQuantTarget, planQuantization, quantTargetByName } from "./quantize-plan.js";
+import { chooseTypes, llamaQuantTarget, quantTargetByName } from "./quantize-plan.js";
 
 // What llama-quantize wrote for each mix, per synthetic model: made by
 // scripts/fidelity/quantize-mixes-vectors.mjs from llama.cpp itself (see the file's "about").
@@ -31,10 +31,11 @@ describe("llama.cpp's mixes, against llama-quantize's own choices", () => {
     const tensors = model.tensors.map(([name, dims, type]) => ({ name, dims, type: GgmlType[type] }));
     for (const [run, want] of Object.entries(model.mixes)) {
       it(`${id} ${run}`, () => {
-        const [mix, flag] = run.split(" ");
-        const target = llamaQuantTarget(mix!, { pure: flag === "--pure" });
+        const [mix, ...flags] = run.split(" ");
+        const target = llamaQuantTarget(mix!, { pure: flags.includes("--pure") });
         expect(target.fileType).toBe(want.fileType);
-        const plan = planQuantization(tensors, target, false, model.facts);
+        // The types chosen, whether or not minfer writes them all.
+        const plan = chooseTypes(tensors, target, { ...model.facts, imatrix: flags.includes("--imatrix") });
         const got = new Map<string, string>();
         const expected = new Map<string, string>();
         for (const [i, t] of tensors.entries()) {
@@ -52,7 +53,9 @@ describe("llama.cpp's mixes, against llama-quantize's own choices", () => {
 
   it("covers every mix on the models, and --pure on each", () => {
     const runs = Object.values(LLAMACPP.models).map((m) => Object.keys(m.mixes));
-    for (const mix of QUANT_MIXES) expect(runs.filter((r) => r.includes(mix)).length).toBeGreaterThan(4);
+    for (const mix of QUANT_MIXES) {
+      expect(runs.filter((r) => r.some((k) => k.split(" ")[0] === mix)).length).toBeGreaterThan(4);
+    }
     for (const r of runs) expect(r.some((k) => k.endsWith("--pure"))).toBe(true);
   });
 });

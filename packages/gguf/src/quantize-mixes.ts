@@ -23,6 +23,18 @@ export const QUANT_MIXES = [
   "Q6_K",
   "IQ4_NL",
   "IQ4_XS",
+  "IQ1_S",
+  "IQ1_M",
+  "IQ2_XXS",
+  "IQ2_XS",
+  "IQ2_S",
+  "IQ2_M",
+  "IQ3_XXS",
+  "IQ3_XS",
+  "IQ3_S",
+  "IQ3_M",
+  "TQ1_0",
+  "TQ2_0",
 ] as const;
 export type QuantMix = (typeof QUANT_MIXES)[number];
 
@@ -46,6 +58,18 @@ const MIX_BASE: Readonly<Record<QuantMix, GgmlTypeId>> = {
   Q6_K: T.Q6_K,
   IQ4_NL: T.IQ4_NL,
   IQ4_XS: T.IQ4_XS,
+  IQ1_S: T.IQ1_S,
+  IQ1_M: T.IQ1_M,
+  IQ2_XXS: T.IQ2_XXS,
+  IQ2_XS: T.IQ2_XS,
+  IQ2_S: T.IQ2_XS, // sic: llama.cpp's IQ2_S mix is mostly IQ2_XS, its IQ2_M mostly IQ2_S
+  IQ2_M: T.IQ2_S,
+  IQ3_XXS: T.IQ3_XXS,
+  IQ3_XS: T.IQ3_S,
+  IQ3_S: T.IQ3_S,
+  IQ3_M: T.IQ3_S,
+  TQ1_0: T.TQ1_0,
+  TQ2_0: T.TQ2_0,
 };
 
 /** The mix called `name` (any case), or `undefined`. */
@@ -216,6 +240,8 @@ function attnVType(c: Ctx): GgmlTypeId {
   else if (is(mix, "IQ4_NL", "IQ4_XS") && c.gqa >= 4) t = T.Q5_K;
   else if (is(mix, "Q4_K_M", "Q5_K_M") && useMoreBits(c.i, c.n)) t = T.Q6_K;
   else if (mix === "Q4_K_S" && c.i < 4) t = T.Q5_K;
+  else if (mix === "IQ3_XXS") t = c.gqa >= 4 ? T.Q4_K : c.imatrix ? T.IQ3_XXS : T.IQ3_S;
+  else if ((is(mix, "IQ3_XS", "IQ3_S") && c.gqa >= 4) || mix === "IQ3_M") t = T.Q4_K;
   if (c.big && (t === T.Q3_K || t === T.Q4_K)) t = T.Q5_K;
   return c.experts === 8 ? T.Q8_0 : t;
 }
@@ -244,6 +270,10 @@ function ffnDownType(c: Ctx): GgmlTypeId {
       return more ? T.Q6_K : c.base;
     case "Q4_K_S":
       return !falcon && i < Math.floor(n / 8) ? T.Q5_K : c.base;
+    case "IQ3_XXS":
+      return c.imatrix ? c.base : i < Math.floor(n / 8) ? T.Q4_K : T.Q3_K;
+    case "IQ3_M":
+      return i < Math.floor(n / 8) || (c.experts === 8 && more) ? T.Q4_K : c.base;
     default:
       return c.base;
   }
@@ -258,9 +288,19 @@ const ATTN_OUTPUT_8X: readonly QuantMix[] = [
   "Q4_K_S",
   "Q4_K_M",
   "IQ4_XS",
+  "IQ3_XS",
+  "IQ3_XXS",
+  "IQ3_S",
+  "IQ3_M",
 ];
 /** attn_output of a dense model, by mix (others keep the base type). */
-const ATTN_OUTPUT: Partial<Record<QuantMix, GgmlTypeId>> = { Q2_K: T.Q3_K, Q3_K_M: T.Q4_K, Q3_K_L: T.Q5_K };
+const ATTN_OUTPUT: Partial<Record<QuantMix, GgmlTypeId>> = {
+  Q2_K: T.Q3_K,
+  Q3_K_M: T.Q4_K,
+  Q3_K_L: T.Q5_K,
+  IQ3_XXS: T.IQ3_S,
+  IQ3_M: T.Q4_K,
+};
 
 function attnOutputType(c: Ctx): GgmlTypeId {
   if (c.falcon) return c.mix === "Q3_K_L" ? T.Q4_K : c.base;
@@ -271,7 +311,50 @@ function attnOutputType(c: Ctx): GgmlTypeId {
 /** The type of output.weight (and of token_embd.weight when the output reuses it). */
 function outputType(c: Ctx, row: number, baseBlock: number): GgmlTypeId {
   if (c.falcon || row % baseBlock !== 0) return T.Q8_0;
+  if (LOW_BIT.includes(c.mix) || c.mix === "IQ3_XXS") return T.Q5_K;
   return c.base === T.Q8_0 ? T.Q8_0 : T.Q6_K;
+}
+
+/** The mixes below 3 bits, whose rules are their own (llama.cpp gives them one branch). */
+const LOW_BIT: readonly QuantMix[] = ["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M"];
+
+/** token_embd.weight of an untied model, by mix (others keep the base type). */
+const TOKEN_EMBD: Partial<Record<QuantMix, GgmlTypeId>> = {
+  IQ1_S: T.Q2_K,
+  IQ1_M: T.Q2_K,
+  IQ2_XXS: T.Q2_K,
+  IQ2_XS: T.Q2_K,
+  IQ2_S: T.IQ3_S,
+  IQ2_M: T.IQ3_S,
+  IQ3_XXS: T.IQ3_S,
+  TQ1_0: T.Q4_K,
+  TQ2_0: T.Q4_K,
+};
+
+/**
+ * A tensor's type in the {@link LOW_BIT} mixes: attn_v, the first eighth of ffn_down (by count)
+ * and attn_output get more bits; the IQ2_S and IQ2_M mixes give them IQ3_S, the others Q2_K.
+ */
+function lowBitType(c: Ctx, role: TensorRole): GgmlTypeId {
+  const wide = is(c.mix, "IQ2_S", "IQ2_M");
+  if (role === "attn_v") return c.gqa >= 4 || c.experts >= 4 ? T.Q4_K : wide ? T.IQ3_S : T.Q2_K;
+  if (role === "attn_k" && c.experts === 8) return T.Q4_K;
+  if (role === "ffn_down" && c.i < Math.floor(c.n / 8)) return wide ? T.IQ3_S : T.Q2_K;
+  if (role === "attn_output") {
+    if (c.experts === 8) return T.Q5_K;
+    if (is(c.mix, "IQ1_S", "IQ1_M")) return T.IQ2_XXS;
+    if (wide) return T.IQ3_S;
+  }
+  return c.base;
+}
+
+/** attn_q and attn_k in the IQ3_XS and IQ3_XXS mixes (the 8-expert attn_k rule comes first). */
+const ATTN_QK: Partial<Record<QuantMix, GgmlTypeId>> = { IQ3_XS: T.IQ3_XXS, IQ3_XXS: T.IQ2_S };
+
+/** ffn_gate and ffn_up of the IQ3_XS mix: IQ3_XXS in the middle three quarters of the layers. */
+function ffnGateUpType(c: Ctx): GgmlTypeId {
+  const middle = c.i >= Math.floor(c.n / 8) && c.i < Math.floor((7 * c.n) / 8);
+  return c.mix === "IQ3_XS" && middle ? T.IQ3_XXS : c.base;
 }
 
 /** The GQA ratio from the shapes of the first attn_q / attn_k (when the metadata does not say). */
@@ -323,16 +406,28 @@ export function mixTypes(
     .sort((a, b) => a.layer - b.layer || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   let iAttnV = 0;
   let iFfnDown = 0;
+  let iFfnGate = 0;
+  let iFfnUp = 0;
   const out: GgmlTypeId[] = tensors.map(() => base);
   for (const { i, layer } of order) {
     if (!quantizable[i]) continue;
     const role = roles[i]!;
     if (role === "output" || (tied && role === "token_embd")) {
       out[i] = outputType({ ...common, i: 0, n: 0 }, tensors[i]!.dims[0]!, blockSize(base));
+    } else if (role === "token_embd") {
+      out[i] = TOKEN_EMBD[mix] ?? base;
+    } else if (LOW_BIT.includes(mix)) {
+      // (Of llama.cpp's counters only ffn_down's is read in these mixes.)
+      out[i] = lowBitType({ ...common, i: role === "ffn_down" ? iFfnDown++ : 0, n: layers }, role);
+    } else if (role === "ffn_gate" || role === "ffn_up") {
+      const k = role === "ffn_gate" ? iFfnGate++ : iFfnUp++;
+      out[i] = ffnGateUpType({ ...common, i: experts > 1 ? layer : k, n: layers });
+    } else if (role === "attn_q") {
+      out[i] = ATTN_QK[mix] ?? base;
     } else if (role === "attn_v") {
       out[i] = attnVType({ ...common, i: iAttnV++, n: nAttnV });
     } else if (role === "attn_k") {
-      if (experts === 8) out[i] = T.Q8_0;
+      out[i] = experts === 8 ? T.Q8_0 : (ATTN_QK[mix] ?? base);
     } else if (role === "ffn_down") {
       out[i] = ffnDownType({ ...common, i: experts > 1 ? layer : iFfnDown, n: layers });
       iFfnDown++;

@@ -1,7 +1,13 @@
 import { GgufError } from "./errors.js";
 import { fileTypeOf } from "./file-type.js";
 import { GGML_TYPES, GgmlType, type GgmlTypeInfo, ggmlTypeByName, ggmlTypeInfo } from "./ggml-types.js";
-import { DEQUANTIZE_TYPES, dequantize, QUANTIZE_TYPES, quantize } from "./quant/index.js";
+import {
+  DEQUANTIZE_TYPES,
+  dequantize,
+  IMPORTANCE_REQUIRED_TYPES,
+  QUANTIZE_TYPES,
+  quantize,
+} from "./quant/index.js";
 import {
   isQuantizable,
   type ModelFacts,
@@ -24,7 +30,16 @@ export interface TensorPlan {
 // Where llama.cpp sends a type whose blocks do not fit a tensor's rows (its type fallback); a
 // 32-element type that does not fit, or a fallback that does not fit either, gives F16.
 const FALLBACK: ReadonlyMap<number, number> = new Map([
+  [GgmlType.IQ1_S, GgmlType.IQ4_NL],
+  [GgmlType.IQ1_M, GgmlType.IQ4_NL],
+  [GgmlType.IQ2_XXS, GgmlType.IQ4_NL],
+  [GgmlType.IQ2_XS, GgmlType.IQ4_NL],
+  [GgmlType.IQ2_S, GgmlType.IQ4_NL],
+  [GgmlType.IQ3_XXS, GgmlType.IQ4_NL],
+  [GgmlType.IQ3_S, GgmlType.IQ4_NL],
   [GgmlType.IQ4_XS, GgmlType.IQ4_NL],
+  [GgmlType.TQ1_0, GgmlType.Q4_0],
+  [GgmlType.TQ2_0, GgmlType.Q4_0],
   [GgmlType.Q2_K, GgmlType.Q4_0],
   [GgmlType.Q3_K, GgmlType.Q4_0],
   [GgmlType.Q4_K, GgmlType.Q5_0],
@@ -34,7 +49,8 @@ const FALLBACK: ReadonlyMap<number, number> = new Map([
 
 /**
  * llama.cpp's fallback for a matrix with rows of `row` elements that asks for `type`: the type
- * itself when its blocks fit the rows; else IQ4_XS → IQ4_NL, Q2_K / Q3_K → Q4_0, Q4_K → Q5_0,
+ * itself when its blocks fit the rows; else the i-quants of 256 → IQ4_NL, Q2_K / Q3_K / TQ1_0 /
+ * TQ2_0 → Q4_0, Q4_K → Q5_0,
  * Q5_K → Q5_1, Q6_K → Q8_0, and F16 when that does not fit either (or the type has blocks of 32).
  */
 export function fallbackType(row: number, type: GgmlTypeInfo): { to: GgmlTypeInfo; note?: string } {
@@ -188,6 +204,13 @@ export function planQuantization(
   return tensors.map((t, i) => {
     const from = ggmlTypeInfo(t.type);
     const { to, note } = chosen[i]!;
+    if (from.id !== to.id && !QUANTIZE_TYPES.includes(to.name)) {
+      throw new GgufError(
+        "UNSUPPORTED_DTYPE",
+        `${goal.name} gives tensor "${t.name}" ${to.name}, which cannot be written; supported: ${QUANTIZE_TYPES.join(", ")}`,
+        { key: t.name },
+      );
+    }
     if (from.id !== to.id && !DEQUANTIZE_TYPES.includes(from.name)) {
       throw new GgufError(
         "UNSUPPORTED_DTYPE",
@@ -218,4 +241,63 @@ export function convertTensor(
 ): Uint8Array {
   if (from === to) return data;
   return quantize(to, dequantize(from, data, nElements), importance);
+}
+
+/** The types llama-quantize writes only from imatrix data for the tensor (its tensor_requires_imatrix). */
+const IMATRIX_TYPES: ReadonlySet<number> = new Set<number>([
+  GgmlType.IQ1_S,
+  GgmlType.IQ1_M,
+  GgmlType.IQ2_XXS,
+  GgmlType.IQ2_XS,
+  GgmlType.IQ2_S,
+  GgmlType.IQ3_XXS,
+]);
+
+/** token_embd and output, which llama-quantize never asks imatrix data for (llama-imatrix has none). */
+const isEmbedding = (name: string) =>
+  name === "output.weight" || name === "token_embd.weight" || name === "per_layer_token_embd.weight";
+
+/**
+ * What importance each tensor of a plan needs: `"required"` where the plan converts it to IQ1_S,
+ * IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S or IQ3_XXS, except token_embd and output (llama-quantize refuses
+ * these without imatrix data for the tensor); `"uniform"` for such an exception whose type's
+ * quantizer cannot run without an importance ({@link IMPORTANCE_REQUIRED_TYPES}): it is given
+ * equal importance for every column, as llama-imatrix records none for it; `undefined` otherwise.
+ */
+export function importanceNeeds(plan: readonly TensorPlan[]): ("required" | "uniform" | undefined)[] {
+  return plan.map((p) => {
+    if (p.from.id === p.to.id || !IMATRIX_TYPES.has(p.to.id)) return undefined;
+    if (!isEmbedding(p.name)) return "required";
+    return IMPORTANCE_REQUIRED_TYPES.includes(p.to.name) ? "uniform" : undefined;
+  });
+}
+
+/**
+ * Checks that `imatrix` (entries by tensor name; `undefined`: none given) has what `plan` needs
+ * ({@link importanceNeeds}): throws `INVALID_ARGUMENT` when the plan needs an importance matrix
+ * and none is given, `BAD_IMATRIX` when it lacks the entry of a tensor that needs one. Either way
+ * the message names the type and the tensor.
+ */
+export function checkImatrix(
+  plan: readonly TensorPlan[],
+  imatrix: { has(name: string): boolean } | undefined,
+): void {
+  const needs = importanceNeeds(plan);
+  const i = needs.findIndex((n, k) => n === "required" && !imatrix?.has(plan[k]!.name));
+  if (i < 0) return;
+  const { name, to } = plan[i]!;
+  if (!imatrix) {
+    const more = needs.filter((n) => n === "required").length - 1;
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `this quantization needs an importance matrix: tensor "${name}" would be ${to.name}, which llama.cpp ` +
+        `writes only from one${more > 0 ? ` (and ${more} more tensors need one)` : ""}; pass --imatrix FILE, made by llama-imatrix`,
+    );
+  }
+  throw new GgufError(
+    "BAD_IMATRIX",
+    `the importance matrix has no entry for tensor "${name}", which ${to.name} needs: ` +
+      "it was made for another model, or the tensor was never used when it was collected",
+    { key: name },
+  );
 }

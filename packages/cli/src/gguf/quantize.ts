@@ -1,11 +1,13 @@
 import { availableParallelism } from "node:os";
 import {
+  checkImatrix,
   GgufError,
   type GgufKV,
   type GgufTensorInfo,
   GgufValueType,
   IMPORTANCE_TYPES,
   type Imatrix,
+  importanceNeeds,
   llamaQuantTarget,
   modelFacts,
   planQuantization,
@@ -104,6 +106,7 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
     imatrix: imatrix !== undefined,
   });
   for (const p of plan) if (p.note) process.stderr.write(`note: ${p.name}: ${p.note}\n`);
+  checkImatrix(plan, imatrix); // the 1- to 2-bit i-quants (and IQ3_XXS) need one, as in llama.cpp
   process.stderr.write(planSummary(target, plan));
   let importance: (Float32Array[] | undefined)[] = [];
   if (imatrix) {
@@ -117,6 +120,15 @@ export async function quantizeCommand(argv: string[]): Promise<number> {
           `${r.missing.slice(0, 8).join(", ")}${r.missing.length > 8 ? ", …" : ""}\n`,
       );
     }
+  }
+  // token_embd / output in a type whose quantizer needs an importance, which llama-imatrix never
+  // records for them: every column weighs the same.
+  for (const [i, need] of importanceNeeds(plan).entries()) {
+    if (need !== "uniform" || importance[i]) continue;
+    importance[i] = [new Float32Array(file.tensors[i]!.dims[0] ?? 1).fill(1)];
+    process.stderr.write(
+      `note: ${plan[i]!.name}: no importance for ${plan[i]!.to.name}; all columns weigh the same\n`,
+    );
   }
 
   // Cut every tensor into jobs of whole rows.

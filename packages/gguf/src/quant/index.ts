@@ -3,8 +3,11 @@
 import { GgufError } from "../errors.js";
 import { GGML_TYPES, GgmlType, type GgmlTypeName, ggmlTypeInfo } from "../ggml-types.js";
 import { dequantizeIQ1_M, dequantizeIQ1_S } from "./iq1.js";
+import { quantizeIQ1_M, quantizeIQ1_S } from "./iq1-quant.js";
 import { dequantizeIQ2_S, dequantizeIQ2_XS, dequantizeIQ2_XXS } from "./iq2.js";
+import { quantizeIQ2_S, quantizeIQ2_XS, quantizeIQ2_XXS } from "./iq2-quant.js";
 import { dequantizeIQ3_S, dequantizeIQ3_XXS } from "./iq3.js";
+import { quantizeIQ3_S, quantizeIQ3_XXS } from "./iq3-quant.js";
 import { dequantizeIQ4_NL, dequantizeIQ4_XS } from "./iq4.js";
 import { quantizeIQ4NL, quantizeIQ4XS } from "./iq4-quant.js";
 import { dequantizeQ2K, dequantizeQ3K, dequantizeQ4K, dequantizeQ5K, dequantizeQ6K } from "./k-dequant.js";
@@ -32,6 +35,7 @@ import {
   quantizeF32,
 } from "./plain.js";
 import { dequantizeTQ1_0, dequantizeTQ2_0 } from "./ternary.js";
+import { quantizeTQ1_0, quantizeTQ2_0 } from "./ternary-quant.js";
 
 export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from "./f16.js";
 
@@ -81,8 +85,17 @@ const QUANTIZERS: ReadonlyMap<number, QuantizeKernel> = new Map<number, Quantize
   [GgmlType.Q4_K, quantizeQ4K],
   [GgmlType.Q5_K, quantizeQ5K],
   [GgmlType.Q6_K, quantizeQ6K],
+  [GgmlType.IQ2_XXS, quantizeIQ2_XXS],
+  [GgmlType.IQ2_XS, quantizeIQ2_XS],
+  [GgmlType.IQ3_XXS, quantizeIQ3_XXS],
+  [GgmlType.IQ1_S, quantizeIQ1_S],
+  [GgmlType.IQ3_S, quantizeIQ3_S],
+  [GgmlType.IQ2_S, quantizeIQ2_S],
   [GgmlType.IQ4_NL, quantizeIQ4NL],
   [GgmlType.IQ4_XS, quantizeIQ4XS],
+  [GgmlType.IQ1_M, quantizeIQ1_M],
+  [GgmlType.TQ1_0, quantizeTQ1_0],
+  [GgmlType.TQ2_0, quantizeTQ2_0],
 ]);
 
 function namesOf(kernels: ReadonlyMap<number, unknown>): readonly GgmlTypeName[] {
@@ -101,11 +114,35 @@ const WEIGHTED: ReadonlySet<number> = new Set<number>([
   GgmlType.Q4_K,
   GgmlType.Q5_K,
   GgmlType.Q6_K,
+  GgmlType.IQ2_XXS,
+  GgmlType.IQ2_XS,
+  GgmlType.IQ3_XXS,
+  GgmlType.IQ1_S,
+  GgmlType.IQ3_S,
+  GgmlType.IQ2_S,
   GgmlType.IQ4_NL,
   GgmlType.IQ4_XS,
+  GgmlType.IQ1_M,
+  GgmlType.TQ1_0,
+  GgmlType.TQ2_0,
 ]);
 /** Names of the types whose {@link quantize} uses an importance, in type-id order. */
 export const IMPORTANCE_TYPES: readonly GgmlTypeName[] = namesOf(new Map([...WEIGHTED].map((t) => [t, t])));
+
+/**
+ * The types {@link quantize} writes only from an importance: the 1- and 2-bit i-quants, whose
+ * search is poor without one (ggml's quantizers assert that they get one). A subset of WEIGHTED.
+ */
+const NEEDS_IMPORTANCE: ReadonlySet<number> = new Set<number>([
+  GgmlType.IQ2_XXS,
+  GgmlType.IQ2_XS,
+  GgmlType.IQ1_S,
+  GgmlType.IQ1_M,
+]);
+/** Names of the types whose {@link quantize} requires an importance, in type-id order. */
+export const IMPORTANCE_REQUIRED_TYPES: readonly GgmlTypeName[] = namesOf(
+  new Map([...NEEDS_IMPORTANCE].map((t) => [t, t])),
+);
 
 function describeType(type: number): string {
   const known = GGML_TYPES.find((t) => t.id === type);
@@ -164,7 +201,8 @@ export function dequantize(type: number, data: Uint8Array, nElements: number): F
  * importance matrix's row for this weight, see {@link parseImatrix}): its length is the row
  * length, `values` holds whole rows, and entry j applies to column j of every row. It must be
  * finite and ≥ 0 (`INVALID_ARGUMENT` otherwise). Only the types in {@link IMPORTANCE_TYPES} use
- * it; without it the output is the same as before importances existed.
+ * it; without it the output is the same as before importances existed. The types in
+ * {@link IMPORTANCE_REQUIRED_TYPES} throw `INVALID_ARGUMENT` without one.
  */
 export function quantize(type: number, values: Float32Array, importance?: Float32Array): Uint8Array {
   const kernel = kernelFor(QUANTIZERS, type, "quantize", QUANTIZE_TYPES);
@@ -173,6 +211,13 @@ export function quantize(type: number, values: Float32Array, importance?: Float3
     throw new GgufError(
       "INVALID_ARGUMENT",
       `${values.length} values are not a whole number of ${name} blocks: the ${name} block size is ${blockSize}`,
+    );
+  }
+  if (importance === undefined && NEEDS_IMPORTANCE.has(type)) {
+    throw new GgufError(
+      "INVALID_ARGUMENT",
+      `${name} is written only from an importance (an importance matrix's row for the weight): ` +
+        "its search is poor without one, and llama.cpp refuses too",
     );
   }
   const out = new Uint8Array((values.length / blockSize) * typeSize);

@@ -29,3 +29,28 @@ export function normals(n: number, seed: number): Float32Array {
   }
   return out;
 }
+
+/**
+ * `n` importances exp(1.5·z), z from {@link normals}(n, seed): positive and heavy-tailed (a few
+ * columns matter far more than the rest), as an importance matrix's per-column mean x² are. The
+ * i-quant tests weigh errors by `importances(4096, 0x1a7b)`, the vector llama.cpp's figures in
+ * them were measured with.
+ */
+export function importances(n: number, seed: number): Float32Array {
+  return Float32Array.from(normals(n, seed), (z) => Math.exp(1.5 * z));
+}
+
+/**
+ * √(Σ w·(y − x)² / Σ w) over whole rows, w[j mod w.length] the importance of column j (the error
+ * a quantizer given importance `w` minimizes); without `w`, the plain RMSE.
+ */
+export function weightedRmse(x: Float32Array, y: Float32Array, w?: Float32Array): number {
+  let se = 0;
+  let sw = 0;
+  for (let i = 0; i < x.length; i++) {
+    const c = w ? w[i % w.length]! : 1;
+    se += c * (y[i]! - x[i]!) ** 2;
+    sw += c;
+  }
+  return Math.sqrt(se / sw);
+}

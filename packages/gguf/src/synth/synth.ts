@@ -1,7 +1,7 @@
 import { GgufError } from "../errors.js";
 import type { GgmlTypeInfo } from "../ggml-types.js";
 import type { GgufKV, GgufMetadata } from "../metadata.js";
-import { QUANTIZE_TYPES, quantize } from "../quant/index.js";
+import { IMPORTANCE_REQUIRED_TYPES, QUANTIZE_TYPES, quantize } from "../quant/index.js";
 import { chooseTypes, quantTargetByName } from "../quantize-plan.js";
 import { GgufValueType } from "../value-types.js";
 import type { GgufTensorToWrite } from "../write.js";
@@ -199,17 +199,27 @@ export function synthVocabSize(vocab: GgufMetadata | undefined): number {
 }
 
 /**
+ * Refuses a type `quantize` cannot write from random weights: one it has no quantizer for, or
+ * one written only from an importance matrix (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS).
+ */
+function checkSynthType(type: GgmlTypeInfo): void {
+  const supported = QUANTIZE_TYPES.filter((t) => !IMPORTANCE_REQUIRED_TYPES.includes(t));
+  if (!supported.includes(type.name)) {
+    const why = QUANTIZE_TYPES.includes(type.name) ? " (it is written only from an importance matrix)" : "";
+    throw new GgufError(
+      "UNSUPPORTED_DTYPE",
+      `cannot write weights as ${type.name}${why}; supported: ${supported.join(", ")}`,
+    );
+  }
+}
+
+/**
  * Describes a model of random weights (normal, std 0.02; norm weights near 1) with a layout
  * given by the caller (an architecture `@minfer/models` knows and this package does not).
  */
 export function synthesizeLayout(layout: SynthLayout, options: SynthLayoutOptions = {}): SynthModel {
   const target = quantTargetByName(options.type ?? "f16");
-  if (!QUANTIZE_TYPES.includes(target.base.name)) {
-    throw new GgufError(
-      "UNSUPPORTED_DTYPE",
-      `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
-    );
-  }
+  checkSynthType(target.base);
   const { keys } = vocabularyOf(options.vocab);
   const fileType = target.fileType;
   const metadata: GgufKV[] = [
@@ -271,12 +281,7 @@ function synthesize(
 export function synthesizeModel(options: SynthOptions): SynthModel {
   const { preset, arch } = resolvePreset(options.preset, options.arch);
   const target = quantTargetByName(options.type ?? "f16");
-  if (!QUANTIZE_TYPES.includes(target.base.name)) {
-    throw new GgufError(
-      "UNSUPPORTED_DTYPE",
-      `cannot write weights as ${target.base.name}; supported: ${QUANTIZE_TYPES.join(", ")}`,
-    );
-  }
+  checkSynthType(target.base);
   const { keys: vocab, nVocab } = vocabularyOf(options.vocab);
   const hd = preset.headDim ?? preset.nEmbd / preset.nHead;
   const fileType = target.fileType;
