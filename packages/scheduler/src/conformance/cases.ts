@@ -1084,11 +1084,20 @@ for (const w of [DType.Q4_0, DType.Q8_0])
 
 /**
  * Quantized dtypes a backend's CPY / SET_ROWS writes (at run time, e.g. a KV cache row): those the
- * reference writes, less those with only @minfer/gguf's TypeScript quantizer so far (Q2_K, Q3_K,
- * IQ4_NL, IQ4_XS: `minfer gguf quantize` writes them, no backend's CPY yet — issue 22's native
- * quantization).
+ * reference writes, less those only `minfer gguf quantize` writes (its quantizers, no backend's CPY:
+ * Q2_K, Q3_K, IQ4_NL, IQ4_XS, the ternary types and the i-quants that need no importance matrix).
  */
-const TS_ONLY_QUANTIZERS: readonly DType[] = [DType.Q2_K, DType.Q3_K, DType.IQ4_NL, DType.IQ4_XS];
+const TS_ONLY_QUANTIZERS: readonly DType[] = [
+  DType.Q2_K,
+  DType.Q3_K,
+  DType.IQ4_NL,
+  DType.IQ4_XS,
+  DType.TQ1_0,
+  DType.TQ2_0,
+  DType.IQ3_XXS,
+  DType.IQ3_S,
+  DType.IQ2_S,
+];
 const RUNTIME_WRITABLE = WEIGHT_DTYPES.filter(
   (x) => isQuantized(x) && canWrite(x) && !TS_ONLY_QUANTIZERS.includes(x),
 );

@@ -1,4 +1,13 @@
-import { bf16ToF32, dequantize, f16ToF32, f32ToBf16, f32ToF16, QUANTIZE_TYPES, quantize } from "@minfer/gguf";
+import {
+  bf16ToF32,
+  dequantize,
+  f16ToF32,
+  f32ToBf16,
+  f32ToF16,
+  IMPORTANCE_REQUIRED_TYPES,
+  QUANTIZE_TYPES,
+  quantize,
+} from "@minfer/gguf";
 import { blockOf, DType, dtypeName, isQuantized, rowBytes, type Shape } from "@minfer/ir";
 import { SchedulerError } from "../errors.js";
 import { type Dense, dense, forRows } from "./dense.js";
@@ -25,9 +34,13 @@ function checkBlockRows(t: Layout): void {
   }
 }
 
-/** Whether values of this dtype can be written (quantized types need a reference quantizer). */
+/**
+ * Whether values of this dtype can be written (quantized types need a reference quantizer that
+ * works without an importance matrix: IQ1_S/M and IQ2_XXS/XS are written only from one).
+ */
 export function canWrite(d: DType): boolean {
-  return !isQuantized(d) || QUANTIZE_TYPES.includes(dtypeName(d) as never);
+  const name = dtypeName(d) as never;
+  return !isQuantized(d) || (QUANTIZE_TYPES.includes(name) && !IMPORTANCE_REQUIRED_TYPES.includes(name));
 }
 
 /** Reads a tensor (any dtype, any strides) into float64, dequantizing quantized rows. */
