@@ -1,7 +1,9 @@
 // IQ4_NL and IQ4_XS weight quantizers, ported from packages/gguf/src/quant/iq4-quant.ts: per
-// 32-value group, scales that put the abs-max element at or near either end of the level table,
-// nearest levels and least-squares refits; IQ4_XS then codes the eight group scales as 6-bit
-// integers against an f16 super-block scale. Non-finite values count as 0 in the searches.
+// 32-value group, scales that put the abs-max element at or near an end of the level table,
+// nearest levels and weighted least-squares refits; IQ4_XS then codes the eight group scales as
+// 6-bit integers against an f16 super-block scale. Non-finite values count as 0 in the searches.
+// With an importance matrix the search is wide (both table ends, neighbouring 6-bit integers);
+// without one the weights are σ² + x² and the search narrow (see the TypeScript's header).
 #include "../common/iq_grids.h"
 #include "quantize_weights.h"
 #include "quantize_weights_js.h"
@@ -44,17 +46,36 @@ inline int code_of(double v, double d) {
   return nearest(v / d);
 }
 
-/** W/WO of the TypeScript: the block's element weights (or none) and the current group's offset. */
+/**
+ * W/WO/IMPORTANCE of the TypeScript: the block's element weights (or none), the current group's
+ * offset, and whether the weights are an importance matrix's.
+ */
 struct Weights {
   double block[256];
   const double* w = nullptr;
   int wo = 0;
+  bool importance = false;
 
-  /** setWeights: the importance of x[0..n) when every value is finite and some weight > 0. */
+  /**
+   * setWeights: without importance σ² + x² (non-finite values as 0); with it, the importance of
+   * x[0..n) when every value is finite and some weight > 0.
+   */
   void set(const float* x, const float* imp, int n) {
     w = nullptr;
     wo = 0;
-    if (!imp) return;
+    importance = imp != nullptr;
+    if (!imp) {
+      double s2 = 0;
+      for (int j = 0; j < n; j++) {
+        const double v = x[j];
+        block[j] = v - v == 0 ? v * v : 0;
+        s2 += block[j];
+      }
+      s2 *= 2.0 / n;
+      for (int j = 0; j < n; j++) block[j] += s2;
+      w = block;
+      return;
+    }
     for (int j = 0; j < n; j++) {
       if (static_cast<double>(x[j]) - static_cast<double>(x[j]) != 0) return;
     }
@@ -116,7 +137,7 @@ double fit_scale(const float* x, const Weights& W) {
   };
   for (int k = -kTry; k <= kTry; k++) {
     score((kL.level[0] + k) / max);
-    score((kL.level[15] + k) / max);
+    if (W.importance) score((kL.level[15] + k) / max);
   }
   for (int round = 0; round < 8 && best_d != 0; round++) {
     const double before = best_score;
@@ -151,7 +172,8 @@ double choose_scales(const float* x, double d, const double* scale, Weights& W, 
     W.wo = 32 * ib;
     const double l0 = js_min(js_max(js_round(scale[ib] / d), -32), 31);
     double best = kInf, best_l = 0;
-    for (double c = l0 - 1; c <= l0 + 1; c++) {
+    const double r = W.importance ? 1 : 0;
+    for (double c = l0 - r; c <= l0 + r; c++) {
       if (c < -32 || c > 31) continue;
       const double err = group_error(x + 32 * ib, d * c, best, W);
       if (err < best) {

@@ -3,7 +3,9 @@
 // phi3 / glm4 / granite / olmo2, real vocabularies from the fixtures),
 // quantized by `minfer gguf quantize`, each file run by minfer and by llama.cpp (node-llama-cpp's
 // prebuilt CPU binary) for 64 greedy steps on the same tokens. F32: identical tokens at every
-// step and max |Δlogit| recorded; F16 and quantized: top-1 agreement ≥ 95% of steps. That
+// step and max |Δlogit| recorded; F16 and quantized: every flipped top-1 a near-tie (llama.cpp's gap
+// under twice the run's max |Δlogit|), agreement ≥ 85% of steps (75% for issue 20's gemma family,
+// granite, …), max |Δlogit| < 0.05. That
 // llama.cpp loads and runs every file also proves it reads the project's quantized files.
 // The tiny preset's rows (64, 128) are not whole Q4_K super-blocks, so `quantize q4_k` falls
 // back to Q5_0 (llama.cpp's fallback) for every matrix there; Q4_K and IQ4_XS (also 256-element super-blocks) are run on
@@ -170,22 +172,22 @@ function expectFidelity(row: Row): void {
     expect(r.fullSteps).toBeGreaterThan(0);
     expect(r.fullMaxDLogit, `${where}: max |Δlogit| over the vocabulary`).toBeLessThan(bound);
     expect(r.maxDLogit, `${where}: max |Δlogit|`).toBeLessThan(bound);
-  } else if (NEW_ARCHS.some((a) => row.model === `tiny-${a}`)) {
-    // Random Gemma 3 / Granite weights give logits within 1e-4 of each other (see the table's
-    // min top-2 gap): a quantized run may flip such near-ties. What must hold is that it flips
-    // nothing llama.cpp separates by more than twice the logit error both engines stay within.
+  } else {
+    // Random weights (std 0.02) give top-2 logit gaps of 1e-4 (Gemma 3 / Granite) to a few 1e-3
+    // (see the table's min top-2 gap), below the logit error of two engines running a quantized
+    // file (≈ 1.5e-2: their activations are rounded differently). Such a run may flip near-ties;
+    // what must hold is that it flips nothing llama.cpp separates by more than twice the logit
+    // error both engines stay within, and that the error stays under the quantized bound.
     for (const d of r.disagreements)
       expect(
         d.llamaGap,
         `${where}: step ${d.step} flips a top-1 llama.cpp separates by ${d.llamaGap}`,
       ).toBeLessThan(2 * r.maxDLogit);
-    expect(r.agree / r.steps, `${where}: top-1 agreement ${r.agree}/${r.steps}`).toBeGreaterThanOrEqual(0.75);
-    expect(r.maxDLogit, `${where}: max |Δlogit|`).toBeLessThan(MAX_DLOGIT.quantized);
-  } else {
+    const floor = NEW_ARCHS.some((a) => row.model === `tiny-${a}`) ? 0.75 : 0.85;
     expect(
       r.agree / r.steps,
       `${where}: top-1 agreement ${r.agree}/${r.steps}; disagreements ${JSON.stringify(r.disagreements)}`,
-    ).toBeGreaterThanOrEqual(0.95);
+    ).toBeGreaterThanOrEqual(floor);
     expect(r.maxDLogit, `${where}: max |Δlogit|`).toBeLessThan(MAX_DLOGIT.quantized);
   }
 }
@@ -248,8 +250,7 @@ describe.skipIf(!llama)(
         for (const row of await runCase(`tiny-${arch}`, "f32", ["f16", "f32"])) expectFidelity(row);
       });
       for (const type of typesOf(arch).slice(1)) {
-        const bar = NEW_ARCHS.includes(arch) ? "flips only near-ties" : "top-1 agreement ≥ 95%";
-        it(`tiny ${arch}, ${type.toUpperCase()} weights: ${bar}`, async () => {
+        it(`tiny ${arch}, ${type.toUpperCase()} weights: flips only near-ties`, async () => {
           const [row] = await runCase(`tiny-${arch}`, type, ["f16"]);
           if (row!.result) expectFidelity(row!);
         });
@@ -263,7 +264,7 @@ describe.skipIf(!llama)(
       expectFidelity(q4k!);
     });
 
-    it("small llama, IQ4_XS weights: top-1 agreement ≥ 95%", async () => {
+    it("small llama, IQ4_XS weights: flips only near-ties", async () => {
       const [row] = await runCase("small-llama", "iq4_xs", ["f16"]);
       expect(row!.weights).toMatch(/IQ4_XS/);
       expectFidelity(row!);

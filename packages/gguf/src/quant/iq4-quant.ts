@@ -1,15 +1,23 @@
-// Quantizers for IQ4_NL and IQ4_XS (layouts: see iq4.ts). A reference-grade search written for
-// this package, not llama.cpp's (imatrix-aware) algorithm: it minimizes the plain squared error
-// Σ(x − y)², where llama.cpp, given no importance weights, weights each element by x². Any bytes
-// it produces are valid blocks that ggml decodes with its ordinary dequantizers.
+// Quantizers for IQ4_NL and IQ4_XS (layouts: see iq4.ts). A search written for this package;
+// any bytes it produces are valid blocks that ggml decodes with its ordinary dequantizers.
 //
 // Shape of both kernels: (1) per group of 32 values, try scales that put the abs-max element on
-// or near either end of the level table (−127 or +113), give every element its nearest level,
-// and keep the scale with the least squared error after a least-squares refit; then alternate
-// "nearest levels for this scale" and "least-squares scale for these levels" while the error
-// drops. (2) IQ4_XS only: quantize the eight group scales to 6-bit integers against an f16
-// super-block scale (a few candidates, each group trying the integers next to its nearest).
-// (3) re-pick every element's level against the scale it will actually be decoded with.
+// or near an end of the level table, give every element its nearest level, and keep the scale
+// with the least weighted squared error after a least-squares refit; then alternate "nearest
+// levels for this scale" and "least-squares scale for these levels" while the error drops.
+// (2) IQ4_XS only: quantize the eight group scales to 6-bit integers against an f16 super-block
+// scale (a few candidates). (3) re-pick every element's level against the scale it will
+// actually be decoded with.
+//
+// Two regimes, chosen by measured KL divergence (docs/FIDELITY.md, "IQ4_NL / IQ4_XS search"):
+// - With an importance matrix, the error is weighted by the columns' importance, both table ends
+//   (−127 and +113) are tried, and each IQ4_XS group also tries the 6-bit integers next to its
+//   nearest: the weighted error is a good proxy of the model's loss, so a wider search pays.
+// - Without one, the weights are a heuristic (σ² + x², σ² twice the block's mean square), and a
+//   wider search fits that proxy at the model's expense: the abs-max element goes to the −127 end
+//   only (the orientation the non-uniform table was fitted for) and each IQ4_XS group takes its
+//   nearest integer. On a 12.6M-parameter trained checkpoint the plain squared error over both
+//   ends gave 1.15× llama-quantize's KLD; this regime gives 1.02× (IQ4_NL) and 1.03× (IQ4_XS).
 //
 // Non-finite values take no part in the scale search; ±Inf then gets the level of largest
 // magnitude on its side and NaN the level nearest zero. A scale beyond the f16 range is clamped
@@ -48,22 +56,40 @@ function scaleBits(d: number): number {
 
 const XS = new Float64Array(32); // the group's values, non-finite ones replaced by 0
 /**
- * Element weights of the group being fitted (the columns' importance), or undefined
- * for the plain squared error. Set by the kernels around each fit and error sum.
+ * Element weights of the group being fitted (the columns' importance, or the heuristic σ² + x²),
+ * or undefined for the plain squared error (a block with a non-finite value). Set by the kernels
+ * around each fit and error sum.
  */
 let W: Float64Array | undefined;
+/** Whether W is an importance matrix's (the wide search) or the heuristic (see the header). */
+let IMPORTANCE = false;
 const WBLOCK = new Float64Array(256);
 /** Element offset of the current group within WBLOCK. */
 let WO = 0;
 
 /**
- * Sets W for the super-block x[o..o+n) from importance imp (indexed like x), or clears it
- * (no importance, or a non-finite value in the block).
+ * Sets W for the super-block x[o..o+n) from importance imp (indexed like x), or from the values
+ * (σ² + x², non-finite values as 0) when there is none. With an importance matrix, a block
+ * holding a non-finite value gets the plain squared error.
  */
 function setWeights(x: Float32Array, imp: Float32Array | undefined, o: number, n: number): void {
   W = undefined;
   WO = 0;
-  if (imp === undefined) return;
+  IMPORTANCE = imp !== undefined;
+  if (imp === undefined) {
+    // On the 12.6M checkpoint (IQ4_NL / IQ4_XS KLD over llama-quantize's): σ² + x² 1.02 / 1.03,
+    // x² (llama.cpp's weights without an imatrix) 1.05 / 1.07, none 1.18 / 1.15 (docs/FIDELITY.md).
+    let s2 = 0;
+    for (let j = 0; j < n; j++) {
+      const v = x[o + j]!;
+      WBLOCK[j] = v - v === 0 ? v * v : 0;
+      s2 += WBLOCK[j]!;
+    }
+    s2 *= 2 / n;
+    for (let j = 0; j < n; j++) WBLOCK[j] += s2;
+    W = WBLOCK;
+    return;
+  }
   for (let j = 0; j < n; j++) if (x[o + j]! - x[o + j]! !== 0) return;
   // The importance alone: on minfer-default-7m, IQ4_XS with imp·√(σ² + x²) (llama.cpp's choice)
   // measured KLD 0.01444, with imp·x² 0.01628, with imp alone 0.01304 (llama-quantize: 0.01356).
@@ -131,7 +157,7 @@ export function fitIQ4Scale(x: Float32Array, o: number): number {
   };
   for (let k = -NTRY; k <= NTRY; k++) {
     score((LEVEL[0]! + k) / max);
-    score((LEVEL[15]! + k) / max);
+    if (IMPORTANCE) score((LEVEL[15]! + k) / max);
   }
   // Alternate nearest levels and least-squares scale; each round can only lower the error.
   for (let round = 0; round < 8 && bestD !== 0; round++) {
@@ -187,6 +213,7 @@ export function quantizeIQ4NL(x: Float32Array, dst: Uint8Array, imp?: Float32Arr
     writeCodes(x, 32 * i, f16ToF32(bits), dst, o + 2);
   }
   W = undefined;
+  IMPORTANCE = false;
 }
 
 const SCALE = new Float64Array(8); // IQ4_XS: the eight fitted group scales
@@ -195,8 +222,8 @@ const BEST_L = new Int8Array(8);
 
 /**
  * Chooses the 6-bit scales of one IQ4_XS block against super-block scale `d` (already an f16
- * value) into L, each group's the best of the integers next to its nearest. Returns the total
- * squared error.
+ * value) into L: each group's nearest integer, or with an importance matrix the best of it and
+ * its neighbours. Returns the total weighted squared error.
  */
 function chooseScales(x: Float32Array, o: number, d: number): number {
   let total = 0;
@@ -206,7 +233,8 @@ function chooseScales(x: Float32Array, o: number, d: number): number {
     const l0 = Math.min(Math.max(Math.round(SCALE[ib]! / d), -32), 31);
     let best = Number.POSITIVE_INFINITY;
     let bestL = 0;
-    for (let l = l0 - 1; l <= l0 + 1; l++) {
+    const r = IMPORTANCE ? 1 : 0;
+    for (let l = l0 - r; l <= l0 + r; l++) {
       if (l < -32 || l > 31) continue;
       const err = groupError(x, g, d * l, best);
       if (err < best) {
@@ -266,4 +294,5 @@ export function quantizeIQ4XS(x: Float32Array, dst: Uint8Array, imp?: Float32Arr
     writeU16(dst, o + 2, scalesH);
   }
   W = undefined;
+  IMPORTANCE = false;
 }

@@ -149,16 +149,19 @@ export function iquantCases(c: IquantCase): void {
       }
     });
 
-    it.runIf(c.symmetric)("quantize(−x) decodes to −decode(quantize(x))", () => {
-      const x = X.subarray(0, 4096);
-      const y = roundTrip(c, x, IMP);
-      const yn = roundTrip(
-        c,
-        x.map((v) => -v),
-        IMP,
-      );
-      for (let i = 0; i < x.length; i++) expect(yn[i]).toBe(-y[i]!);
-    });
+    // (Only for grids symmetric under negation: IQ1_S / IQ1_M's are not, so they have no such case.)
+    if (c.symmetric) {
+      it("quantize(−x) decodes to −decode(quantize(x))", () => {
+        const x = X.subarray(0, 4096);
+        const y = roundTrip(c, x, IMP);
+        const yn = roundTrip(
+          c,
+          x.map((v) => -v),
+          IMP,
+        );
+        for (let i = 0; i < x.length; i++) expect(yn[i]).toBe(-y[i]!);
+      });
+    }
   });
 
   describe(`${name}: registration`, () => {
