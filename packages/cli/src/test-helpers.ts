@@ -36,3 +36,26 @@ export async function minferWithEnv(env: NodeJS.ProcessEnv, ...args: string[]): 
     return { code: err.code, stdout: err.stdout, stderr: err.stderr };
   }
 }
+
+/**
+ * A legacy .dat importance matrix (llama-imatrix --output-format dat) of the given entries: for
+ * each, its name, one call and its per-column values.
+ */
+export function imatrixDat(entries: readonly { name: string; values: Float32Array }[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  const i32 = (v: number) => {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setInt32(0, v, true);
+    parts.push(b);
+  };
+  i32(entries.length);
+  for (const e of entries) {
+    const name = new TextEncoder().encode(e.name);
+    i32(name.length);
+    parts.push(name);
+    i32(1);
+    i32(e.values.length);
+    parts.push(new Uint8Array(e.values.buffer.slice(0)));
+  }
+  return Buffer.concat(parts);
+}

@@ -3,32 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GgmlType, readGguf, readTensorRange } from "@minfer/gguf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { minfer } from "../test-helpers.js";
+import { imatrixDat as dat, minfer } from "../test-helpers.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "minfer-imatrix-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const f16 = join(tmp, "small-f16.gguf");
-
-/** A legacy .dat importance matrix (llama-imatrix --output-format dat) of the given entries. */
-function dat(entries: { name: string; values: Float32Array }[]): Uint8Array {
-  const parts: Uint8Array[] = [];
-  const i32 = (v: number) => {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setInt32(0, v, true);
-    parts.push(b);
-  };
-  i32(entries.length);
-  for (const e of entries) {
-    const name = new TextEncoder().encode(e.name);
-    i32(name.length);
-    parts.push(name);
-    i32(1);
-    i32(e.values.length);
-    parts.push(new Uint8Array(e.values.buffer.slice(0)));
-  }
-  return Buffer.concat(parts);
-}
 
 async function tensorData(path: string, name: string): Promise<Uint8Array> {
   const file = await readGguf(path);

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readGguf } from "@minfer/gguf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { minfer } from "../test-helpers.js";
+import { imatrixDat, minfer } from "../test-helpers.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "minfer-iquants-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -15,25 +15,9 @@ const f16 = join(tmp, "small-f16.gguf");
 const full = join(tmp, "full.dat");
 const partial = join(tmp, "partial.dat");
 
-/** A legacy .dat importance matrix (llama-imatrix --output-format dat): every column weighs 1. */
-function dat(entries: { name: string; cols: number }[]): Uint8Array {
-  const parts: Uint8Array[] = [];
-  const i32 = (v: number) => {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setInt32(0, v, true);
-    parts.push(b);
-  };
-  i32(entries.length);
-  for (const e of entries) {
-    const name = new TextEncoder().encode(e.name);
-    i32(name.length);
-    parts.push(name);
-    i32(1);
-    i32(e.cols);
-    parts.push(new Uint8Array(new Float32Array(e.cols).fill(1).buffer));
-  }
-  return Buffer.concat(parts);
-}
+/** A .dat importance matrix in which every column of each entry weighs 1. */
+const dat = (entries: { name: string; cols: number }[]): Uint8Array =>
+  imatrixDat(entries.map((e) => ({ name: e.name, values: new Float32Array(e.cols).fill(1) })));
 
 beforeAll(async () => {
   const r = await minfer(
