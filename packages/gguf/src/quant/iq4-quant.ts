@@ -9,14 +9,15 @@
 // scale (a few candidates). (3) re-pick every element's level against the scale it will
 // actually be decoded with.
 //
-// Two regimes, chosen by measured KL divergence (docs/FIDELITY.md, "IQ4_NL / IQ4_XS search"):
+// Two regimes, chosen by measured KL divergence (docs/FIDELITY.md, "The IQ4_NL / IQ4_XS search
+// without an importance matrix"):
 // - With an importance matrix, the error is weighted by the columns' importance, both table ends
 //   (−127 and +113) are tried, and each IQ4_XS group also tries the 6-bit integers next to its
 //   nearest: the weighted error is a good proxy of the model's loss, so a wider search pays.
 // - Without one, the weights are a heuristic (σ² + x², σ² twice the block's mean square), and a
 //   wider search fits that proxy at the model's expense: the abs-max element goes to the −127 end
-//   only (the orientation the non-uniform table was fitted for) and each IQ4_XS group takes its
-//   nearest integer. On a 12.6M-parameter trained checkpoint the plain squared error over both
+//   only (the orientation llama.cpp's search uses too; it lowered the KLD under every weighting
+//   measured) and each IQ4_XS group takes its nearest integer. On a 12.6M-parameter trained checkpoint the plain squared error over both
 //   ends gave 1.15× llama-quantize's KLD; this regime gives 1.02× (IQ4_NL) and 1.03× (IQ4_XS).
 //
 // Non-finite values take no part in the scale search; ±Inf then gets the level of largest
@@ -77,8 +78,8 @@ function setWeights(x: Float32Array, imp: Float32Array | undefined, o: number, n
   WO = 0;
   IMPORTANCE = imp !== undefined;
   if (imp === undefined) {
-    // On the 12.6M checkpoint (IQ4_NL / IQ4_XS KLD over llama-quantize's): σ² + x² 1.02 / 1.03,
-    // x² (llama.cpp's weights without an imatrix) 1.05 / 1.07, none 1.18 / 1.15 (docs/FIDELITY.md).
+    // On the 12.6M checkpoint (IQ4_NL / IQ4_XS KLD over llama-quantize's, −127 end only): σ² + x²
+    // 1.02 / 1.03, x² (llama.cpp's weights without an imatrix) 1.05 / 1.07, none 1.18 / 1.15.
     let s2 = 0;
     for (let j = 0; j < n; j++) {
       const v = x[o + j]!;
