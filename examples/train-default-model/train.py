@@ -79,6 +79,31 @@ def train_tokenizer(documents, vocab_size):
     return tok
 
 
+def tokenizer_from(path):
+    """The tokenizer train_tokenizer would make, with the vocabulary and merges of a JSON file
+    ({"tokens": [...], "merges": ["a b", ...]}, e.g. the built-in model's, written by
+    examples/speculative-pair/vocab-from-gguf.mjs); its last token is <|endoftext|>."""
+    data = json.load(open(path, encoding="utf-8"))
+    tokens, merges = data["tokens"], data["merges"]
+    assert tokens[-1] == EOT, f"{path}: the last token is {tokens[-1]!r}, not {EOT}"
+    vocab = {t: i for i, t in enumerate(tokens[:-1])}
+    assert len(vocab) == len(tokens) - 1, f"{path}: repeated token texts"
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ")) for m in merges], unk_token=None,
+                               fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.add_special_tokens([AddedToken(EOT, special=True, normalized=False, lstrip=False, rstrip=False)])
+    assert tok.token_to_id(EOT) == len(tokens) - 1
+    return tok
+
+
 def save_tokenizer(tok, out, max_len):
     tok.save(os.path.join(out, "tokenizer.json"))
     eot = tok.token_to_id(EOT)
@@ -276,6 +301,7 @@ def main():
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--schedules", default="1000", help="steps of each run, comma-separated")
+    p.add_argument("--tokenizer-from", help="use this vocabulary (JSON of tokens and merges) instead of training one")
     args = p.parse_args()
 
     t_start = time.time()
@@ -293,10 +319,11 @@ def main():
     val_docs = documents[25::50]
     train_docs = [d for i, d in enumerate(documents) if i % 50 != 25]
     t = time.time()
-    tok = train_tokenizer(train_docs, args.vocab)
+    tok = tokenizer_from(args.tokenizer_from) if args.tokenizer_from else train_tokenizer(train_docs, args.vocab)
     eot = tok.token_to_id(EOT)
     vocab_size = tok.get_vocab_size()
-    log(f"tokenizer: {vocab_size} tokens ({EOT} = {eot}), trained in {time.time() - t:.1f}s")
+    log(f"tokenizer: {vocab_size} tokens ({EOT} = {eot}), "
+        + (f"from {args.tokenizer_from}" if args.tokenizer_from else f"trained in {time.time() - t:.1f}s"))
     assert vocab_size == args.vocab, vocab_size
     save_tokenizer(tok, args.out, args.max_pos)
 

@@ -79,9 +79,9 @@ const COMMANDS: Record<string, Command> = {
   },
   bench: {
     usage:
-      "minfer bench -m FILE [-p 512] [-n 128] [-d 0] | -npl 1,4,16 [-npp 128] [-ntg 128] [-pps] [-kvu]; [-r 3] [-t N] [-b N] [--kv-type TYPE] [-ngl N] [--json]",
+      "minfer bench -m FILE [-p 512] [-n 128] [-d 0] | -npl 1,4,16 [-npp 128] [-ntg 128] [-pps] [-kvu] | -md DRAFT | --spec-type ngram [-n 128] [--spec-prompt TEXT]; [-r 3] [-t N] [-b N] [--kv-type TYPE] [-ngl N] [--json]",
     summary:
-      "measure prompt processing (pp) and generation (tg) speed, llama-bench style (-npl: batched decoding, llama-batched-bench style)",
+      "measure prompt processing (pp) and generation (tg) speed, llama-bench style (-npl: batched decoding, llama-batched-bench style; -md or --spec-type: generation with speculative decoding beside without, its speedup and acceptance)",
     options: benchOptions,
     run: benchCommand,
   },

@@ -14,6 +14,8 @@ export type EngineErrorCode =
   | "STALE_LOGITS"
   /** A logits row of a `candidatesOnly` decode asked for synchronously (it stayed on the device). */
   | "LOGITS_NOT_READ"
+  /** A draft model whose vocabulary differs from the target's (speculative decoding). */
+  | "DRAFT_MISMATCH"
   /** A bug in minfer (the message says what broke). */
   | "INTERNAL";
 

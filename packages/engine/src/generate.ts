@@ -1,6 +1,8 @@
 import { argmax, Sampler, type SamplerOptions } from "@minfer/sampler";
 import type { Context } from "./context.js";
 import { EngineError } from "./errors.js";
+import type { SpeculativeStats } from "./speculative/drafter.js";
+import { type SpeculativeOptions, Speculator } from "./speculative/speculator.js";
 import { StopMatcher } from "./stop-matcher.js";
 
 /**
@@ -46,6 +48,13 @@ export interface GenerateOptions {
   readonly addSpecial?: boolean;
   /** For a text prompt: special-token text (e.g. "<|im_start|>") becomes special tokens. Default: true. */
   readonly parseSpecial?: boolean;
+  /**
+   * Speculative decoding: a drafter guesses the next tokens and one batched decode verifies them
+   * (see {@link SpeculativeOptions}). The tokens are the ones generation without it gives — the
+   * same sampling on the same logits, only fewer decode calls — up to the rounding differences of
+   * a batched product.
+   */
+  readonly speculative?: SpeculativeOptions;
 }
 
 /**
@@ -72,6 +81,8 @@ export interface GenerationTimings {
   readonly generateMs: number;
   /** Of generateMs: inside the backends' execute calls. */
   readonly computeMs: number;
+  /** With speculative decoding: its counters. */
+  readonly speculative?: SpeculativeStats;
 }
 
 /**
@@ -153,6 +164,8 @@ export function generate(
   const endOf = (id: number): FinishReason | undefined =>
     stopTokens.has(id) ? "stop" : !options.ignoreEog && tokenizer.isEog(id) ? "eog" : undefined;
 
+  const spec = options.speculative ? new Speculator(context, seq, options.speculative, ids) : undefined;
+
   return new Generation(async function* (g) {
     const t0 = performance.now();
     sampler.acceptPrompt?.(ids);
@@ -174,6 +187,7 @@ export function generate(
     const stops = new StopMatcher(options.stop ?? []);
     const max = options.maxTokens ?? Number.POSITIVE_INFINITY;
     const finish = (reason: FinishReason) => {
+      spec?.finish();
       g.finishReason = reason;
       g.timings = {
         promptTokens: ids.length,
@@ -182,6 +196,7 @@ export function generate(
         generatedTokens: g.tokens.length,
         generateMs: performance.now() - t1,
         computeMs,
+        ...(spec ? { speculative: spec.stats } : {}),
       };
     };
     let reason: FinishReason | undefined;
@@ -198,11 +213,14 @@ export function generate(
         if (reason) break;
         sampler.accept?.(id);
         g.tokens.push(id);
+        // speculation: the token confirmed a draft, whose row of logits is at hand
+        const ready = spec?.advance(id) ?? false;
         if (g.tokens.length >= max) reason = "length";
-        else if (context.used() >= context.nCtx) reason = "context";
+        else if (!ready && context.used() >= context.nCtx) reason = "context";
         else if (options.signal?.aborted) reason = "abort";
+        else if (ready) logits = spec!.current();
         else {
-          next = context.eval([id], seq);
+          next = spec ? spec.step(id) : context.eval([id], seq);
           next.catch(() => undefined); // observed below; never an unhandled rejection meanwhile
         }
         const r = stops.push(decoder.push(id));

@@ -46,4 +46,11 @@ export {
   SEQUENCE_FILE_VERSION,
   writeSequenceFile,
 } from "./sequence-file.js";
+export { DraftDepth } from "./speculative/depth.js";
+export type { Drafter, SpeculativeStats } from "./speculative/drafter.js";
+export type { ModelDrafterOptions } from "./speculative/model-drafter.js";
+export { checkDraftVocabulary, DRAFT_VOCAB_SLACK, ModelDrafter } from "./speculative/model-drafter.js";
+export type { NgramDrafterOptions } from "./speculative/ngram-drafter.js";
+export { NgramDrafter } from "./speculative/ngram-drafter.js";
+export type { SpeculativeOptions } from "./speculative/speculator.js";
 export { StopMatcher } from "./stop-matcher.js";

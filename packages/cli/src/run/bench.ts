@@ -1,8 +1,11 @@
 import type { Context } from "@minfer/engine";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
+import { CliError } from "../errors.js";
 import { batchedOptions, benchBatched, isBatched } from "./bench-batched.js";
+import { benchSpeculative, isSpeculative, specBenchOptions } from "./bench-spec.js";
 import { humanCount, type Loaded, loadModel, modelSize, newContext, weightTypes } from "./load.js";
 import { check, contextOptions, modelOption, modelPath, runSettings } from "./options.js";
+import { speculativeOptions } from "./speculative.js";
 
 export const benchOptions: OptionSpec[] = [
   modelOption,
@@ -31,6 +34,8 @@ export const benchOptions: OptionSpec[] = [
     help: "timed runs per test, after one warmup (default: 3); reported as mean ± stddev, in batched mode as the median time",
   },
   ...batchedOptions,
+  ...speculativeOptions,
+  ...specBenchOptions,
   ...contextOptions.filter((o) => o.flags[0] !== "-c"),
   {
     flags: ["--json"],
@@ -175,7 +180,15 @@ function table(results: BenchResult[]): string {
 export async function benchCommand(argv: string[]): Promise<number> {
   const { options, positionals } = parseArgs(argv, benchOptions);
   expectPositionals(positionals, []);
-  if (isBatched(options)) return benchBatched(options);
+  if (isBatched(options)) {
+    if (isSpeculative(options))
+      throw new CliError(
+        "INVALID_ARGUMENT",
+        "-npl (batched mode) does not take speculative decoding (-md, --spec-type)",
+      );
+    return benchBatched(options);
+  }
+  if (isSpeculative(options)) return benchSpeculative(options);
   const path = modelPath(options);
   const nPrompt = (options.nPrompt as number | undefined) ?? 512;
   const nGen = (options.nGen as number | undefined) ?? 128;

@@ -16,6 +16,14 @@ import {
 import { PromptCache, promptCacheOptions } from "./prompt-cache.js";
 import { chainOptions, makeSampler } from "./sampling.js";
 import { onInterrupt } from "./signal.js";
+import {
+  describeSpeculation,
+  loadDraft,
+  makeDrafter,
+  specSettings,
+  speculativeFor,
+  speculativeOptions,
+} from "./speculative.js";
 import { StepTimer, timingSummary } from "./timings.js";
 
 export const runOptions: OptionSpec[] = [
@@ -31,6 +39,7 @@ export const runOptions: OptionSpec[] = [
   ...samplingOptions,
   ...chainOptions,
   ...contextOptions,
+  ...speculativeOptions,
   {
     flags: ["--stop"],
     kind: "string",
@@ -62,6 +71,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const n = options.nPredict as number | undefined;
   if (n !== undefined) check(n >= -1, "-n", "-1 or an integer >= 0", n);
   const settings = runSettings(options);
+  const spec = specSettings(options);
   const basic = samplerSettings(options);
   const verbose = Boolean(options.verbose);
   const prompt =
@@ -80,9 +90,21 @@ export async function runCommand(argv: string[]): Promise<number> {
   const ctx = newContext(loaded.model, settings);
   const stderr = process.stderr;
   let cache: PromptCache | undefined;
+  let draftModel: Awaited<ReturnType<typeof loadDraft>>;
+  let draftCtx: ReturnType<typeof newContext> | undefined;
+  const closeDraft = () => {
+    draftCtx?.dispose();
+    draftModel?.dispose();
+  };
   try {
     cache = await PromptCache.open(options, ctx);
+    if (spec) {
+      draftModel = await loadDraft(spec, loaded);
+      // (the draft's context holds what the main one does, and its drafts)
+      if (draftModel) draftCtx = newContext(draftModel, { ...settings, nCtx: ctx.nCtx });
+    }
   } catch (e) {
+    closeDraft();
     ctx.dispose();
     loaded.close();
     throw e;
@@ -108,6 +130,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       signal: abort.signal,
       // (the prompt's state saved once it is evaluated, as llama.cpp saves it)
       ...(cache ? { onPrompt: () => cache.savePrompt() } : {}),
+      ...(spec ? { speculative: speculativeFor(spec, makeDrafter(spec, draftCtx)) } : {}),
     });
     const timer = verbose ? new StepTimer(ctx) : undefined;
     timer?.start();
@@ -130,9 +153,12 @@ export async function runCommand(argv: string[]): Promise<number> {
     else if (g.finishReason === "abort") stderr.write("\nminfer: interrupted\n");
     else if (verbose) stderr.write(`finish: ${g.finishReason}\n`);
     stderr.write(`${timingSummary(g.timings!)}\n`);
+    if (g.timings?.speculative)
+      stderr.write(`${describeSpeculation(g.timings.speculative, g.tokens.length)}\n`);
     return g.finishReason === "abort" ? 130 : 0;
   } finally {
     stopListening();
+    closeDraft();
     ctx.dispose();
     loaded.close();
   }

@@ -1,0 +1,119 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { fixtures, minfer, type Result } from "./test-helpers.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const stories = join(fixtures, "models/stories260K.gguf");
+const goldenPath = resolve(here, "../../models/test/stories260K.llamacpp.golden.json");
+const have = existsSync(stories) && existsSync(goldenPath);
+const noStackTrace = (r: Result) => expect(r.stderr).not.toMatch(/^\s+at /m);
+
+describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
+  const golden = have
+    ? (JSON.parse(readFileSync(goldenPath, "utf8")) as { prompt: string; ids: number[] })
+    : { prompt: "", ids: [] };
+  const n = 120;
+  const accepted =
+    /speculative \((draft|ngram)\): (\d+)\/(\d+) drafted tokens accepted \([\d.]+%\), (\d+) verifications for (\d+) tokens/;
+
+  it("run -md (greedy) prints llama.cpp's greedy continuation and the acceptance", async () => {
+    const r = await minfer(
+      "run",
+      "-m",
+      stories,
+      "-md",
+      stories,
+      "-p",
+      golden.prompt,
+      "-n",
+      `${n}`,
+      "--temp",
+      "0",
+      "--ids",
+      "--draft-max",
+      "16",
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(golden.ids.slice(0, n));
+    const m = accepted.exec(r.stderr);
+    expect(m, r.stderr).not.toBeNull();
+    // the target drafts for itself: every draft is accepted, and far fewer verifications than tokens
+    expect(m![1]).toBe("draft");
+    expect(Number(m![2])).toBe(Number(m![3]));
+    expect(Number(m![4])).toBeLessThan(n / 2);
+    expect(r.stderr).toMatch(/draft model .*stories260K\.gguf: llama, 292\.80K params/);
+  });
+
+  it("run --spec-type ngram (greedy) prints the same continuation", async () => {
+    const r = await minfer(
+      "run",
+      "-m",
+      stories,
+      "--spec-type",
+      "ngram",
+      "--spec-ngram-size-n",
+      "2",
+      "-p",
+      golden.prompt,
+      "-n",
+      `${n}`,
+      "--temp",
+      "0",
+      "--ids",
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(golden.ids.slice(0, n));
+    expect(accepted.exec(r.stderr)?.[1]).toBe("ngram");
+  });
+
+  it("bench -md reports both speeds, the speedup and the acceptance, the tokens identical", async () => {
+    const r = await minfer("bench", "-m", stories, "-md", stories, "-n", "48", "-r", "1", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    const x = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(x.spec_type).toBe("draft");
+    expect(x.identical).toBe(true);
+    expect(x.plain_ts).toBeGreaterThan(0);
+    expect(x.spec_ts).toBeGreaterThan(0);
+    expect(x.speedup).toBeCloseTo((x.spec_ts as number) / (x.plain_ts as number), 10);
+    expect(x.n_accept).toBe(x.n_drafted);
+    expect(x.n_drafted).toBeGreaterThan(0);
+    expect(x.tokens_per_verify).toBeGreaterThan(1);
+    const table = await minfer("bench", "-m", stories, "--spec-type", "ngram", "-n", "16", "-r", "1");
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/\| t\/s plain \| t\/s spec \| speedup \| accept/);
+    expect(table.stdout).toMatch(/\| ngram +\| tg16 \(prompt 5\)/);
+  });
+
+  it("refuses bad speculative options naming them, without a stack trace", async () => {
+    const cases: [string[], string, number][] = [
+      [["--draft-max", "4"], "--draft-max needs speculative decoding: give -md FILE or --spec-type ngram", 2],
+      [["--spec-type", "draft"], "--spec-type draft needs a draft model: -md FILE", 2],
+      [["--spec-type", "eagle"], "--spec-type must be ngram, draft or none, got eagle", 2],
+      [["--spec-type", "ngram", "-md", stories], "--spec-type ngram drafts without a model", 2],
+      [["-md", stories, "--draft-max", "0"], "--draft-max must be an integer in [1, 256], got 0", 2],
+      [
+        ["-md", stories, "--draft-min", "9", "--draft-max", "4"],
+        "--draft-min must be an integer in [0, --draft-max = 4], got 9",
+        2,
+      ],
+      [["--spec-type", "ngram", "--draft-p-min", "0.5"], "--draft-p-min is for --spec-type draft", 2],
+      [["-md", stories, "-ngld", "2", "-ngl", "0"], "the main model runs on the CPU only", 2],
+      [["-md", join(fixtures, "models/llama-2-tiny-random.gguf")], "[DRAFT_MISMATCH]", 1],
+    ];
+    const results = await Promise.all(
+      cases.map(([args]) => minfer("run", "-m", stories, "-p", "x", "-n", "4", ...args)),
+    );
+    results.forEach((r, i) => {
+      expect(r.stderr).toContain(cases[i]![1]);
+      expect(r.code, r.stderr).toBe(cases[i]![2]);
+      expect(r.stdout).toBe("");
+      noStackTrace(r);
+    });
+    expect(results.at(-1)!.stderr).toContain("vocabulary of 32000 tokens against the target's 512");
+    const batched = await minfer("bench", "-m", stories, "-npl", "2", "-md", stories);
+    expect(batched.code).toBe(2);
+    expect(batched.stderr).toContain("-npl (batched mode) does not take speculative decoding");
+  });
+});

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { Context } from "../context.js";
+import { Model } from "../model.js";
+import { FIXTURES, haveStories, loadStories } from "../test-helpers.js";
+import { DraftDepth } from "./depth.js";
+import { checkDraftVocabulary, ModelDrafter } from "./model-drafter.js";
+import { NgramDrafter } from "./ngram-drafter.js";
+
+describe("NgramDrafter", () => {
+  it("drafts what followed the latest earlier occurrence of the longest matching n-gram", () => {
+    const d = new NgramDrafter({ ngramMin: 1, ngramMax: 3 });
+    // "7 8 9" occurs at 0 (then 1 2) and at 5 (then 4 4); the latest one wins
+    const h = [7, 8, 9, 1, 2, 7, 8, 9, 4, 4, 5, 8, 9];
+    expect(d.draft(h, 3)).toEqual([4, 4, 5]);
+    // the draft stops at the end of the history
+    expect(d.draft([...h, 4, 4], 8)).toEqual([5, 8, 9, 4, 4]);
+    // a 3-gram with no earlier occurrence falls back to its last 2 tokens, then 1
+    expect(d.draft([1, 2, 3, 9, 2, 3], 2)).toEqual([9, 2]);
+    expect(d.draft([1, 2, 3, 9, 2, 3, 6, 3], 2)).toEqual([6, 3]);
+    expect(d.draft([1, 2, 3], 4)).toEqual([]);
+    expect(d.draft(h, 0)).toEqual([]);
+  });
+
+  it("respects ngramMin and follows a history that grows, or starts over on another", () => {
+    const d = new NgramDrafter({ ngramMin: 2, ngramMax: 2 });
+    expect(d.draft([5, 6, 1, 2, 5], 3)).toEqual([]); // only a 1-gram matches
+    const h = [5, 6, 1, 2, 5, 6];
+    expect(d.draft(h, 3)).toEqual([1, 2, 5]);
+    h.push(1, 2);
+    expect(d.draft(h, 2)).toEqual([5, 6]);
+    expect(d.draft([3, 4, 9, 3, 4], 2)).toEqual([9, 3]);
+    expect(() => new NgramDrafter({ ngramMin: 3, ngramMax: 2 })).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+    );
+  });
+});
+
+describe("DraftDepth", () => {
+  const feed = (
+    d: DraftDepth,
+    rate: number,
+    steps: number,
+    draftMs: number,
+    verify: (n: number) => number,
+  ) => {
+    for (let i = 0; i < steps; i++) {
+      const k = Math.max(d.next(), 1);
+      // accepted: the expected count rounded, rejections while some draft is left
+      let a = 0;
+      while (a < k && (a + 1) / (k + 1) <= rate + 1e-9) a++;
+      d.observe(k, a, draftMs * (d.perToken ? k : 1), verify(k + 1));
+    }
+  };
+  it("drafts deep when drafts are accepted and cheap, shallow or none when they are not", () => {
+    const cheapVerify = (n: number) => 10 + 0.2 * n;
+    const good = new DraftDepth(0, 16, true);
+    feed(good, 0.95, 40, 0.3, cheapVerify);
+    expect(good.acceptance).toBeGreaterThan(0.8);
+    expect(good.next()).toBeGreaterThanOrEqual(8);
+    const poor = new DraftDepth(0, 16, true);
+    feed(poor, 0.2, 40, 0.3, cheapVerify);
+    expect(poor.next()).toBeLessThanOrEqual(2);
+    // a draft token as costly as the target's step does not pay even when accepted half the time
+    const costly = new DraftDepth(0, 16, true);
+    feed(costly, 0.5, 40, 10, cheapVerify);
+    expect(costly.next()).toBe(0);
+    // a lookup drafter (cost per call) goes deep at the same acceptance
+    const lookup = new DraftDepth(0, 16, false);
+    feed(lookup, 0.9, 40, 0.05, cheapVerify);
+    expect(lookup.next()).toBeGreaterThanOrEqual(8);
+  });
+
+  it("still drafts one token now and then when drafting does not pay, and keeps to [min, max]", () => {
+    const d = new DraftDepth(0, 16, true);
+    feed(d, 0, 40, 50, () => 10);
+    const picks = Array.from({ length: 2 * DraftDepth.PROBE_EVERY }, () => d.next());
+    expect(picks.filter((k) => k === 1)).toHaveLength(2);
+    expect(picks.filter((k) => k !== 0 && k !== 1)).toHaveLength(0);
+    const bounded = new DraftDepth(3, 5, true);
+    feed(bounded, 0.99, 20, 0.01, () => 1);
+    expect(bounded.next()).toBe(5);
+    feed(bounded, 0, 40, 5, () => 1);
+    expect(bounded.next()).toBe(3);
+  });
+});
+
+describe.skipIf(!haveStories)("checkDraftVocabulary", () => {
+  it("refuses a draft model of another vocabulary by name, and accepts the same one", async () => {
+    const { model, runtime, dispose } = await loadStories();
+    const other = await Model.load(`${FIXTURES}/models/llama-2-tiny-random.gguf`, { runtime });
+    const ctx = new Context(other, { nCtx: 32 });
+    try {
+      expect(() => checkDraftVocabulary(model, other)).toThrow(
+        expect.objectContaining({
+          code: "DRAFT_MISMATCH",
+          message: expect.stringMatching(/vocabulary of 32000 tokens against the target's 512/),
+        }),
+      );
+      expect(() => ModelDrafter.for(model, ctx)).toThrow(expect.objectContaining({ code: "DRAFT_MISMATCH" }));
+      expect(() => checkDraftVocabulary(model, model)).not.toThrow();
+    } finally {
+      ctx.dispose();
+      other.dispose();
+      dispose();
+    }
+  });
+});

@@ -1,0 +1,119 @@
+import { argmax } from "@minfer/sampler";
+import type { Context } from "../context.js";
+import { EngineError } from "../errors.js";
+import type { Model } from "../model.js";
+import type { Drafter } from "./drafter.js";
+
+/** Vocabularies of a target and a draft model may differ in size by this many tokens (added specials). */
+export const DRAFT_VOCAB_SLACK = 128;
+
+/**
+ * Throws `DRAFT_MISMATCH` unless `draft` can draft for `target`: the same tokenizer model and
+ * pre-tokenizer, the same BOS/EOS, sizes within {@link DRAFT_VOCAB_SLACK} and the same token text
+ * for every id both have. The message names the first difference.
+ */
+export function checkDraftVocabulary(target: Model, draft: Model): void {
+  const a = target.tokenizer.vocab;
+  const b = draft.tokenizer.vocab;
+  const fail = (what: string) => {
+    throw new EngineError(
+      "DRAFT_MISMATCH",
+      `the draft model ${draft.path} cannot draft for ${target.path}: ${what}`,
+    );
+  };
+  if (a.model !== b.model) fail(`tokenizer model ${b.model} against the target's ${a.model}`);
+  if ((a.pre ?? "") !== (b.pre ?? ""))
+    fail(`pre-tokenizer ${b.pre ?? "(none)"} against the target's ${a.pre ?? "(none)"}`);
+  if (Math.abs(a.tokens.length - b.tokens.length) > DRAFT_VOCAB_SLACK)
+    fail(
+      `vocabulary of ${b.tokens.length} tokens against the target's ${a.tokens.length} (at most ${DRAFT_VOCAB_SLACK} apart)`,
+    );
+  for (const s of ["bos", "eos"] as const)
+    if (a.special[s] !== b.special[s])
+      fail(`${s.toUpperCase()} id ${String(b.special[s])} against the target's ${String(a.special[s])}`);
+  if (a.addBos !== b.addBos) fail(`add BOS ${b.addBos} against the target's ${a.addBos}`);
+  const n = Math.min(a.tokens.length, b.tokens.length);
+  for (let i = 0; i < n; i++)
+    if (a.tokens[i] !== b.tokens[i])
+      fail(`token ${i} is ${JSON.stringify(b.tokens[i])}, the target's ${JSON.stringify(a.tokens[i])}`);
+}
+
+/** Options of {@link ModelDrafter}. */
+export interface ModelDrafterOptions {
+  /** The draft context's sequence this drafter uses. Default 0. */
+  readonly seq?: number;
+  /**
+   * Stop a draft early where the draft model's probability of its own greedy token falls below
+   * this (0: never). Default 0, as llama.cpp's `--draft-p-min`.
+   */
+  readonly pMin?: number;
+}
+
+/**
+ * Drafts with a smaller model of the same vocabulary: the draft context follows the target's
+ * history (the prefix it already holds is kept, the rest decoded), then decodes its own greedy
+ * tokens one at a time. Make it with a context over the draft model; the vocabularies are checked
+ * ({@link checkDraftVocabulary}) when the target is known, in {@link ModelDrafter.for}.
+ */
+export class ModelDrafter implements Drafter {
+  readonly kind = "draft";
+  readonly costPerToken = true;
+  readonly context: Context;
+  readonly #seq: number;
+  readonly #pMin: number;
+
+  constructor(context: Context, options: ModelDrafterOptions = {}) {
+    const seq = options.seq ?? 0;
+    const pMin = options.pMin ?? 0;
+    if (!Number.isInteger(seq) || seq < 0 || seq >= context.nSeqMax)
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `ModelDrafter: seq must be an integer in [0, ${context.nSeqMax}), got ${String(seq)}`,
+      );
+    if (typeof pMin !== "number" || !(pMin >= 0 && pMin <= 1))
+      throw new EngineError("INVALID_ARGUMENT", `ModelDrafter: pMin must be in [0, 1], got ${String(pMin)}`);
+    this.context = context;
+    this.#seq = seq;
+    this.#pMin = pMin;
+  }
+
+  /** A drafter for `target` over `context` (a context of the draft model), after the vocabulary check. */
+  static for(target: Model, context: Context, options?: ModelDrafterOptions): ModelDrafter {
+    checkDraftVocabulary(target, context.model);
+    return new ModelDrafter(context, options);
+  }
+
+  async draft(history: readonly number[], max: number): Promise<number[]> {
+    const ctx = this.context;
+    const seq = this.#seq;
+    const nVocab = ctx.model.hparams.nVocab;
+    // the room the draft context has for this sequence: the history and max - 1 drafted tokens
+    const free = ctx.nCtx - ctx.used() + ctx.seqCount(seq);
+    max = Math.min(max, free - history.length + 1);
+    if (max <= 0 || history.length === 0) return [];
+    let keep = 0;
+    const have = ctx.history(seq);
+    if (have) while (keep < have.length && keep < history.length && have[keep] === history[keep]) keep++;
+    if (keep === history.length) keep--; // the last token is decoded again for its logits
+    keep = ctx.truncate(seq, keep);
+    let logits = await ctx.eval(history.slice(keep), seq);
+    const out: number[] = [];
+    for (;;) {
+      const id = argmax(logits);
+      if (id >= nVocab) break;
+      if (this.#pMin > 0 && probabilityOf(logits, id) < this.#pMin) break;
+      out.push(id);
+      if (out.length >= max) break;
+      logits = await ctx.eval([id], seq);
+    }
+    return out;
+  }
+}
+
+/** The softmax probability of `id` among `logits`. */
+function probabilityOf(logits: Float32Array, id: number): number {
+  const top = logits[id]!;
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - top);
+  return 1 / sum;
+}
