@@ -17,11 +17,14 @@ out=${OUT:?set OUT to the folder that receives the results}/pair
 work=/tmp/spec-pair
 mkdir -p "$out" "$work"
 xz -dc .device/brown.txt.xz >"$work/brown.txt"
+# a copy-heavy prompt: a held-out document's first 1200 characters, then its first 200 again
+python3 -c "import sys; d = [x.strip() for x in open(sys.argv[1]).read().split(chr(10) * 3) if x.strip()][25][:1200]; open(sys.argv[2], 'w').write(d + chr(10) * 2 + d[:200])" \
+  "$work/brown.txt" "$work/copy-prompt.txt"
 # 12 layers of width 512 (heads of 64, 8 query and 4 K/V heads), FFN 1536: about 40M parameters,
 # 5.5x the built-in model's 7.3M.
 PYTHONUNBUFFERED=1 python3 examples/train-default-model/train.py --corpus "$work/brown.txt" --out "$work/hf" \
   --tokenizer-from .device/builtin-vocab.json \
-  ${TRAIN_ARGS:---hidden 512 --intermediate 1536 --layers 12 --heads 8 --kv-heads 4 --head-dim 64 --seed 11 --schedules 1000} \
+  ${TRAIN_ARGS:---hidden 512 --intermediate 1536 --layers 12 --heads 8 --kv-heads 4 --head-dim 64 --max-pos 2048 --seed 11 --schedules 1000} \
   --time-limit "${TIME_LIMIT:-300}" 2>&1 | tee "$out/train.log"
 cp "$work/summary.json" "$out/" 2>/dev/null || true
 minfer() { node .device/cuda/dist/bin.js "$@"; }
@@ -29,7 +32,13 @@ minfer convert "$work/hf" -o "$work/target-40m-f16.gguf" --type f16 --name "minf
 minfer convert "$work/hf" -o "$work/target-40m-q8_0.gguf" --type q8_0 --name "minfer speculative target 40M (Brown corpus)"
 sha256sum "$work"/target-40m-*.gguf | tee -a "$out/train.log"
 (cd "$work" && split -b 15M -d target-40m-q8_0.gguf "$out/target-40m-q8_0.gguf.part-")
-# the built-in model must be able to draft for it (same vocabulary): a greedy run with it as the draft
-minfer run -m "$work/target-40m-f16.gguf" -md packages/cli/models/minfer-default-7m-f16.gguf -p "The jury said" \
-  -n 48 --temp 0 -ngl all 2>&1 | tee -a "$out/train.log" ||
-  echo "the pair check failed" | tee -a "$out/train.log"
+# the built-in model must be able to draft for it (same vocabulary), and greedy output on the GPU must
+# not change with speculation, by a draft model or by n-grams (token ids compared)
+for spec in "" "-md packages/cli/models/minfer-default-7m-f16.gguf" "--spec-type ngram"; do
+  echo "== -ngl all ${spec:-(no speculation)}" >>"$out/train.log"
+  minfer run -m "$work/target-40m-f16.gguf" $spec -f "$work/copy-prompt.txt" -c 2048 -n 160 --temp 0 --ids -ngl all \
+    >"$work/ids-${spec:0:4}.json" 2>>"$out/train.log" || echo "failed: $spec" >>"$out/train.log"
+done 2>/dev/null
+for f in "$work"/ids-*.json; do
+  cmp -s "$f" "$work/ids-.json" && echo "$(basename "$f"): the same tokens" || echo "$(basename "$f"): DIFFERENT tokens"
+done | tee -a "$out/train.log"

@@ -53,6 +53,7 @@ const env = { ...process.env, LD_LIBRARY_PATH: `${llamaDir}:${process.env.LD_LIB
 const gpu = ngl !== undefined && ngl !== "0";
 const run = (cmd, argv) => {
   const r = spawnSync(cmd, argv, { encoding: "utf8", env, maxBuffer: 64 << 20 });
+  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
   if (r.status !== 0)
     throw new Error(`${cmd} ${argv.join(" ")} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   return `${r.stdout}\n${r.stderr}`;
@@ -113,17 +114,12 @@ function llamaPlain() {
 }
 /** llama-speculative-simple: decoded t/s and acceptance. */
 function llamaSpec(nMax) {
+  // (this llama.cpp's spellings: --draft-max became --spec-draft-n-max; n-gram drafts are --spec-ngram-simple-size-m long)
   const spec = draft
-    ? ["-md", draft, "--spec-type", "draft-simple", ...(gpu ? ["-ngld", "99"] : ["-ngld", "0"])]
-    : ["--spec-type", "ngram-simple"];
-  const out = run(join(llamaDir, "llama-speculative-simple"), [
-    ...common,
-    ...spec,
-    "--draft-max",
-    `${nMax}`,
-    "--draft-min",
-    "0",
-  ]);
+    ? ["-md", draft, "--spec-type", "draft-simple", "--spec-draft-ngl", gpu ? "99" : "0"]
+    : ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", `${nMax}`];
+  const sizes = draft ? ["--spec-draft-n-max", `${nMax}`, "--spec-draft-n-min", "0"] : [];
+  const out = run(join(llamaDir, "llama-speculative-simple"), [...common, ...spec, ...sizes]);
   const speed = /decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t\/s/.exec(out);
   const acc = /accept\s+=\s+([\d.]+)%/.exec(out);
   if (!speed) throw new Error(`no decode speed in llama-speculative-simple's output:\n${out.slice(-1500)}`);

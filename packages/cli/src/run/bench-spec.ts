@@ -114,8 +114,9 @@ export async function benchSpeculative(options: ParsedOptions): Promise<number> 
     ctx = newContext(loaded.model, settings, { nCtx });
     if (draft) draftCtx = newContext(draft, settings, { nCtx });
     const speculative = () => speculativeFor(spec, makeDrafter(spec, draftCtx));
-    await once(ctx, ids, Math.min(nGen, 16), undefined); // warmup of both paths
-    await once(ctx, ids, Math.min(nGen, 16), speculative());
+    // warmup of both paths (the speculative one decodes batches of 2 to draftMax + 1 tokens: their graphs)
+    await once(ctx, ids, nGen, undefined);
+    await once(ctx, ids, nGen, speculative());
     const plain: number[] = [];
     const sped: number[] = [];
     let drafted = 0;

@@ -19,7 +19,7 @@ import { check, parseGpuLayers } from "./options.js";
 /** Speculative decoding, as llama.cpp spells it. */
 export const speculativeOptions: OptionSpec[] = [
   {
-    flags: ["-md", "--model-draft"],
+    flags: ["-md", "--model-draft", "--spec-draft-model"],
     kind: "string",
     metavar: "FILE",
     help: "a draft model for speculative decoding (same vocabulary as -m)",
@@ -31,19 +31,19 @@ export const speculativeOptions: OptionSpec[] = [
     help: "where drafts come from: draft (the -md model; the default with -md), ngram (look-up in the prompt and the text so far), none",
   },
   {
-    flags: ["--draft-max", "--draft", "--draft-n"],
+    flags: ["--draft-max", "--draft", "--draft-n", "--spec-draft-n-max"],
     kind: "integer",
     metavar: "N",
     help: "most tokens drafted for one verification (default: 16)",
   },
   {
-    flags: ["--draft-min", "--draft-n-min"],
+    flags: ["--draft-min", "--draft-n-min", "--spec-draft-n-min"],
     kind: "integer",
     metavar: "N",
     help: "a shorter draft is not verified (default: 0)",
   },
   {
-    flags: ["--draft-p-min"],
+    flags: ["--draft-p-min", "--spec-draft-p-min"],
     kind: "number",
     metavar: "P",
     help: "end a draft where the draft model's probability of its token is below P (default: 0)",
@@ -54,13 +54,13 @@ export const speculativeOptions: OptionSpec[] = [
     help: "always draft --draft-max tokens (default: the depth adapts to the measured acceptance and costs)",
   },
   {
-    flags: ["--spec-ngram-size-n"],
+    flags: ["--spec-ngram-size-n", "--spec-ngram-simple-size-n"],
     kind: "integer",
     metavar: "N",
     help: "ngram: the longest n-gram looked up (default: 4; the shortest is 2, or N when smaller)",
   },
   {
-    flags: ["-ngld", "--gpu-layers-draft"],
+    flags: ["-ngld", "--gpu-layers-draft", "--spec-draft-ngl", "--n-gpu-layers-draft"],
     kind: "string",
     metavar: "N|all",
     help: "the draft model's layers on the GPU the main model uses (default: all when it uses one)",

@@ -50,7 +50,8 @@ export class DraftDepth {
 
   /**
    * Records one step: `drafted` tokens of which `accepted` were accepted, the milliseconds the
-   * drafter took (`draftMs`) and the target's verification of `drafted + 1` tokens (`verifyMs`).
+   * drafter took to draft them (`draftMs`, without catching up with the history) and the target's
+   * verification of `drafted + 1` tokens (`verifyMs`).
    */
   observe(drafted: number, accepted: number, draftMs: number, verifyMs: number): void {
     const d = this.decay;
@@ -80,19 +81,31 @@ export class DraftDepth {
   }
 
   /**
-   * The depth to draft next. When the best is 0 (drafting does not pay), every
-   * {@link DraftDepth.PROBE_EVERY}th call still drafts one token, so the acceptance and the draft's
-   * cost go on being measured and drafting resumes when they change.
+   * The depth to draft next. When the best is 0 (drafting does not pay), a call now and then still
+   * drafts one token — after {@link DraftDepth.PROBE_EVERY} calls, then twice as many each time, up
+   * to {@link DraftDepth.PROBE_MAX} — so the acceptance and the draft's cost go on being measured
+   * and drafting resumes when they change, at little cost while it does not.
    */
   next(): number {
     const k = this.#best();
-    if (k > 0 || this.max === 0) return k;
-    return ++this.#idle % DraftDepth.PROBE_EVERY === 0 ? 1 : 0;
+    if (k > 0 || this.max === 0) {
+      this.#probeEvery = DraftDepth.PROBE_EVERY;
+      this.#idle = 0;
+      return k;
+    }
+    if (++this.#idle < this.#probeEvery) return 0;
+    // a probe; while drafting goes on not paying, the probes grow rarer (up to PROBE_MAX steps apart)
+    this.#idle = 0;
+    this.#probeEvery = Math.min(2 * this.#probeEvery, DraftDepth.PROBE_MAX);
+    return 1;
   }
 
-  /** Steps between the one-token drafts of a drafter that does not pay. */
+  /** Steps before the first one-token draft of a drafter that does not pay. */
   static readonly PROBE_EVERY = 16;
+  /** The most steps between such drafts (each one doubles the gap). */
+  static readonly PROBE_MAX = 256;
   #idle = 0;
+  #probeEvery = DraftDepth.PROBE_EVERY;
 
   #best(): number {
     const a = Math.min(this.acceptance, 0.999);
@@ -100,7 +113,9 @@ export class DraftDepth {
     let bestRate = -1;
     for (let k = this.min; k <= this.max; k++) {
       const tokens = (1 - a ** (k + 1)) / (1 - a);
-      const draft = k === 0 ? 0 : this.perToken ? k * this.#draftMs : this.#draftMs;
+      // (a model drafter also decodes, at each step, the tokens accepted since its last draft: about
+      // one more token's cost)
+      const draft = k === 0 ? 0 : this.perToken ? (k + 1) * this.#draftMs : this.#draftMs;
       const rate = tokens / (draft + this.verifyMs(k + 1));
       if (rate > bestRate * (1 + 1e-9)) {
         best = k;

@@ -22,6 +22,11 @@ export interface Drafter {
    */
   readonly costPerToken: boolean;
   /**
+   * Of the last {@link draft} call, the milliseconds spent catching up with the history rather than
+   * drafting (a draft model decoding the tokens accepted since its last draft); optional.
+   */
+  readonly lastSyncMs?: number;
+  /**
    * Told after each verification how many of the `drafted` tokens the target accepted (optional:
    * a drafter may adapt to it).
    */

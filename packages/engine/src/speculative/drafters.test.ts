@@ -70,12 +70,22 @@ describe("DraftDepth", () => {
     expect(lookup.next()).toBeGreaterThanOrEqual(8);
   });
 
-  it("still drafts one token now and then when drafting does not pay, and keeps to [min, max]", () => {
+  it("still drafts one token now and then when drafting does not pay, ever more rarely, and keeps to [min, max]", () => {
     const d = new DraftDepth(0, 16, true);
     feed(d, 0, 40, 50, () => 10);
-    const picks = Array.from({ length: 2 * DraftDepth.PROBE_EVERY }, () => d.next());
-    expect(picks.filter((k) => k === 1)).toHaveLength(2);
-    expect(picks.filter((k) => k !== 0 && k !== 1)).toHaveLength(0);
+    const ones: number[] = [];
+    for (let i = 1; i <= 2000; i++) {
+      const k = d.next();
+      expect(k === 0 || k === 1).toBe(true);
+      if (k === 1) ones.push(i);
+    }
+    // (feed's own calls probed already) the gaps double, from at least PROBE_EVERY, up to PROBE_MAX
+    const gaps = ones.slice(1).map((at, i) => at - ones[i]!);
+    expect(gaps[0]).toBeGreaterThanOrEqual(DraftDepth.PROBE_EVERY);
+    for (let i = 1; i < gaps.length; i++)
+      expect(gaps[i]).toBe(Math.min(2 * gaps[i - 1]!, DraftDepth.PROBE_MAX));
+    expect(gaps.at(-1)).toBe(DraftDepth.PROBE_MAX);
+    expect(gaps.length).toBeGreaterThan(4);
     const bounded = new DraftDepth(3, 5, true);
     feed(bounded, 0.99, 20, 0.01, () => 1);
     expect(bounded.next()).toBe(5);

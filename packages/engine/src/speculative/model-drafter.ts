@@ -38,6 +38,9 @@ export function checkDraftVocabulary(target: Model, draft: Model): void {
       fail(`token ${i} is ${JSON.stringify(b.tokens[i])}, the target's ${JSON.stringify(a.tokens[i])}`);
 }
 
+/** The longest piece of a draft model's catch-up with the target's history (see ModelDrafter.draft). */
+const CATCH_UP_PIECE = 16;
+
 /** Options of {@link ModelDrafter}. */
 export interface ModelDrafterOptions {
   /** The draft context's sequence this drafter uses. Default 0. */
@@ -61,6 +64,9 @@ export class ModelDrafter implements Drafter {
   readonly context: Context;
   readonly #seq: number;
   readonly #pMin: number;
+  #lastSyncMs = 0;
+  /** The decode graphs of catch-ups of 1…n tokens are prepared up to this n. */
+  #prepared = 0;
 
   constructor(context: Context, options: ModelDrafterOptions = {}) {
     const seq = options.seq ?? 0;
@@ -83,7 +89,13 @@ export class ModelDrafter implements Drafter {
     return new ModelDrafter(context, options);
   }
 
+  get lastSyncMs(): number {
+    return this.#lastSyncMs;
+  }
+
   async draft(history: readonly number[], max: number): Promise<number[]> {
+    const t0 = performance.now();
+    this.#lastSyncMs = 0;
     const ctx = this.context;
     const seq = this.#seq;
     const nVocab = ctx.model.hparams.nVocab;
@@ -96,7 +108,27 @@ export class ModelDrafter implements Drafter {
     if (have) while (keep < have.length && keep < history.length && have[keep] === history[keep]) keep++;
     if (keep === history.length) keep--; // the last token is decoded again for its logits
     keep = ctx.truncate(seq, keep);
-    let logits = await ctx.eval(history.slice(keep), seq);
+    const rest = history.slice(keep);
+    // A catch-up of the tokens accepted since the last draft (a few; after steps that did not
+    // draft, more) decodes in pieces of at most CATCH_UP_PIECE tokens with every row's logits, on
+    // graphs prepared once for each length up to it: a graph built for each new length would cost
+    // more than the step. A long one (the prompt) decodes at once.
+    const few = Math.min(CATCH_UP_PIECE, ctx.nUbatch);
+    let logits: Float32Array;
+    if (rest.length <= 8 * few) {
+      if (this.#prepared < few) {
+        const sizes = Array.from({ length: few - this.#prepared }, (_, i) => this.#prepared + i + 1);
+        await ctx.prepareDecode(sizes);
+        this.#prepared = few;
+      }
+      let at = 0;
+      do {
+        const piece = rest.slice(at, at + few);
+        at += piece.length;
+        logits = (await ctx.decode({ tokens: piece, seq, logits: "all" })).last();
+      } while (at < rest.length);
+    } else logits = await ctx.eval(rest, seq);
+    this.#lastSyncMs = performance.now() - t0;
     const out: number[] = [];
     for (;;) {
       const id = argmax(logits);

@@ -65,13 +65,17 @@ export class Speculator {
   #j = 0;
   /** The pending token's position in the last verification. */
   #pos = 0;
+  /** Of the last step: the drafter's time drafting (without its catch-up), and in all. */
   #draftMs = 0;
+  #drafterMs = 0;
   #verifyMs = 0;
   #settled = true;
   #steps = 0;
   #drafted = 0;
   #accepted = 0;
   #draftTime = 0;
+  /** Verification graphs are prepared up to this many tokens. */
+  #prepared = 0;
 
   constructor(context: Context, seq: number, options: SpeculativeOptions, prompt: readonly number[]) {
     const o = checkOptions(options);
@@ -126,15 +130,24 @@ export class Speculator {
       drafts = [...(await this.#drafter.draft(this.#history, want))].slice(0, want);
       if (drafts.length < Math.max(this.#min, 1)) drafts = [];
     }
-    const t1 = performance.now();
+    const tDrafted = performance.now();
     this.#pos = this.#history.length - 1;
+    if (drafts.length > 0 && this.#prepared < drafts.length + 1) {
+      // the graphs of verifications of 2…draftMax + 1 tokens, once (each new size would build one)
+      const top = Math.min(this.#max + 1, ctx.nUbatch);
+      await ctx.prepareDecode(Array.from({ length: top - 1 }, (_, i) => i + 2));
+      this.#prepared = top;
+    }
+    const t1 = performance.now();
     const logits = await ctx.decode({
       tokens: [id, ...drafts],
       seq: this.#seq,
       logits: drafts.length > 0 ? "all" : "last",
     });
     this.#verifyMs = performance.now() - t1;
-    this.#draftMs = t1 - t0;
+    // (the drafter's catch-up with the history is not the cost of the drafted tokens)
+    this.#drafterMs = tDrafted - t0;
+    this.#draftMs = Math.max(0, tDrafted - t0 - (drafts.length > 0 ? (this.#drafter.lastSyncMs ?? 0) : 0));
     this.#rows = Array.from({ length: drafts.length + 1 }, (_, i) => logits.get(i));
     this.#drafts = drafts;
     this.#j = 0;
@@ -161,7 +174,7 @@ export class Speculator {
     this.#steps++;
     this.#drafted += k;
     this.#accepted += j;
-    this.#draftTime += this.#draftMs;
+    this.#draftTime += this.#drafterMs;
     this.#depth?.observe(k, j, this.#draftMs, this.#verifyMs);
     this.#drafter.accepted?.(k, j);
   }
