@@ -65,8 +65,6 @@ export class ModelDrafter implements Drafter {
   readonly #seq: number;
   readonly #pMin: number;
   #lastSyncMs = 0;
-  /** The decode graphs of catch-ups of 1…n tokens are prepared up to this n. */
-  #prepared = 0;
 
   constructor(context: Context, options: ModelDrafterOptions = {}) {
     const seq = options.seq ?? 0;
@@ -110,22 +108,17 @@ export class ModelDrafter implements Drafter {
     keep = ctx.truncate(seq, keep);
     const rest = history.slice(keep);
     // A catch-up of the tokens accepted since the last draft (a few; after steps that did not
-    // draft, more) decodes in pieces of at most CATCH_UP_PIECE tokens with every row's logits, on
-    // graphs prepared once for each length up to it: a graph built for each new length would cost
-    // more than the step. A long one (the prompt) decodes at once.
+    // draft, more) decodes in pieces of at most CATCH_UP_PIECE tokens, so that its decode graphs
+    // are of a few lengths (each new length builds one, which costs more than the step). A long
+    // one (the prompt) decodes at once.
     const few = Math.min(CATCH_UP_PIECE, ctx.nUbatch);
     let logits: Float32Array;
     if (rest.length <= 8 * few) {
-      if (this.#prepared < few) {
-        const sizes = Array.from({ length: few - this.#prepared }, (_, i) => this.#prepared + i + 1);
-        await ctx.prepareDecode(sizes);
-        this.#prepared = few;
-      }
       let at = 0;
       do {
         const piece = rest.slice(at, at + few);
         at += piece.length;
-        logits = (await ctx.decode({ tokens: piece, seq, logits: "all" })).last();
+        logits = await ctx.eval(piece, seq);
       } while (at < rest.length);
     } else logits = await ctx.eval(rest, seq);
     this.#lastSyncMs = performance.now() - t0;

@@ -74,8 +74,6 @@ export class Speculator {
   #drafted = 0;
   #accepted = 0;
   #draftTime = 0;
-  /** Verification graphs are prepared up to this many tokens. */
-  #prepared = 0;
 
   constructor(context: Context, seq: number, options: SpeculativeOptions, prompt: readonly number[]) {
     const o = checkOptions(options);
@@ -132,12 +130,6 @@ export class Speculator {
     }
     const tDrafted = performance.now();
     this.#pos = this.#history.length - 1;
-    if (drafts.length > 0 && this.#prepared < drafts.length + 1) {
-      // the graphs of verifications of 2…draftMax + 1 tokens, once (each new size would build one)
-      const top = Math.min(this.#max + 1, ctx.nUbatch);
-      await ctx.prepareDecode(Array.from({ length: top - 1 }, (_, i) => i + 2));
-      this.#prepared = top;
-    }
     const t1 = performance.now();
     const logits = await ctx.decode({
       tokens: [id, ...drafts],
