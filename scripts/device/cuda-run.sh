@@ -436,7 +436,10 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     fi ;;
   microbench) step microbench node "$D/dist/cuda-microbench.js" "$OUT" ;;
   llamacpp-build) # llama.cpp for the side-by-side stages, in the background (about 6 minutes; carry
-    # ../shared/device/llamacpp copied to .device/llamacpp); later stages wait for build.done
+    # ../shared/device/llamacpp copied to .device/llamacpp); later stages wait for build.done. The
+    # build lives only as long as the call that started it (2026-12-07: a call that ended 6 minutes
+    # in left only the libraries): wait for it (llamacpp-files) in that same call; its files stay in
+    # /tmp for the next call while the machine is warm
     (bash .device/llamacpp/build.sh /tmp/llamacpp >"$OUT/llamacpp-build.log" 2>&1) & ;;
   llamacpp-files) # qwen2-7b F16 from minfer's synth, quantized by llama-quantize (LLAMA_TYPES)
     f16=$(synth qwen2-7b f16)
