@@ -34,6 +34,8 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
       "--ids",
       "--draft-max",
       "16",
+      "-t",
+      "1",
     );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(golden.ids.slice(0, n));
@@ -72,7 +74,20 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
   });
 
   it("bench -md reports both speeds, the speedup and the acceptance, the tokens identical", async () => {
-    const r = await minfer("bench", "-m", stories, "-md", stories, "-n", "48", "-r", "1", "--json");
+    const r = await minfer(
+      "bench",
+      "-m",
+      stories,
+      "-md",
+      stories,
+      "-n",
+      "48",
+      "-r",
+      "1",
+      "-t",
+      "1",
+      "--json",
+    );
     expect(r.code, r.stderr).toBe(0);
     const x = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(x.spec_type).toBe("draft");
@@ -83,7 +98,19 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
     expect(x.n_accept).toBeGreaterThanOrEqual(0.85 * (x.n_drafted as number));
     expect(x.n_drafted).toBeGreaterThan(0);
     expect(x.tokens_per_verify).toBeGreaterThan(1);
-    const table = await minfer("bench", "-m", stories, "--spec-type", "ngram", "-n", "16", "-r", "1");
+    const table = await minfer(
+      "bench",
+      "-m",
+      stories,
+      "--spec-type",
+      "ngram",
+      "-n",
+      "16",
+      "-r",
+      "1",
+      "-t",
+      "1",
+    );
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/\| t\/s plain \| t\/s spec \| speedup \| accept/);
     expect(table.stdout).toMatch(/\| ngram +\| tg16 \(prompt 5\)/);

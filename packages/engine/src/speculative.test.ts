@@ -31,7 +31,7 @@ describe.skipIf(!haveStories)("speculative generation (stories260K)", () => {
   const prompt = "Once upon a time";
 
   beforeAll(async () => {
-    ({ model, dispose } = await loadStories());
+    ({ model, dispose } = await loadStories(1));
     ctx = new Context(model, { nCtx: 256 });
     draftCtx = new Context(model, { nCtx: 256 });
     promptIds = model.tokenizer.encode(prompt, { addSpecial: true });

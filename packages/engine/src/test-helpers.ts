@@ -22,8 +22,8 @@ type Loaded = { model: Model; runtime: DeviceRuntime; dispose: () => void };
  * other summation order for 8+ columns would blur (its results are checked against float64 in the
  * backend's own tests).
  */
-async function loadOnCpu(path: string, after: () => void = () => {}): Promise<Loaded> {
-  const runtime = await cpuBackend.devices()[0]!.init({ threads: 2, panelGemm: false });
+async function loadOnCpu(path: string, after: () => void = () => {}, threads = 2): Promise<Loaded> {
+  const runtime = await cpuBackend.devices()[0]!.init({ threads, panelGemm: false });
   const model = await Model.load(path, { runtime });
   return {
     model,
@@ -36,9 +36,13 @@ async function loadOnCpu(path: string, after: () => void = () => {}): Promise<Lo
   };
 }
 
-/** Loads stories260K on a 2-thread CPU runtime; call the returned dispose in afterAll. */
-export function loadStories(): Promise<Loaded> {
-  return loadOnCpu(STORIES);
+/**
+ * Loads stories260K on a CPU runtime of `threads` (default 2); call the returned dispose in
+ * afterAll. A test of many thousands of tiny decodes takes 1: with CI's other test processes on
+ * the same cores, two threads wait for each other at every barrier.
+ */
+export function loadStories(threads = 2): Promise<Loaded> {
+  return loadOnCpu(STORIES, undefined, threads);
 }
 
 /**
