@@ -204,22 +204,24 @@ export function generate(
     // matching and the consumer's handling of the piece run while the backend computes.
     let next: Promise<Float32Array> | undefined;
     try {
+      // speculation: the last token confirmed a draft, and the next row of the verification's logits
+      // is read when it is sampled (after the consumer's turn: a stale row throws, see Speculator)
+      let ready = false;
       for (;;) {
         if (g.tokens.length >= max) reason = "length";
         else if (options.signal?.aborted) reason = "abort";
         if (reason) break;
+        if (ready) logits = spec!.current();
         const id = sampler.sample(logits);
         reason = endOf(id);
         if (reason) break;
         sampler.accept?.(id);
         g.tokens.push(id);
-        // speculation: the token confirmed a draft, whose row of logits is at hand
-        const ready = spec?.advance(id) ?? false;
+        ready = spec?.advance(id) ?? false;
         if (g.tokens.length >= max) reason = "length";
         else if (!ready && context.used() >= context.nCtx) reason = "context";
         else if (options.signal?.aborted) reason = "abort";
-        else if (ready) logits = spec!.current();
-        else {
+        else if (!ready) {
           next = spec ? spec.step(id) : context.eval([id], seq);
           next.catch(() => undefined); // observed below; never an unhandled rejection meanwhile
         }

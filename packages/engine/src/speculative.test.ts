@@ -133,6 +133,28 @@ describe.skipIf(!haveStories)("speculative generation (stories260K)", () => {
     }
   });
 
+  it("a verification's rows overwritten by another sequence's decode (reuseLogits) throw STALE_LOGITS", async () => {
+    const shared = new Context(model, { nCtx: 256, nSeqMax: 2, reuseLogits: true });
+    try {
+      const g = generate(shared, prompt, {
+        maxTokens: 20,
+        speculative: { drafter: new ModelDrafter(draftCtx), adaptive: false, draftMax: 4 },
+      });
+      let n = 0;
+      const run = async () => {
+        // piece 2 came from the first verification's row 0 and confirmed its first draft: the next
+        // token comes from row 1, which the decode of sequence 1 below overwrites
+        for await (const _ of g) if (++n === 2) await shared.decode({ tokens: [5], seq: 1 });
+      };
+      await expect(run()).rejects.toMatchObject({ code: "STALE_LOGITS" });
+      // no token was drawn from the overwritten row
+      expect(n).toBe(2);
+      expect(g.tokens).toHaveLength(2);
+    } finally {
+      shared.dispose();
+    }
+  });
+
   it("refuses bad speculative options with a code", () => {
     const bad = (speculative: unknown) =>
       expect(() => generate(ctx, prompt, { speculative: speculative as SpeculativeOptions })).toThrow(

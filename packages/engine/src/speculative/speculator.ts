@@ -1,5 +1,6 @@
 import type { Context } from "../context.js";
 import { EngineError } from "../errors.js";
+import type { Logits } from "../logits.js";
 import { DraftDepth } from "./depth.js";
 import type { Drafter, SpeculativeStats } from "./drafter.js";
 
@@ -59,7 +60,8 @@ export class Speculator {
   readonly #depth: DraftDepth | undefined;
   /** Prompt and generated tokens (the last one the pending token). */
   readonly #history: number[];
-  #rows: Float32Array[] = [];
+  /** The last verification's logits (row j: after the token at position pos + j). */
+  #logits: Logits | undefined;
   #drafts: number[] = [];
   /** The row sampled next. */
   #j = 0;
@@ -111,9 +113,13 @@ export class Speculator {
     return false;
   }
 
-  /** The row to sample next (after {@link advance} returned true). */
+  /**
+   * The row to sample next (after {@link advance} returned true), read from the verification's
+   * logits now: with a context made with `reuseLogits`, a decode of another sequence meanwhile
+   * would have overwritten them, and that is STALE_LOGITS, not a token drawn from another row.
+   */
   current(): Float32Array {
-    return this.#rows[this.#j]!;
+    return this.#logits!.get(this.#j);
   }
 
   /** Drafts after the pending token `id` and verifies the drafts; resolves to the first row. */
@@ -140,11 +146,11 @@ export class Speculator {
     // (the drafter's catch-up with the history is not the cost of the drafted tokens)
     this.#drafterMs = tDrafted - t0;
     this.#draftMs = Math.max(0, tDrafted - t0 - (drafts.length > 0 ? (this.#drafter.lastSyncMs ?? 0) : 0));
-    this.#rows = Array.from({ length: drafts.length + 1 }, (_, i) => logits.get(i));
+    this.#logits = logits;
     this.#drafts = drafts;
     this.#j = 0;
     this.#settled = false;
-    return this.#rows[0]!;
+    return logits.get(0);
   }
 
   /** Ends the generation: drafts not confirmed leave the cache (nothing to do in a disposed context). */
