@@ -33,7 +33,8 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
       "0",
       "--ids",
       "--draft-max",
-      "16",
+      "4",
+      "--draft-fixed",
       "-t",
       "1",
     );
