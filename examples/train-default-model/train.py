@@ -56,8 +56,9 @@ def read_documents(path):
     return [d.strip("\n") for d in text.split("\n\n\n") if d.strip()]
 
 
-def train_tokenizer(documents, vocab_size):
-    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+def qwen2_byte_level(bpe):
+    """A tokenizer over the BPE model `bpe` with Qwen2's normalizer, pre-tokenizer and decoder."""
+    tok = Tokenizer(bpe)
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -67,6 +68,11 @@ def train_tokenizer(documents, vocab_size):
     )
     tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    return tok
+
+
+def train_tokenizer(documents, vocab_size):
+    tok = qwen2_byte_level(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - 1,  # <|endoftext|> comes last, as Qwen's special tokens do
         min_frequency=2,
@@ -88,17 +94,8 @@ def tokenizer_from(path):
     assert tokens[-1] == EOT, f"{path}: the last token is {tokens[-1]!r}, not {EOT}"
     vocab = {t: i for i, t in enumerate(tokens[:-1])}
     assert len(vocab) == len(tokens) - 1, f"{path}: repeated token texts"
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ")) for m in merges], unk_token=None,
-                               fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
-    tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok = qwen2_byte_level(models.BPE(vocab=vocab, merges=[tuple(m.split(" ")) for m in merges], unk_token=None,
+                                      fuse_unk=False, byte_fallback=False))
     tok.add_special_tokens([AddedToken(EOT, special=True, normalized=False, lstrip=False, rstrip=False)])
     assert tok.token_to_id(EOT) == len(tokens) - 1
     return tok

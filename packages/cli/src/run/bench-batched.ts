@@ -181,7 +181,8 @@ export interface BatchedResult {
   samples_t_tg: number[];
 }
 
-function median(xs: readonly number[]): number {
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;

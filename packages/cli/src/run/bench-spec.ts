@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { type Context, generate, type SpeculativeOptions, type SpeculativeStats } from "@minfer/engine";
 import type { OptionSpec, ParsedOptions } from "../args.js";
 import { CliError } from "../errors.js";
+import { median } from "./bench-batched.js";
 import { humanCount, loadModel, modelSize, newContext, weightTypes } from "./load.js";
 import { check, modelPath, runSettings } from "./options.js";
 import { loadDraft, makeDrafter, type SpecSettings, specSettings, speculativeFor } from "./speculative.js";
@@ -54,12 +55,6 @@ export interface SpecBenchResult {
   identical: boolean;
   samples_plain_ts: number[];
   samples_spec_ts: number[];
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 async function once(

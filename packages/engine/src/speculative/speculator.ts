@@ -136,13 +136,12 @@ export class Speculator {
     }
     const tDrafted = performance.now();
     this.#pos = this.#history.length - 1;
-    const t1 = performance.now();
     const logits = await ctx.decode({
       tokens: [id, ...drafts],
       seq: this.#seq,
       logits: drafts.length > 0 ? "all" : "last",
     });
-    this.#verifyMs = performance.now() - t1;
+    this.#verifyMs = performance.now() - tDrafted;
     // (the drafter's catch-up with the history is not the cost of the drafted tokens)
     this.#drafterMs = tDrafted - t0;
     this.#draftMs = Math.max(0, tDrafted - t0 - (drafts.length > 0 ? (this.#drafter.lastSyncMs ?? 0) : 0));
