@@ -183,6 +183,8 @@ export class Context {
   readonly #fuse: boolean;
   readonly #runner: UbatchRunner;
   readonly #reuseLogits: boolean;
+  /** kvUnified false: each sequence has nCtx / nSeqMax cells of its own. */
+  readonly #regions: boolean;
   readonly #onActivations: ActivationSink | undefined;
   /** What the decode graphs output (logits unless `embeddings`). */
   readonly #output: GraphOutput = "logits";
@@ -251,6 +253,7 @@ export class Context {
         "INVALID_ARGUMENT",
         `kvUnified: false gives each of the ${this.nSeqMax} sequences nCtx / nSeqMax cells; nCtx ${this.nCtx} is not a multiple`,
       );
+    this.#regions = options.kvUnified === false;
     this.#store = new KvStore({
       layers,
       window: model.arch.slidingWindow(hp),
@@ -435,6 +438,14 @@ export class Context {
   /** Tokens in use (what {@link ContextStats.used} reports), without building the rest of the stats. */
   used(): number {
     return this.#store.used();
+  }
+
+  /**
+   * Cells `seq` can still take in the full-attention cache: the free cells of its own region
+   * (kvUnified false), else those of the shared cache (which other sequences may take too).
+   */
+  seqRoom(seq: number): number {
+    return this.#regions ? this.nCtx / this.nSeqMax - this.seqCount(seq) : this.nCtx - this.used();
   }
 
   /** Cells `seq` holds in the full-attention cache (its length when filled in order from 0). */

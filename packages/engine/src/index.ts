@@ -46,6 +46,8 @@ export {
   SEQUENCE_FILE_VERSION,
   writeSequenceFile,
 } from "./sequence-file.js";
+export type { BatchedModelDrafterOptions, DraftRequest } from "./speculative/batched-model-drafter.js";
+export { BatchedModelDrafter } from "./speculative/batched-model-drafter.js";
 export { DraftDepth } from "./speculative/depth.js";
 export type { Drafter, SpeculativeStats } from "./speculative/drafter.js";
 export type { ModelDrafterOptions } from "./speculative/model-drafter.js";

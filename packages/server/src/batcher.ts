@@ -2,6 +2,7 @@ import { Context, type ContextOptions, type Logits, type Model } from "@minfer/e
 import { Job, type JobFinish, type JobResult, type JobSpec } from "./job.js";
 import { emitToken, flushText, type SampledToken } from "./job-output.js";
 import { ServerError } from "./server-error.js";
+import { type BatcherSpeculation, SlotDrafts, type SlotWant } from "./speculation.js";
 import {
   candidatesServe,
   composeBatch,
@@ -14,6 +15,7 @@ import {
 } from "./step.js";
 
 export type { JobFinish, JobResult, JobSpec, TokenEvent } from "./job.js";
+export type { BatcherSpeculation } from "./speculation.js";
 
 /** What the batcher reports to an observer (metrics, logs). */
 export interface BatcherObserver {
@@ -27,6 +29,8 @@ export interface BatcherObserver {
     tokens: number;
     promptTokens: number;
     generating: number;
+    /** Of the generating tokens, drafts (speculative decoding). */
+    drafted: number;
     ms: number;
     gapMs?: number;
   }): void;
@@ -75,6 +79,12 @@ export interface BatcherOptions {
    * instead of ending the job with finish "context". Default false.
    */
   readonly contextShift?: boolean;
+  /**
+   * Speculative decoding: each generating slot's next tokens drafted (n-gram look-up or a draft
+   * model) and verified in the step's one decode; see {@link BatcherSpeculation}. Default: none.
+   * Not with `contextShift`: a slot that shifted stops drafting.
+   */
+  readonly speculative?: BatcherSpeculation;
 }
 
 /** What /slots shows of a slot. */
@@ -88,6 +98,10 @@ export interface SlotInfo {
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly generated: number;
+  /** Whether the slot drafts (speculative decoding), and its job's counters (of the last job when idle). */
+  readonly speculative: boolean;
+  readonly drafted: number;
+  readonly draftAccepted: number;
 }
 
 /**
@@ -120,6 +134,7 @@ export class Batcher {
   readonly #contextShift: boolean;
   /** One KV pool for all slots (contextOptions.kvUnified). */
   readonly #unified: boolean;
+  readonly #drafts: SlotDrafts | undefined;
   /** Outputs of the last step's rows, delivered during the next decode (with overlap) or at once. */
   #outputs: Output[] = [];
   #running: Promise<void> | undefined;
@@ -149,6 +164,7 @@ export class Batcher {
     this.#candidatesOnly = options.candidatesOnly ?? true;
     this.#contextShift = options.contextShift ?? false;
     this.#unified = options.contextOptions?.kvUnified ?? false;
+    this.#drafts = options.speculative ? new SlotDrafts(options.speculative, this.parallel) : undefined;
     this.context = new Context(model, {
       // Each step samples every row before the next step: its logits are read into one buffer.
       reuseLogits: true,
@@ -169,7 +185,7 @@ export class Batcher {
       id,
       job: undefined,
       lastUsed: 0,
-      last: { promptTokens: 0, cachedTokens: 0, generated: 0 },
+      last: { promptTokens: 0, cachedTokens: 0, generated: 0, drafted: 0, accepted: 0 },
     }));
   }
 
@@ -207,6 +223,9 @@ export class Batcher {
         promptTokens: j ? j.spec.ids.length : s.last.promptTokens,
         cachedTokens: j ? j.cached : s.last.cachedTokens,
         generated: j ? j.tokens.length : s.last.generated,
+        speculative: this.#drafts !== undefined,
+        drafted: j ? j.drafting.drafted : s.last.drafted,
+        draftAccepted: j ? j.drafting.accepted : s.last.accepted,
       };
     });
   }
@@ -471,9 +490,11 @@ export class Batcher {
    */
   async #step(active: Slot[]): Promise<void> {
     const limit = this.#unified ? this.#room(active) : this.batchSize;
+    const drafts = this.#drafts ? await this.#draftFor(active, limit) : undefined;
     const batch = composeBatch(
       active.filter((s) => s.job),
       limit,
+      drafts,
     );
     if (batch.tokens.length === 0) {
       // Only jobs ending after their last token's output: nothing to decode.
@@ -505,11 +526,58 @@ export class Batcher {
       tokens: batch.tokens.length,
       promptTokens: batch.tokens.length - batch.generating,
       generating: batch.generating,
+      drafted: batch.drafted,
       ms: done.ms,
       ...(gapMs === undefined ? {} : { gapMs }),
     });
     await this.#chooseNext(batch, done.logits);
     if (!this.#overlap) this.#deliverOutputs();
+  }
+
+  /**
+   * The drafts of the step's generating slots (speculative decoding): each slot asks for up to its
+   * job's draftMax tokens, fewer where its context, its token budget or the step's room (the batch
+   * size, and with a unified pool its free cells) ends sooner; a draft shorter than draftMin is
+   * dropped. A drafter that fails is reported (onJobError) and the step goes on without drafts.
+   */
+  async #draftFor(active: Slot[], limit: number): Promise<Map<number, number[]> | undefined> {
+    const drafts = this.#drafts!;
+    const generating = active.filter((s) => s.job && !s.job.ended && s.job.pending >= 0);
+    let room = limit - generating.length;
+    if (this.#unified) {
+      let prompt = 0;
+      for (const s of active)
+        if (s.job && s.job.pending < 0 && !s.job.leader) prompt += s.job.spec.ids.length - s.job.nPast;
+      room = Math.min(room, this.context.nCtx - this.context.used() - generating.length - prompt);
+    }
+    const wants: SlotWant[] = [];
+    for (const s of generating) {
+      const j = s.job!;
+      const most = j.spec.draftMax ?? drafts.draftMax;
+      const left = (j.spec.maxTokens ?? Number.POSITIVE_INFINITY) - j.tokens.length - 1;
+      // the pending token at nPast and the drafts after it, all before the slot's last cell
+      const max = Math.min(most, left, this.ctxPerSlot - j.nPast - 2);
+      if (j.shifted || max < Math.max(1, j.spec.draftMin ?? drafts.draftMin)) continue;
+      wants.push({ slot: s.id, job: j, max });
+    }
+    if (wants.length === 0 || room <= 0) return undefined;
+    let got: Map<number, number[]>;
+    try {
+      got = await drafts.draft(wants);
+    } catch (e) {
+      this.#observer.onJobError?.(e);
+      return undefined;
+    }
+    for (const w of wants) {
+      const d = got.get(w.slot);
+      if (!d) continue;
+      if (d.length < Math.max(1, w.job.spec.draftMin ?? drafts.draftMin) || room <= 0) got.delete(w.slot);
+      else {
+        if (d.length > room) d.length = room;
+        room -= d.length;
+      }
+    }
+    return got;
   }
 
   /**
@@ -600,7 +668,7 @@ export class Batcher {
       job.inFlight = false;
       if (!job.ended || slot.job !== job) continue;
       this.#release(slot);
-      this.context.seqRm(slot.id, job.clearOnLanding ? 0 : job.nPast, -1);
+      this.context.seqRm(slot.id, job.clearOnLanding ? 0 : Math.min(job.nPast, job.keep ?? job.nPast), -1);
     }
   }
 
@@ -617,41 +685,81 @@ export class Batcher {
       if (j.chunk > 0) j.spec.onPrefill?.({ total: j.spec.ids.length, cache: j.cached, processed: j.nPast });
       if (j.nPast === j.spec.ids.length && j.chunk > 0) j.prefilledAt = performance.now();
     }
-    for (const { slot, index } of b.rows) {
+    for (const { slot, index, drafts } of b.rows) {
       const j = slot.job;
       if (!j) continue;
       if (j.pending >= 0) {
         j.nPast++;
         j.pending = -1;
       }
+      // rows index, index + 1, …: the next one while the token sampled equals the draft after it
+      let accepted = 0;
+      if (drafts) {
+        j.drafting.drafted += drafts.length;
+        j.drafting.steps++;
+      }
       try {
-        let drawn: SampledToken | undefined;
-        if (wantsToken(j)) {
-          const ids = logits.nCandidates > 0 ? logits.candidates(index) : undefined;
-          const nVocab = logits.nVocab;
-          const t =
-            ids && !logits.rowsRead && j.spec.nProbs === undefined
-              ? j.spec.sampler.sampleCandidates(ids, logits.candidateLogits(index), nVocab)
-              : -1;
-          if (t >= 0) drawn = { id: t };
-          else if (logits.rowsRead) drawn = drawToken(j, logits.get(index), ids);
-          else {
-            const row = await logits.fetch(index);
-            // (the read let other events run: a job that ended meanwhile has left its slot)
-            if (slot.job !== j || j.ended) continue;
-            drawn = drawToken(j, row, ids);
+        for (;;) {
+          const drawn = await this.#drawRow(slot, j, logits, index + accepted);
+          if (drawn === null) break; // (the job ended while its row was read)
+          const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot, this.#contextShift);
+          if (next.shift) {
+            this.#dropDrafts(slot, j, drafts, accepted);
+            this.#shift(slot, j);
           }
+          this.#outputs.push({ slot, job: j, ...next, at: j.tokens.length });
+          // A job that ends after its output takes no further decode: its slot is free for the next
+          // job now, as it would be without the overlap.
+          if (next.end) {
+            this.#release(slot);
+            break;
+          }
+          if (!drafts || accepted >= drafts.length || next.token?.id !== drafts[accepted]) break;
+          // the draft is the token: it is in the cache already, and its row is next
+          accepted++;
+          j.drafting.accepted++;
+          j.nPast++;
+          j.pending = -1;
         }
-        const next = sampleNext(j, drawn, this.#model.tokenizer, this.ctxPerSlot, this.#contextShift);
-        if (next.shift) this.#shift(slot, j);
-        this.#outputs.push({ slot, job: j, ...next });
-        // A job that ends after its output takes no further decode: its slot is free for the next
-        // job now, as it would be without the overlap.
-        if (next.end) this.#release(slot);
       } catch (e) {
         this.#fail(j, slot, e);
       }
+      this.#dropDrafts(slot, j, drafts, accepted);
     }
+  }
+
+  /**
+   * A row's token for job `j` (undefined when it takes none; null when the job ended while the row
+   * was read from the device). When the step read back only the candidates, a row they cannot
+   * decide is read from the device.
+   */
+  async #drawRow(
+    slot: Slot,
+    j: Job,
+    logits: Logits,
+    index: number,
+  ): Promise<SampledToken | undefined | null> {
+    if (!wantsToken(j)) return undefined;
+    const ids = logits.nCandidates > 0 ? logits.candidates(index) : undefined;
+    const t =
+      ids && !logits.rowsRead && j.spec.nProbs === undefined
+        ? j.spec.sampler.sampleCandidates(ids, logits.candidateLogits(index), logits.nVocab)
+        : -1;
+    if (t >= 0) return { id: t };
+    if (logits.rowsRead) return drawToken(j, logits.get(index), ids);
+    const row = await logits.fetch(index);
+    // (the read let other events run: a job that ended meanwhile has left its slot)
+    if (slot.job !== j || j.ended) return null;
+    return drawToken(j, row, ids);
+  }
+
+  /**
+   * After a slot's rows: its drafts after the `accepted` ones leave the cache, so the slot holds
+   * the tokens it decoded and kept, as without drafts (not for a job that failed: its cells go).
+   */
+  #dropDrafts(slot: Slot, j: Job, drafts: readonly number[] | undefined, accepted: number): void {
+    if (!drafts || accepted >= drafts.length || j.clearOnLanding) return;
+    if (slot.job === j || slot.job === undefined) this.context.seqRm(slot.id, j.nPast, -1);
   }
 
   /**
@@ -665,12 +773,27 @@ export class Batcher {
       const j = o.job;
       if (j.ended) continue;
       try {
-        if (o.token && emitToken(j, o.token)) this.#end(j, o.slot, "stop", true);
-        else if (o.end) this.#end(j, o.slot, o.end.finish, o.end.stopped);
+        if (o.token && emitToken(j, o.token)) {
+          this.#cut(j, o.at);
+          this.#end(j, o.slot, "stop", true);
+        } else if (o.end) this.#end(j, o.slot, o.end.finish, o.end.stopped);
       } catch (e) {
+        // (the consumer failed at this token: tokens sampled after it from drafts go)
+        this.#cut(j, o.at);
         this.#fail(j, o.slot, e);
       }
     }
+  }
+
+  /**
+   * A stop string ended job `j` at its token `at` (a count) while later tokens were sampled in the
+   * same step (from accepted drafts): they go, from its tokens and its slot's cells, so it ends as
+   * without drafts — the stop token the last, its cell not kept (it was never decoded then).
+   */
+  #cut(j: Job, at: number | undefined): void {
+    if (at === undefined || j.tokens.length <= at) return;
+    j.tokens.length = at;
+    if (!j.shifted) j.keep = j.spec.ids.length + at - 1;
   }
 
   /**
@@ -696,6 +819,7 @@ export class Batcher {
       generateMs: now - prefilled,
       ...(j.stopWord !== undefined ? { stopWord: j.stopWord } : {}),
       truncated: j.shifted || finish === "context",
+      ...(this.#drafts ? { speculative: { ...j.drafting } } : {}),
     };
     this.#observer.onJobEnd?.(result);
     j.resolve(result);
@@ -735,12 +859,19 @@ export class Batcher {
     if (j.inFlight || slot.job !== j) return;
     this.#release(slot);
     if (j.clearOnLanding) this.context.seqRm(slot.id, 0, -1);
+    else if (j.keep !== undefined) this.context.seqRm(slot.id, j.keep, -1);
   }
 
   #release(slot: Slot): void {
     const j = slot.job;
     if (j)
-      slot.last = { promptTokens: j.spec.ids.length, cachedTokens: j.cached, generated: j.tokens.length };
+      slot.last = {
+        promptTokens: j.spec.ids.length,
+        cachedTokens: j.cached,
+        generated: j.tokens.length,
+        drafted: j.drafting.drafted,
+        accepted: j.drafting.accepted,
+      };
     slot.job = undefined;
   }
 }

@@ -3,7 +3,15 @@
  * An OpenAI-compatible HTTP server (fastify) over one @minfer/engine model and context.
  */
 
-export type { BatcherOptions, JobFinish, JobResult, JobSpec, SlotInfo, TokenEvent } from "./batcher.js";
+export type {
+  BatcherOptions,
+  BatcherSpeculation,
+  JobFinish,
+  JobResult,
+  JobSpec,
+  SlotInfo,
+  TokenEvent,
+} from "./batcher.js";
 export { BATCHER_CANDIDATES, Batcher } from "./batcher.js";
 export { IGNORED_FIELDS_HEADER } from "./chat-routes.js";
 export { ApiError } from "./errors.js";
@@ -15,7 +23,7 @@ export type { ModelState, PoolListing, PoolModel, PoolOptions, Upstream } from "
 export { ModelPool } from "./router/model-pool.js";
 export type { ModelRouter, RouterOptions } from "./router/router.js";
 export { createModelRouter } from "./router/router.js";
-export type { MinferServer, ServerOptions, ServerSampling } from "./server.js";
+export type { MinferServer, ServerOptions, ServerSampling, ServerSpeculation } from "./server.js";
 export { createServer, SERVER_DEFAULTS } from "./server.js";
 export type { ServerErrorCode } from "./server-error.js";
 export { ServerError } from "./server-error.js";

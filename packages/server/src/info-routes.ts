@@ -135,12 +135,15 @@ export function registerInfoRoutes(app: FastifyInstance, s: ServerState): void {
     return s.batcher.slots().map((x) => ({
       id: x.id,
       n_ctx: x.nCtx,
+      speculative: x.speculative,
       is_processing: x.state !== "idle",
       state: x.state,
       n_past: x.nPast,
       n_prompt_tokens: x.promptTokens,
       n_cached_tokens: x.cachedTokens,
       n_decoded: x.generated,
+      // (minfer's: the running job's, or the last one's, drafted and accepted tokens)
+      ...(x.speculative ? { n_draft: x.drafted, n_draft_accepted: x.draftAccepted } : {}),
     }));
   });
 

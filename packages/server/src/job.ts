@@ -57,6 +57,13 @@ export interface JobSpec {
    * group-mate is still prefilling the prompt waits for it and copies its K/V rows instead.
    */
   readonly group?: object;
+  /**
+   * With the batcher's speculative decoding: this job's most and fewest drafted tokens per
+   * verification (llama-server's `speculative.n_max` / `speculative.n_min`; n_max 0 turns it off
+   * for this job). Default: the batcher's.
+   */
+  readonly draftMax?: number;
+  readonly draftMin?: number;
   readonly signal?: AbortSignal;
   /** performance.now() after which the job ends with "timeout". */
   readonly deadline?: number;
@@ -86,6 +93,11 @@ export interface JobResult {
   readonly stopWord?: string;
   /** The context was shifted (older tokens dropped) or filled: llama-server's `truncated`. */
   readonly truncated: boolean;
+  /**
+   * With speculative decoding: tokens drafted and verified, those accepted, and the verifications
+   * that had drafts (llama-server's `draft_n`, `draft_n_accepted`); absent without.
+   */
+  readonly speculative?: { readonly drafted: number; readonly accepted: number; readonly steps: number };
 }
 
 /** A job's running state inside the batcher. */
@@ -113,6 +125,13 @@ export class Job {
   stopWord: string | undefined;
   /** Older tokens were dropped to go on (context shift). */
   shifted = false;
+  /**
+   * Cells the slot keeps when the job ends (a stop string found in a token's text after later
+   * tokens were taken from accepted drafts: those leave, as if never sampled); undefined: all.
+   */
+  keep: number | undefined;
+  /** Speculative decoding's counters (see JobResult.speculative); steps 0: none drafted yet. */
+  readonly drafting = { drafted: 0, accepted: 0, steps: 0 };
   decoder!: StreamDecoder;
   stops: StopMatcher;
   resolve!: (r: JobResult) => void;

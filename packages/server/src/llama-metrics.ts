@@ -5,7 +5,8 @@ import type { Batcher, JobResult } from "./batcher.js";
  * llama-server's metrics under its names (`llamacpp:…`, the set its README lists), so dashboards
  * and alerts made for llama-server read minfer's /metrics unchanged. Prompt tokens count what was
  * prefilled (cached ones apart); the generation rate is over the decode steps after the first
- * token, as llama-server's timings are. minfer does not decode speculatively: those counters stay 0.
+ * token, as llama-server's timings are. The speculative-decoding counters stay 0 unless the
+ * server drafts (ServerOptions.speculative).
  */
 export class LlamaMetrics {
   readonly #promptTokens: Counter;
@@ -15,6 +16,9 @@ export class LlamaMetrics {
   readonly #predictedSeconds: Counter;
   readonly #decodes: Counter;
   readonly #tokensMax: Counter;
+  readonly #drafted: Counter;
+  readonly #accepted: Counter;
+  readonly #verifications: Counter;
   #maxSeen = 0;
   #promptN = 0;
   #promptS = 0;
@@ -38,17 +42,17 @@ export class LlamaMetrics {
     this.#predictedSeconds = counter("tokens_predicted_seconds_total", "Predict process time in seconds.");
     this.#decodes = counter("n_decode_total", "Total number of decode calls.");
     this.#tokensMax = counter("n_tokens_max", "High watermark of the context size observed.");
-    counter(
+    this.#drafted = counter(
       "spec_decode_num_draft_tokens_total",
-      "Total draft tokens generated (0: no speculative decoding).",
+      "Speculative: total draft tokens generated (0: no speculative decoding).",
     );
-    counter(
+    this.#accepted = counter(
       "spec_decode_num_accepted_tokens_total",
-      "Total draft tokens accepted (0: no speculative decoding).",
+      "Speculative: total draft tokens accepted by the target model.",
     );
-    counter(
+    this.#verifications = counter(
       "spec_decode_num_drafts_total",
-      "Total speculative verification steps (0: no speculative decoding).",
+      "Speculative: total verification steps with drafts.",
     );
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
@@ -96,6 +100,11 @@ export class LlamaMetrics {
     if (r.tokens.length > 1) {
       this.#predictedN += r.tokens.length - 1;
       this.#predictedS += r.generateMs / 1000;
+    }
+    if (r.speculative) {
+      this.#drafted.inc(r.speculative.drafted);
+      this.#accepted.inc(r.speculative.accepted);
+      this.#verifications.inc(r.speculative.steps);
     }
     const used = r.promptTokens + r.tokens.length;
     if (used > this.#maxSeen) {

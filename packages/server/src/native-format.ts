@@ -36,6 +36,10 @@ export function nativeTimings(r: JobResult): Record<string, number> {
     predicted_ms: r.generateMs,
     predicted_per_token_ms: per(r.generateMs, predictedN - 1),
     predicted_per_second: rate(r.generateMs, predictedN - 1),
+    // (as llama-server: present once something was drafted)
+    ...(r.speculative && r.speculative.drafted > 0
+      ? { draft_n: r.speculative.drafted, draft_n_accepted: r.speculative.accepted }
+      : {}),
   };
 }
 

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { basename } from "node:path";
 import {
-  type Context,
+  BatchedModelDrafter,
+  Context,
   type ContextOptions,
   contextSize,
   type FinishReason,
@@ -45,6 +46,19 @@ export const SERVER_DEFAULTS = Object.freeze({
 
 /** ServerOptions.sampling: the sampler's options a server may default (not its vocabulary or constraint). */
 export type ServerSampling = Omit<SamplerOptions, "vocab" | "tokenText" | "constraint">;
+
+/** {@link ServerOptions.speculative}. */
+export interface ServerSpeculation {
+  readonly draft: Model | "ngram";
+  /** Most tokens drafted for a slot's verification (llama-server's --draft-max). Default 16. */
+  readonly draftMax?: number;
+  /** A shorter draft is not verified (--draft-min). Default 0. */
+  readonly draftMin?: number;
+  /** A draft model's draft ends where its probability of its token is below this (--draft-p-min). Default 0. */
+  readonly pMin?: number;
+  /** ngram: the longest n-gram looked up (--spec-ngram-size-n). Default 4. */
+  readonly ngramMax?: number;
+}
 
 export interface ServerOptions {
   /**
@@ -125,6 +139,14 @@ export interface ServerOptions {
    * "length"). Default false.
    */
   readonly contextShift?: boolean;
+  /**
+   * Speculative decoding in every slot (llama-server's `-md` / `--spec-type ngram`): each
+   * generating slot's next tokens are drafted — by `draft`, a model of the same vocabulary (the
+   * caller keeps ownership; the server makes its context, a sequence per slot), or by n-gram
+   * look-up in the slot's own text — and verified in the step's one decode with every other slot's
+   * tokens. Output is unchanged; /slots, /metrics and the timings count drafts and acceptances.
+   */
+  readonly speculative?: ServerSpeculation;
   /**
    * How a thinking model's think block is returned (llama-server's `--reasoning-format`; a request's
    * `reasoning_format` overrides it): `auto` (default) and `deepseek` split it into `reasoning_content`,
@@ -371,6 +393,8 @@ export function createServer(options: ServerOptions): MinferServer {
   let closed = false;
   let draining = false;
   let appClosing: Promise<void> | undefined;
+  /** The draft model's context (speculative decoding with a draft model). */
+  let draftContext: Context | undefined;
   const closeApp = () => {
     appClosing ??= app.close();
     return appClosing;
@@ -402,8 +426,30 @@ export function createServer(options: ServerOptions): MinferServer {
         });
         return;
       }
+      draftContext =
+        options.speculative && options.speculative.draft !== "ngram"
+          ? new Context(options.speculative.draft, {
+              nCtx: parallel * ctxPerSlot,
+              nSeqMax: parallel,
+              kvUnified: false,
+              nUbatch: Math.min(co.nUbatch ?? batchSize, parallel * ctxPerSlot),
+            })
+          : undefined;
+      const spec = options.speculative;
       batcher = new Batcher(m, {
         parallel,
+        ...(spec
+          ? {
+              speculative: {
+                drafter: draftContext
+                  ? BatchedModelDrafter.for(m, draftContext, { pMin: spec.pMin ?? 0 })
+                  : "ngram",
+                ...(spec.draftMax !== undefined ? { draftMax: spec.draftMax } : {}),
+                ...(spec.draftMin !== undefined ? { draftMin: spec.draftMin } : {}),
+                ...(spec.ngramMax !== undefined ? { ngramMax: spec.ngramMax } : {}),
+              },
+            }
+          : {}),
         ctxPerSlot,
         batchSize,
         queueSize,
@@ -599,6 +645,7 @@ export function createServer(options: ServerOptions): MinferServer {
     const closing = closeApp();
     await ready.catch(() => undefined);
     if (batcher) await batcher.close();
+    draftContext?.dispose();
     embedder?.dispose();
     await renderer.close();
     metrics?.close();

@@ -14,7 +14,7 @@ export interface Slot {
   /** Held by a slot action (save, restore, erase): no job is given the slot meanwhile. */
   reserved?: boolean;
   /** What the slot's last finished job held, for /slots (as llama-server keeps a slot's last task). */
-  last: { promptTokens: number; cachedTokens: number; generated: number };
+  last: { promptTokens: number; cachedTokens: number; generated: number; drafted: number; accepted: number };
 }
 
 /** One step's decode: its inputs, the rows it samples and the jobs it holds. */
@@ -22,12 +22,19 @@ export interface StepBatch {
   readonly tokens: number[];
   readonly seq: number[];
   readonly logits: boolean[];
-  /** Rows of logits to sample: each generating slot's, and a prompt's last token's. */
-  readonly rows: { slot: Slot; index: number }[];
+  /**
+   * Rows of logits to sample: each generating slot's, and a prompt's last token's. A generating
+   * slot's `drafts` (speculative decoding) follow its pending token in the batch, each with its
+   * row: row index + i is sampled once the token sampled before it equals drafts[i - 1].
+   */
+  readonly rows: { slot: Slot; index: number; drafts?: readonly number[] }[];
   /** The jobs with tokens in it (in flight while it decodes). */
   readonly members: { slot: Slot; job: Job }[];
   prefilling: Slot[];
+  /** Tokens of the generating slots: their pending tokens and drafts. */
   generating: number;
+  /** Of those, drafted tokens. */
+  drafted: number;
 }
 
 /** A row's outcome whose output is still to come: its token's, and then the job's end, if it ends. */
@@ -36,10 +43,20 @@ export interface Output {
   readonly job: Job;
   readonly token?: SampledToken;
   readonly end?: Ending;
+  /** The job's token count with this token (a stop string in its text cuts the job's tokens there). */
+  readonly at?: number;
 }
 
-/** The step's batch: the pending token of each generating slot, then prompt chunks in arrival order. */
-export function composeBatch(active: readonly Slot[], batchSize: number): StepBatch {
+/**
+ * The step's batch: the pending token of each generating slot (and its drafts, from `drafts` by
+ * slot id), then prompt chunks in arrival order. The drafts must fit `batchSize` with the pending
+ * tokens (see the batcher's drafting).
+ */
+export function composeBatch(
+  active: readonly Slot[],
+  batchSize: number,
+  drafts?: ReadonlyMap<number, readonly number[]>,
+): StepBatch {
   const b: StepBatch = {
     tokens: [],
     seq: [],
@@ -48,15 +65,20 @@ export function composeBatch(active: readonly Slot[], batchSize: number): StepBa
     members: [],
     prefilling: [],
     generating: 0,
+    drafted: 0,
   };
   for (const s of active) {
     const j = s.job!;
     if (j.pending < 0) continue;
-    b.rows.push({ slot: s, index: b.tokens.length });
+    const d = drafts?.get(s.id);
+    b.rows.push({ slot: s, index: b.tokens.length, ...(d && d.length > 0 ? { drafts: d } : {}) });
     b.members.push({ slot: s, job: j });
-    b.tokens.push(j.pending);
-    b.seq.push(s.id);
-    b.logits.push(true);
+    for (const t of [j.pending, ...(d ?? [])]) {
+      b.tokens.push(t);
+      b.seq.push(s.id);
+      b.logits.push(true);
+    }
+    b.drafted += d?.length ?? 0;
   }
   b.generating = b.tokens.length;
   let budget = batchSize - b.tokens.length;

@@ -98,7 +98,7 @@ export class ModelDrafter implements Drafter {
     const seq = this.#seq;
     const nVocab = ctx.model.hparams.nVocab;
     // the room the draft context has for this sequence: the history and max - 1 drafted tokens
-    const free = ctx.nCtx - ctx.used() + ctx.seqCount(seq);
+    const free = ctx.seqRoom(seq) + ctx.seqCount(seq);
     max = Math.min(max, free - history.length + 1);
     if (max <= 0 || history.length === 0) return [];
     let keep = 0;
@@ -136,7 +136,7 @@ export class ModelDrafter implements Drafter {
 }
 
 /** The softmax probability of `id` among `logits`. */
-function probabilityOf(logits: Float32Array, id: number): number {
+export function probabilityOf(logits: Float32Array, id: number): number {
   const top = logits[id]!;
   let sum = 0;
   for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - top);

@@ -1,0 +1,119 @@
+import { argmax } from "@minfer/sampler";
+import type { Context } from "../context.js";
+import { EngineError } from "../errors.js";
+import type { Model } from "../model.js";
+import { checkDraftVocabulary, probabilityOf } from "./model-drafter.js";
+
+/** One sequence's request to {@link BatchedModelDrafter.draftMany}. */
+export interface DraftRequest {
+  /** The draft context's sequence that follows this history (one request per sequence). */
+  readonly seq: number;
+  /** Prompt and generated tokens, the last one not yet decoded by the target. */
+  readonly history: readonly number[];
+  /** Most tokens to draft. */
+  readonly max: number;
+}
+
+/** Options of {@link BatchedModelDrafter}. */
+export interface BatchedModelDrafterOptions {
+  /** Stop a sequence's draft where the draft model's probability of its greedy token is below this. Default 0. */
+  readonly pMin?: number;
+}
+
+/**
+ * A draft model drafting for several sequences at once (a server's slots): each sequence of the
+ * draft context follows its history (the prefix it holds is kept), all of them caught up by one
+ * decode, then each drafted position of every sequence still drafting decoded together — so k
+ * drafted tokens for s sequences cost k + 1 draft decodes, not s·(k + 1). Drafts are the draft
+ * model's greedy tokens, as {@link ModelDrafter}'s.
+ */
+export class BatchedModelDrafter {
+  readonly kind = "draft";
+  readonly context: Context;
+  readonly #pMin: number;
+  /** Ids the target has (a draft vocabulary may have up to DRAFT_VOCAB_SLACK more): a draft stops at one beyond. */
+  readonly #limit: number;
+
+  constructor(
+    context: Context,
+    options: BatchedModelDrafterOptions = {},
+    targetVocab = Number.POSITIVE_INFINITY,
+  ) {
+    const pMin = options.pMin ?? 0;
+    if (typeof pMin !== "number" || !(pMin >= 0 && pMin <= 1))
+      throw new EngineError(
+        "INVALID_ARGUMENT",
+        `BatchedModelDrafter: pMin must be in [0, 1], got ${String(pMin)}`,
+      );
+    this.context = context;
+    this.#pMin = pMin;
+    this.#limit = targetVocab;
+  }
+
+  /** A drafter for `target` over `context` (a context of the draft model), after the vocabulary check. */
+  static for(target: Model, context: Context, options?: BatchedModelDrafterOptions): BatchedModelDrafter {
+    checkDraftVocabulary(target, context.model);
+    return new BatchedModelDrafter(context, options, target.hparams.nVocab);
+  }
+
+  /**
+   * Drafts for each request (in its order; an empty draft where the sequence has no room or the
+   * draft model's first token is unlikely). Sequences not named keep what they hold.
+   */
+  async draftMany(requests: readonly DraftRequest[]): Promise<number[][]> {
+    const ctx = this.context;
+    const out = requests.map((): number[] => []);
+    const seen = new Set<number>();
+    for (const r of requests) {
+      if (!Number.isInteger(r.seq) || r.seq < 0 || r.seq >= ctx.nSeqMax || seen.has(r.seq))
+        throw new EngineError(
+          "INVALID_ARGUMENT",
+          `BatchedModelDrafter: each request needs its own sequence in [0, ${ctx.nSeqMax}), got ${String(r.seq)}`,
+        );
+      seen.add(r.seq);
+    }
+    // the catch-up: every sequence's tokens after the prefix its cache already holds (at least the
+    // last one, for its logits), in one decode
+    let live: { i: number; max: number }[] = [];
+    const tokens: number[] = [];
+    const seqs: number[] = [];
+    const rows: boolean[] = [];
+    for (const [i, r] of requests.entries()) {
+      const have = ctx.history(r.seq);
+      let keep = 0;
+      if (have)
+        while (keep < have.length && keep < r.history.length && have[keep] === r.history[keep]) keep++;
+      if (keep === r.history.length) keep--;
+      if (keep < 0) continue; // an empty history
+      // room for the history and max - 1 drafted tokens (the last drafted token is not decoded)
+      const max = Math.min(r.max, ctx.seqRoom(r.seq) + ctx.seqCount(r.seq) - r.history.length + 1);
+      if (max <= 0) continue;
+      keep = ctx.truncate(r.seq, keep);
+      for (let p = keep; p < r.history.length; p++) {
+        tokens.push(r.history[p]!);
+        seqs.push(r.seq);
+        rows.push(p === r.history.length - 1);
+      }
+      live.push({ i, max });
+    }
+    if (live.length === 0) return out;
+    let logits = await ctx.decode({ tokens, seq: seqs, logits: rows });
+    for (;;) {
+      const next: typeof live = [];
+      const ids: number[] = [];
+      for (const [row, l] of live.entries()) {
+        const values = logits.get(row);
+        const id = argmax(values);
+        if (id >= this.#limit || (this.#pMin > 0 && probabilityOf(values, id) < this.#pMin)) continue;
+        const d = out[l.i]!;
+        d.push(id);
+        if (d.length >= l.max) continue;
+        next.push(l);
+        ids.push(id);
+      }
+      if (next.length === 0) return out;
+      live = next;
+      logits = await ctx.decode({ tokens: ids, seq: live.map((l) => requests[l.i]!.seq), logits: "all" });
+    }
+  }
+}
