@@ -1,14 +1,21 @@
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
-import { fixtures, minfer, type Result } from "./test-helpers.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { startServe } from "./serve-fuzz/harness.js";
+import { bin, fixtures, minfer, type Result } from "./test-helpers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const stories = join(fixtures, "models/stories260K.gguf");
 const goldenPath = resolve(here, "../../models/test/stories260K.llamacpp.golden.json");
 const have = existsSync(stories) && existsSync(goldenPath);
 const noStackTrace = (r: Result) => expect(r.stderr).not.toMatch(/^\s+at /m);
+let child: ChildProcess | undefined;
+afterEach(() => {
+  if (child && child.exitCode === null) child.kill("SIGKILL");
+  child = undefined;
+});
 
 describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
   const golden = have
@@ -115,6 +122,42 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
     expect(table.stdout).toMatch(/\| ngram +\| tg16 \(prompt 5\)/);
   });
 
+  it("serve -md / --spec-type ngram: 8 concurrent greedy streams each give llama.cpp's continuation; drafts in /slots and the timings", async () => {
+    const headers = { "content-type": "application/json" };
+    const body = JSON.stringify({
+      prompt: golden.prompt,
+      n_predict: n,
+      temperature: 0,
+      return_tokens: true,
+      cache_prompt: false,
+    });
+    for (const spec of [
+      ["-md", stories, "--draft-max", "4"],
+      ["--spec-type", "ngram", "--spec-ngram-size-n", "2"],
+    ]) {
+      const s = await startServe(bin, ["-m", stories, "-np", "8", "-c", "2048", "-t", "1", ...spec], (p) => {
+        child = p;
+      });
+      try {
+        expect(s.stderr()).toContain("speculative decoding in every slot");
+        const rs = (await Promise.all(
+          Array.from({ length: 8 }, () =>
+            fetch(`${s.url}/completion`, { method: "POST", headers, body }).then((r) => r.json()),
+          ),
+        )) as { tokens: number[]; timings: { draft_n?: number; draft_n_accepted?: number } }[];
+        for (const r of rs) expect(r.tokens).toEqual(golden.ids.slice(0, n));
+        const drafted = rs.reduce((a, r) => a + (r.timings.draft_n ?? 0), 0);
+        const kept = rs.reduce((a, r) => a + (r.timings.draft_n_accepted ?? 0), 0);
+        expect(drafted, spec.join(" ")).toBeGreaterThan(8 * 10);
+        expect(kept).toBeGreaterThan(0);
+        const slots = (await (await fetch(`${s.url}/slots`)).json()) as { speculative: boolean }[];
+        expect(slots.every((x) => x.speculative)).toBe(true);
+      } finally {
+        child?.kill("SIGKILL");
+      }
+    }
+  });
+
   it("refuses bad speculative options naming them, without a stack trace", async () => {
     const cases: [string[], string, number][] = [
       [["--draft-max", "4"], "--draft-max needs speculative decoding: give -md FILE or --spec-type ngram", 2],
@@ -141,6 +184,11 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
       noStackTrace(r);
     });
     expect(results.at(-1)!.stderr).toContain("vocabulary of 32000 tokens against the target's 512");
+    const serve = await minfer("serve", "-m", stories, "--embedding", "--spec-type", "ngram");
+    expect(serve.code).toBe(2);
+    expect(serve.stderr).toContain(
+      "speculative decoding (-md, --spec-type) is for generation, not --embedding",
+    );
     const batched = await minfer("bench", "-m", stories, "-npl", "2", "-md", stories);
     expect(batched.code).toBe(2);
     expect(batched.stderr).toContain("-npl (batched mode) does not take speculative decoding");

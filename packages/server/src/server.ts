@@ -145,8 +145,9 @@ export interface ServerOptions {
    * caller keeps ownership; the server makes its context, a sequence per slot), or by n-gram
    * look-up in the slot's own text — and verified in the step's one decode with every other slot's
    * tokens. Output is unchanged; /slots, /metrics and the timings count drafts and acceptances.
+   * A promise (the draft model still loading) is awaited with the model; undefined: none.
    */
-  readonly speculative?: ServerSpeculation;
+  readonly speculative?: ServerSpeculation | Promise<ServerSpeculation | undefined>;
   /**
    * How a thinking model's think block is returned (llama-server's `--reasoning-format`; a request's
    * `reasoning_format` overrides it): `auto` (default) and `deepseek` split it into `reasoning_content`,
@@ -400,8 +401,8 @@ export function createServer(options: ServerOptions): MinferServer {
     return appClosing;
   };
 
-  const ready = Promise.resolve(options.model)
-    .then((m) => {
+  const ready = Promise.all([options.model, options.speculative])
+    .then(([m, spec]) => {
       if (closed) return;
       model = m;
       if (!options.modelId) modelId = basename(m.path).replace(/\.gguf$/i, "");
@@ -427,15 +428,14 @@ export function createServer(options: ServerOptions): MinferServer {
         return;
       }
       draftContext =
-        options.speculative && options.speculative.draft !== "ngram"
-          ? new Context(options.speculative.draft, {
+        spec && spec.draft !== "ngram"
+          ? new Context(spec.draft, {
               nCtx: parallel * ctxPerSlot,
               nSeqMax: parallel,
               kvUnified: false,
               nUbatch: Math.min(co.nUbatch ?? batchSize, parallel * ctxPerSlot),
             })
           : undefined;
-      const spec = options.speculative;
       batcher = new Batcher(m, {
         parallel,
         ...(spec

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { type ContextOptions, POOLINGS, type Pooling } from "@minfer/engine";
+import { type ContextOptions, type Model, POOLINGS, type Pooling } from "@minfer/engine";
 import {
   chatTemplateArg,
   createServer,
@@ -9,6 +9,7 @@ import {
   SERVER_DEFAULTS,
   SERVER_LIMITS,
   type ServerOptions,
+  type ServerSpeculation,
 } from "@minfer/server";
 import { ChatTemplate } from "@minfer/tokenizer";
 import { expectPositionals, type OptionSpec, parseArgs } from "../args.js";
@@ -25,6 +26,7 @@ import {
 } from "./options.js";
 import { chainOptions, chainSettings } from "./sampling.js";
 import { modelsOptions, serveModels } from "./serve-models.js";
+import { loadDraft, specSettings, speculativeOptions } from "./speculative.js";
 
 /** `run`'s sampler flags that are per request on a server (a request's own grammar or bias). */
 const SERVE_NOT_DEFAULTS = new Set(["--logit-bias", "--grammar", "--grammar-file", "--json-schema"]);
@@ -222,6 +224,8 @@ export const serveOptions: OptionSpec[] = [
     kind: "boolean",
     help: "log every request (JSON lines on stdout), and give every non-streamed response a __verbose object (the prompt as read, the settings), as llama-server does",
   },
+  // Speculative decoding in every slot (no --draft-fixed: the server drafts up to --draft-max).
+  ...speculativeOptions.filter((o) => !o.flags.includes("--draft-fixed")),
 ];
 
 /** --chat-template-kwargs (a JSON object) with --reasoning's enable_thinking over it. */
@@ -389,6 +393,30 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...(options.kvUnified ? { kvUnified: true } : {}),
   };
   const embeddings = Boolean(options.embedding || options.reranking);
+  const spec = specSettings(options);
+  if (spec && embeddings)
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      "speculative decoding (-md, --spec-type) is for generation, not --embedding",
+    );
+  let draftModel: Model | undefined;
+  // (the draft model loads on the main model's runtimes, after it)
+  const speculative: Promise<ServerSpeculation> | undefined = spec
+    ? loading.then(async () => {
+        draftModel = await loadDraft(spec, loaded!);
+        return {
+          draft: draftModel ?? "ngram",
+          draftMax: spec.draftMax,
+          draftMin: spec.draftMin,
+          pMin: spec.pMin,
+          ngramMax: spec.ngramMax,
+        };
+      })
+    : undefined;
+  const closeModels = () => {
+    draftModel?.dispose();
+    loaded?.close();
+  };
   const pooling = options.reranking ? "rank" : (options.pooling as string | undefined);
   if (options.reranking && options.pooling !== undefined && options.pooling !== "rank")
     throw new CliError(
@@ -424,6 +452,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...reasoning,
     ...(slotSavePath !== undefined ? { slotSavePath } : {}),
     ...(options.contextShift ? { contextShift: true } : {}),
+    ...(speculative ? { speculative } : {}),
     sampling,
     ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
     logger: verbose,
@@ -442,7 +471,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   } catch (e) {
     await server.close();
     await loading.catch(() => undefined);
-    loaded?.close();
+    await speculative?.catch(() => undefined);
+    closeModels();
     const err = e as NodeJS.ErrnoException;
     if (err.code === "EADDRINUSE" || err.code === "EACCES" || err.code === "EADDRNOTAVAIL")
       throw new CliError("INVALID_ARGUMENT", `cannot listen on ${host}:${port} (${err.code})`);
@@ -466,7 +496,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     await Promise.race([server.ready, stopped]);
   } catch (e) {
     await server.close();
-    loaded?.close();
+    closeModels();
     throw e;
   }
   if (signal === undefined && server.embedder) {
@@ -501,6 +531,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
             `(KV cache ${ctx.nCtx} cells, ${ctx.kvDtype}); up to`) +
           ` ${b.batchSize} tokens per decode step; ` +
           `queue ${b.queueSize}; timeout ${timeout !== undefined ? `${timeout} s` : "none"}`,
+        ...(spec
+          ? [
+              `serve: speculative decoding in every slot: ${spec.type === "ngram" ? `n-gram look-up (n ${Math.min(2, spec.ngramMax)}-${spec.ngramMax})` : `draft model ${spec.draftPath}`}, ` +
+                `up to ${spec.draftMax} drafted tokens a step${spec.draftMin > 0 ? `, at least ${spec.draftMin}` : ""}`,
+            ]
+          : []),
         `serve: chat template: ${template}; API key: ${apiKey !== undefined ? "required" : "none"}; ` +
           `metrics: ${options.metrics ? "/metrics" : "off"}; chat page: ${options.noWebui ? "off" : `${address}/`}`,
         `serve: ready on ${address}`,
@@ -515,6 +551,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const finished = await server.drain(drainSeconds);
   if (!finished)
     process.stderr.write("serve: requests still running were stopped and told the server is shutting down\n");
-  loaded?.close();
+  closeModels();
   return 0;
 }
