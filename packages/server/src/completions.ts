@@ -483,6 +483,8 @@ export async function runCompletion(
         cachePrompt: p.cachePrompt,
         ...(p.idSlot !== undefined ? { slot: p.idSlot } : {}),
         ...(p.nKeep !== undefined ? { nKeep: p.nKeep } : {}),
+        ...(p.draftMax !== undefined ? { draftMax: p.draftMax } : {}),
+        ...(p.draftMin !== undefined ? { draftMin: p.draftMin } : {}),
         group: choices,
         signal: abort.signal,
         ...(deadline !== undefined ? { deadline } : {}),

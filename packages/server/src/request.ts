@@ -59,6 +59,9 @@ export interface ParsedCommon {
   idSlot: number | undefined;
   /** llama-server's `n_keep`: the tokens a context shift keeps (-1: the prompt); default 0. */
   nKeep: number | undefined;
+  /** llama-server's `speculative.n_max` / `speculative.n_min`: this request's drafts (with a speculative server). */
+  draftMax: number | undefined;
+  draftMin: number | undefined;
   /**
    * Fields the request gave that this server does not use (unknown ones, and llama-server's that
    * have no effect here), by name: answered in a response header and logged, or a 400 under
@@ -152,6 +155,8 @@ const LLAMA_SAMPLER_FIELDS = [
   "verbose",
   "id_slot",
   "n_keep",
+  "speculative.n_max",
+  "speculative.n_min",
 ];
 /**
  * llama-server fields checked but without effect here (slots are the batcher's, the sampler has
@@ -165,6 +170,8 @@ const LLAMA_NO_EFFECT: Record<string, (v: unknown) => boolean> = {
   n_keep: (v) => v === 0,
   t_max_predict_ms: (v) => v === 0 || v === -1,
   n_indent: (v) => v === 0,
+  // (the server's draft model ends drafts at its --draft-p-min)
+  "speculative.p_min": () => false,
   samplers: () => false,
   // (text completions return the text as generated, thinking included, as llama-server's do)
   reasoning_format: (v) => v === "none",
@@ -428,6 +435,10 @@ function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon 
     throw bad("model", "must be a string");
   if (body.user !== undefined && typeof body.user !== "string") throw bad("user", "must be a string");
   const n = num(body, "n", 1, MAX_N, true) ?? 1;
+  const draftMax = num(body, "speculative.n_max", 0, 256, true);
+  const draftMin = num(body, "speculative.n_min", 0, 256, true);
+  if (draftMax !== undefined && draftMin !== undefined && draftMin > draftMax)
+    throw bad("speculative.n_min", `must not exceed speculative.n_max (${draftMax}), got ${draftMin}`);
   if (body.grammar !== undefined && body.grammar !== null && typeof body.grammar !== "string")
     throw bad("grammar", "must be a GBNF grammar (a string)");
   const grammar = typeof body.grammar === "string" && body.grammar.trim() !== "" ? body.grammar : undefined;
@@ -465,6 +476,8 @@ function parseCommon(body: Body, nVocab: number, o: ParseOptions): ParsedCommon 
     verbose: bool(body, "verbose") ?? false,
     idSlot: idSlot(body),
     nKeep: num(body, "n_keep", -1, 2 ** 31 - 1, true),
+    draftMax,
+    draftMin,
     ignored: [],
   };
 }

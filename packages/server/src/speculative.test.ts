@@ -152,6 +152,16 @@ describe("speculative decoding in the server", () => {
       expect(value("spec_decode_num_draft_tokens_total")).toBe(got.timings.draft_n);
       expect(value("spec_decode_num_accepted_tokens_total")).toBe(got.timings.draft_n_accepted);
       expect(value("spec_decode_num_drafts_total")).toBeGreaterThan(0);
+      // a request's own speculative.n_max (0: none) and a bad pair
+      const off = (await (await spec.post("/completion", { ...body, "speculative.n_max": 0 })).json()) as {
+        content: string;
+        timings: Record<string, number>;
+      };
+      expect(off.content).toBe(want.content);
+      expect(off.timings.draft_n).toBeUndefined();
+      const bad = await spec.post("/completion", { ...body, "speculative.n_max": 2, "speculative.n_min": 3 });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(await bad.json())).toContain("must not exceed speculative.n_max (2), got 3");
     } finally {
       await plain.server.close();
       await spec.server.close();
