@@ -71,7 +71,8 @@
 #   types               the built-in model in every weight type by llama-quantize (TYPES_LIST, TYPES_IMATRIX carried),
 #                       minfer run -ngl all of each and its CPU/CUDA agreement (after llamacpp-build)
 #   side-by-side        minfer bench / llama-bench and bench -npl / llama-batched-bench on those files,
-#                       ROUNDS interleaved rounds (SBS_NPL: the batched benches' counts; SBS_GEN=0: those only)
+#                       ROUNDS interleaved rounds (SBS_NPL: the batched benches' counts; SBS_GEN=0: those only;
+#                       SBS_BATCHED=0: generation only)
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
 #   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BATCH_TYPES else BENCH_TYPES, BATCH_NPL,
 #                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
@@ -483,6 +484,7 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
             step "lb-$t-d4096-$r" /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 512 -n 128 -d 4096 -ngl 99 -fa 1 -r 1 -o json
           fi
         fi
+        [ "${SBS_BATCHED:-1}" = 0 ] && continue # SBS_BATCHED=0: generation only
         step "mbb-$t-$r" minfer bench -m "$f" -npl ${SBS_NPL:-1,4,16,64} -npp 128 -ntg 128 -ngl all -r 1
         # MBB_VARIANTS (as MB_VARIANTS, several joined by commas): minfer's batched decode once more with each
         for v in ${MBB_VARIANTS:-}; do

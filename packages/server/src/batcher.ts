@@ -538,7 +538,7 @@ export class Batcher {
    * The drafts of the step's generating slots (speculative decoding): each slot asks for up to its
    * job's draftMax tokens, fewer where its context, its token budget or the step's room (the batch
    * size, and with a unified pool its free cells) ends sooner; a draft shorter than draftMin is
-   * dropped. A drafter that fails is reported (onJobError) and the step goes on without drafts.
+   * dropped. A drafter that fails fails the jobs that asked for drafts (and is reported, onJobError).
    */
   async #draftFor(active: Slot[], limit: number): Promise<Map<number, number[]> | undefined> {
     const drafts = this.#drafts!;
@@ -565,7 +565,12 @@ export class Batcher {
     try {
       got = await drafts.draft(wants);
     } catch (e) {
+      // (no silent fallback to decoding without drafts: the jobs that asked fail with the error)
       this.#observer.onJobError?.(e);
+      for (const w of wants) {
+        const slot = this.#slots[w.slot]!;
+        if (slot.job === w.job && !w.job.ended) this.#fail(w.job, slot, e);
+      }
       return undefined;
     }
     for (const w of wants) {

@@ -1,6 +1,7 @@
 import { BatchedModelDrafter, Context, type DraftRequest } from "@minfer/engine";
+import { Sampler } from "@minfer/sampler";
 import { afterAll, describe, expect, it } from "vitest";
-import type { BatcherOptions, BatcherSpeculation } from "./batcher.js";
+import { Batcher, type BatcherOptions, type BatcherSpeculation } from "./batcher.js";
 import { CASES, runCases, unconstrained } from "./batcher-cases.js";
 import { start, useStories } from "./test-helpers.js";
 
@@ -122,6 +123,43 @@ describe("speculative decoding in the batcher", () => {
     expect(n.accepted).toBeGreaterThan(0);
     expect(n.accepted / n.drafted).toBeLessThan(0.7);
   });
+});
+
+it("a draft model that fails fails the jobs that asked for drafts, and the batcher goes on", async () => {
+  let calls = 0;
+  class Failing extends BatchedModelDrafter {
+    override async draftMany(requests: readonly DraftRequest[]): Promise<number[][]> {
+      if (++calls === 3) throw new Error("draft device lost");
+      return super.draftMany(requests);
+    }
+  }
+  const b = new Batcher(stories(), {
+    parallel: 2,
+    ctxPerSlot: 80,
+    batchSize: 64,
+    queueSize: 4,
+    speculative: { drafter: new Failing(draftContext(2)), draftMax: 4 },
+  });
+  try {
+    const job = (p: string) =>
+      b
+        .submit({
+          ids: stories().tokenizer.encode(p, { addSpecial: true }),
+          sampler: new Sampler({ temperature: 0, logitBias: { 2: -100 } }),
+          maxTokens: 30,
+        })
+        .then(
+          (r) => r.finish as string,
+          (e: Error) => e.message,
+        );
+    expect(await Promise.all([job("Once upon a time"), job("Lily and her mom")])).toEqual([
+      "draft device lost",
+      "draft device lost",
+    ]);
+    expect(await job("One day")).toBe("length");
+  } finally {
+    await b.close();
+  }
 });
 
 describe("speculative decoding in the server", () => {

@@ -74,7 +74,8 @@ export class BatchedModelDrafter {
     }
     // the catch-up: every sequence's tokens after the prefix its cache already holds (at least the
     // last one, for its logits), in one decode
-    let live: { i: number; max: number }[] = [];
+    // (`row`: the batch index of the sequence's token whose logits come next)
+    let live: { i: number; max: number; row: number }[] = [];
     const tokens: number[] = [];
     const seqs: number[] = [];
     const rows: boolean[] = [];
@@ -94,21 +95,21 @@ export class BatchedModelDrafter {
         seqs.push(r.seq);
         rows.push(p === r.history.length - 1);
       }
-      live.push({ i, max });
+      live.push({ i, max, row: tokens.length - 1 });
     }
     if (live.length === 0) return out;
     let logits = await ctx.decode({ tokens, seq: seqs, logits: rows });
     for (;;) {
       const next: typeof live = [];
       const ids: number[] = [];
-      for (const [row, l] of live.entries()) {
-        const values = logits.get(row);
+      for (const l of live) {
+        const values = logits.get(l.row);
         const id = argmax(values);
         if (id >= this.#limit || (this.#pMin > 0 && probabilityOf(values, id) < this.#pMin)) continue;
         const d = out[l.i]!;
         d.push(id);
         if (d.length >= l.max) continue;
-        next.push(l);
+        next.push({ ...l, row: next.length });
         ids.push(id);
       }
       if (next.length === 0) return out;

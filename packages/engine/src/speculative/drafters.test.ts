@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Context } from "../context.js";
 import { Model } from "../model.js";
 import { FIXTURES, haveStories, loadStories } from "../test-helpers.js";
+import { BatchedModelDrafter } from "./batched-model-drafter.js";
 import { DraftDepth } from "./depth.js";
 import { checkDraftVocabulary, ModelDrafter } from "./model-drafter.js";
 import { NgramDrafter } from "./ngram-drafter.js";
@@ -111,6 +112,59 @@ describe.skipIf(!haveStories)("checkDraftVocabulary", () => {
     } finally {
       ctx.dispose();
       other.dispose();
+      dispose();
+    }
+  });
+});
+
+describe.skipIf(!haveStories)("model drafters", () => {
+  it("BatchedModelDrafter drafts for several sequences what a ModelDrafter drafts for each alone", async () => {
+    const { model, dispose } = await loadStories(1);
+    const one = new Context(model, { nCtx: 128 });
+    const many = new Context(model, { nCtx: 3 * 128, nSeqMax: 3, kvUnified: false });
+    try {
+      const tok = (t: string) => model.tokenizer.encode(t, { addSpecial: true });
+      const histories = [tok("Once upon a time"), tok("Lily and her mom went"), tok("The big red ball")];
+      const alone: number[][] = [];
+      for (const h of histories) alone.push(await new ModelDrafter(one).draft(h, 6));
+      const batched = BatchedModelDrafter.for(model, many);
+      expect(await batched.draftMany(histories.map((history, seq) => ({ seq, history, max: 6 })))).toEqual(
+        alone,
+      );
+      // a history that grows keeps its cached prefix; one that changes starts over; max 0 drafts none
+      const longer = [...histories[0]!, ...alone[0]!.slice(0, 2)];
+      const next = await batched.draftMany([
+        { seq: 0, history: longer, max: 4 },
+        { seq: 2, history: histories[1]!, max: 3 },
+        { seq: 1, history: histories[1]!, max: 0 },
+      ]);
+      expect(next).toEqual([await new ModelDrafter(one).draft(longer, 4), alone[1]!.slice(0, 3), []]);
+      await expect(batched.draftMany([{ seq: 3, history: histories[0]!, max: 2 }])).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+      });
+    } finally {
+      one.dispose();
+      many.dispose();
+      dispose();
+    }
+  });
+
+  it("a ModelDrafter whose context cannot hold the history says so (NO_KV_ROOM)", async () => {
+    const { model, dispose } = await loadStories(1);
+    const small = new Context(model, { nCtx: 16 });
+    try {
+      const history = model.tokenizer.encode("Once upon a time there was a little girl named Lily who", {
+        addSpecial: true,
+      });
+      expect(history.length).toBeGreaterThan(16);
+      await expect(new ModelDrafter(small).draft(history, 4)).rejects.toMatchObject({
+        code: "NO_KV_ROOM",
+        message: expect.stringContaining(
+          `the draft context holds 16 tokens of sequence 0, the history is ${history.length}`,
+        ),
+      });
+    } finally {
+      small.dispose();
       dispose();
     }
   });

@@ -98,9 +98,15 @@ export class ModelDrafter implements Drafter {
     const seq = this.#seq;
     const nVocab = ctx.model.hparams.nVocab;
     // the room the draft context has for this sequence: the history and max - 1 drafted tokens
-    const free = ctx.seqRoom(seq) + ctx.seqCount(seq);
-    max = Math.min(max, free - history.length + 1);
     if (max <= 0 || history.length === 0) return [];
+    const free = ctx.seqRoom(seq) + ctx.seqCount(seq);
+    if (free < history.length)
+      throw new EngineError(
+        "NO_KV_ROOM",
+        `ModelDrafter: the draft context holds ${free} tokens of sequence ${seq}, the history is ${history.length}: ` +
+          "give the draft model's context as many cells as the target's (nCtx), or stop speculating",
+      );
+    max = Math.min(max, free - history.length + 1);
     let keep = 0;
     const have = ctx.history(seq);
     if (have) while (keep < have.length && keep < history.length && have[keep] === history[keep]) keep++;
