@@ -66,7 +66,7 @@
 #   nsys-batched        Nsight Systems sums (API, OS runtime, kernels, copies) of bench -npl NSYS_NPL (64)
 #   microbench          per-node GPU time of decode-shaped ops (norm, SWIGLU, mat-vecs, attention at
 #                       depths 64/516/4096, each attention kernel), REPS copies per graph
-#   llamacpp-build      llama.cpp built in the background (.device/llamacpp carried from ../shared/device)
+#   llamacpp-build      llama.cpp built in the background (.device/llamacpp: scripts/device/prepare-llamacpp.sh)
 #   llamacpp-files      qwen2-7b F16 (synth) quantized by llama-quantize to LLAMA_TYPES (q4_0 q4_k_m q8_0)
 #   types               the built-in model in every weight type by llama-quantize (TYPES_LIST, TYPES_IMATRIX carried),
 #                       minfer run -ngl all of each and its CPU/CUDA agreement (after llamacpp-build)
