@@ -74,6 +74,7 @@
 #                       ROUNDS interleaved rounds (SBS_NPL: the batched benches' counts; SBS_GEN=0: those only;
 #                       SBS_BATCHED=0: generation only)
 #   ppl-llamacpp        minfer perplexity beside llama-perplexity on CUDA (PPL_TEXT)
+#   spec-serve          minfer serve -np 8: 8 concurrent greedy streams the same with -md and n-grams as without
 #   batched             minfer bench -npl 1,4,16,64 -npp 128 -ntg 128 (BATCH_TYPES else BENCH_TYPES, BATCH_NPL,
 #                       BATCH_REPS), by default and with each of BATCH_VARIANTS (default MINFER_CUDA_MMQ=0)
 #   ab                  generation of one file by default and with each of AB_VARIANTS, AB_ROUNDS interleaved rounds:
@@ -496,6 +497,12 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
           -npl ${SBS_NPL:-1,4,16,64} -ngl 99 -fa on
       done
     done ;;
+  spec-serve) # issue 26: `minfer serve -ngl all -np 8`, 8 concurrent greedy streams the same without
+    # speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default the built-in
+    # model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md)
+    step spec-serve node scripts/device/spec-serve-check.mjs "$D/dist/bin.js" \
+      "${SPEC_TARGET:-$D/fixtures/minfer-default-7m-f16.gguf}" "${SPEC_DRAFT:-$D/fixtures/minfer-default-7m-f16.gguf}" \
+      "${SPEC_PROMPT:-docs/SPECULATIVE.md}" -ngl all ;;
   ppl-llamacpp) # issue 21's fidelity on CUDA: minfer perplexity beside llama-perplexity on the built-in
     # model or PPL_MODEL (scripts/fidelity/perplexity-vs-llamacpp.mjs; PPL_TEXT: the text file, carried)
     STEP_TIMEOUT=${STEP_TIMEOUT:-600} TAIL_LINES=40 step ppl-llamacpp env NGL=all THREADS=16 OUT=/tmp/minfer-ppl \

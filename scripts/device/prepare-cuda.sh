@@ -7,7 +7,16 @@ set -eu
 cd "$(dirname "$0")/../.."
 [ -f .device/node.tar.xz ] || ../shared/device/prepare-node.sh
 export TURBO_TELEMETRY_DISABLED=1
-npx turbo run build --output-logs=errors-only
+if [ "${LEAN:-0}" = 1 ]; then
+  # LEAN=1 (below): the CUDA addon is built once, for sm_90 machine code only, as the package's own
+  # build (the full sm_90 + PTX build would take another ~8 minutes on 2 cores only to be replaced),
+  # then the other packages
+  (cd packages/backend-cuda && node scripts/build-native.mjs --archs=90-real --work=/tmp/minfer-cuda-lean --strict &&
+    npx tsup src/index.ts --format esm --dts --clean --target node20 --silent)
+  npx turbo run build --output-logs=errors-only --filter='!@minfer/backend-cuda'
+else
+  npx turbo run build --output-logs=errors-only
+fi
 node scripts/device/bundle-cuda.mjs
 # The stand-alone gemm_tc check and benchmark (native/cuda/ops/gemm_tc_selftest.cuh; the
 # gemm-selftest stage), and with GEMM_BASE=COMMIT the same built from that commit's sources, so
@@ -18,8 +27,9 @@ selftest() { # native-root out
 }
 mkdir -p .device/cuda/bin
 rm -f .device/cuda/bin/gemm_tc*
-selftest native .device/cuda/bin/gemm_tc
-if [ -n "${GEMM_BASE:-}" ]; then
+# (not for LEAN=1: its bundle leaves cuda/bin out)
+[ "${LEAN:-0}" = 1 ] || selftest native .device/cuda/bin/gemm_tc
+if [ -n "${GEMM_BASE:-}" ] && [ "${LEAN:-0}" != 1 ]; then
   base=$(mktemp -d)
   git archive "$GEMM_BASE" native | tar -x -C "$base"
   selftest "$base/native" .device/cuda/bin/gemm_tc_base
@@ -42,8 +52,6 @@ if [ "${LEAN:-0}" = 1 ]; then
     rm -rf "$t"
     touch .device/node.stripped
   fi
-  node packages/backend-cuda/scripts/build-native.mjs --archs=90-real --work=/tmp/minfer-cuda-lean \
-    --out=.device/cuda/node_modules/@minfer/backend-cuda/build/minfer_cuda.node
   lean=(--exclude=cuda/bin --exclude=cuda/fixtures/vocab --exclude=cuda/fixtures/stories260K.gguf)
 fi
 # The bundle travels compressed (the addon's PTX and the fixtures compress well): the tracked tree
