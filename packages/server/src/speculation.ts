@@ -43,6 +43,8 @@ export class SlotDrafts {
   readonly #ngrams = new Map<number, NgramDrafter>();
   readonly #ngramMax: number;
   readonly #ngramMin: number;
+  /** Each slot's job and its prompt and tokens so far, grown by the tokens taken since the last step. */
+  readonly #histories = new Map<number, { job: Job; tokens: number[] }>();
 
   constructor(spec: BatcherSpeculation, parallel: number) {
     const bad = (m: string): never => {
@@ -68,14 +70,25 @@ export class SlotDrafts {
     this.#model = model;
   }
 
+  /** A job's prompt and generated tokens (the last one pending), kept per slot and appended to. */
+  #history(slot: number, job: Job): readonly number[] {
+    let h = this.#histories.get(slot);
+    if (h?.job !== job) {
+      h = { job, tokens: [...job.spec.ids] };
+      this.#histories.set(slot, h);
+    }
+    for (let i = h.tokens.length - job.spec.ids.length; i < job.tokens.length; i++)
+      h.tokens.push(job.tokens[i]!);
+    return h.tokens;
+  }
+
   /** Drafts for the slots asking (slot id → tokens, at most each one's max; slots with none left out). */
   async draft(wants: readonly SlotWant[]): Promise<Map<number, number[]>> {
-    const history = (j: Job) => [...j.spec.ids, ...j.tokens];
     const out = new Map<number, number[]>();
     if (this.#model) {
       const requests: DraftRequest[] = wants.map((w) => ({
         seq: w.slot,
-        history: history(w.job),
+        history: this.#history(w.slot, w.job),
         max: w.max,
       }));
       const drafts = await this.#model.draftMany(requests);
@@ -88,7 +101,7 @@ export class SlotDrafts {
         d = new NgramDrafter({ ngramMax: this.#ngramMax, ngramMin: this.#ngramMin });
         this.#ngrams.set(w.slot, d);
       }
-      const got = d.draft(history(w.job), w.max);
+      const got = d.draft(this.#history(w.slot, w.job), w.max);
       if (got.length > 0) out.set(w.slot, got);
     }
     return out;

@@ -2,7 +2,7 @@ import { argmax } from "@minfer/sampler";
 import type { Context } from "../context.js";
 import { EngineError } from "../errors.js";
 import type { Model } from "../model.js";
-import { checkDraftVocabulary, probabilityOf } from "./model-drafter.js";
+import { checkDraftVocabulary, keepsDrafting, resumeDraft } from "./model-drafter.js";
 
 /** One sequence's request to {@link BatchedModelDrafter.draftMany}. */
 export interface DraftRequest {
@@ -18,6 +18,8 @@ export interface DraftRequest {
 export interface BatchedModelDrafterOptions {
   /** Stop a sequence's draft where the draft model's probability of its greedy token is below this. Default 0. */
   readonly pMin?: number;
+  /** The target's vocabulary size: a draft stops at a larger id. Default: none; `for()` sets it. */
+  readonly targetVocab?: number;
 }
 
 /**
@@ -31,14 +33,9 @@ export class BatchedModelDrafter {
   readonly kind = "draft";
   readonly context: Context;
   readonly #pMin: number;
-  /** Ids the target has (a draft vocabulary may have up to DRAFT_VOCAB_SLACK more): a draft stops at one beyond. */
   readonly #limit: number;
 
-  constructor(
-    context: Context,
-    options: BatchedModelDrafterOptions = {},
-    targetVocab = Number.POSITIVE_INFINITY,
-  ) {
+  constructor(context: Context, options: BatchedModelDrafterOptions = {}) {
     const pMin = options.pMin ?? 0;
     if (typeof pMin !== "number" || !(pMin >= 0 && pMin <= 1))
       throw new EngineError(
@@ -47,18 +44,19 @@ export class BatchedModelDrafter {
       );
     this.context = context;
     this.#pMin = pMin;
-    this.#limit = targetVocab;
+    this.#limit = options.targetVocab ?? Number.POSITIVE_INFINITY;
   }
 
   /** A drafter for `target` over `context` (a context of the draft model), after the vocabulary check. */
   static for(target: Model, context: Context, options?: BatchedModelDrafterOptions): BatchedModelDrafter {
     checkDraftVocabulary(target, context.model);
-    return new BatchedModelDrafter(context, options, target.hparams.nVocab);
+    return new BatchedModelDrafter(context, { ...options, targetVocab: target.hparams.nVocab });
   }
 
   /**
-   * Drafts for each request (in its order; an empty draft where the sequence has no room or the
-   * draft model's first token is unlikely). Sequences not named keep what they hold.
+   * Drafts for each request (in its order; an empty one where the draft model's first token is
+   * unlikely). Sequences not named keep what they hold. Throws NO_KV_ROOM when a sequence's cells
+   * cannot hold its history.
    */
   async draftMany(requests: readonly DraftRequest[]): Promise<number[][]> {
     const ctx = this.context;
@@ -80,16 +78,8 @@ export class BatchedModelDrafter {
     const seqs: number[] = [];
     const rows: boolean[] = [];
     for (const [i, r] of requests.entries()) {
-      const have = ctx.history(r.seq);
-      let keep = 0;
-      if (have)
-        while (keep < have.length && keep < r.history.length && have[keep] === r.history[keep]) keep++;
-      if (keep === r.history.length) keep--;
-      if (keep < 0) continue; // an empty history
-      // room for the history and max - 1 drafted tokens (the last drafted token is not decoded)
-      const max = Math.min(r.max, ctx.seqRoom(r.seq) + ctx.seqCount(r.seq) - r.history.length + 1);
-      if (max <= 0) continue;
-      keep = ctx.truncate(r.seq, keep);
+      if (r.max <= 0 || r.history.length === 0) continue;
+      const { from: keep, max } = resumeDraft(ctx, r.seq, r.history, r.max, "BatchedModelDrafter");
       for (let p = keep; p < r.history.length; p++) {
         tokens.push(r.history[p]!);
         seqs.push(r.seq);
@@ -105,7 +95,7 @@ export class BatchedModelDrafter {
       for (const l of live) {
         const values = logits.get(l.row);
         const id = argmax(values);
-        if (id >= this.#limit || (this.#pMin > 0 && probabilityOf(values, id) < this.#pMin)) continue;
+        if (!keepsDrafting(values, id, this.#limit, this.#pMin)) continue;
         const d = out[l.i]!;
         d.push(id);
         if (d.length >= l.max) continue;

@@ -149,7 +149,7 @@ describe.skipIf(!haveStories)("model drafters", () => {
     }
   });
 
-  it("a ModelDrafter whose context cannot hold the history says so (NO_KV_ROOM)", async () => {
+  it("a drafter whose context cannot hold the history says so (NO_KV_ROOM)", async () => {
     const { model, dispose } = await loadStories(1);
     const small = new Context(model, { nCtx: 16 });
     try {
@@ -162,6 +162,12 @@ describe.skipIf(!haveStories)("model drafters", () => {
         message: expect.stringContaining(
           `the draft context holds 16 tokens of sequence 0, the history is ${history.length}`,
         ),
+      });
+      await expect(
+        new BatchedModelDrafter(small).draftMany([{ seq: 0, history, max: 4 }]),
+      ).rejects.toMatchObject({
+        code: "NO_KV_ROOM",
+        message: expect.stringContaining("BatchedModelDrafter"),
       });
     } finally {
       small.dispose();

@@ -41,6 +41,43 @@ export function checkDraftVocabulary(target: Model, draft: Model): void {
 /** The longest piece of a draft model's catch-up with the target's history (see ModelDrafter.draft). */
 const CATCH_UP_PIECE = 16;
 
+/**
+ * Brings sequence `seq` of a draft context to where it can follow `history`: the prefix it holds
+ * is kept (less the last token, decoded again for its logits), the rest removed. Returns the
+ * position to decode from and how many tokens may be drafted (`max`, less where the sequence's
+ * cells end). Throws NO_KV_ROOM when the history itself does not fit the sequence's cells.
+ */
+export function resumeDraft(
+  ctx: Context,
+  seq: number,
+  history: readonly number[],
+  max: number,
+  who: string,
+): { from: number; max: number } {
+  const free = ctx.seqRoom(seq) + ctx.seqCount(seq);
+  if (free < history.length)
+    throw new EngineError(
+      "NO_KV_ROOM",
+      `${who}: the draft context holds ${free} tokens of sequence ${seq}, the history is ${history.length}: ` +
+        "give the draft model's context as many cells per sequence as the target's, or stop speculating",
+    );
+  let keep = 0;
+  const have = ctx.history(seq);
+  if (have) while (keep < have.length && keep < history.length && have[keep] === history[keep]) keep++;
+  if (keep === history.length) keep--;
+  // (the last drafted token is not decoded: max - 1 of them need cells)
+  return { from: ctx.truncate(seq, keep), max: Math.min(max, free - history.length + 1) };
+}
+
+/**
+ * Whether a draft goes on with `id`, the draft model's greedy token of row `logits`: not past the
+ * target's vocabulary (`limit`; a draft model may have up to DRAFT_VOCAB_SLACK more ids), nor where
+ * the draft model's probability of it is below `pMin`.
+ */
+export function keepsDrafting(logits: Float32Array, id: number, limit: number, pMin: number): boolean {
+  return id < limit && (pMin <= 0 || probabilityOf(logits, id) >= pMin);
+}
+
 /** Options of {@link ModelDrafter}. */
 export interface ModelDrafterOptions {
   /** The draft context's sequence this drafter uses. Default 0. */
@@ -50,6 +87,8 @@ export interface ModelDrafterOptions {
    * this (0: never). Default 0, as llama.cpp's `--draft-p-min`.
    */
   readonly pMin?: number;
+  /** The target's vocabulary size: a draft stops at a larger id. Default: none; `for()` sets it. */
+  readonly targetVocab?: number;
 }
 
 /**
@@ -64,6 +103,7 @@ export class ModelDrafter implements Drafter {
   readonly context: Context;
   readonly #seq: number;
   readonly #pMin: number;
+  readonly #limit: number;
   #lastSyncMs = 0;
 
   constructor(context: Context, options: ModelDrafterOptions = {}) {
@@ -79,12 +119,13 @@ export class ModelDrafter implements Drafter {
     this.context = context;
     this.#seq = seq;
     this.#pMin = pMin;
+    this.#limit = options.targetVocab ?? Number.POSITIVE_INFINITY;
   }
 
   /** A drafter for `target` over `context` (a context of the draft model), after the vocabulary check. */
   static for(target: Model, context: Context, options?: ModelDrafterOptions): ModelDrafter {
     checkDraftVocabulary(target, context.model);
-    return new ModelDrafter(context, options);
+    return new ModelDrafter(context, { ...options, targetVocab: target.hparams.nVocab });
   }
 
   get lastSyncMs(): number {
@@ -96,22 +137,10 @@ export class ModelDrafter implements Drafter {
     this.#lastSyncMs = 0;
     const ctx = this.context;
     const seq = this.#seq;
-    const nVocab = ctx.model.hparams.nVocab;
-    // the room the draft context has for this sequence: the history and max - 1 drafted tokens
     if (max <= 0 || history.length === 0) return [];
-    const free = ctx.seqRoom(seq) + ctx.seqCount(seq);
-    if (free < history.length)
-      throw new EngineError(
-        "NO_KV_ROOM",
-        `ModelDrafter: the draft context holds ${free} tokens of sequence ${seq}, the history is ${history.length}: ` +
-          "give the draft model's context as many cells as the target's (nCtx), or stop speculating",
-      );
-    max = Math.min(max, free - history.length + 1);
-    let keep = 0;
-    const have = ctx.history(seq);
-    if (have) while (keep < have.length && keep < history.length && have[keep] === history[keep]) keep++;
-    if (keep === history.length) keep--; // the last token is decoded again for its logits
-    keep = ctx.truncate(seq, keep);
+    const resumed = resumeDraft(ctx, seq, history, max, "ModelDrafter");
+    max = resumed.max;
+    const keep = resumed.from;
     const rest = history.slice(keep);
     // A catch-up of the tokens accepted since the last draft (a few; after steps that did not
     // draft, more) decodes in pieces of at most CATCH_UP_PIECE tokens, so that its decode graphs
@@ -131,8 +160,7 @@ export class ModelDrafter implements Drafter {
     const out: number[] = [];
     for (;;) {
       const id = argmax(logits);
-      if (id >= nVocab) break;
-      if (this.#pMin > 0 && probabilityOf(logits, id) < this.#pMin) break;
+      if (!keepsDrafting(logits, id, this.#limit, this.#pMin)) break;
       out.push(id);
       if (out.length >= max) break;
       logits = await ctx.eval([id], seq);
@@ -142,7 +170,7 @@ export class ModelDrafter implements Drafter {
 }
 
 /** The softmax probability of `id` among `logits`. */
-export function probabilityOf(logits: Float32Array, id: number): number {
+function probabilityOf(logits: Float32Array, id: number): number {
   const top = logits[id]!;
   let sum = 0;
   for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - top);
