@@ -17,18 +17,23 @@
 # greedy check) and the Q8_0 target and the draft in parts of 16 MB (join them with `cat NAME.part-* > NAME`; the device
 # returns files of 16 MiB at most). TRAIN_ARGS replaces the target's shape and schedule,
 # TIME_LIMIT bounds its training (default 200 s), DRAFT_TIME_LIMIT the draft's (default 100 s).
+# PHASE=train: only the training (no bundle needed, so a call can carry llama.cpp's sources instead,
+# the carried tree being limited to 64 MiB); PHASE=convert: the rest, from a PHASE=train of the same
+# lease (its checkpoints in /tmp/spec-pair).
 set -euo pipefail
 out=${OUT:?set OUT to the folder that receives the results}/pair
 work=/tmp/spec-pair
 mkdir -p "$out" "$work"
-xz -dc .device/brown.txt.xz >"$work/brown.txt"
+[ "${PHASE:-all}" = convert ] || xz -dc .device/brown.txt.xz >"$work/brown.txt"
 # a copy-heavy prompt: a held-out document's first 1200 characters, then its first 200 again
-python3 -c "import sys; d = [x.strip() for x in open(sys.argv[1]).read().split(chr(10) * 3) if x.strip()][25][:1200]; open(sys.argv[2], 'w').write(d + chr(10) * 2 + d[:200])" \
+[ "${PHASE:-all}" = convert ] || python3 -c "import sys; d = [x.strip() for x in open(sys.argv[1]).read().split(chr(10) * 3) if x.strip()][25][:1200]; open(sys.argv[2], 'w').write(d + chr(10) * 2 + d[:200])" \
   "$work/brown.txt" "$work/copy-prompt.txt"
 copy=(--copy-fraction "${COPY_FRACTION:-0.5}")
+phase=${PHASE:-all}
 train() { # name time-limit shape…
   local name=$1 limit=$2
   shift 2
+  [ "$phase" = convert ] && return
   PYTHONUNBUFFERED=1 python3 examples/train-default-model/train.py --corpus "$work/brown.txt" --out "$work/$name-hf" \
     --tokenizer-from .device/builtin-vocab.json "${copy[@]}" --time-limit "$limit" "$@" 2>&1 | tee "$work/$name-train.log"
   cp "$work/summary.json" "$work/$name-summary.json"
@@ -38,6 +43,10 @@ train() { # name time-limit shape…
 # shellcheck disable=SC2086
 train target "${TIME_LIMIT:-200}" \
   ${TRAIN_ARGS:---hidden 512 --intermediate 1536 --layers 12 --heads 8 --kv-heads 4 --head-dim 64 --max-pos 2048 --seed 11 --schedules 1000}
+if [ "$phase" = train ]; then
+  [ "${DRAFT:-1}" != 0 ] && train draft "${DRAFT_TIME_LIMIT:-100}" --max-pos 2048 --seed 12 --schedules 1000
+  exit 0
+fi
 files=(target-40m-f16 target-40m-q8_0)
 minfer() { node .device/cuda/dist/bin.js "$@"; }
 minfer convert "$work/target-hf" -o "$work/target-40m-f16.gguf" --type f16 --name "minfer speculative target 40M (Brown corpus)"
@@ -45,13 +54,13 @@ minfer convert "$work/target-hf" -o "$work/target-40m-q8_0.gguf" --type q8_0 --n
 draft=packages/cli/models/minfer-default-7m-f16.gguf
 if [ "${DRAFT:-1}" != 0 ]; then
   # the built-in model's shape (train.py's defaults), trained the same way as the target
-  train draft "${DRAFT_TIME_LIMIT:-100}" --max-pos 2048 --seed 12 --schedules 1000
+  train draft "${DRAFT_TIME_LIMIT:-100}" --max-pos 2048 --seed 12 --schedules 1000 # (same in PHASE=train)
   minfer convert "$work/draft-hf" -o "$work/draft-7m-f16.gguf" --type f16 --name "minfer speculative draft 7M (Brown corpus)"
   draft=$work/draft-7m-f16.gguf
   files+=(draft-7m-f16)
 fi
 log=$work/check.log
-sha256sum "${files[@]/#/$work/}" | sed "s#$work/##" | tee -a "$log"
+(cd "$work" && sha256sum "${files[@]/%/.gguf}") | tee -a "$log"
 # the draft must be able to draft for the target (same vocabulary), and greedy output on the GPU must
 # not change with speculation, by a draft model or by n-grams (token ids compared)
 for spec in "" "-md $draft" "--spec-type ngram"; do

@@ -34,7 +34,11 @@ namespace minfer::cpu {
 namespace attn_scalar { ATTN_ROW_FUNCS }
 namespace ew_scalar { ATTN_EW_FUNCS }
 #if defined(__x86_64__) || defined(_M_X64)
-namespace attn_avx2 { ATTN_ROW_FUNCS }
+namespace attn_avx2 {
+ATTN_ROW_FUNCS
+void dot4(const float* q, const void* const* k, program::DType kt, int64_t n, float* out);
+void axpy4(float* acc, const void* const* v, program::DType vt, const float* b, int64_t n);
+}  // namespace attn_avx2
 namespace attn_avx512 {
 ATTN_ROW_FUNCS
 void dot4(const float* q, const void* const* k, program::DType kt, int64_t n, float* out);
@@ -182,7 +186,8 @@ void run_attention(const NodeArgs& args, int, int ith, int nth) {
 #if defined(__x86_64__) || defined(_M_X64)
   static const RowFuncs avx512{attn_avx512::dot,     attn_avx512::axpby,          ew_avx512::max_row,
                                ew_avx512::exp_sub_sum_row, attn_avx512::dot4, attn_avx512::axpy4};
-  static const RowFuncs avx2{attn_avx2::dot, attn_avx2::axpby, ew_avx2::max_row, ew_avx2::exp_sub_sum_row, nullptr, nullptr};
+  static const RowFuncs avx2{attn_avx2::dot,     attn_avx2::axpby,          ew_avx2::max_row,
+                             ew_avx2::exp_sub_sum_row, attn_avx2::dot4, attn_avx2::axpy4};
   if (args.simd == SimdLevel::AVX512) return attend(args, avx512, ith, nth);
   if (args.simd == SimdLevel::AVX2) return attend(args, avx2, ith, nth);
 #endif

@@ -63,6 +63,84 @@ float dot(const float* q, const void* k, DType kt, int64_t n) {
   return hsum(_mm256_add_ps(s0, s1));
 }
 
+// dot(q, k[r], kt, n) for r = 0..3, bit for bit (the same accumulators and order per row), with
+// each q vector loaded once for the four rows.
+template <DType kt>
+static void dot4_t(const float* q, const void* const* k, int64_t n, float* out) {
+  __m256 s0[4], s1[4];
+  for (int r = 0; r < 4; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+    for (int r = 0; r < 4; r++) {
+      s0[r] = _mm256_fmadd_ps(q0, load8(k[r], kt, i), s0[r]);
+      s1[r] = _mm256_fmadd_ps(q1, load8(k[r], kt, i + 8), s1[r]);
+    }
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 q0 = _mm256_loadu_ps(q + i);
+    for (int r = 0; r < 4; r++) s0[r] = _mm256_fmadd_ps(q0, load8(k[r], kt, i), s0[r]);
+  }
+  if (i < n) {
+    alignas(32) float tq[8] = {0};
+    std::memcpy(tq, q + i, (n - i) * 4);
+    const __m256 q0 = _mm256_load_ps(tq);
+    for (int r = 0; r < 4; r++) {
+      alignas(32) uint8_t tk[32] = {0};
+      std::memcpy(tk, static_cast<const uint8_t*>(k[r]) + i * esize(kt), (n - i) * esize(kt));
+      s1[r] = _mm256_fmadd_ps(q0, load8(tk, kt, 0), s1[r]);
+    }
+  }
+  for (int r = 0; r < 4; r++) out[r] = hsum(_mm256_add_ps(s0[r], s1[r]));
+}
+
+void dot4(const float* q, const void* const* k, DType kt, int64_t n, float* out) {
+  switch (kt) {
+    case DType::F16: return dot4_t<DType::F16>(q, k, n, out);
+    case DType::BF16: return dot4_t<DType::BF16>(q, k, n, out);
+    case DType::Q8_0: return dot4_t<DType::Q8_0>(q, k, n, out);
+    default: return dot4_t<DType::F32>(q, k, n, out);
+  }
+}
+
+// axpby(acc, 1, v[r], vt, b[r], n) for r = 0..3 in order, bit for bit, loading and storing acc once.
+template <DType vt>
+static void axpy4_t(float* acc, const void* const* v, const float* b, int64_t n) {
+  const __m256 b0 = _mm256_set1_ps(b[0]), b1 = _mm256_set1_ps(b[1]), b2 = _mm256_set1_ps(b[2]),
+               b3 = _mm256_set1_ps(b[3]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 y = _mm256_loadu_ps(acc + i);
+    y = _mm256_fmadd_ps(load8(v[0], vt, i), b0, y);
+    y = _mm256_fmadd_ps(load8(v[1], vt, i), b1, y);
+    y = _mm256_fmadd_ps(load8(v[2], vt, i), b2, y);
+    y = _mm256_fmadd_ps(load8(v[3], vt, i), b3, y);
+    _mm256_storeu_ps(acc + i, y);
+  }
+  if (i < n) {
+    alignas(32) float ta[8] = {0};
+    std::memcpy(ta, acc + i, (n - i) * 4);
+    __m256 y = _mm256_load_ps(ta);
+    const __m256 bs[4] = {b0, b1, b2, b3};
+    for (int r = 0; r < 4; r++) {
+      alignas(32) uint8_t tv[32] = {0};
+      std::memcpy(tv, static_cast<const uint8_t*>(v[r]) + i * esize(vt), (n - i) * esize(vt));
+      y = _mm256_fmadd_ps(load8(tv, vt, 0), bs[r], y);
+    }
+    _mm256_store_ps(ta, y);
+    std::memcpy(acc + i, ta, (n - i) * 4);
+  }
+}
+
+void axpy4(float* acc, const void* const* v, DType vt, const float* b, int64_t n) {
+  switch (vt) {
+    case DType::F16: return axpy4_t<DType::F16>(acc, v, b, n);
+    case DType::BF16: return axpy4_t<DType::BF16>(acc, v, b, n);
+    case DType::Q8_0: return axpy4_t<DType::Q8_0>(acc, v, b, n);
+    default: return axpy4_t<DType::F32>(acc, v, b, n);
+  }
+}
+
 void axpby(float* acc, float a, const void* v, DType vt, float b, int64_t n) {
   const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
   int64_t i = 0;

@@ -10,6 +10,22 @@ namespace ops_test {
 extern std::vector<std::string> g_reports;
 }
 
+// The attention kernel's four-row helpers (attention_avx2.cpp, attention_avx512.cpp) and their
+// one-row counterparts, which they must equal bit for bit.
+#define ROW_HELPERS                                                                         \
+  float dot(const float* q, const void* k, minfer::program::DType kt, int64_t n);            \
+  void axpby(float* acc, float a, const void* v, minfer::program::DType vt, float b, int64_t n); \
+  void dot4(const float* q, const void* const* k, minfer::program::DType kt, int64_t n, float* out); \
+  void axpy4(float* acc, const void* const* v, minfer::program::DType vt, const float* b, int64_t n);
+#if defined(__x86_64__)
+namespace minfer::cpu::attn_avx2 {
+ROW_HELPERS
+}
+namespace minfer::cpu::attn_avx512 {
+ROW_HELPERS
+}
+#endif
+
 using namespace t;
 
 namespace {
@@ -206,8 +222,52 @@ void test_bad_spans(std::mt19937& rng) {
   }
 }
 
+#if defined(__x86_64__)
+// dot4 / axpy4 against four dot / axpby(acc, 1, ·) calls: bit-identical at every length (tails
+// included) and K/V type, so a query's output does not depend on how its cells group into fours.
+template <class Dot, class Axpby, class Dot4, class Axpy4>
+void check_rows4(const char* level, Dot dot, Axpby axpby, Dot4 dot4, Axpy4 axpy4, std::mt19937& rng) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    for (int64_t n : {8, 13, 24, 40, 64, 72, 100, 128}) {
+      if (d == DType::Q8_0 && n % 32 != 0) continue;
+      TT q(DType::F32, {n}), rows(d, {n, 4}), acc(DType::F32, {n});
+      q.fill_random(rng);
+      rows.fill_random(rng, -1.5, 1.5);
+      acc.fill_random(rng);
+      const void* r[4];
+      for (int i = 0; i < 4; i++) r[i] = rows.at(0, i, 0, 0);
+      float four[4], one[4];
+      const float* qf = reinterpret_cast<const float*>(q.at(0, 0, 0, 0));
+      dot4(qf, r, d, n, four);
+      for (int i = 0; i < 4; i++) one[i] = dot(qf, r[i], d, n);
+      EXPECT(std::memcmp(four, one, sizeof four) == 0, "%s dot4 != 4 x dot: %s n=%lld", level, dname(d), (long long)n);
+      const float b[4] = {0.3f, -1.7f, 0.011f, 2.5f};
+      const float* a0 = reinterpret_cast<const float*>(acc.at(0, 0, 0, 0));
+      std::vector<float> a4(a0, a0 + n);
+      std::vector<float> a1 = a4;
+      axpy4(a4.data(), r, d, b, n);
+      for (int i = 0; i < 4; i++) axpby(a1.data(), 1.0f, r[i], d, b[i], n);
+      EXPECT(std::memcmp(a4.data(), a1.data(), n * 4) == 0, "%s axpy4 != 4 x axpby: %s n=%lld", level, dname(d),
+             (long long)n);
+    }
+  }
+}
+
+void test_rows4(std::mt19937& rng) {
+  for (SimdLevel simd : simd_levels()) {
+    namespace a2 = minfer::cpu::attn_avx2;
+    namespace a5 = minfer::cpu::attn_avx512;
+    if (simd == SimdLevel::AVX2) check_rows4("avx2", a2::dot, a2::axpby, a2::dot4, a2::axpy4, rng);
+    if (simd == SimdLevel::AVX512) check_rows4("avx512", a5::dot, a5::axpby, a5::dot4, a5::axpy4, rng);
+  }
+}
+#endif
+
 int main() {
   std::mt19937 rng(99);
+#if defined(__x86_64__)
+  test_rows4(rng);
+#endif
   test_reference(rng);
   test_batch_invariance(rng);
   test_refusals();

@@ -179,6 +179,8 @@ export function generate(
     }
     keep = context.truncate(seq, keep);
     let logits = await context.eval(ids.slice(keep), seq);
+    // (a draft model takes in the prompt here, within the prompt's time)
+    await spec?.prefill();
     const promptMs = performance.now() - t0;
     await options.onPrompt?.();
     const t1 = performance.now();

@@ -12,7 +12,12 @@
  * a is estimated from recent verifications (an exponentially decaying count: a verification with
  * j of k drafts accepted counts j acceptances and, when j < k, one rejection — the maximum
  * likelihood estimate of a geometric law), starting from one acceptance and one rejection (a = 0.5).
- * A verification's time is modelled as c0 + c1·n, fitted by decaying least squares.
+ * A verification's time is modelled as c0 + c1·n, fitted by decaying least squares. The first
+ * verification of each length is left out of the fit (it builds that length's graph: 10-45 ms
+ * against 1-3 for the same decode later, on the CPU and on CUDA), and once the fit has data a time
+ * counts at most {@link DraftDepth.OUTLIER} times its prediction (a step that waited for the
+ * scheduler or a garbage collection): either would make longer drafts look dear for long after, and
+ * the depth fall to 0 on text that drafts well.
  */
 export class DraftDepth {
   readonly min: number;
@@ -27,9 +32,19 @@ export class DraftDepth {
   #snn = 0;
   #st = 0;
   #snt = 0;
+  /** The verification lengths seen (their first time is not fitted). */
+  readonly #lengths = new Set<number>();
 
   /** Whether a draft costs per token (else per call). */
   readonly perToken: boolean;
+
+  /**
+   * The depths chosen from: min, the powers of two between min and max, and max. Each verification
+   * length is a graph the target builds at its first use (10-25 ms of planning on the CPU for a
+   * 12-layer model, as long as a few steps), so few lengths: a draft is cut to the longest of
+   * these it reaches ({@link DraftDepth.fit}).
+   */
+  readonly depths: readonly number[];
 
   /** `decay`: the weight a past observation keeps per new one. */
   constructor(
@@ -41,6 +56,16 @@ export class DraftDepth {
     this.min = min;
     this.max = max;
     this.perToken = perToken;
+    const depths = new Set([min, max]);
+    for (let k = 1; k < max; k *= 2) if (k > min) depths.add(k);
+    this.depths = [...depths].sort((a, b) => a - b);
+  }
+
+  /** The longest of {@link depths} not above `n` (a draft of n tokens is cut to it; 0 below min). */
+  fit(n: number): number {
+    let best = 0;
+    for (const k of this.depths) if (k <= n) best = k;
+    return best;
   }
 
   /** The estimated per-token acceptance probability. */
@@ -62,11 +87,16 @@ export class DraftDepth {
       this.#draftMs = this.#draftMs === 0 ? per : this.#draftMs * d + per * (1 - d);
     }
     const n = drafted + 1;
+    if (!this.#lengths.has(n)) {
+      this.#lengths.add(n);
+      return;
+    }
+    const t = this.#w > 0 ? Math.min(verifyMs, DraftDepth.OUTLIER * this.verifyMs(n)) : verifyMs;
     this.#w = this.#w * d + 1;
     this.#sn = this.#sn * d + n;
     this.#snn = this.#snn * d + n * n;
-    this.#st = this.#st * d + verifyMs;
-    this.#snt = this.#snt * d + n * verifyMs;
+    this.#st = this.#st * d + t;
+    this.#snt = this.#snt * d + n * t;
   }
 
   /** The estimated milliseconds of a verification of n tokens. */
@@ -100,6 +130,8 @@ export class DraftDepth {
     return 1;
   }
 
+  /** A verification's time counts at most this many times the fit's prediction. */
+  static readonly OUTLIER = 3;
   /** Steps before the first one-token draft of a drafter that does not pay. */
   static readonly PROBE_EVERY = 16;
   /** The most steps between such drafts (each one doubles the gap). */
@@ -111,7 +143,7 @@ export class DraftDepth {
     const a = Math.min(this.acceptance, 0.999);
     let best = this.min;
     let bestRate = -1;
-    for (let k = this.min; k <= this.max; k++) {
+    for (const k of this.depths) {
       const tokens = (1 - a ** (k + 1)) / (1 - a);
       // (a model drafter also decodes, at each step, the tokens accepted since its last draft: about
       // one more token's cost)

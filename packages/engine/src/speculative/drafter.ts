@@ -27,6 +27,12 @@ export interface Drafter {
    */
   readonly lastSyncMs?: number;
   /**
+   * Called once with the prompt before generation starts, within the prompt's time (optional): a
+   * draft model decodes it then, as llama.cpp's speculative example does, rather than at the first
+   * draft.
+   */
+  prefill?(prompt: readonly number[]): void | Promise<void>;
+  /**
    * Told after each verification how many of the `drafted` tokens the target accepted (optional:
    * a drafter may adapt to it).
    */

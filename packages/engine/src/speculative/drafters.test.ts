@@ -71,6 +71,53 @@ describe("DraftDepth", () => {
     expect(lookup.next()).toBeGreaterThanOrEqual(8);
   });
 
+  it("chooses among few depths (min, powers of two, max) and cuts a draft to one of them", () => {
+    const d = new DraftDepth(0, 16, false);
+    expect(d.depths).toEqual([0, 1, 2, 4, 8, 16]);
+    expect([0, 1, 3, 7, 8, 15, 16, 40].map((n) => d.fit(n))).toEqual([0, 1, 2, 4, 8, 8, 16, 16]);
+    expect(new DraftDepth(3, 12, true).depths).toEqual([3, 4, 8, 12]);
+    expect(new DraftDepth(3, 12, true).fit(2)).toBe(0);
+    const seen = new Set<number>();
+    feed(d, 0.8, 60, 0.05, (n) => 1 + 0.1 * n);
+    for (let i = 0; i < 50; i++) seen.add(d.next());
+    for (const k of seen) expect(d.depths).toContain(k);
+  });
+
+  it("leaves out each length's first verification (its graph is built) and caps outliers", () => {
+    // 1 ms a step and 0.05 ms a token, but 40 ms at each length's first use (the graph's build) and
+    // 25 ms every seventh step (a step that waited): drafts accepted 90% of the time still pay
+    const seen = new Set<number>();
+    let step = 0;
+    const verify = (n: number) => {
+      step++;
+      if (!seen.has(n)) {
+        seen.add(n);
+        return 40;
+      }
+      return step % 7 === 0 ? 25 : 1 + 0.05 * n;
+    };
+    // (as the Speculator uses it: a depth of 0 decodes the pending token alone)
+    const lookup = new DraftDepth(0, 16, false);
+    let drafted = 0;
+    for (let i = 0; i < 60; i++) {
+      const k = lookup.next();
+      let a = 0;
+      while (a < k && (a + 1) / (k + 1) <= 0.9 + 1e-9) a++;
+      lookup.observe(k, a, k > 0 ? 0.05 : 0, verify(k + 1));
+      drafted += k;
+    }
+    expect(drafted).toBeGreaterThan(8 * 50);
+    expect(lookup.next()).toBeGreaterThanOrEqual(8);
+    // one token at a time for a while, then a first 17-token verification that built its graph
+    const fresh = new DraftDepth(0, 16, false);
+    for (let i = 0; i < 10; i++) fresh.observe(0, 0, 0, 1);
+    fresh.observe(16, 16, 0.05, 40);
+    expect(fresh.verifyMs(17)).toBeLessThan(2);
+    // its model of a verification stays near the steady times
+    expect(lookup.verifyMs(1)).toBeLessThan(3);
+    expect(lookup.verifyMs(17)).toBeLessThan(4);
+  });
+
   it("still drafts one token now and then when drafting does not pay, ever more rarely, and keeps to [min, max]", () => {
     const d = new DraftDepth(0, 16, true);
     feed(d, 0, 40, 50, () => 10);
@@ -145,6 +192,51 @@ describe.skipIf(!haveStories)("model drafters", () => {
     } finally {
       one.dispose();
       many.dispose();
+      dispose();
+    }
+  });
+
+  it("a ModelDrafter takes in the prompt ahead (prefill): its first draft decodes only the new token, and drafts the same", async () => {
+    const { model, dispose } = await loadStories(1);
+    const a = new Context(model, { nCtx: 128 });
+    const b = new Context(model, { nCtx: 128 });
+    try {
+      const prompt = model.tokenizer.encode("Once upon a time there was a little girl named Lily", {
+        addSpecial: true,
+      });
+      const pending = model.tokenizer.encode(" who", { addSpecial: false });
+      const history = [...prompt, ...pending];
+      const ahead = new ModelDrafter(a);
+      await ahead.prefill(prompt);
+      expect(a.history(0)).toEqual(prompt);
+      const cold = await new ModelDrafter(b).draft(history, 5);
+      expect(cold.length).toBeGreaterThan(0);
+      const used = a.used();
+      expect(await ahead.draft(history, 5)).toEqual(cold);
+      // the catch-up decoded the pending token alone (then the drafted tokens but the last)
+      expect(a.used() - used).toBe(pending.length + cold.length - 1);
+    } finally {
+      a.dispose();
+      b.dispose();
+      dispose();
+    }
+  });
+
+  it("a ModelDrafter catches up in pieces of 16, 8, 4, 2 and 1 tokens (few decode graphs)", async () => {
+    const { model, dispose } = await loadStories(1);
+    const ctx = new Context(model, { nCtx: 128 });
+    try {
+      const history = Array.from({ length: 23 }, (_, i) => 100 + i);
+      const lengths: number[] = [];
+      const evalOf = ctx.eval.bind(ctx);
+      ctx.eval = (tokens, seq) => {
+        lengths.push(tokens.length);
+        return evalOf(tokens, seq);
+      };
+      await new ModelDrafter(ctx).draft(history, 1);
+      expect(lengths).toEqual([16, 4, 2, 1]);
+    } finally {
+      ctx.dispose();
       dispose();
     }
   });

@@ -132,6 +132,13 @@ export class ModelDrafter implements Drafter {
     return this.#lastSyncMs;
   }
 
+  async prefill(prompt: readonly number[]): Promise<void> {
+    if (prompt.length === 0) return;
+    const { from } = resumeDraft(this.context, this.#seq, prompt, 1, "ModelDrafter");
+    const rest = prompt.slice(from);
+    if (rest.length > 0) await this.context.decode({ tokens: rest, seq: this.#seq, logits: "last" });
+  }
+
   async draft(history: readonly number[], max: number): Promise<number[]> {
     const t0 = performance.now();
     this.#lastSyncMs = 0;
@@ -143,15 +150,17 @@ export class ModelDrafter implements Drafter {
     const keep = resumed.from;
     const rest = history.slice(keep);
     // A catch-up of the tokens accepted since the last draft (a few; after steps that did not
-    // draft, more) decodes in pieces of at most CATCH_UP_PIECE tokens, so that its decode graphs
-    // are of a few lengths (each new length builds one, which costs more than the step). A long
-    // one (the prompt) decodes at once.
+    // draft, more) decodes in pieces of CATCH_UP_PIECE tokens, then halves of it (16, 8, 4, 2, 1),
+    // so that its decode graphs are of a few lengths (each new length builds one, which costs more
+    // than the step). A long one (the prompt) decodes at once.
     const few = Math.min(CATCH_UP_PIECE, ctx.nUbatch);
     let logits: Float32Array;
     if (rest.length <= 8 * few) {
       let at = 0;
       do {
-        const piece = rest.slice(at, at + few);
+        let n = few;
+        while (n > rest.length - at) n = Math.max(1, n >> 1);
+        const piece = rest.slice(at, at + n);
         at += piece.length;
         logits = await ctx.eval(piece, seq);
       } while (at < rest.length);

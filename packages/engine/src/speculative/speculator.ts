@@ -122,6 +122,14 @@ export class Speculator {
     return this.#logits!.get(this.#j);
   }
 
+  /** Lets the drafter take in the prompt before the first step ({@link Drafter.prefill}). */
+  async prefill(): Promise<void> {
+    if (!this.#drafter.prefill) return;
+    const t0 = performance.now();
+    await this.#drafter.prefill(this.#history);
+    this.#draftTime += performance.now() - t0;
+  }
+
   /** Drafts after the pending token `id` and verifies the drafts; resolves to the first row. */
   async step(id: number): Promise<Float32Array> {
     const ctx = this.#context;
@@ -132,6 +140,8 @@ export class Speculator {
     const t0 = performance.now();
     if (want > 0 && want >= this.#min) {
       drafts = [...(await this.#drafter.draft(this.#history, want))].slice(0, want);
+      // (adaptive: to one of the depth's lengths, so that few verification graphs are built)
+      if (this.#depth) drafts.length = this.#depth.fit(drafts.length);
       if (drafts.length < Math.max(this.#min, 1)) drafts = [];
     }
     const tDrafted = performance.now();

@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// Whether a verification step leaves the target's later logits exactly as plain decoding does
+// (what greedy token identity under speculation needs): decodes PROMPT and then the greedy
+// continuation one token at a time, and again with a verification at step S (the step's token and
+// K rejected drafts in one decode, the drafts then removed with seqRm), and prints the largest
+// logit difference at step AT and the top two tokens with their margin. A difference of 0 at every
+// S and K: the products and attention give each column the same bits whatever the batch; a small
+// difference (rounding of another summation order, carried through the cache) can flip a greedy
+// token where two logits are close.
+//
+//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl all]
+//   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads)
+import { readFileSync } from "node:fs";
+import { backend as cpu } from "@minfer/backend-cpu";
+import { Context, Model } from "@minfer/engine";
+
+const args = process.argv.slice(2);
+const take = (flag, dflt) => {
+  const i = args.indexOf(flag);
+  if (i < 0) return dflt;
+  const v = args[i + 1];
+  args.splice(i, 2);
+  return v;
+};
+const threads = Number(take("-t", "2"));
+const [file, promptFile, atArg = "68", stepsArg = "2,20,40,60", draftsArg = "1,4"] = args;
+if (!file || !promptFile) {
+  console.error("usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N]");
+  process.exit(2);
+}
+const runtime = await cpu.devices()[0].init({ threads });
+const model = await Model.load(file, { runtime });
+const prompt = model.tokenizer.encode(readFileSync(promptFile, "utf8"), {
+  addSpecial: true,
+  parseSpecial: true,
+});
+const at = Number(atArg);
+const argmax = (l) => {
+  let best = 0;
+  for (let i = 1; i < l.length; i++) if (l[i] > l[best]) best = i;
+  return best;
+};
+const top2 = (l) => {
+  const a = argmax(l);
+  let b = a === 0 ? 1 : 0;
+  for (let i = 0; i < l.length; i++) if (i !== a && l[i] > l[b]) b = i;
+  return `${a} over ${b} by ${(l[a] - l[b]).toFixed(5)}`;
+};
+
+/** The logits after `at` greedy tokens; at step `s` a verification with `k` rejected drafts. */
+async function logitsAt(s, k, greedy) {
+  const ctx = new Context(model, { nCtx: Math.max(1024, prompt.length + at + 64) });
+  let row = (await ctx.decode({ tokens: prompt, seq: 0, logits: "last" })).last();
+  const tokens = [];
+  for (let i = 0; i < at; i++) {
+    const id = greedy ? greedy[i] : argmax(row);
+    tokens.push(id);
+    if (i === s) {
+      const pos = ctx.used();
+      const lg = await ctx.decode({
+        tokens: [id, ...Array(k).fill(greedy[i + 1] === 7 ? 8 : 7)],
+        seq: 0,
+        logits: "all",
+      });
+      row = lg.get(0).slice();
+      ctx.seqRm(0, pos + 1, -1);
+    } else {
+      row = (await ctx.decode({ tokens: [id], seq: 0, logits: "last" })).last().slice();
+    }
+  }
+  ctx.dispose();
+  return { row, tokens };
+}
+
+const plain = await logitsAt(-1, 0, undefined);
+console.log(`${file}: after ${at} greedy tokens, plain decoding: ${top2(plain.row)}`);
+for (const s of stepsArg.split(",").map(Number))
+  for (const k of draftsArg.split(",").map(Number)) {
+    const { row } = await logitsAt(s, k, plain.tokens);
+    let d = 0;
+    for (let i = 0; i < row.length; i++) d = Math.max(d, Math.abs(row[i] - plain.row[i]));
+    console.log(
+      `  ${k} rejected draft(s) at step ${s}: ${top2(row)}, largest difference ${d.toExponential(2)}`,
+    );
+  }
+model.dispose();
+runtime.dispose();
