@@ -218,13 +218,17 @@ template <class D>
 void dot_legacy_n(int64_t n, const void* w, const void* act, size_t stride, int nc, float* out) {
   const auto* x = static_cast<const uint8_t*>(w);
   const auto* a = static_cast<const uint8_t*>(act);
+  // One accumulator count for every column count: a column's sum is then the same float whatever
+  // the group it is computed in (column invariance: batched decode and speculative verification give
+  // the bits of one-token decode).
+  constexpr int U = (MQ_AVX512 || D::kMode != 2) ? 4 : 2;
   while (nc > 0) {
     switch (nc) {
-      case 1: dot_legacy<D, 1, (MQ_AVX512 || D::kMode != 2) ? 4 : 2>(n, x, a, stride, out); return;
-      case 2: dot_legacy<D, 2, 2>(n, x, a, stride, out); return;
-      case 3: dot_legacy<D, 3, 2>(n, x, a, stride, out); return;
+      case 1: dot_legacy<D, 1, U>(n, x, a, stride, out); return;
+      case 2: dot_legacy<D, 2, U>(n, x, a, stride, out); return;
+      case 3: dot_legacy<D, 3, U>(n, x, a, stride, out); return;
       default:
-        dot_legacy<D, 4, MQ_AVX512 ? 2 : 1>(n, x, a, stride, out);
+        dot_legacy<D, 4, U>(n, x, a, stride, out);
         nc -= 4;
         a += 4 * stride;
         out += 4;

@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
   const double min_s = argc > 1 ? std::atof(argv[1]) : 0.3;
   const KernelDef* kd = find_kernel(program::Op::MUL_MAT);
   struct Case { int64_t k, m, n; };
-  const Case cases[] = {{4864, 896, 1}, {896, 4864, 1}, {896, 151936, 1}, {896, 4864, 128}, {4864, 896, 128}};
+  const Case cases[] = {{4864, 896, 1}, {896, 4864, 1}, {896, 151936, 1}, {896, 4864, 2}, {896, 4864, 3},
+                        {896, 4864, 4}, {4864, 896, 4}, {896, 4864, 128}, {4864, 896, 128}};
   const DType types[] = {DType::Q4_0,    DType::Q8_0,   DType::Q4_K,  DType::F16,     DType::IQ4_NL, DType::IQ4_XS,
                          DType::MXFP4,   DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
                          DType::IQ1_S,   DType::IQ1_M,  DType::TQ1_0, DType::TQ2_0};

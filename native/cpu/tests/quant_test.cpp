@@ -274,10 +274,13 @@ static void test_vec_dot() {
                 CHECK(std::memcmp(&o[c], &outs[0][c], sizeof(float)) == 0,
                       "%s k=%lld level %d nc %d col %d: %.9g is not the scalar kernel's %.9g (bit-exact types)",
                       name_of(t), (long long)kk, l, nc, c, o[c], outs[0][c]);
+              // Column invariance: a column's float is the same whatever the group it is computed
+              // in (what greedy identity under speculative decoding and batched serving needs).
               if (nc == 1) outs[l][c] = o[c];
               else
-                CHECK(o[c] == outs[l][c] || std::fabs(o[c] - outs[l][c]) <= 1e-6 * mag[c],
-                      "%s level %d: nc=%d differs from nc=1", name_of(t), l, nc);
+                CHECK(std::memcmp(&o[c], &outs[l][c], sizeof(float)) == 0,
+                      "%s k=%lld level %d: nc=%d gives %.9g, nc=1 %.9g (column-variant)", name_of(t), (long long)kk, l,
+                      nc, o[c], outs[l][c]);
             }
           }
           if (l > 0)
