@@ -24,12 +24,12 @@ set -euo pipefail
 out=${OUT:?set OUT to the folder that receives the results}/pair
 work=/tmp/spec-pair
 mkdir -p "$out" "$work"
-[ "${PHASE:-all}" = convert ] || xz -dc .device/brown.txt.xz >"$work/brown.txt"
+phase=${PHASE:-all}
+[ "$phase" = convert ] || xz -dc .device/brown.txt.xz >"$work/brown.txt"
 # a copy-heavy prompt: a held-out document's first 1200 characters, then its first 200 again
-[ "${PHASE:-all}" = convert ] || python3 -c "import sys; d = [x.strip() for x in open(sys.argv[1]).read().split(chr(10) * 3) if x.strip()][25][:1200]; open(sys.argv[2], 'w').write(d + chr(10) * 2 + d[:200])" \
+[ "$phase" = convert ] || python3 -c "import sys; d = [x.strip() for x in open(sys.argv[1]).read().split(chr(10) * 3) if x.strip()][25][:1200]; open(sys.argv[2], 'w').write(d + chr(10) * 2 + d[:200])" \
   "$work/brown.txt" "$work/copy-prompt.txt"
 copy=(--copy-fraction "${COPY_FRACTION:-0.5}")
-phase=${PHASE:-all}
 train() { # name time-limit shape…
   local name=$1 limit=$2
   shift 2
