@@ -86,6 +86,10 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
       stories,
       "-md",
       stories,
+      // (a fixed depth: the adaptive one may rightly stop drafting for a model this small)
+      "--draft-fixed",
+      "--draft-max",
+      "4",
       "-n",
       "48",
       "-r",
@@ -101,8 +105,9 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
     expect(x.plain_ts).toBeGreaterThan(0);
     expect(x.spec_ts).toBeGreaterThan(0);
     expect(x.speedup).toBeCloseTo((x.spec_ts as number) / (x.plain_ts as number), 10);
-    expect(x.n_accept).toBeGreaterThanOrEqual(0.85 * (x.n_drafted as number));
-    expect(x.n_drafted).toBeGreaterThan(0);
+    // a same-model draft is accepted, and none is made past the 48th token
+    expect(x.n_accept).toBe(x.n_drafted);
+    expect(x.n_drafted).toBeGreaterThanOrEqual(36);
     expect(x.tokens_per_verify).toBeGreaterThan(1);
     const table = await minfer(
       "bench",

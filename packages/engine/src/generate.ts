@@ -224,7 +224,7 @@ export function generate(
         else if (!ready && context.used() >= context.nCtx) reason = "context";
         else if (options.signal?.aborted) reason = "abort";
         else if (!ready) {
-          next = spec ? spec.step(id) : context.eval([id], seq);
+          next = spec ? spec.step(id, max - g.tokens.length) : context.eval([id], seq);
           next.catch(() => undefined); // observed below; never an unhandled rejection meanwhile
         }
         const r = stops.push(decoder.push(id));

@@ -84,6 +84,19 @@ describe.skipIf(!haveStories)("speculative generation (stories260K)", () => {
     expect(s.steps).toBeLessThan(50);
   });
 
+  it("drafts no further than maxTokens: a same-model draft is all accepted at any length", async () => {
+    for (const maxTokens of [3, 7, 23]) {
+      const drafter = ModelDrafter.for(model, draftCtx);
+      const g = await run(drafter, { maxTokens, speculative: { drafter, adaptive: false, draftMax: 8 } });
+      expect(g.tokens).toEqual(reference.slice(0, maxTokens));
+      const s = g.timings!.speculative!;
+      expect(s.drafted).toBeGreaterThan(0);
+      expect(s.accepted).toBe(s.drafted);
+      // every token but the prompt's and one per verification was drafted
+      expect(s.drafted).toBe(maxTokens - 1 - s.steps);
+    }
+  });
+
   it("rejected drafts leave the cache and the tokens stay greedy's", async () => {
     for (const drafter of [
       corrupt(new ModelDrafter(draftCtx), 3, model.hparams.nVocab),

@@ -130,12 +130,17 @@ export class Speculator {
     this.#draftTime += performance.now() - t0;
   }
 
-  /** Drafts after the pending token `id` and verifies the drafts; resolves to the first row. */
-  async step(id: number): Promise<Float32Array> {
+  /**
+   * Drafts after the pending token `id` and verifies the drafts; resolves to the first row.
+   * `budget`: how many more tokens the generation may sample (its maxTokens less those it has):
+   * a verification yields at most drafts + 1, so at most `budget - 1` tokens are drafted, as
+   * llama-server caps a slot's draft by its remaining tokens.
+   */
+  async step(id: number, budget = Number.POSITIVE_INFINITY): Promise<Float32Array> {
     const ctx = this.#context;
     // room for the pending token and the drafts
     const room = ctx.nCtx - ctx.used() - 1;
-    const want = Math.min(this.#depth ? this.#depth.next() : this.#max, room);
+    const want = Math.min(this.#depth ? this.#depth.next() : this.#max, room, budget - 1);
     let drafts: number[] = [];
     const t0 = performance.now();
     if (want > 0 && want >= this.#min) {
