@@ -13,6 +13,9 @@ constexpr int kNodeRecordBytes = 128;
 constexpr int kMaxInputs = 8;
 constexpr int kMaxOutputs = 4;
 constexpr int kMaxParams = 16;
+// Header flags (PROGRAM_FLAG_* in packages/ir/src/program.ts).
+constexpr uint32_t kFlagBatchInvariant = 1u;
+constexpr uint32_t kFlagsKnown = 1u;
 
 enum class DType : int32_t {
   F32 = 0,
@@ -347,7 +350,7 @@ constexpr int kMaxOutputs = 1;
 
 #pragma pack(push, 1)
 struct Header {
-  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, reserved;
+  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, flags;
 };
 struct TensorRecord {
   int32_t dtype;

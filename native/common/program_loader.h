@@ -51,6 +51,7 @@ struct ParsedNode {
 struct ParsedProgram {
   std::vector<Tensor> tensors;
   std::vector<ParsedNode> nodes;
+  uint32_t flags = 0;  // kFlag* bits of the header
 };
 
 inline const BlockLayout* block_layout(int32_t dtype) {
@@ -152,10 +153,14 @@ inline LoadResult parse_program(const uint8_t* bytes, size_t length, const std::
                std::to_string(kVersion));
   }
   if (h.tensor_record_bytes != static_cast<uint32_t>(kTensorRecordBytes) ||
-      h.node_record_bytes != static_cast<uint32_t>(kNodeRecordBytes) || h.reserved != 0) {
+      h.node_record_bytes != static_cast<uint32_t>(kNodeRecordBytes)) {
     return bad("record sizes " + std::to_string(h.tensor_record_bytes) + "/" + std::to_string(h.node_record_bytes) +
-               " (reserved " + std::to_string(h.reserved) + ") do not match this build's " +
-               std::to_string(kTensorRecordBytes) + "/" + std::to_string(kNodeRecordBytes) + " (0)");
+               " do not match this build's " + std::to_string(kTensorRecordBytes) + "/" +
+               std::to_string(kNodeRecordBytes));
+  }
+  if ((h.flags & ~kFlagsKnown) != 0) {
+    return bad("program flags " + std::to_string(h.flags) + " include bits this build does not know (it knows " +
+               std::to_string(kFlagsKnown) + ")");
   }
   const uint64_t expected = uint64_t{kHeaderBytes} + uint64_t{8} * h.n_buffers +
                             uint64_t{kTensorRecordBytes} * h.n_tensors + uint64_t{kNodeRecordBytes} * h.n_nodes;
@@ -190,6 +195,7 @@ inline LoadResult parse_program(const uint8_t* bytes, size_t length, const std::
     tensor_slot[i] = t.buffer;
   }
 
+  p.flags = h.flags;
   p.nodes.resize(h.n_nodes);
   for (uint32_t i = 0; i < h.n_nodes; i++, at += kNodeRecordBytes) {
     NodeRecord n;

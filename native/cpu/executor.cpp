@@ -114,7 +114,9 @@ Status LoadedProgram::load(const uint8_t* bytes, size_t length, const std::vecto
     a.params = params;
     a.scratch = nullptr;
     a.simd = simd;
-    a.panel_gemm = panel_gemm;
+    // (a batch-invariant program keeps every product on the dot kernels, whose sums for a column
+    // do not depend on the column count; the panel GEMM's do)
+    a.panel_gemm = panel_gemm && (parsed.flags & pf::kFlagBatchInvariant) == 0;
 
     const std::string who = pf::node_prefix(i, static_cast<int32_t>(n.op));
     const KernelDef* k = find_kernel(a.op);

@@ -25,7 +25,13 @@ export class CpuDevice implements Device {
    * hostMemory: weights are mapped in place. launchCostUs: a pool dispatch plus validation (an
    * estimate). hostToDeviceBandwidth: a memcpy, ~10 GB/s (an estimate).
    */
-  readonly caps: DeviceCaps = { hostMemory: true, launchCostUs: 10, hostToDeviceBandwidth: 10e9 };
+  readonly caps: DeviceCaps = {
+    hostMemory: true,
+    launchCostUs: 10,
+    hostToDeviceBandwidth: 10e9,
+    // (a batch-invariant program keeps every product on the dot kernels: native/cpu/executor.cpp)
+    batchInvariant: true,
+  };
   readonly #addon: NativeAddon | undefined;
   readonly #unavailable: string | undefined;
   readonly #answers = new Map<string, boolean>();

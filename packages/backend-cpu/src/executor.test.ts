@@ -1,4 +1,12 @@
-import { DType, encodeProgram, OP_SPECS, Op, type OpQuery, type Shape } from "@minfer/ir";
+import {
+  DType,
+  encodeProgram,
+  OP_SPECS,
+  Op,
+  type OpQuery,
+  PROGRAM_FLAG_BATCH_INVARIANT,
+  type Shape,
+} from "@minfer/ir";
 import { afterAll, describe, expect, it } from "vitest";
 import { backend, CpuBackendError, type CpuRuntime, cpuKernels } from "./index.js";
 import { addProgram, layout } from "./test-helpers.js";
@@ -53,6 +61,15 @@ describe("executor validation", () => {
     expect(e.code).toBe("BAD_PROGRAM");
     e = await refused(new Uint8Array(5));
     expect(e.code).toBe("BAD_PROGRAM");
+  });
+
+  it("runs a batch-invariant program (header flag 1) and refuses flag bits it does not know", async () => {
+    const flagged = encodeProgram({ ...addProgram(16), flags: PROGRAM_FLAG_BATCH_INVARIANT });
+    const bufs = buffers(3, 64);
+    expect(await rt.execute(flagged, bufs)).toEqual({});
+    const e = await refused(patch(good, 28, (dv) => dv.setUint32(0, 6, true)));
+    expect(e.code).toBe("BAD_PROGRAM");
+    expect(e.message).toMatch(/program flags 6/);
   });
 
   it("refuses a buffer count that differs from the program's slots", async () => {

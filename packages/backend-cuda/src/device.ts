@@ -19,7 +19,14 @@ export class CudaDevice implements Device {
   readonly name: string;
   readonly type = "gpu" as const;
   readonly backend = "cuda";
-  readonly caps: DeviceCaps = { hostMemory: false, launchCostUs: 10, hostToDeviceBandwidth: 25e9 };
+  // (batchInvariant false: the mat-vec shapes, the int8 tensor-core kernel and the attention
+  // kernels are chosen by the column count, and a flagged program runs them all the same)
+  readonly caps: DeviceCaps = {
+    hostMemory: false,
+    launchCostUs: 10,
+    hostToDeviceBandwidth: 25e9,
+    batchInvariant: false,
+  };
   readonly info: NativeDeviceInfo;
   readonly #addon: NativeAddon;
   readonly #answers = new Map<string, boolean>();

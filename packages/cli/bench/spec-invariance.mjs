@@ -8,8 +8,9 @@
 // difference (rounding of another summation order, carried through the cache) can flip a greedy
 // token where two logits are close.
 //
-//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl all]
-//   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads)
+//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [--variant]
+//   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads; the verification decodes with
+//   batchInvariant as the speculator's do, or without it with --variant)
 import { readFileSync } from "node:fs";
 import { backend as cpu } from "@minfer/backend-cpu";
 import { Context, Model } from "@minfer/engine";
@@ -23,9 +24,11 @@ const take = (flag, dflt) => {
   return v;
 };
 const threads = Number(take("-t", "2"));
+const variant = args.indexOf("--variant");
+if (variant >= 0) args.splice(variant, 1);
 const [file, promptFile, atArg = "68", stepsArg = "2,20,40,60", draftsArg = "1,4"] = args;
 if (!file || !promptFile) {
-  console.error("usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N]");
+  console.error("usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [--variant]");
   process.exit(2);
 }
 const runtime = await cpu.devices()[0].init({ threads });
@@ -61,6 +64,7 @@ async function logitsAt(s, k, greedy) {
         tokens: [id, ...Array(k).fill(greedy[i + 1] === 7 ? 8 : 7)],
         seq: 0,
         logits: "all",
+        batchInvariant: variant < 0,
       });
       row = lg.get(0).slice();
       ctx.seqRm(0, pos + 1, -1);

@@ -33,6 +33,14 @@ export interface Batch {
    * for encoders that have segment embeddings; integers below the model's type count. Default 0.
    */
   readonly tokenTypes?: ArrayLike<number>;
+  /**
+   * Each token's results (its logits, the K/V it writes) are the same bits as when it is decoded
+   * alone, a token a call: the backends take no kernel whose summation order depends on how many
+   * tokens the batch has (the CPU's panel GEMM, CUDA's multi-column mat-vec shapes and batched
+   * product). Speculative verification sets it, so that greedy output with drafts is greedy output
+   * without. May be slower for batches of more than a few tokens. Default false.
+   */
+  readonly batchInvariant?: boolean;
 }
 
 /** A batch checked and spelled out per token. */
@@ -43,6 +51,8 @@ export interface NormalizedBatch {
   readonly wantLogits: Uint8Array;
   /** Each token's segment; undefined when the batch gave none (all 0). */
   readonly tokenTypes: Int32Array | undefined;
+  /** Batch.batchInvariant. */
+  readonly batchInvariant: boolean;
 }
 
 /** Limits of a batch beyond the vocabulary: segment ids and positions the model has embeddings for. */
@@ -174,5 +184,7 @@ export function normalizeBatch(
       bad(`batch.logits must be "last", "all", "none" or one flag per token (${n})`);
     for (let i = 0; i < n; i++) want[i] = mode[i] ? 1 : 0;
   }
-  return { tokens: ids, seqIds, pos, wantLogits: want, tokenTypes };
+  const invariant = batch.batchInvariant ?? false;
+  if (typeof invariant !== "boolean") bad(`batch.batchInvariant must be a boolean, got ${String(invariant)}`);
+  return { tokens: ids, seqIds, pos, wantLogits: want, tokenTypes, batchInvariant: invariant };
 }

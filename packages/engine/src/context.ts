@@ -353,6 +353,7 @@ export class Context {
       };
       built = arch.buildGraph(hp, options);
       if (this.#fuse) built = fused(built);
+      if (p.batchInvariant) built = { ...built, graph: { ...built.graph, batchInvariant: true } };
     }
     this.#built.set(built.graph, built);
     return built;

@@ -131,6 +131,8 @@ export class UbatchRunner {
       nOutputs: outIds.length,
       spans: window.full?.spans ?? window.swa?.spans ?? false,
       ...(window.swa ? { nKvSwa: window.swa.nKv, spansSwa: window.swa.spans } : {}),
+      // (one token is its own batch: no second graph for it)
+      ...(b.batchInvariant && n > 1 ? { batchInvariant: true } : {}),
     };
     const s = this.get(params);
     const c0 = performance.now();

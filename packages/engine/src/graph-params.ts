@@ -18,6 +18,8 @@ export interface GraphParams {
   readonly nKvSwa?: number;
   /** The sliding-window cache's visibility as spans. Default: `spans`. */
   readonly spansSwa?: boolean;
+  /** Batch-invariant programs (Batch.batchInvariant; absent: false). */
+  readonly batchInvariant?: boolean;
 }
 
 /** A built graph, its inputs by name, the constant values of some, and the logits. */

@@ -89,9 +89,9 @@ describe.skipIf(!haveStories)("speculative sampling keeps the target's distribut
         }
       }
     }
-    // both paths of verification ran many times
+    // both paths of verification ran many times (drafts stop at the 6th token: ~0.8 rejections a run)
     expect(accepted).toBeGreaterThan(N);
-    expect(drafted - accepted).toBeGreaterThan(N);
+    expect(drafted - accepted).toBeGreaterThan(N / 2);
     for (const k of [0, 1]) {
       const { x2, df } = chiSquareTwoSample(plain[k]!, spec[k]!);
       expect(df).toBeGreaterThan(5);

@@ -84,7 +84,24 @@ describe.skipIf(!haveStories)("speculative generation (stories260K)", () => {
     expect(s.steps).toBeLessThan(50);
   });
 
-  it("drafts no further than maxTokens: a same-model draft is all accepted at any length", async () => {
+  it("drafts no further than maxTokens: a same-model draft is all accepted at any length; verifications are batch-invariant", async () => {
+    // every decode of the target with drafts asks for batch-invariant programs
+    const verifications: (boolean | undefined)[] = [];
+    const decode = ctx.decode.bind(ctx);
+    ctx.decode = (b) => {
+      if (b.tokens.length > 1 && b.logits === "all") verifications.push(b.batchInvariant);
+      return decode(b);
+    };
+    try {
+      await checkBudget();
+    } finally {
+      ctx.decode = decode;
+    }
+    expect(verifications.length).toBeGreaterThan(3);
+    expect(verifications.every((v) => v === true)).toBe(true);
+  });
+
+  const checkBudget = async () => {
     for (const maxTokens of [3, 7, 23]) {
       const drafter = ModelDrafter.for(model, draftCtx);
       const g = await run(drafter, { maxTokens, speculative: { drafter, adaptive: false, draftMax: 8 } });
@@ -95,7 +112,7 @@ describe.skipIf(!haveStories)("speculative generation (stories260K)", () => {
       // every token but the prompt's and one per verification was drafted
       expect(s.drafted).toBe(maxTokens - 1 - s.steps);
     }
-  });
+  };
 
   it("rejected drafts leave the cache and the tokens stay greedy's", async () => {
     for (const drafter of [

@@ -22,8 +22,13 @@ type Loaded = { model: Model; runtime: DeviceRuntime; dispose: () => void };
  * other summation order for 8+ columns would blur (its results are checked against float64 in the
  * backend's own tests).
  */
-async function loadOnCpu(path: string, after: () => void = () => {}, threads = 2): Promise<Loaded> {
-  const runtime = await cpuBackend.devices()[0]!.init({ threads, panelGemm: false });
+async function loadOnCpu(
+  path: string,
+  after: () => void = () => {},
+  threads = 2,
+  panelGemm = false,
+): Promise<Loaded> {
+  const runtime = await cpuBackend.devices()[0]!.init({ threads, panelGemm });
   const model = await Model.load(path, { runtime });
   return {
     model,
@@ -48,9 +53,13 @@ export function loadStories(threads = 2): Promise<Loaded> {
 /**
  * Writes a synthetic model (`minfer gguf synth`'s generator) to a temporary file and loads it on a
  * 2-thread CPU runtime; call the returned dispose in afterAll (it also removes the file).
+ * `runtime.panelGemm`: let products of 8+ columns take the panel GEMM (default false, see loadOnCpu).
  */
-export function loadSynthetic(options: Parameters<typeof synthesizeModel>[0]): Promise<Loaded> {
-  return loadModelOf(synthesizeModel(options));
+export function loadSynthetic(
+  options: Parameters<typeof synthesizeModel>[0],
+  runtime: { panelGemm?: boolean } = {},
+): Promise<Loaded> {
+  return loadModelOf(synthesizeModel(options), runtime.panelGemm ?? false);
 }
 
 /** As {@link loadSynthetic}, for any architecture of @minfer/models at `shape` (byte vocabulary). */
@@ -60,13 +69,13 @@ export function loadArch(arch: string, shape: SynthShape, seed = 1): Promise<Loa
   );
 }
 
-async function loadModelOf(m: SynthModel): Promise<Loaded> {
+async function loadModelOf(m: SynthModel, panelGemm = false): Promise<Loaded> {
   const dir = mkdtempSync(join(tmpdir(), "minfer-synth-"));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   try {
     const path = join(dir, "model.gguf");
     await writeGguf(path, m.metadata, m.tensors);
-    return await loadOnCpu(path, remove);
+    return await loadOnCpu(path, remove, 2, panelGemm);
   } catch (e) {
     remove();
     throw e;

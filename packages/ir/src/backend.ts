@@ -59,6 +59,12 @@ export interface DeviceCaps {
   readonly launchCostUs: number;
   /** Bytes per second a copy from host to this device moves (for the cost model). */
   readonly hostToDeviceBandwidth: number;
+  /**
+   * Honours PROGRAM_FLAG_BATCH_INVARIANT: a flagged program gives each column (token) the bits it
+   * has when computed alone. Absent or false: the flag is accepted but not honoured (speculative
+   * verification then may round otherwise than one-token decoding; the CLI says so).
+   */
+  readonly batchInvariant?: boolean;
 }
 
 /** An op as `supportsOp` sees it: the op, its parameters and its tensors' types and layouts. */

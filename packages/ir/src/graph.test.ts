@@ -16,6 +16,7 @@ import {
   Op,
   opInfoHeaderSource,
   opSpec,
+  PROGRAM_FLAG_BATCH_INVARIANT,
   programHeaderSource,
   type Tensor,
   viewRoot,
@@ -466,6 +467,20 @@ describe("program encoding", () => {
     expect(() => encodeProgram({ ...spec, nodes: [{ ...spec.nodes[0], params: [1] }] })).toThrow(
       /has 1 parameters, expects 2/,
     );
+  });
+
+  it("carries the batch-invariant flag in the header, and refuses bits it does not know", () => {
+    const spec = {
+      bufferSizes: [64],
+      tensors: [{ dtype: DType.F32, buffer: 0, offset: 0, ne: [4, 1, 1, 1], nb: [4, 16, 16, 16] }],
+      nodes: [{ op: Op.SCALE, inputs: [0], outputs: [0], params: [0.5, -1] }],
+    } as const;
+    const plain = encodeProgram(spec);
+    expect(new DataView(plain.buffer).getUint32(28, true)).toBe(0);
+    const flagged = encodeProgram({ ...spec, flags: PROGRAM_FLAG_BATCH_INVARIANT });
+    expect(new DataView(flagged.buffer).getUint32(28, true)).toBe(PROGRAM_FLAG_BATCH_INVARIANT);
+    expect(decodeProgram(flagged)).toEqual({ ...spec, flags: PROGRAM_FLAG_BATCH_INVARIANT });
+    expect(() => encodeProgram({ ...spec, flags: 2 })).toThrow(/program flags 2/);
   });
 
   it("native/common/program_format.h is generated from these constants", () => {

@@ -20,6 +20,11 @@ export interface Graph {
   /** In a valid execution order (every input computed before its use). */
   readonly nodes: readonly Node[];
   readonly outputs: readonly Tensor[];
+  /**
+   * Each output column (token) must be the same bits as when computed alone: the programs of this
+   * graph carry PROGRAM_FLAG_BATCH_INVARIANT. Default false.
+   */
+  readonly batchInvariant?: boolean;
 }
 
 /** Parameters of {@link GraphBuilder.rope}; defaults are plain RoPE without scaling. */

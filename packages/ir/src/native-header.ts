@@ -4,6 +4,8 @@ import {
   MAX_NODE_INPUTS,
   MAX_NODE_OUTPUTS,
   NODE_RECORD_BYTES,
+  PROGRAM_FLAG_BATCH_INVARIANT,
+  PROGRAM_FLAGS_KNOWN,
   PROGRAM_HEADER_BYTES,
   PROGRAM_MAGIC,
   PROGRAM_MAX_PARAMS,
@@ -34,6 +36,9 @@ export function programHeaderSource(): string {
   L.push(`constexpr int kMaxInputs = ${MAX_NODE_INPUTS};`);
   L.push(`constexpr int kMaxOutputs = ${MAX_NODE_OUTPUTS};`);
   L.push(`constexpr int kMaxParams = ${PROGRAM_MAX_PARAMS};`);
+  L.push("// Header flags (PROGRAM_FLAG_* in packages/ir/src/program.ts).");
+  L.push(`constexpr uint32_t kFlagBatchInvariant = ${PROGRAM_FLAG_BATCH_INVARIANT}u;`);
+  L.push(`constexpr uint32_t kFlagsKnown = ${PROGRAM_FLAGS_KNOWN}u;`);
   L.push("");
   L.push("enum class DType : int32_t {");
   for (const [name, id] of Object.entries(DType)) L.push(`  ${name} = ${id},`);
@@ -83,7 +88,7 @@ export function programHeaderSource(): string {
   L.push("#pragma pack(push, 1)");
   L.push("struct Header {");
   L.push(
-    "  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, reserved;",
+    "  uint32_t magic, version, n_buffers, n_tensors, n_nodes, tensor_record_bytes, node_record_bytes, flags;",
   );
   L.push("};");
   L.push("struct TensorRecord {");

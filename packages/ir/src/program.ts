@@ -8,7 +8,7 @@ import { byteSpan, type Shape } from "./tensor.js";
  * native code reads without parsing. native/common/program_format.h is generated from the
  * constants below (`pnpm --filter @minfer/ir gen:native`), and a test fails if the two differ.
  *
- *   header   8 × u32: magic, version, nBuffers, nTensors, nNodes, tensorRecordBytes, nodeRecordBytes, 0
+ *   header   8 × u32: magic, version, nBuffers, nTensors, nNodes, tensorRecordBytes, nodeRecordBytes, flags
  *   buffers  nBuffers × u64: the bytes each buffer slot must have at least
  *   tensors  nTensors × TENSOR record: i32 dtype, i32 buffer slot, i64 byte offset, i64 ne[4], i64 nb[4]
  *   nodes    nNodes × NODE record: i32 op, nIn, nOut, nParams, i32 in[MAX_IN], i32 out[MAX_OUT],
@@ -22,6 +22,15 @@ export const TENSOR_RECORD_BYTES = 80;
 export const MAX_NODE_INPUTS = 8;
 export const MAX_NODE_OUTPUTS = 4;
 export const PROGRAM_MAX_PARAMS = 16;
+/**
+ * Program flag: every output column (token) must come out as the same bits as when that column is
+ * computed alone — no kernel whose summation order depends on the number of columns (a panel
+ * GEMM, a column-split mat-vec). Speculative verification asks for it, so that greedy output with
+ * drafts is the output without; it may be slower.
+ */
+export const PROGRAM_FLAG_BATCH_INVARIANT = 1;
+/** The flags this build knows (a program with another bit set is refused). */
+export const PROGRAM_FLAGS_KNOWN = PROGRAM_FLAG_BATCH_INVARIANT;
 export const NODE_RECORD_BYTES = 16 + 4 * MAX_NODE_INPUTS + 4 * MAX_NODE_OUTPUTS + 4 * PROGRAM_MAX_PARAMS;
 
 if (MAX_PARAMS > PROGRAM_MAX_PARAMS)
@@ -51,6 +60,8 @@ export interface ProgramSpec {
   readonly bufferSizes: readonly number[];
   readonly tensors: readonly ProgramTensor[];
   readonly nodes: readonly ProgramNode[];
+  /** PROGRAM_FLAG_* bits. Default 0. */
+  readonly flags?: number;
 }
 
 function bad(message: string): never {
@@ -81,7 +92,10 @@ export function encodeProgram(p: ProgramSpec): Uint8Array {
   };
   for (const v of [PROGRAM_MAGIC, PROGRAM_VERSION, p.bufferSizes.length, p.tensors.length, p.nodes.length])
     u32(v);
-  for (const v of [TENSOR_RECORD_BYTES, NODE_RECORD_BYTES, 0]) u32(v);
+  const flags = p.flags ?? 0;
+  if (!Number.isInteger(flags) || flags < 0 || (flags & ~PROGRAM_FLAGS_KNOWN) !== 0)
+    bad(`program flags ${flags} are not a set of PROGRAM_FLAG_* bits`);
+  for (const v of [TENSOR_RECORD_BYTES, NODE_RECORD_BYTES, flags]) u32(v);
   for (const s of p.bufferSizes) {
     if (!Number.isSafeInteger(s) || s < 0) bad(`buffer size ${s} is not a byte count`);
     i64(s);
@@ -140,6 +154,7 @@ export function decodeProgram(bytes: Uint8Array): ProgramSpec {
   const version = dv.getUint32(4, true);
   if (version !== PROGRAM_VERSION) bad(`program version ${version}; this build reads ${PROGRAM_VERSION}`);
   const [nBuf, nT, nN] = [dv.getUint32(8, true), dv.getUint32(12, true), dv.getUint32(16, true)];
+  const flags = dv.getUint32(28, true);
   let at = PROGRAM_HEADER_BYTES;
   const bufferSizes: number[] = [];
   for (let i = 0; i < nBuf; i++, at += 8) bufferSizes.push(Number(dv.getBigInt64(at, true)));
@@ -175,5 +190,5 @@ export function decodeProgram(bytes: Uint8Array): ProgramSpec {
       ),
     });
   }
-  return { bufferSizes, tensors, nodes };
+  return { bufferSizes, tensors, nodes, ...(flags !== 0 ? { flags } : {}) };
 }

@@ -2,6 +2,7 @@ import {
   type BackendBuffer,
   encodeProgram,
   type Node,
+  PROGRAM_FLAG_BATCH_INVARIANT,
   type ProgramSpec,
   type ProgramTensor,
   type Tensor,
@@ -160,7 +161,12 @@ export function lower(assignment: Assignment, o: LowerOptions): ExecutionPlan {
       outputs: n.outputs.map(tensorIndex),
       params: n.params,
     }));
-    const spec: ProgramSpec = { bufferSizes, tensors, nodes };
+    const spec: ProgramSpec = {
+      bufferSizes,
+      tensors,
+      nodes,
+      ...(assignment.graph.batchInvariant ? { flags: PROGRAM_FLAG_BATCH_INVARIANT } : {}),
+    };
     steps.push({
       kind: "split",
       split,

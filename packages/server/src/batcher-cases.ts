@@ -91,12 +91,18 @@ export function sampler(stories: () => Model, c: Case): Sampler {
 }
 
 /** Records every change to a sequence that a decode in flight holds. */
-export function guard(context: Context): { violations: string[]; flying: Set<number> } {
+export function guard(context: Context): {
+  violations: string[];
+  flying: Set<number>;
+  invariant: { decodes: number };
+} {
   const violations: string[] = [];
   const flying = new Set<number>();
+  const invariant = { decodes: 0 };
   const ctx = context as unknown as Record<string, (...a: unknown[]) => unknown>;
   const decode = ctx.decode!.bind(context);
   ctx.decode = (batch: unknown) => {
+    if ((batch as { batchInvariant?: boolean }).batchInvariant === true) invariant.decodes++;
     const seqs = [...new Set((batch as { seq: number[] }).seq)];
     for (const s of seqs) flying.add(s);
     return (decode(batch) as Promise<unknown>).finally(() => {
@@ -112,7 +118,7 @@ export function guard(context: Context): { violations: string[]; flying: Set<num
       return f(...a);
     };
   }
-  return { violations, flying };
+  return { violations, flying, invariant };
 }
 
 /**
@@ -133,7 +139,7 @@ export async function runCases(
     queueSize: 16,
     ...options,
   });
-  const { violations, flying } = guard(b.context);
+  const { violations, flying, invariant } = guard(b.context);
   /** Tokens reported while a decode ran. */
   let overlapped = 0;
   const wave = async (cases: readonly Case[], prefix: (i: number) => string) => {
@@ -168,7 +174,7 @@ export async function runCases(
     const slots = b.slots().map(({ id: _, ...s }) => s);
     const history = Array.from({ length: b.parallel }, (_, s) => b.context.history(s)?.join(","));
     const second = await wave(CASES.slice(0, 6), () => "");
-    return { first, slots, history, second, violations, overlapped };
+    return { first, slots, history, second, violations, overlapped, invariantDecodes: invariant.decodes };
   } finally {
     await b.close();
   }

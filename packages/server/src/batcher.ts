@@ -652,7 +652,15 @@ export class Batcher {
     const t0 = performance.now();
     let p: Promise<Logits>;
     try {
-      p = this.context.decode({ tokens: b.tokens, seq: b.seq, logits: b.logits, candidatesOnly });
+      p = this.context.decode({
+        tokens: b.tokens,
+        seq: b.seq,
+        logits: b.logits,
+        candidatesOnly,
+        // (a step that verifies drafts: each token's logits those of a step of its own, so that greedy
+        // output with speculation is the output without)
+        ...(b.drafted > 0 ? { batchInvariant: true } : {}),
+      });
     } catch (e) {
       p = Promise.reject(e);
     }

@@ -101,11 +101,17 @@ describe("speculative decoding in the batcher", () => {
     expect(counted(r)).toEqual({ drafted: 0, accepted: 0 });
   });
 
-  it("n-gram drafts: every job ends as without them", async () => {
-    const { c, n } = await runWith({ drafter: "ngram", draftMax: 8 });
+  it("n-gram drafts: every job ends as without them; the steps that verify drafts decode batch-invariantly", async () => {
+    let stepsWithDrafts = 0;
+    const { r, c, n } = await runWith(
+      { drafter: "ngram", draftMax: 8 },
+      { observer: { onStep: (s) => void (s.drafted > 0 && stepsWithDrafts++) } },
+    );
     expectSameAsPlain(c, plain);
     expect(n.drafted).toBeGreaterThan(20);
     expect(n.accepted).toBeGreaterThan(1);
+    expect(stepsWithDrafts).toBeGreaterThan(0);
+    expect(r.invariantDecodes).toBe(stepsWithDrafts);
   });
 
   it("the target as its own draft model: drafts accepted, every job ends as without them", async () => {

@@ -158,9 +158,16 @@ export function specSettings(options: ParsedOptions): SpecSettings | undefined {
 /**
  * The draft model, loaded on the main model's runtimes (its layers on the main model's GPU: all
  * of them by default, -ngld to choose), after the vocabulary check (DRAFT_MISMATCH names the
- * difference). Say where it went on stderr.
+ * difference). Say where it went on stderr, and when a device of the main model is not batch-invariant.
  */
 export async function loadDraft(spec: SpecSettings, loaded: Loaded): Promise<Model | undefined> {
+  const variant = batchVariantDevices(loaded.model);
+  if (variant.length > 0)
+    process.stderr.write(
+      `note: ${variant.join(", ")} ${variant.length > 1 ? "do" : "does"} not compute batch-invariantly: a verification of drafts ` +
+        "may round a token's logits otherwise than a one-token step, so greedy output with speculation can differ " +
+        "from without where two tokens nearly tie (docs/SPECULATIVE.md)\n",
+    );
   if (spec.type !== "draft") return undefined;
   const path = await resolveModelPath(spec.draftPath!);
   const asked = spec.gpuLayers ?? (loaded.gpu ? "all" : 0);
@@ -189,6 +196,14 @@ export async function loadDraft(spec: SpecSettings, loaded: Loaded): Promise<Mod
   );
   for (const line of describeWeightsKept(model)) process.stderr.write(`${line}\n`);
   return model;
+}
+
+/** The devices of `model` that do not honour batch-invariant programs (DeviceCaps.batchInvariant). */
+export function batchVariantDevices(model: Model): string[] {
+  return model.placement
+    .runtimes()
+    .filter((r) => r.device.caps.batchInvariant !== true)
+    .map((r) => r.device.name);
 }
 
 /** The drafter for a generation in `ctx`'s sequence `seq` (the draft context when drafting with a model). */

@@ -155,6 +155,8 @@ export class Speculator {
       tokens: [id, ...drafts],
       seq: this.#seq,
       logits: drafts.length > 0 ? "all" : "last",
+      // (each row the bits of a one-token step: greedy output is the output without drafts)
+      batchInvariant: true,
     });
     this.#verifyMs = performance.now() - tDrafted;
     // (the drafter's catch-up with the history is not the cost of the drafted tokens)
