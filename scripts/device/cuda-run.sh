@@ -56,6 +56,8 @@
 #                       converted by minfer and run on the CPU and CUDA against transformers
 #   hf-bert             transformers' tiny BERT-family checkpoints (reference_bert.py; sentence-transformers'
 #                       pooling where installed), converted by minfer and run on the CPU and CUDA (issue 25)
+#   nsys-pair           Nsight Systems timelines of decode of minfer and llama-bench on NSYS_FILE (issue 22)
+#   spec-cpu            greedy ids with and without speculation on this host's CPU (issue 26)
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
@@ -496,6 +498,38 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
         step "lbb-$t-$r" /tmp/llamacpp/build/bin/llama-batched-bench -m "$f" -c 16384 -b 2048 -ub 512 -npp 128 -ntg 128 \
           -npl ${SBS_NPL:-1,4,16,64} -ngl 99 -fa on
       done
+    done ;;
+  nsys-pair) # issue 22: Nsight Systems timelines of decode (bench -p 0 -n 32: CUDA graphs, the GPU's own
+    # clocks) of minfer and of llama-bench on NSYS_FILE (default llama-quantize's IQ4_XS qwen2-7b; after
+    # llamacpp-files): per-kernel sums and every kernel's start and duration as CSV, OUT/nsys-{minfer,llama}_*
+    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+    f=${NSYS_FILE:-$M/lq-qwen2-7b-iq4_xs.gguf}
+    if [ -z "$NSYS" ]; then
+      echo "nsys-pair: nsys not installed here" | tee -a "$OUT/run.log"
+      status=1
+    else
+      step nsys-minfer "$NSYS" profile --trace=cuda --cuda-graph-trace=node --force-overwrite true -o /tmp/nsys-minfer \
+        node "$D/dist/bin.js" bench -m "$f" -p 0 -n 32 -r 1 -ngl all
+      step nsys-minfer-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace --format csv \
+        -o "$OUT/nsys-minfer" /tmp/nsys-minfer.nsys-rep
+      while [ ! -f /tmp/llamacpp/build.done ] && pgrep -f "llamacpp/build.sh" >/dev/null; do sleep 5; done
+      step nsys-llama "$NSYS" profile --trace=cuda --cuda-graph-trace=node --force-overwrite true -o /tmp/nsys-llama \
+        /tmp/llamacpp/build/bin/llama-bench -m "$f" -p 0 -n 32 -r 1 -ngl 99 -fa 1
+      step nsys-llama-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace --format csv \
+        -o "$OUT/nsys-llama" /tmp/nsys-llama.nsys-rep
+    fi ;;
+  spec-cpu) # issue 26 on this host's CPU (AVX-512 where it has it: the panel GEMM takes 8+ columns):
+    # greedy ids of a synthetic qwen2-0.5b (SPEC_CPU_TYPE, default q8_0; random weights, so near-ties
+    # are common) without speculation, with itself as a draft model at a fixed depth of 16 (17-token
+    # verifications), and with n-grams; the three must be equal (OUT/spec-cpu-*.ids)
+    f=$(synth qwen2-0.5b "${SPEC_CPU_TYPE:-q8_0}")
+    p="The quick brown fox jumps over the lazy dog. The quick brown fox"
+    step spec-cpu-plain sh -c "node $D/dist/bin.js run -m $f -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-plain.ids"
+    step spec-cpu-md sh -c "node $D/dist/bin.js run -m $f -md $f --draft-fixed --draft-max 16 -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-md.ids"
+    step spec-cpu-ngram sh -c "node $D/dist/bin.js run -m $f --spec-type ngram -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-ngram.ids"
+    for m in md ngram; do
+      if cmp -s "$OUT/spec-cpu-plain.ids" "$OUT/spec-cpu-$m.ids"; then echo "spec-cpu $m: identical to plain" | tee -a "$OUT/run.log"
+      else echo "spec-cpu $m: DIFFERS from plain" | tee -a "$OUT/run.log"; status=1; fi
     done ;;
   spec-serve) # issue 26: `minfer serve -ngl all -np 8`, 8 concurrent greedy streams the same without
     # speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default the built-in
