@@ -30,6 +30,8 @@ const backends = await bundleForNode(
     "cuda-serve-step": join(root, "scripts/device/cuda-serve-step.ts"),
     "hf-archs": join(root, "scripts/device/hf-archs.ts"),
     "hf-bert": join(root, "scripts/device/hf-bert.ts"),
+    // issue 26: whether a verification leaves later logits as one-token decoding (CPU and CUDA)
+    "spec-invariance": join(root, "packages/cli/bench/spec-invariance.mjs"),
     // The CLI (bench, serve, gguf synth) with the CUDA backend inlined.
     bin: join(root, "packages/cli/src/bin.ts"),
     "quantize-worker": join(root, "packages/cli/src/quantize-worker.ts"),

@@ -19,7 +19,10 @@ async function knownBackends() {
   return KNOWN_BACKEND_PACKAGES;
 }
 
-/** Imports of a backend's source by path (scripts/device/*.ts do that) become its package name. */
+/**
+ * Imports of a backend's source by path (scripts/device/*.ts do that) become its package name, and
+ * imports by package name (packages/cli/bench/*.mjs) stay so (noExternal would inline them).
+ */
 const backendsAsPackages = {
   name: "backends-as-packages",
   setup(b) {
@@ -27,6 +30,7 @@ const backendsAsPackages = {
       path: `@minfer/${/packages\/(backend-[a-z0-9]+)\//.exec(args.path)[1]}`,
       external: true,
     }));
+    b.onResolve({ filter: /^@minfer\/backend-[a-z0-9]+$/ }, (args) => ({ path: args.path, external: true }));
   },
 };
 

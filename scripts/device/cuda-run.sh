@@ -58,6 +58,8 @@
 #                       pooling where installed), converted by minfer and run on the CPU and CUDA (issue 25)
 #   nsys-pair           Nsight Systems timelines of decode of minfer and llama-bench on NSYS_FILE (issue 22)
 #   spec-cpu            greedy ids with and without speculation on this host's CPU (issue 26)
+#   spec-invariance     spec-invariance.mjs of a synthetic qwen2-0.5b on CUDA and the CPU, with and without
+#                       batchInvariant verifications (issue 26)
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
@@ -531,6 +533,16 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       if cmp -s "$OUT/spec-cpu-plain.ids" "$OUT/spec-cpu-$m.ids"; then echo "spec-cpu $m: identical to plain" | tee -a "$OUT/run.log"
       else echo "spec-cpu $m: DIFFERS from plain" | tee -a "$OUT/run.log"; status=1; fi
     done ;;
+  spec-invariance) # issue 26: the largest logit difference a verification with rejected drafts leaves
+    # at a later step (packages/cli/bench/spec-invariance.mjs) of a synthetic qwen2-0.5b (SPEC_CPU_TYPE,
+    # default q8_0) on CUDA, as the speculator decodes (batchInvariant) and without it (--variant),
+    # and on this host's CPU; 0 everywhere: greedy output with speculation is the output without
+    f=$(synth qwen2-0.5b "${SPEC_CPU_TYPE:-q8_0}")
+    echo "The quick brown fox jumps over the lazy dog. The quick brown fox" >/tmp/spec-prompt.txt
+    step spec-inv-cuda node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all
+    step spec-inv-cuda-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --variant
+    step spec-inv-cpu node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8
+    step spec-inv-cpu-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8 --variant ;;
   spec-serve) # issue 26: `minfer serve -ngl all -np 8`, 8 concurrent greedy streams the same without
     # speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default the built-in
     # model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md)

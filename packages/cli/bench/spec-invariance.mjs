@@ -8,12 +8,16 @@
 // difference (rounding of another summation order, carried through the cache) can flip a greedy
 // token where two logits are close.
 //
-//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [--variant]
-//   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads; the verification decodes with
-//   batchInvariant as the speculator's do, or without it with --variant)
+//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant]
+//   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads; -ngl: that many layers on the first CUDA
+//   device; the verification decodes with batchInvariant as the speculator's do, or without it with
+//   --variant)
 import { readFileSync } from "node:fs";
 import { backend as cpu } from "@minfer/backend-cpu";
+import { backend as cuda } from "@minfer/backend-cuda";
 import { Context, Model } from "@minfer/engine";
+import { readGguf } from "@minfer/gguf";
+import { architecture } from "@minfer/models";
 
 const args = process.argv.slice(2);
 const take = (flag, dflt) => {
@@ -24,15 +28,35 @@ const take = (flag, dflt) => {
   return v;
 };
 const threads = Number(take("-t", "2"));
+const ngl = take("-ngl", "0");
 const variant = args.indexOf("--variant");
 if (variant >= 0) args.splice(variant, 1);
 const [file, promptFile, atArg = "68", stepsArg = "2,20,40,60", draftsArg = "1,4"] = args;
 if (!file || !promptFile) {
-  console.error("usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [--variant]");
+  console.error(
+    "usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant]",
+  );
   process.exit(2);
 }
 const runtime = await cpu.devices()[0].init({ threads });
-const model = await Model.load(file, { runtime });
+const cudaDevice = ngl === "0" ? undefined : cuda.devices()[0];
+if (ngl !== "0" && !cudaDevice) {
+  console.error(`spec-invariance: -ngl ${ngl} needs a CUDA device, and none is usable here`);
+  process.exit(2);
+}
+const gpu = await cudaDevice?.init();
+const header = await readGguf(file);
+const nLayer = architecture(header.metadata.architecture).loadHparams(header.metadata).nLayer;
+const model = await Model.load(file, {
+  runtime,
+  file: header,
+  ...(gpu
+    ? { offload: { runtime: gpu, layers: ngl === "all" ? nLayer : Math.min(Number(ngl), nLayer) } }
+    : {}),
+});
+console.log(
+  `devices: ${model.placement.describe()}${variant >= 0 ? "; verifications without batchInvariant" : ""}`,
+);
 const prompt = model.tokenizer.encode(readFileSync(promptFile, "utf8"), {
   addSpecial: true,
   parseSpecial: true,
@@ -88,4 +112,5 @@ for (const s of stepsArg.split(",").map(Number))
     );
   }
 model.dispose();
+gpu?.dispose();
 runtime.dispose();
