@@ -274,7 +274,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
 //                 mmqTargetBlocks?: number,
 //                 attnWarps?: 1 | 2 | 4, gemmStages?: 2 | 3, mmqBlocks?: 2 | 3, mmqRows?: 0 | 64 | 128,
 //                 mvShape?: { warps1, rows1, warps, rows, warpsLong, warpsFew, rowsFew, tightWarps, tightRows,
-//                 tightRowsFirst, split } })
+//                 tightRowsFirst, split, warps1Few, rows1Few, fewRows } })
 // → handle (tuning_arg reads the tuning)
 // The tuning object of argument i (createExecutor's third, fusedRuns' third); defaults where absent.
 Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
@@ -362,6 +362,15 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
       one_of_in(o, "tuning.mvShape", "tightRows", {0, 1, 2, 3}, "0, 1, 2 or 3", &tuning.mv.tight_rows);
       one_of_in(o, "tuning.mvShape", "tightRowsFirst", {0, 1, 2}, "0, 1 or 2", &tuning.mv.tight_rows_first);
       one_of_in(o, "tuning.mvShape", "split", {0, 1, 2}, "0, 1 or 2", &tuning.mv.split);
+      one_of_in(o, "tuning.mvShape", "warps1Few", {0, 2, 4}, "0, 2 or 4", &tuning.mv.warps1_few);
+      one_of_in(o, "tuning.mvShape", "rows1Few", {0, 1, 2}, "0, 1 or 2", &tuning.mv.rows1_few);
+      Napi::Value fr = o.Get("fewRows");
+      if (!fr.IsUndefined()) {
+        const double v = fr.IsNumber() ? fr.As<Napi::Number>().DoubleValue() : -1;
+        if (!(v >= 0 && v <= (1 << 30) && v == static_cast<int>(v)))
+          throw Napi::TypeError::New(info.Env(), "tuning.mvShape.fewRows must be an integer in [0, 1073741824]");
+        tuning.mv.few_rows = static_cast<long long>(v);
+      }
     }
     Napi::Value mmq = t.Get("mmqCols");
     if (!mmq.IsUndefined()) {

@@ -59,6 +59,13 @@ struct MvShape {
   // of llama-quantize's qwen2-7b Q4_0: 953.0 (1) against 900.7 (0) and 954.1 (2) tok/s, llama.cpp
   // 922.3 (docs/PERFORMANCE.md session 40).
   int split = 1;
+  // One column, products of fewer than few_rows rows in all (the launch's weights together; the
+  // FFN's down and the o product of qwen2-7b are 3584): warps1_few warps (2 or 4) a group of
+  // rows1_few rows (1 or 2; 0: 1), for measurement (MINFER_CUDA_MV1_FEW, e.g. "4x1@8192"). Few rows
+  // over a warp a row pair leave an SM a dozen warps (3584 rows: 1792 warps on 132 SMs) to keep
+  // loads in flight; llama.cpp's mat-vec gives a row 4 warps. warps1_few 0: off.
+  int warps1_few = 0, rows1_few = 0;
+  long long few_rows = 0;
 };
 
 struct Tuning {

@@ -936,8 +936,8 @@ cudaError_t launch_mv_q_w(int w, int rows, const Planes* ps, int n, const int8_t
   switch (w) {
     case 1: return launch_mv_q_r<Q, NC, 1, kColsLast>(rows, ps, n, aq, asc, s);
     case 2: return launch_mv_q_r<Q, NC, 2, kColsLast>(rows, ps, n, aq, asc, s);
-    case 4:  // (built for 3-4 columns only: MvShape::warps_long)
-      if constexpr (NC == 4 && !kColsLast) return launch_mv_q_r<Q, NC, 4, false>(rows, ps, n, aq, asc, s);
+    case 4:  // (built for 3-4 columns, MvShape::warps_long, and one, MvShape::warps1_few)
+      if constexpr ((NC == 4 || NC == 1) && !kColsLast) return launch_mv_q_r<Q, NC, 4, false>(rows, ps, n, aq, asc, s);
       return cudaErrorInvalidValue;
     default: return cudaErrorInvalidValue;
   }
@@ -1031,6 +1031,8 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
       if (sh.warps_few != 0) return launch_mv_q_few<Q>(sh.warps_few, sh.rows_few, ps, n, aq, asc, s);
       if (sh.warps == 0 && rows > 3072) return launch_mv_q_few<Q>(2, 3, ps, n, aq, asc, s);
     }
+  if (nc <= 1 && sh.warps1_few != 0 && rows < sh.few_rows)
+    return launch_mv_q_w<Q, 1>(sh.warps1_few, sh.rows1_few == 0 ? 1 : sh.rows1_few, ps, n, aq, asc, s);
   if (nc <= 1) return launch_mv_q_w<Q, 1>(sh.warps1, sh.rows1 == 0 ? (fill ? 2 : 1) : sh.rows1, ps, n, aq, asc, s);
   // Q4_0 at 3-4 columns over a K above 4096 (the down product), unset: 4 warps a row pair as below
   // (the same sums), each row's part first, on the kernel held to 72 registers: 7 blocks an SM

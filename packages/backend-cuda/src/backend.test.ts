@@ -56,6 +56,9 @@ describe("CUDA settings from the environment", () => {
         tightRows: 0,
         tightRowsFirst: 0,
         split: 1,
+        warps1Few: 0,
+        rows1Few: 0,
+        fewRows: 0,
       },
       stepTimes: false,
       decodeRows: 1,
@@ -106,6 +109,7 @@ describe("CUDA settings from the environment", () => {
         MINFER_CUDA_NORM_SLICE_ROWS: "0",
         MINFER_CUDA_MMQ_TARGET_BLOCKS: "1",
         MINFER_CUDA_POLL: "0",
+        MINFER_CUDA_MV1_FEW: "2x2@4096",
       }),
     ).toEqual({
       graphs: false,
@@ -135,6 +139,9 @@ describe("CUDA settings from the environment", () => {
         tightRows: 2,
         tightRowsFirst: 1,
         split: 0,
+        warps1Few: 2,
+        rows1Few: 2,
+        fewRows: 4096,
       },
       stepTimes: false,
       decodeRows: 64,
@@ -214,6 +221,9 @@ describe("CUDA settings from the environment", () => {
         tightRows: 1,
         tightRowsFirst: 1,
         split: 1,
+        warps1Few: 0,
+        rows1Few: 0,
+        fewRows: 0,
       },
       stepTimes: true,
       decodeRows: 1,
@@ -272,6 +282,13 @@ describe("CUDA settings from the environment", () => {
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x2c" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(() => readEnv({ MINFER_CUDA_MV_TIGHT: "2x1s" })).toThrow(/MINFER_CUDA_MV_TIGHT must be "2x1r" or/);
     expect(readEnv({ MINFER_CUDA_MV_SPLIT: "2" }).mvShape.split).toBe(2);
+    expect(readEnv({ MINFER_CUDA_MV1_FEW: "4x1@8192" }).mvShape).toMatchObject({
+      warps1Few: 4,
+      rows1Few: 1,
+      fewRows: 8192,
+    });
+    for (const bad of ["1x1@8192", "4x1", "4x3@100", "2x1@0"])
+      expect(() => readEnv({ MINFER_CUDA_MV1_FEW: bad })).toThrow(/MINFER_CUDA_MV1_FEW must be WxR@ROWS/);
     expect(() => readEnv({ MINFER_CUDA_MV_SPLIT: "3" })).toThrow(
       /MINFER_CUDA_MV_SPLIT must be "0" or "1" or "2"/,
     );

@@ -196,6 +196,28 @@ export interface MvShape {
    * it (0); 2: the q/k/v product with its RoPE too. Any other shape switch set takes precedence.
    */
   readonly split: 0 | 1 | 2;
+  /**
+   * MINFER_CUDA_MV1_FEW (`WxR@ROWS`, e.g. "4x1@8192"), for measurement: one column of a launch of
+   * fewer than ROWS rows in all (qwen2-7b's down and o products: 3584) with W warps (2 or 4) a group
+   * of R rows (1 or 2). 0 (unset): off, the one-column shape above for every product.
+   */
+  readonly warps1Few: 0 | 2 | 4;
+  readonly rows1Few: 0 | 1 | 2;
+  readonly fewRows: number;
+}
+
+/** MINFER_CUDA_MV1_FEW: [warps, rows, the row count below which they apply]; unset [0, 0, 0]. */
+function mv1Few(env: NodeJS.ProcessEnv): readonly [0 | 2 | 4, 0 | 1 | 2, number] {
+  const v = env.MINFER_CUDA_MV1_FEW ?? "";
+  if (v === "") return [0, 0, 0];
+  const m = /^([24])x([12])@(\d+)$/.exec(v);
+  const rows = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(rows >= 1 && rows <= 2 ** 30))
+    throw new CudaBackendError(
+      "INVALID_ARGUMENT",
+      `MINFER_CUDA_MV1_FEW must be WxR@ROWS with W warps 2 or 4, R rows 1 or 2 and ROWS in 1-${2 ** 30} (e.g. "4x1@8192"), not ${JSON.stringify(v)}`,
+    );
+  return [Number(m[1]) as 2 | 4, Number(m[2]) as 1 | 2, rows];
 }
 
 function mvShapeOf(env: NodeJS.ProcessEnv, name: string, unset: readonly [0 | 1 | 2, 0 | 1 | 2]) {
@@ -265,6 +287,7 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
     "4x2s",
     "4x3s",
   ]);
+  const [warps1Few, rows1Few, fewRows] = mv1Few(env);
   // (the pattern takes W 1 or 2; 0 is only MINFER_CUDA_MV's unset default)
   return {
     warps1: warps1 === 2 ? 2 : 1,
@@ -278,6 +301,9 @@ function mvShapeFrom(env: NodeJS.ProcessEnv): MvShape {
     tightRows: tight === "" ? 0 : (Number(tight[2]) as 1 | 2 | 3),
     tightRowsFirst: tight[3] === "r" ? 1 : tight[3] === "s" ? 2 : 0,
     split: Number(choice(env, "MINFER_CUDA_MV_SPLIT", ["0", "1", "2"]) || "1") as 0 | 1 | 2,
+    warps1Few,
+    rows1Few,
+    fewRows,
   };
 }
 

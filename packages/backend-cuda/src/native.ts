@@ -77,6 +77,9 @@ export interface NativeTuning {
     readonly tightRows?: number;
     readonly tightRowsFirst?: number;
     readonly split?: number;
+    readonly warps1Few?: number;
+    readonly rows1Few?: number;
+    readonly fewRows?: number;
   };
   /** Time every execute (GPU and host), summed in the executor's stats. */
   readonly stepTimes?: boolean;
