@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { batchVariantDevices } from "./run/speculative.js";
 import { startServe } from "./serve-fuzz/harness.js";
 import { bin, fixtures, minfer, type Result } from "./test-helpers.js";
 
@@ -197,5 +198,27 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
     const batched = await minfer("bench", "-m", stories, "-npl", "2", "-md", stories);
     expect(batched.code).toBe(2);
     expect(batched.stderr).toContain("-npl (batched mode) does not take speculative decoding");
+  });
+});
+
+describe("batchVariantDevices", () => {
+  it("names the devices of a model whose programs are not batch-invariant (the stderr note)", () => {
+    const model = (devices: { name: string; batchInvariant?: boolean }[]) =>
+      ({
+        placement: {
+          runtimes: () =>
+            devices.map((d) => ({ device: { name: d.name, caps: { batchInvariant: d.batchInvariant } } })),
+        },
+      }) as unknown as Parameters<typeof batchVariantDevices>[0];
+    expect(batchVariantDevices(model([{ name: "cpu", batchInvariant: true }]))).toEqual([]);
+    expect(
+      batchVariantDevices(
+        model([
+          { name: "cuda:0", batchInvariant: false },
+          { name: "cpu", batchInvariant: true },
+        ]),
+      ),
+    ).toEqual(["cuda:0"]);
+    expect(batchVariantDevices(model([{ name: "metal:0" }]))).toEqual(["metal:0"]);
   });
 });
