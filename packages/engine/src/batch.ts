@@ -34,11 +34,12 @@ export interface Batch {
    */
   readonly tokenTypes?: ArrayLike<number>;
   /**
-   * Each token's results (its logits, the K/V it writes) are the same bits as when it is decoded
-   * alone, a token a call: the backends take no kernel whose summation order depends on how many
-   * tokens the batch has (the CPU's panel GEMM, CUDA's multi-column mat-vec shapes and batched
-   * product). Speculative verification sets it, so that greedy output with drafts is greedy output
-   * without. May be slower for batches of more than a few tokens. Default false.
+   * Each token's results (its logits, the K/V it writes) are to be the same bits as when it is
+   * decoded alone, a token a call: a device whose `caps.batchInvariant` is true (the CPU) then takes
+   * no kernel whose summation order depends on how many tokens the batch has (its panel GEMM); one
+   * without it (CUDA today) accepts the request and computes as usual. Speculative verification sets
+   * it, so that greedy output with drafts is greedy output without. May be slower for batches of
+   * more than a few tokens. Default false.
    */
   readonly batchInvariant?: boolean;
 }
