@@ -71,12 +71,15 @@ struct Loaded {
   std::vector<const KernelDef*> kernels;
   std::vector<uint8_t> fused;  // at the first node of a fused run: its length (else 0)
   size_t scratch = 0;
+  // PROGRAM_FLAG_BATCH_INVARIANT: its launches run under batch_invariant_tuning (tuning.h)
+  bool invariant = false;
 };
 
 ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::BufferBinding>& buffers, Loaded* out,
                 const Tuning* fuse = nullptr) {
   const pf::LoadResult r = pf::parse_program(bytes, length, buffers, &out->parsed);
   if (!r.ok()) return err(from_load(r.code), r.message);
+  out->invariant = (out->parsed.flags & pf::kFlagBatchInvariant) != 0;
   const size_t n = out->parsed.nodes.size();
   out->args.resize(n);
   out->kernels.resize(n);
@@ -102,8 +105,9 @@ ExecStatus load(const uint8_t* bytes, size_t length, const std::vector<pf::Buffe
   }
   out->fused.assign(n, 0);
   if (fuse) {
+    const Tuning t = out->invariant ? batch_invariant_tuning(*fuse) : *fuse;
     for (size_t i = 0; i < n;) {
-      const size_t run = fused_match(&out->args[i], n - i, *fuse);
+      const size_t run = fused_match(&out->args[i], n - i, t);
       out->fused[i] = static_cast<uint8_t>(run);
       if (run > 1) out->scratch = std::max(out->scratch, fused_scratch_bytes(&out->args[i], run));
       i += run > 1 ? run : 1;
@@ -225,9 +229,10 @@ struct Executor::Impl {
     MINFER_EXEC_TRY(cudaMemsetAsync(err_dev, 0, sizeof(DeviceError), stream));
     if (events) MINFER_EXEC_TRY(record((*events)[0]));
     const PdlScope pdl(tuning.pdl && cc_major >= 9);
+    const Tuning t = l.invariant ? batch_invariant_tuning(tuning) : tuning;
     // A fused run is one launch: its time goes to its first node (the others record ~0).
     for (size_t i = 0; i < l.args.size();) {
-      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, tuning, counters, kCounters};
+      LaunchContext ctx{stream, err_dev, static_cast<int>(i), scratch, sm_count, t, counters, kCounters};
       const size_t run = l.fused[i] > 1 ? l.fused[i] : 1;
       const cudaError_t e = run > 1 ? fused_launch(&l.args[i], run, ctx) : l.kernels[i]->launch(l.args[i], ctx);
       if (e != cudaSuccess) {

@@ -66,6 +66,11 @@ struct MvShape {
   // loads in flight; llama.cpp's mat-vec gives a row 4 warps. warps1_few 0: off.
   int warps1_few = 0, rows1_few = 0;
   long long few_rows = 0;
+  // Batch-invariant launches (Tuning::batch_invariant): 2 or more columns take the one-column
+  // launch's warps a group (warps1, or warps1_few below few_rows), so that each column's sum is
+  // the one-column launch's in the same order (a lane's parts, then the warp's reduction, then the
+  // group's warps in slice order); more columns than one launch takes run in chunks.
+  bool invariant = false;
 };
 
 struct Tuning {
@@ -204,6 +209,23 @@ struct Tuning {
   // of 1024 threads a row. On the H200 a step of 64 sequences took 12.7 us a norm on slices and
   // 6.4 a block a row (Nsight Compute); one row stays on slices (its launch is one block otherwise).
   int norm_slice_rows = 8;
+  // Set for the programs flagged PROGRAM_FLAG_BATCH_INVARIANT (a speculative verification), never
+  // from the environment: each token's results must be the bits of a one-token decode of it
+  // (batch_invariant_tuning below).
+  bool batch_invariant = false;
 };
+
+// The tuning of a batch-invariant program under t: every quantized product on the dp4a mat-vec
+// with the one-column launch's warps (MvShape::invariant; no int8 tensor-core kernel, no f16 GEMM,
+// none of the 2-8-column shapes), norms of up to 263 rows on slices as one row's are, and
+// attention one query at a time as a one-token decode runs it (ops/attention.cu).
+inline Tuning batch_invariant_tuning(Tuning t) {
+  t.batch_invariant = true;
+  t.mv.invariant = true;
+  t.mmq_min_cols = 2;
+  t.mmq_max_cols = 1;  // (min above max: off)
+  t.norm_slice_rows = 263;
+  return t;
+}
 
 }  // namespace minfer::cuda

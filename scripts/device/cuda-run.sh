@@ -57,7 +57,7 @@
 #   hf-bert             transformers' tiny BERT-family checkpoints (reference_bert.py; sentence-transformers'
 #                       pooling where installed), converted by minfer and run on the CPU and CUDA (issue 25)
 #   nsys-pair           Nsight Systems timelines of decode of minfer and llama-bench on NSYS_FILE (issue 22)
-#   spec-cpu            greedy ids with and without speculation on this host's CPU (issue 26)
+#   spec-cpu, spec-cuda greedy ids with and without speculation on this host's CPU or the GPU (issue 26)
 #   spec-invariance     spec-invariance.mjs of a synthetic qwen2-0.5b on CUDA and the CPU, with and without
 #                       batchInvariant verifications (issue 26)
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
@@ -520,18 +520,23 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
       step nsys-llama-stats "$NSYS" stats --force-export=true --report cuda_gpu_kern_sum,cuda_gpu_trace --format csv \
         -o "$OUT/nsys-llama" /tmp/nsys-llama.nsys-rep
     fi ;;
-  spec-cpu) # issue 26 on this host's CPU (AVX-512 where it has it: the panel GEMM takes 8+ columns):
-    # greedy ids of a synthetic qwen2-0.5b (SPEC_CPU_TYPE, default q8_0; random weights, so near-ties
-    # are common) without speculation, with itself as a draft model at a fixed depth of 16 (17-token
-    # verifications), and with n-grams; the three must be equal (OUT/spec-cpu-*.ids)
+  spec-cpu | spec-cuda) # issue 26 on this host's CPU (AVX-512 where it has it: the panel GEMM takes
+    # 8+ columns), or with every layer on the GPU (spec-cuda): greedy ids of a synthetic qwen2-0.5b
+    # (SPEC_CPU_TYPE, default q8_0; random weights, so near-ties are common; SPEC_N tokens, default
+    # 300: past the 256-cell window) without speculation, with itself as a draft model at a fixed
+    # depth of 16 (17-token verifications) and of 4, and with n-grams; all must be equal
+    # (OUT/spec-{cpu,cuda}-*.ids)
     f=$(synth qwen2-0.5b "${SPEC_CPU_TYPE:-q8_0}")
     p="The quick brown fox jumps over the lazy dog. The quick brown fox"
-    step spec-cpu-plain sh -c "node $D/dist/bin.js run -m $f -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-plain.ids"
-    step spec-cpu-md sh -c "node $D/dist/bin.js run -m $f -md $f --draft-fixed --draft-max 16 -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-md.ids"
-    step spec-cpu-ngram sh -c "node $D/dist/bin.js run -m $f --spec-type ngram -p '$p' -n 160 --temp 0 --ids -t 8 -ngl 0 >$OUT/spec-cpu-ngram.ids"
-    for m in md ngram; do
-      if cmp -s "$OUT/spec-cpu-plain.ids" "$OUT/spec-cpu-$m.ids"; then echo "spec-cpu $m: identical to plain" | tee -a "$OUT/run.log"
-      else echo "spec-cpu $m: DIFFERS from plain" | tee -a "$OUT/run.log"; status=1; fi
+    dev="-t 8 -ngl 0"; [ "$s" = spec-cuda ] && dev="-ngl all"
+    n=${SPEC_N:-300}
+    step "$s-plain" sh -c "node $D/dist/bin.js run -m $f -p '$p' -n $n --temp 0 --ids $dev >$OUT/$s-plain.ids"
+    step "$s-md" sh -c "node $D/dist/bin.js run -m $f -md $f --draft-fixed --draft-max 16 -p '$p' -n $n --temp 0 --ids $dev >$OUT/$s-md.ids"
+    step "$s-md4" sh -c "node $D/dist/bin.js run -m $f -md $f --draft-fixed --draft-max 4 -p '$p' -n $n --temp 0 --ids $dev >$OUT/$s-md4.ids"
+    step "$s-ngram" sh -c "node $D/dist/bin.js run -m $f --spec-type ngram -p '$p' -n $n --temp 0 --ids $dev >$OUT/$s-ngram.ids"
+    for m in md md4 ngram; do
+      if cmp -s "$OUT/$s-plain.ids" "$OUT/$s-$m.ids"; then echo "$s $m: identical to plain" | tee -a "$OUT/run.log"
+      else echo "$s $m: DIFFERS from plain" | tee -a "$OUT/run.log"; status=1; fi
     done ;;
   spec-invariance) # issue 26: the largest logit difference a verification with rejected drafts leaves
     # at a later step (packages/cli/bench/spec-invariance.mjs) of a synthetic qwen2-0.5b (SPEC_CPU_TYPE,

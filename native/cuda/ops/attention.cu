@@ -134,7 +134,29 @@ const char* check_attention(const program::NodeView& args) {
   return nullptr;
 }
 
-size_t scratch_attention(const NodeArgs& args) {
+// Query iq of an ATTENTION node as a node of one query (q, the mask's or spans' row and the output
+// viewed at it): what a one-token decode of that token runs. The tensors live in `keep`.
+struct OneQuery {
+  Tensor q, m, o;
+  NodeArgs args;
+};
+void one_query(const NodeArgs& args, int64_t iq, OneQuery* keep) {
+  keep->q = *args.in[0];
+  keep->m = *args.in[3];
+  keep->o = *args.out[0];
+  keep->q.data += iq * keep->q.nb[2];
+  keep->q.ne[2] = 1;
+  keep->m.data += iq * keep->m.nb[1];
+  keep->m.ne[1] = 1;
+  keep->o.data += iq * keep->o.nb[2];
+  keep->o.ne[2] = 1;
+  keep->args = args;
+  keep->args.in[0] = &keep->q;
+  keep->args.in[3] = &keep->m;
+  keep->args.out[0] = &keep->o;
+}
+
+size_t scratch_attention_node(const NodeArgs& args) {
   const Plan p = plan_attention(args);
   if (!p.ok) return 0;
   const int64_t hdv = args.in[2]->ne[0];
@@ -149,6 +171,17 @@ size_t scratch_attention(const NodeArgs& args) {
   if (per_query_takes(n_q, group, p.rows) &&
       decode_takes(args.in[1]->dtype, args.in[2]->dtype, args.in[0]->ne[0], hdv, true, true, group))
     bytes = std::max(bytes, static_cast<size_t>(per_query_max_splits(total_rows, hdv)) * per_split);
+  return bytes;
+}
+
+// (a batch-invariant program runs several queries one at a time: the most either way)
+size_t scratch_attention(const NodeArgs& args) {
+  size_t bytes = scratch_attention_node(args);
+  if (args.in[0]->ne[2] > 1) {
+    OneQuery one;
+    one_query(args, 0, &one);
+    bytes = std::max(bytes, scratch_attention_node(one.args));
+  }
   return bytes;
 }
 
@@ -190,6 +223,17 @@ int per_query_capped(const Tuning& t, int splits) { return t.per_query_splits > 
 
 cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
   if (quantized) *quantized = false;
+  // Batch-invariant (Tuning::batch_invariant): each query as a one-token decode runs it — its own
+  // launch, kernel and splits for the node's cells, so that its output is that decode's bits. (The
+  // o product then quantizes its columns itself: the same codes, act_quant.cuh.)
+  if (ctx.tuning.batch_invariant && args.in[0]->ne[2] > 1) {
+    for (int64_t iq = 0; iq < args.in[0]->ne[2]; iq++) {
+      OneQuery one;
+      one_query(args, iq, &one);
+      if (cudaError_t e = launch_attention_into(one.args, ctx, nullptr, nullptr); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
   const Plan plan = plan_attention(args);
   if (!plan.ok) return cudaErrorInvalidValue;

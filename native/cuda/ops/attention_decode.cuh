@@ -89,6 +89,20 @@ inline int decode_splits(int64_t n_kv, int64_t n_kv_head, int hd, int sm_count) 
   return static_cast<int>(s < 1 ? 1 : s);
 }
 
+// Split `split`'s cells of the span u: split_cells, except that a span of at most n_splits tiles
+// gives tile t to split t (the splits past it see no cell). A query's partials then sit at the same
+// split indices whatever the split count (the cells of the node's graph: a one-token decode's and a
+// verification's differ), so combine_row adds them in the same lanes and order, and the empty
+// splits add exact zeros: the merged output does not depend on the count (batch invariance,
+// Tuning::batch_invariant).
+__device__ inline int2 split_cells_dec(int2 u, int n_splits, int split, int tile) {
+  if (u.x >= u.y) return make_int2(0, 0);
+  const int64_t tiles = (static_cast<int64_t>(u.y) - u.x + tile - 1) / tile;
+  if (tiles > n_splits) return split_cells(u, n_splits, split, tile);
+  if (split >= tiles) return make_int2(u.y, u.y);
+  return make_int2(u.x + split * tile, static_cast<int>(min(static_cast<int64_t>(u.y), u.x + (split + 1) * static_cast<int64_t>(tile))));
+}
+
 template <int HD>
 __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   pdl_begin();
@@ -133,7 +147,7 @@ __global__ void __launch_bounds__(HD) attn_decode_kernel(const AttnParams p) {
   }
   __syncthreads();
   if (tid == 0) {
-    const int2 r = split_cells(span_union(lo_s, hi_s, R, p.n_kv), p.n_splits, split, kTile);
+    const int2 r = split_cells_dec(span_union(lo_s, hi_s, R, p.n_kv), p.n_splits, split, kTile);
     range_s[0] = r.x;
     range_s[1] = r.y;
   }

@@ -169,6 +169,21 @@ cudaError_t launch_to_f32(const BView& b, int64_t K, int64_t ncols, float* dst, 
   return cudaGetLastError();
 }
 
+// Batch-invariant products of F16/BF16/F32 weights over more than kMaxMvCols columns of one plane:
+// the float mat-vec kMaxMvCols columns a launch (each column's sum is its one-column launch's).
+bool mv_f32_chunks(const Planes& p) {
+  return p.n_planes == 1 && !p.ids && (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols) &&
+         mv_f32_aligned(mv_col_chunk(p, 0, kMaxMvCols));
+}
+
+cudaError_t launch_mv_f32_chunks(const Planes& p, const float* act, cudaStream_t s) {
+  for (int64_t c0 = 0; c0 < p.ncols; c0 += kMaxMvCols) {
+    const int64_t m = std::min<int64_t>(kMaxMvCols, p.ncols - c0);
+    if (cudaError_t e = launch_mv_f32(mv_col_chunk(p, c0, m), act + c0 * p.K, s); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 // ---- the path of one weight against shared activations -------------------------------------------
 
 // Scratch layout of a node: the activation conversions (one region per format used), then
@@ -200,7 +215,9 @@ bool mmq_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
 Path choose_path(const Tensor* w, const Tensor* b, bool id, const Tuning& t) {
   const int64_t K = w->ne[0], M = w->ne[1];
   if (mmq_path(w, b, id, t)) return Path::Mmq;
-  if (id || b->ne[1] <= kDecodeCols) {
+  // (batch-invariant: every column count on the mat-vec, kDecodeCols columns a launch, as one
+  // column runs; Tuning::batch_invariant)
+  if (id || b->ne[1] <= kDecodeCols || t.batch_invariant) {
     switch (mv_act_format(w->dtype)) {
       case ActFmt::Q8A: return Path::MvQ8A;
       case ActFmt::Q8K: return Path::MvQ8K;
@@ -318,10 +335,12 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
       return launch_tiled_generic(p, bv, ctx.stream);
     case Path::MvQ8A:
     case Path::MvQ8K:
-      if (mv_q_aligned(p)) return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream);
+      if (mv_q_takes(p, ctx.tuning.mv.invariant))
+        return launch_mv_q(&p, 1, q8_act(r, path, scratch), total_cols(b), ctx.tuning.mv_wide_loads, ctx.tuning.mv, ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
+      if (ctx.tuning.batch_invariant && mv_f32_chunks(p)) return launch_mv_f32_chunks(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::Gemm: {
       // (a weight the tensor-core loader cannot read aligned, e.g. a view at an odd byte offset,
@@ -408,7 +427,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
     return p;
   };
   auto batchable = [&](const Planes& p, Path path) {
-    return (path == Path::MvQ8A || path == Path::MvQ8K) && mv_q_aligned(p);
+    return (path == Path::MvQ8A || path == Path::MvQ8K) && mv_q_takes(p, ctx.tuning.mv.invariant);
   };
   static_assert(kMmqMaxBatch >= 3, "MUL_MAT_MULTI has up to three weights");
   for (int i = 0; i < nw;) {
@@ -440,7 +459,7 @@ cudaError_t run_mul_mat_multi(const NodeArgs& args, const LaunchContext& ctx, bo
     int n = 1;
     while (i + n < nw && n < kMaxMvBatch && args.in[1 + i + n]->dtype == batch[0].wtype) {
       batch[n] = planes(i + n);
-      if (!mv_q_aligned(batch[n])) break;
+      if (!mv_q_takes(batch[n], ctx.tuning.mv.invariant)) break;
       n++;
     }
     if (rope) {
@@ -522,6 +541,9 @@ cudaError_t matmul_launch_prequantized(const NodeArgs& mm, const LaunchContext& 
 
 bool matmul_qkv_rope_ready(const NodeArgs& mm, const Tuning& t) {
   if (mm.op != Op::MUL_MAT_MULTI || mm.n_outputs != 3) return false;
+  // (batch-invariant launches of more columns than one mat-vec launch takes: the products and the
+  // RoPE nodes apart)
+  if (t.batch_invariant && mm.in[0]->ne[1] > kMaxMvCols) return false;
   for (int i = 0; i < 3; i++) {
     const Path path = choose_path(mm.in[1 + i], mm.in[0], false, t);
     if ((path != Path::MvQ8A && path != Path::MvQ8K) || !mv_rope_supported(mm.in[1 + i]->dtype, t.mv_wide_loads, t.mv))

@@ -1002,14 +1002,18 @@ cudaError_t launch_mv_q_few(int w, int rows, const Planes* ps, int n, const int8
   return cudaErrorInvalidValue;
 }
 
+// Warps a group of the one-column launch of `rows` rows in all (launch_mv_q_warp): what a
+// batch-invariant launch of any column count takes.
+inline int mv_q_invariant_warps(const MvShape& sh, int64_t rows) {
+  return sh.warps1_few != 0 && rows < sh.few_rows ? sh.warps1_few : sh.warps1;
+}
+
 // One row group per R rows: by default R = 2 for one column when there are rows enough to fill the
 // device, a warp a group. (Two rows for 3-4 columns too measured no faster on the H200 with a warp a
 // group: Q4_0 3584 x 18944 at 4 columns 42.3 against 41.2 us, Q4_K 46.2 against 42.8.)
 template <class Q>
-cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_t cols, const MvShape& sh,
+cudaError_t launch_mv_q_warp(const Planes* ps, int n, const int8_t* aq, const void* asc, const MvShape& sh,
                              cudaStream_t s) {
-  const auto* aq = reinterpret_cast<const int8_t*>(act);
-  const void* asc = act + qs_bytes(ps[0].K, cols);
   int64_t rows = 0;
   for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
   const bool fill = rows >= 4096;
@@ -1019,6 +1023,15 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   // (3584 rows) is 896 blocks, one wave of 6 an SM and a tail of 104 on 132 SMs; 2 x 3 is 598. On
   // the H100, mmq-bench 12.35 against 14.88 us, bench -npl 4 of qwen2-7b Q4_0 910.3 against 894.5
   // tok/s (docs/PERFORMANCE.md session 38). Each row's sums are those of 2 x 2 (2 warps either way).
+  // Batch-invariant (MvShape::invariant): the one-column launch's warps a group for any column
+  // count (see mv_q_invariant_warps); the rows a group do not change a row's sum.
+  if (sh.invariant && nc > 1) {
+    const int w = mv_q_invariant_warps(sh, rows);
+    if (w == 4) return nc <= 4 ? launch_mv_q_w<Q, 4>(4, 1, ps, n, aq, asc, s) : cudaErrorInvalidValue;
+    if (nc <= 2) return launch_mv_q_w<Q, 2>(w, fill ? 2 : 1, ps, n, aq, asc, s);
+    if (nc <= 4) return launch_mv_q_w<Q, 4>(w, fill ? 2 : 1, ps, n, aq, asc, s);
+    return launch_mv_q_w<Q, 8>(w, fill ? 2 : 1, ps, n, aq, asc, s);
+  }
   if constexpr (is_q4_0<Q>::value)
     if (nc > 2 && nc <= 4) {
       if (sh.tight_warps != 0) return launch_mv_q_tight<Q>(sh, ps, n, aq, asc, s);
@@ -1064,9 +1077,55 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const uint8_t* act, int64_
   return launch_mv_q_w<Q, 8>(sh.warps, rows_g, ps, n, aq, asc, s);
 }
 
+// Bytes of one activation column's scales in the region quant_q8a / quant_q8k fill (after the
+// codes, qs_bytes): Q8K a float a 256-block, Q8A a {d, d·Σq} pair a 32-block.
+inline int64_t act_scale_bytes(DType w, int64_t K) { return mv_act_format(w) == ActFmt::Q8K ? K / 256 * 4 : K / 32 * 8; }
+
+// Planes p (one plane) restricted to its activation columns [c0, c0 + nc): the output and the
+// addend's columns moved on (an addend of one column is broadcast).
+inline Planes mv_col_chunk(Planes p, int64_t c0, int64_t nc) {
+  p.out += c0 * p.o_nb1;
+  if (p.c && p.c_ne[1] > 1) p.c += c0 * p.c_nb[1];
+  p.ncols = nc;
+  return p;
+}
+
+// Whether the mat-vec takes p: aligned, at most kMaxMvCols columns, or (batch-invariant
+// launches) any number of one plane's, run kMaxMvCols at a time, with an addend of one column or
+// of all.
+inline bool mv_q_takes(const Planes& p, bool invariant) {
+  if (mv_q_aligned(p)) return true;
+  return invariant && planes_aligned(p, weight_align(p.wtype)) && p.n_planes == 1 && !p.ids &&
+         (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols);
+}
+
+template <class Q>
+cudaError_t launch_mv_q_cols(const Planes* ps, int n, const uint8_t* act, int64_t cols, const MvShape& sh,
+                             cudaStream_t s) {
+  const int64_t K = ps[0].K, nc = ps[0].ncols;
+  const auto* aq = reinterpret_cast<const int8_t*>(act);
+  const uint8_t* asc = act + qs_bytes(K, cols);
+  int64_t chunk = kMaxMvCols;
+  if (sh.invariant) {  // (4 warps a group: built for up to 4 columns)
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
+    if (mv_q_invariant_warps(sh, rows) == 4) chunk = 4;
+  }
+  if (nc <= chunk) return launch_mv_q_warp<Q>(ps, n, aq, asc, sh, s);
+  if (!sh.invariant || ps[0].n_planes != 1) return cudaErrorInvalidValue;
+  const int64_t sb = act_scale_bytes(ps[0].wtype, K);
+  for (int64_t c0 = 0; c0 < nc; c0 += chunk) {
+    const int64_t m = nc - c0 < chunk ? nc - c0 : chunk;
+    Planes part[kMaxMvBatch];
+    for (int i = 0; i < n; i++) part[i] = mv_col_chunk(ps[i], c0, m);
+    if (cudaError_t e = launch_mv_q_warp<Q>(part, n, aq + c0 * K, asc + c0 * sb, sh, s); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each
-// mv_q_aligned) against the region quant_q8a/q8k filled for `cols` activation columns, in one
-// launch.
+// mv_q_takes) against the region quant_q8a/q8k filled for `cols` activation columns, in one
+// launch (batch-invariant: one a chunk of columns).
 inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int64_t cols, bool wide, const MvShape& sh,
                                cudaStream_t s) {
   if (n < 1 || n > kMaxMvBatch) return cudaErrorInvalidValue;
@@ -1082,23 +1141,23 @@ inline cudaError_t launch_mv_q(const Planes* in, int n, const uint8_t* act, int6
   if (n == 0 || ps[0].n_planes <= 0 || ps[0].ncols <= 0) return cudaSuccess;
   switch (ps[0].wtype) {
     case DType::Q4_0:
-      return wide ? launch_mv_q_warp<PQ4_0<true>>(ps, n, act, cols, sh, s) : launch_mv_q_warp<PQ4_0<false>>(ps, n, act, cols, sh, s);
-    case DType::Q4_1: return launch_mv_q_warp<PQ4_1>(ps, n, act, cols, sh, s);
-    case DType::Q5_0: return launch_mv_q_warp<PQ5_0>(ps, n, act, cols, sh, s);
-    case DType::Q5_1: return launch_mv_q_warp<PQ5_1>(ps, n, act, cols, sh, s);
+      return wide ? launch_mv_q_cols<PQ4_0<true>>(ps, n, act, cols, sh, s) : launch_mv_q_cols<PQ4_0<false>>(ps, n, act, cols, sh, s);
+    case DType::Q4_1: return launch_mv_q_cols<PQ4_1>(ps, n, act, cols, sh, s);
+    case DType::Q5_0: return launch_mv_q_cols<PQ5_0>(ps, n, act, cols, sh, s);
+    case DType::Q5_1: return launch_mv_q_cols<PQ5_1>(ps, n, act, cols, sh, s);
     case DType::Q8_0:
-      return wide ? launch_mv_q_warp<PQ8_0<true>>(ps, n, act, cols, sh, s) : launch_mv_q_warp<PQ8_0<false>>(ps, n, act, cols, sh, s);
-    case DType::Q2_K: return launch_mv_q_warp<PQ2_K>(ps, n, act, cols, sh, s);
-    case DType::Q3_K: return launch_mv_q_warp<PQ3_K>(ps, n, act, cols, sh, s);
-    case DType::Q4_K: return launch_mv_q_warp<PQ45_K<false>>(ps, n, act, cols, sh, s);
-    case DType::Q5_K: return launch_mv_q_warp<PQ45_K<true>>(ps, n, act, cols, sh, s);
+      return wide ? launch_mv_q_cols<PQ8_0<true>>(ps, n, act, cols, sh, s) : launch_mv_q_cols<PQ8_0<false>>(ps, n, act, cols, sh, s);
+    case DType::Q2_K: return launch_mv_q_cols<PQ2_K>(ps, n, act, cols, sh, s);
+    case DType::Q3_K: return launch_mv_q_cols<PQ3_K>(ps, n, act, cols, sh, s);
+    case DType::Q4_K: return launch_mv_q_cols<PQ45_K<false>>(ps, n, act, cols, sh, s);
+    case DType::Q5_K: return launch_mv_q_cols<PQ45_K<true>>(ps, n, act, cols, sh, s);
     case DType::Q6_K:
-      return wide ? launch_mv_q_warp<PQ6_Ks>(ps, n, act, cols, sh, s) : launch_mv_q_warp<PQ6_K>(ps, n, act, cols, sh, s);
+      return wide ? launch_mv_q_cols<PQ6_Ks>(ps, n, act, cols, sh, s) : launch_mv_q_cols<PQ6_K>(ps, n, act, cols, sh, s);
     case DType::IQ4_NL:
-      return wide ? launch_mv_q_warp<PIQ4_NL<true>>(ps, n, act, cols, sh, s)
-                  : launch_mv_q_warp<PIQ4_NL<false>>(ps, n, act, cols, sh, s);
-    case DType::IQ4_XS: return launch_mv_q_warp<PIQ4_XS>(ps, n, act, cols, sh, s);
-    case DType::MXFP4: return launch_mv_q_warp<PMXFP4>(ps, n, act, cols, sh, s);
+      return wide ? launch_mv_q_cols<PIQ4_NL<true>>(ps, n, act, cols, sh, s)
+                  : launch_mv_q_cols<PIQ4_NL<false>>(ps, n, act, cols, sh, s);
+    case DType::IQ4_XS: return launch_mv_q_cols<PIQ4_XS>(ps, n, act, cols, sh, s);
+    case DType::MXFP4: return launch_mv_q_cols<PMXFP4>(ps, n, act, cols, sh, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1117,11 +1176,19 @@ inline bool mv_rope_supported(DType t, bool wide, const MvShape& sh) {
 }
 
 template <class Q>
-cudaError_t launch_mv_q_rope_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, int split, cudaStream_t s,
+cudaError_t launch_mv_q_rope_t(const Planes* ps, int n, const uint8_t* act, int64_t cols, const MvShape& sh, cudaStream_t s,
                                const MvRope& e) {
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const void* asc = act + qs_bytes(ps[0].K, cols);
   const int64_t nc = ps[0].ncols;
+  const int split = sh.split;
+  // (batch-invariant: a warp a RoPE pair for every column count, as for one column; at most
+  // kMaxMvCols columns, matmul_qkv_rope_ready)
+  if (sh.invariant && nc > 1) {
+    if (nc <= 2) return launch_mv_q_nc<Q, 2, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+    if (nc <= 4) return launch_mv_q_nc<Q, 4, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+    return launch_mv_q_nc<Q, 8, 2, 1, false, MvRope>(ps, n, aq, asc, s, e);
+  }
   // (MvShape::split 2: Q4_0's 3-4 columns over a K of up to 4096 on the column-split mat-vec too)
   if constexpr (is_q4_0<Q>::value)
     if (split == 2 && nc > 2 && nc <= 4 && ps[0].K <= 4096) return launch_mv_q_split<Q, 2, 2, MvRope>(ps, n, aq, asc, s, e);
@@ -1150,13 +1217,13 @@ inline cudaError_t launch_mv_q_rope(const Planes* in, int n, const uint8_t* act,
         in[i].M <= 0 || in[i].ncols > kMaxMvCols)
       return cudaErrorInvalidValue;
   switch (in[0].wtype) {
-    case DType::Q4_0: return launch_mv_q_rope_t<PQ4_0<true>>(in, n, act, cols, sh.split, s, e);
-    case DType::Q8_0: return launch_mv_q_rope_t<PQ8_0<true>>(in, n, act, cols, sh.split, s, e);
-    case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, sh.split, s, e);
-    case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, sh.split, s, e);
-    case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, sh.split, s, e);
-    case DType::IQ4_NL: return launch_mv_q_rope_t<PIQ4_NL<true>>(in, n, act, cols, sh.split, s, e);
-    case DType::IQ4_XS: return launch_mv_q_rope_t<PIQ4_XS>(in, n, act, cols, sh.split, s, e);
+    case DType::Q4_0: return launch_mv_q_rope_t<PQ4_0<true>>(in, n, act, cols, sh, s, e);
+    case DType::Q8_0: return launch_mv_q_rope_t<PQ8_0<true>>(in, n, act, cols, sh, s, e);
+    case DType::Q4_K: return launch_mv_q_rope_t<PQ45_K<false>>(in, n, act, cols, sh, s, e);
+    case DType::Q5_K: return launch_mv_q_rope_t<PQ45_K<true>>(in, n, act, cols, sh, s, e);
+    case DType::Q6_K: return launch_mv_q_rope_t<PQ6_Ks>(in, n, act, cols, sh, s, e);
+    case DType::IQ4_NL: return launch_mv_q_rope_t<PIQ4_NL<true>>(in, n, act, cols, sh, s, e);
+    case DType::IQ4_XS: return launch_mv_q_rope_t<PIQ4_XS>(in, n, act, cols, sh, s, e);
     default: return cudaErrorNotSupported;
   }
 }

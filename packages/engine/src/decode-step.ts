@@ -122,7 +122,7 @@ export class UbatchRunner {
       const cells = slot.cells[gi]!;
       const names = kvInputNames(g.group);
       values[names.cells] = cells;
-      window[g.group] = this.#visibility(g, batch, cells, values, names);
+      window[g.group] = this.#visibility(g, batch, cells, values, names, b.batchInvariant);
     });
     const params: GraphParams = {
       kind: "decode",
@@ -178,8 +178,10 @@ export class UbatchRunner {
    * One cache's visibility: spans (2 integers per query) when each query's cells are one run, as
    * in a single sequence filled in order — attention then visits only those cells, so the graph can
    * span the whole cache and one graph serves every step of that many tokens (one token: the used
-   * cells' power-of-two window, {@link spanWindow}). Else a mask of nKv floats per query over
-   * the used cells rounded up to a bucket (graphs are shared within a bucket).
+   * cells' power-of-two window, {@link spanWindow}; a batch-invariant step of several tokens too,
+   * so that a backend sizes each token's attention as a one-token step of it: CUDA's kernel choice
+   * and splits follow the window). Else a mask of nKv floats per query over the used cells rounded
+   * up to a bucket (graphs are shared within a bucket).
    */
   #visibility(
     g: KvGroupCache,
@@ -187,6 +189,7 @@ export class UbatchRunner {
     cells: Int32Array,
     values: Record<string, ArrayBufferView>,
     names: { mask: string; spans: string },
+    invariant: boolean,
   ): { nKv: number; spans: boolean } {
     const n = batch.length;
     const sliding = { ...(g.window > 0 ? { slidingWindow: g.window } : {}), causal: g.causal };
@@ -195,7 +198,7 @@ export class UbatchRunner {
       spanBuf = new Int32Array(2 * n);
       this.#spans.set(g.group, spanBuf);
     }
-    const spanKv = n === 1 ? spanWindow(g) : g.cache.nCtx;
+    const spanKv = n === 1 || invariant ? spanWindow(g) : g.cache.nCtx;
     const spans = g.cache.spans(batch, cells, { nKv: spanKv, out: spanBuf, ...sliding });
     if (spans) {
       values[names.spans] = spans.subarray(0, 2 * n);

@@ -56,3 +56,42 @@ describe.skipIf(!haveStories)("one-token steps' KV window (stories260K)", () => 
     }
   });
 });
+
+describe.skipIf(!haveStories)("batch-invariant steps' KV window (stories260K)", () => {
+  let model: Model;
+  let dispose = () => {};
+  beforeAll(async () => {
+    ({ model, dispose } = await loadStories());
+  });
+  afterAll(() => dispose());
+
+  it("a verification of several tokens takes the one-token steps' window, not the whole context", async () => {
+    // (a backend sizes each token's attention by the graph's window — CUDA's kernel and splits —
+    // so a batch-invariant step must have the window its tokens' one-token steps would have)
+    const nVocab = model.hparams.nVocab;
+    const tok = (i: number) => 1 + ((i * 37 + 11) % (nVocab - 1));
+    const ctx = new Context(model, { nCtx: 2048 });
+    try {
+      const builds = () => ctx.stats().graphs.builds;
+      await ctx.decode({ tokens: Array.from({ length: 8 }, (_, i) => tok(i)), logits: "last" });
+      await ctx.decode({ tokens: [tok(8), tok(9), tok(10), tok(11)], logits: "all", batchInvariant: true });
+      const first = builds();
+      // the same size in the same (256-cell) window: the same graph
+      await ctx.decode({ tokens: [tok(12), tok(13), tok(14), tok(15)], logits: "all", batchInvariant: true });
+      expect(builds()).toBe(first);
+      for (let i = 16; i < 254; i++) await ctx.decode({ tokens: [tok(i)], logits: "last" });
+      const before = builds();
+      // cells 254-257: the 512-cell window, a graph of its own (the whole context's would be the same
+      // graph as the two steps above)
+      await ctx.decode({ tokens: [tok(254), tok(255), tok(256), tok(257)], logits: "all", batchInvariant: true });
+      expect(builds()).toBe(before + 1);
+      // and an ordinary step of 4 tokens spans the whole context: one graph for every window
+      await ctx.decode({ tokens: [tok(258), tok(259), tok(260), tok(261)], logits: "all" });
+      const plain = builds();
+      await ctx.decode({ tokens: [tok(262), tok(263), tok(264), tok(265)], logits: "all" });
+      expect(builds()).toBe(plain);
+    } finally {
+      ctx.dispose();
+    }
+  });
+});
