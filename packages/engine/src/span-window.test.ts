@@ -83,7 +83,11 @@ describe.skipIf(!haveStories)("batch-invariant steps' KV window (stories260K)", 
       const before = builds();
       // cells 254-257: the 512-cell window, a graph of its own (the whole context's would be the same
       // graph as the two steps above)
-      await ctx.decode({ tokens: [tok(254), tok(255), tok(256), tok(257)], logits: "all", batchInvariant: true });
+      await ctx.decode({
+        tokens: [tok(254), tok(255), tok(256), tok(257)],
+        logits: "all",
+        batchInvariant: true,
+      });
       expect(builds()).toBe(before + 1);
       // and an ordinary step of 4 tokens spans the whole context: one graph for every window
       await ctx.decode({ tokens: [tok(258), tok(259), tok(260), tok(261)], logits: "all" });
