@@ -548,12 +548,13 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     step spec-inv-cuda-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --variant
     step spec-inv-cpu node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8
     step spec-inv-cpu-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8 --variant ;;
-  spec-serve) # issue 26: `minfer serve -ngl all -np 8`, 8 concurrent greedy streams the same without
-    # speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default the built-in
-    # model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md)
+  spec-serve) # issue 26: `minfer serve -ngl all -np 8 --batch-invariant`, 8 concurrent greedy streams
+    # the same without speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default
+    # the built-in model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md;
+    # SPEC_SERVE_FLAGS: other serve flags instead of --batch-invariant)
     step spec-serve node scripts/device/spec-serve-check.mjs "$D/dist/bin.js" \
       "${SPEC_TARGET:-$D/fixtures/minfer-default-7m-f16.gguf}" "${SPEC_DRAFT:-$D/fixtures/minfer-default-7m-f16.gguf}" \
-      "${SPEC_PROMPT:-docs/SPECULATIVE.md}" -ngl all ;;
+      "${SPEC_PROMPT:-docs/SPECULATIVE.md}" -ngl all ${SPEC_SERVE_FLAGS---batch-invariant} ;;
   ppl-llamacpp) # issue 21's fidelity on CUDA: minfer perplexity beside llama-perplexity on the built-in
     # model or PPL_MODEL (scripts/fidelity/perplexity-vs-llamacpp.mjs; PPL_TEXT: the text file, carried)
     STEP_TIMEOUT=${STEP_TIMEOUT:-600} TAIL_LINES=40 step ppl-llamacpp env NGL=all THREADS=16 OUT=/tmp/minfer-ppl \

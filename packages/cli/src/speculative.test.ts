@@ -195,6 +195,9 @@ describe.skipIf(!have)("speculative decoding in the CLI (stories260K)", () => {
     expect(serve.stderr).toContain(
       "speculative decoding (-md, --spec-type) is for generation, not --embedding",
     );
+    const invariant = await minfer("serve", "-m", stories, "--embedding", "--batch-invariant");
+    expect(invariant.code).toBe(2);
+    expect(invariant.stderr).toContain("--batch-invariant is for generation, not --embedding");
     const batched = await minfer("bench", "-m", stories, "-npl", "2", "-md", stories);
     expect(batched.code).toBe(2);
     expect(batched.stderr).toContain("-npl (batched mode) does not take speculative decoding");

@@ -85,6 +85,18 @@ export interface BatcherOptions {
    * Not with `contextShift`: a slot that shifted stops drafting.
    */
   readonly speculative?: BatcherSpeculation;
+  /**
+   * Every step decodes batch-invariantly (Batch.batchInvariant): each token's results are those of
+   * a step of that token alone, so a request's output does not depend on the requests decoding
+   * beside it, the chunks its prompt was cut into or the drafts it verified — greedy output with
+   * and without speculation is the same for any number of concurrent requests. It costs throughput
+   * where batched kernels differ from one-token ones (CUDA: no tensor cores for steps of several
+   * tokens, prompts included; an AVX-512 CPU: no panel GEMM). Default false: only a step that
+   * verifies drafts of a request decoding alone is batch-invariant (what makes that request's
+   * output its output without drafts; with other requests in the step, their batching differs
+   * with and without drafts anyway).
+   */
+  readonly batchInvariant?: boolean;
 }
 
 /** What /slots shows of a slot. */
@@ -131,6 +143,7 @@ export class Batcher {
   readonly #observer: BatcherObserver;
   readonly #overlap: boolean;
   readonly #candidatesOnly: boolean;
+  readonly #batchInvariant: boolean;
   readonly #contextShift: boolean;
   /** One KV pool for all slots (contextOptions.kvUnified). */
   readonly #unified: boolean;
@@ -162,6 +175,7 @@ export class Batcher {
     this.#observer = options.observer ?? {};
     this.#overlap = options.overlapOutput ?? true;
     this.#candidatesOnly = options.candidatesOnly ?? true;
+    this.#batchInvariant = options.batchInvariant ?? false;
     this.#contextShift = options.contextShift ?? false;
     this.#unified = options.contextOptions?.kvUnified ?? false;
     this.#drafts = options.speculative ? new SlotDrafts(options.speculative, this.parallel) : undefined;
@@ -657,9 +671,11 @@ export class Batcher {
         seq: b.seq,
         logits: b.logits,
         candidatesOnly,
-        // (a step that verifies drafts: each token's logits those of a step of its own, so that greedy
-        // output with speculation is the output without)
-        ...(b.drafted > 0 ? { batchInvariant: true } : {}),
+        // (BatcherOptions.batchInvariant: every step; else a step that verifies drafts of one request
+        // alone, so that greedy output with speculation is the output without)
+        ...(this.#batchInvariant || (b.drafted > 0 && b.members.length === 1)
+          ? { batchInvariant: true }
+          : {}),
       });
     } catch (e) {
       p = Promise.reject(e);

@@ -149,6 +149,12 @@ export interface ServerOptions {
    */
   readonly speculative?: ServerSpeculation | Promise<ServerSpeculation | undefined>;
   /**
+   * Every decode step batch-invariant (`minfer serve --batch-invariant`; BatcherOptions.batchInvariant):
+   * a request's output does not depend on the requests beside it or on speculation, at a cost in
+   * throughput on CUDA and AVX-512 CPUs. Default false.
+   */
+  readonly batchInvariant?: boolean;
+  /**
    * How a thinking model's think block is returned (llama-server's `--reasoning-format`; a request's
    * `reasoning_format` overrides it): `auto` (default) and `deepseek` split it into `reasoning_content`,
    * `deepseek-legacy` does when not streamed (streams keep it in `content`, with its tags), `none` leaves
@@ -457,6 +463,7 @@ export function createServer(options: ServerOptions): MinferServer {
         ...(options.overlapOutput !== undefined ? { overlapOutput: options.overlapOutput } : {}),
         ...(options.candidatesOnly !== undefined ? { candidatesOnly: options.candidatesOnly } : {}),
         ...(options.contextShift ? { contextShift: true } : {}),
+        ...(options.batchInvariant ? { batchInvariant: true } : {}),
         observer: {
           onStep: metricsObserver?.onStep,
           onJobEnd: (r) => {

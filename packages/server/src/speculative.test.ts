@@ -101,17 +101,41 @@ describe("speculative decoding in the batcher", () => {
     expect(counted(r)).toEqual({ drafted: 0, accepted: 0 });
   });
 
-  it("n-gram drafts: every job ends as without them; the steps that verify drafts decode batch-invariantly", async () => {
+  it("n-gram drafts: every job ends as without them; a step verifying one job's drafts alone decodes batch-invariantly", async () => {
     let stepsWithDrafts = 0;
+    let alone = 0;
     const { r, c, n } = await runWith(
       { drafter: "ngram", draftMax: 8 },
-      { observer: { onStep: (s) => void (s.drafted > 0 && stepsWithDrafts++) } },
+      {
+        observer: {
+          onStep: (s) => {
+            if (s.drafted === 0) return;
+            stepsWithDrafts++;
+            // (one generating job, no prompt: its pending token and its drafts)
+            if (s.promptTokens === 0 && s.generating === s.drafted + 1) alone++;
+          },
+        },
+      },
     );
     expectSameAsPlain(c, plain);
     expect(n.drafted).toBeGreaterThan(20);
     expect(n.accepted).toBeGreaterThan(1);
-    expect(stepsWithDrafts).toBeGreaterThan(0);
-    expect(r.invariantDecodes).toBe(stepsWithDrafts);
+    expect(alone).toBeGreaterThan(0);
+    // (steps with other jobs' tokens are batched as those jobs are without drafts: not flagged, so
+    // that their prompt chunks keep the batched kernels)
+    expect(stepsWithDrafts).toBeGreaterThan(alone);
+    expect(r.invariantDecodes).toBe(alone);
+  });
+
+  it("batchInvariant: every step decodes batch-invariantly, and every job ends as without it", async () => {
+    let steps = 0;
+    const { r, c } = await runWith(
+      { drafter: "ngram", draftMax: 8 },
+      { batchInvariant: true, observer: { onStep: () => void steps++ } },
+    );
+    expectSameAsPlain(c, plain);
+    expect(steps).toBeGreaterThan(0);
+    expect(r.invariantDecodes).toBe(steps);
   });
 
   it("the target as its own draft model: drafts accepted, every job ends as without them", async () => {

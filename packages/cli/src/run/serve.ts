@@ -89,6 +89,11 @@ export const serveOptions: OptionSpec[] = [
     help: "one KV pool of -c cells all slots draw from, as llama-server's --kv-unified: one request may use all of it while the others leave room; idle slots' cached prompts are dropped when a step needs their cells, and when the generating requests alone no longer fit, the one holding the most cells ends with a 503 (default: each slot its own -c / -np cells)",
   },
   {
+    flags: ["--batch-invariant"],
+    kind: "boolean",
+    help: "decode every step batch-invariantly: a request's output is what it would be decoded alone, whatever runs beside it or is drafted (greedy output the same with and without -md / --spec-type, at any -np); costs throughput on CUDA (no tensor-core products for steps of several tokens, prompts included) and on AVX-512 CPUs (default: only a step verifying one request's drafts alone)",
+  },
+  {
     flags: ["--slot-save-path"],
     kind: "string",
     metavar: "DIR",
@@ -399,6 +404,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       "INVALID_ARGUMENT",
       "speculative decoding (-md, --spec-type) is for generation, not --embedding",
     );
+  if (options.batchInvariant && embeddings)
+    throw new CliError("INVALID_ARGUMENT", "--batch-invariant is for generation, not --embedding");
   let draftModel: Model | undefined;
   // (the draft model loads on the main model's runtimes, after it)
   const speculative: Promise<ServerSpeculation> | undefined = spec
@@ -452,6 +459,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     ...reasoning,
     ...(slotSavePath !== undefined ? { slotSavePath } : {}),
     ...(options.contextShift ? { contextShift: true } : {}),
+    ...(options.batchInvariant ? { batchInvariant: true } : {}),
     ...(speculative ? { speculative } : {}),
     sampling,
     ...(nPredict !== undefined && nPredict >= 0 ? { nPredict } : {}),
