@@ -81,6 +81,15 @@ export interface ContextOptions {
    */
   readonly candidates?: number;
   /**
+   * Every decode batch-invariant, for the context's life (a server's `--batch-invariant`): each
+   * token's results depend on nothing but its sequence — not on the tokens decoded beside it, the
+   * size of its batch or the cells other sequences hold. Every program is batch-invariant (one
+   * token too: see `Batch.batchInvariant`) and every step's attention spans the whole cache
+   * instead of the used cells' window, which other sequences move (CUDA sizes attention by it).
+   * Costs throughput where batched kernels differ (CUDA, AVX-512 CPUs). Default false.
+   */
+  readonly batchInvariant?: boolean;
+  /**
    * Compute embeddings instead of logits (llama.cpp's `embeddings`): each decoded row is the
    * model's final hidden state (F32 [nEmbd]), or with `pooling` "rank" its classifier's scores.
    * An encoder (BERT family) needs it. Pool and normalise with `embed()`. Default false.
@@ -293,7 +302,12 @@ export class Context {
       prepare: (g) => this.#prepare(g),
       maxEntries: 64,
     });
-    this.#runner = new UbatchRunner(this.#store, (p) => this.#get(p), this.#onActivations);
+    this.#runner = new UbatchRunner(
+      this.#store,
+      (p) => this.#get(p),
+      this.#onActivations,
+      booleanOption(options.batchInvariant, "batchInvariant"),
+    );
   }
 
   /** Cells of a cache (0 when the model has no layers of that kind). */
@@ -795,4 +809,12 @@ export class Context {
     this.#scheduler.dispose();
     this.#buffers.dispose();
   }
+}
+
+/** An optional boolean option (absent: false); anything else is INVALID_ARGUMENT naming it. */
+function booleanOption(v: unknown, what: string): boolean {
+  if (v === undefined) return false;
+  if (typeof v !== "boolean")
+    throw new EngineError("INVALID_ARGUMENT", `${what} must be a boolean, got ${String(v)}`);
+  return v;
 }

@@ -71,10 +71,15 @@ export class UbatchRunner {
   readonly #masks = new Map<KvGroup, Float32Array>();
   readonly #spans = new Map<KvGroup, Int32Array>();
 
+  /**
+   * `invariant` (ContextOptions.batchInvariant): every micro-batch is batch-invariant, one token
+   * too, and attends over the whole cache (a window the other sequences' cells do not move).
+   */
   constructor(
     readonly store: KvStore,
     readonly get: (p: GraphParams) => Step,
     readonly onActivations?: ActivationSink,
+    readonly invariant = false,
   ) {}
 
   /**
@@ -131,8 +136,8 @@ export class UbatchRunner {
       nOutputs: outIds.length,
       spans: window.full?.spans ?? window.swa?.spans ?? false,
       ...(window.swa ? { nKvSwa: window.swa.nKv, spansSwa: window.swa.spans } : {}),
-      // (one token is its own batch: no second graph for it)
-      ...(b.batchInvariant && n > 1 ? { batchInvariant: true } : {}),
+      // (one token is its own batch: no second graph for it, unless every step is invariant)
+      ...(this.invariant || (b.batchInvariant && n > 1) ? { batchInvariant: true } : {}),
     };
     const s = this.get(params);
     const c0 = performance.now();
@@ -198,13 +203,13 @@ export class UbatchRunner {
       spanBuf = new Int32Array(2 * n);
       this.#spans.set(g.group, spanBuf);
     }
-    const spanKv = n === 1 || invariant ? spanWindow(g) : g.cache.nCtx;
+    const spanKv = this.invariant ? g.cache.nCtx : n === 1 || invariant ? spanWindow(g) : g.cache.nCtx;
     const spans = g.cache.spans(batch, cells, { nKv: spanKv, out: spanBuf, ...sliding });
     if (spans) {
       values[names.spans] = spans.subarray(0, 2 * n);
       return { nKv: spanKv, spans: true };
     }
-    const nKv = kvWindow(g);
+    const nKv = this.invariant ? g.cache.nCtx : kvWindow(g);
     let mask = this.#masks.get(g.group);
     if (!mask || mask.length < nKv * n) {
       mask = new Float32Array(nKv * n);

@@ -99,3 +99,37 @@ describe.skipIf(!haveStories)("batch-invariant steps' KV window (stories260K)", 
     }
   });
 });
+
+describe.skipIf(!haveStories)("a batch-invariant context's KV window (stories260K)", () => {
+  let model: Model;
+  let dispose = () => {};
+  beforeAll(async () => {
+    ({ model, dispose } = await loadStories());
+  });
+  afterAll(() => dispose());
+
+  it("attends over the whole cache at every step, so other sequences' cells never change a step's graph", async () => {
+    const nVocab = model.hparams.nVocab;
+    const tok = (i: number) => 1 + ((i * 37 + 11) % (nVocab - 1));
+    const ctx = new Context(model, { nCtx: 1024, nSeqMax: 2, kvUnified: false, batchInvariant: true });
+    try {
+      await ctx.decode({ tokens: [tok(0)], logits: "last" });
+      const one = ctx.stats().graphs.builds;
+      // sequence 1 fills cells past 256 (the one-token window of an ordinary context would grow)
+      const long = Array.from({ length: 300 }, (_, i) => tok(i + 1));
+      await ctx.decode({ tokens: long, seq: long.map(() => 1), logits: "last" });
+      const afterPrompt = ctx.stats().graphs.builds;
+      for (let i = 1; i < 4; i++) await ctx.decode({ tokens: [tok(i)], pos: [i], logits: "last" });
+      expect(ctx.stats().graphs.builds).toBe(afterPrompt);
+      expect(afterPrompt).toBeGreaterThan(one);
+    } finally {
+      ctx.dispose();
+    }
+  });
+
+  it("refuses a batchInvariant that is not a boolean, naming it", () => {
+    expect(() => new Context(model, { batchInvariant: "yes" as unknown as boolean })).toThrow(
+      "batchInvariant must be a boolean, got yes",
+    );
+  });
+});

@@ -184,6 +184,8 @@ export class Batcher {
       reuseLogits: true,
       candidates: Math.min(BATCHER_CANDIDATES, model.hparams.nVocab),
       ...options.contextOptions,
+      // (every decode invariant, one token too, over a window other slots do not move)
+      ...(this.#batchInvariant ? { batchInvariant: true } : {}),
       nCtx: this.#unified ? this.ctxPerSlot : this.parallel * this.ctxPerSlot,
       nSeqMax: this.parallel,
       // Without a unified pool each slot's cells are a region of its own: a step mixing slots still
