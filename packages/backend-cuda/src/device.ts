@@ -19,13 +19,15 @@ export class CudaDevice implements Device {
   readonly name: string;
   readonly type = "gpu" as const;
   readonly backend = "cuda";
-  // (batchInvariant false: the mat-vec shapes, the int8 tensor-core kernel and the attention
-  // kernels are chosen by the column count, and a flagged program runs them all the same)
+  // (batchInvariant: a flagged program runs under batch_invariant_tuning, native/cuda/tuning.h —
+  // every product on the one-column mat-vec shape, attention a query at a time; on an H100 a
+  // verification of 1-16 rejected drafts left every later logit of a Q8_0 qwen2-0.5b bit-identical,
+  // docs/SPECULATIVE.md)
   readonly caps: DeviceCaps = {
     hostMemory: false,
     launchCostUs: 10,
     hostToDeviceBandwidth: 25e9,
-    batchInvariant: false,
+    batchInvariant: true,
   };
   readonly info: NativeDeviceInfo;
   readonly #addon: NativeAddon;
