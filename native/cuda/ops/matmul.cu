@@ -172,8 +172,7 @@ cudaError_t launch_to_f32(const BView& b, int64_t K, int64_t ncols, float* dst, 
 // Batch-invariant products of F16/BF16/F32 weights over more than kMaxMvCols columns of one plane:
 // the float mat-vec kMaxMvCols columns a launch (each column's sum is its one-column launch's).
 bool mv_f32_chunks(const Planes& p) {
-  return p.n_planes == 1 && !p.ids && (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols) &&
-         mv_f32_aligned(mv_col_chunk(p, 0, kMaxMvCols));
+  return mv_col_chunkable(p) && mv_f32_aligned(mv_col_chunk(p, 0, kMaxMvCols));
 }
 
 cudaError_t launch_mv_f32_chunks(const Planes& p, const float* act, cudaStream_t s) {

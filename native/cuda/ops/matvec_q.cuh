@@ -1090,13 +1090,17 @@ inline Planes mv_col_chunk(Planes p, int64_t c0, int64_t nc) {
   return p;
 }
 
+// Whether p's columns can run a chunk at a time (mv_col_chunk): one plane, no expert ids, an
+// addend of one column (broadcast) or of all.
+inline bool mv_col_chunkable(const Planes& p) {
+  return p.n_planes == 1 && !p.ids && (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols);
+}
+
 // Whether the mat-vec takes p: aligned, at most kMaxMvCols columns, or (batch-invariant
-// launches) any number of one plane's, run kMaxMvCols at a time, with an addend of one column or
-// of all.
+// launches) any number of columns a chunk at a time.
 inline bool mv_q_takes(const Planes& p, bool invariant) {
   if (mv_q_aligned(p)) return true;
-  return invariant && planes_aligned(p, weight_align(p.wtype)) && p.n_planes == 1 && !p.ids &&
-         (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols);
+  return invariant && planes_aligned(p, weight_align(p.wtype)) && mv_col_chunkable(p);
 }
 
 template <class Q>

@@ -24,18 +24,19 @@ describe("spanWindow", () => {
   });
 });
 
-describe.skipIf(!haveStories)("one-token steps' KV window (stories260K)", () => {
+describe.skipIf(!haveStories)("the KV window of a step's graph (stories260K)", () => {
   let model: Model;
   let dispose = () => {};
   beforeAll(async () => {
     ({ model, dispose } = await loadStories());
   });
   afterAll(() => dispose());
+  /** Token i of a fixed sequence of ids in the vocabulary. */
+  const tok = (i: number) => 1 + ((i * 37 + 11) % (model.hparams.nVocab - 1));
 
   it("a sequence decoded a token a call changes graph once its cells pass 256, with the logits of one call", async () => {
     const n = 300;
-    const nVocab = model.hparams.nVocab;
-    const tokens = Array.from({ length: n }, (_, i) => 1 + ((i * 37 + 11) % (nVocab - 1)));
+    const tokens = Array.from({ length: n }, (_, i) => tok(i));
     const ref = new Context(model, { nCtx: 512 });
     const ctx = new Context(model, { nCtx: 2048 });
     try {
@@ -55,21 +56,10 @@ describe.skipIf(!haveStories)("one-token steps' KV window (stories260K)", () => 
       ref.dispose();
     }
   });
-});
-
-describe.skipIf(!haveStories)("batch-invariant steps' KV window (stories260K)", () => {
-  let model: Model;
-  let dispose = () => {};
-  beforeAll(async () => {
-    ({ model, dispose } = await loadStories());
-  });
-  afterAll(() => dispose());
 
   it("a verification of several tokens takes the one-token steps' window, not the whole context", async () => {
     // (a backend sizes each token's attention by the graph's window — CUDA's kernel and splits —
     // so a batch-invariant step must have the window its tokens' one-token steps would have)
-    const nVocab = model.hparams.nVocab;
-    const tok = (i: number) => 1 + ((i * 37 + 11) % (nVocab - 1));
     const ctx = new Context(model, { nCtx: 2048 });
     try {
       const builds = () => ctx.stats().graphs.builds;
@@ -98,19 +88,8 @@ describe.skipIf(!haveStories)("batch-invariant steps' KV window (stories260K)", 
       ctx.dispose();
     }
   });
-});
-
-describe.skipIf(!haveStories)("a batch-invariant context's KV window (stories260K)", () => {
-  let model: Model;
-  let dispose = () => {};
-  beforeAll(async () => {
-    ({ model, dispose } = await loadStories());
-  });
-  afterAll(() => dispose());
 
   it("attends over the whole cache at every step, so other sequences' cells never change a step's graph", async () => {
-    const nVocab = model.hparams.nVocab;
-    const tok = (i: number) => 1 + ((i * 37 + 11) % (nVocab - 1));
     const ctx = new Context(model, { nCtx: 1024, nSeqMax: 2, kvUnified: false, batchInvariant: true });
     try {
       await ctx.decode({ tokens: [tok(0)], logits: "last" });
