@@ -59,7 +59,8 @@
 #   nsys-pair           Nsight Systems timelines of decode of minfer and llama-bench on NSYS_FILE (issue 22)
 #   spec-cpu, spec-cuda greedy ids with and without speculation on this host's CPU or the GPU (issue 26)
 #   spec-invariance     spec-invariance.mjs of a synthetic qwen2-0.5b on CUDA and the CPU, with and without
-#                       batchInvariant verifications (issue 26)
+#                       batchInvariant verifications (issue 26); with --accept on CUDA (every row of a verification)
+#   spec-bench          minfer bench's speculative test of run-on-device.sh's pair (n-grams, draft model), -ngl all
 #   ncu-pair            Nsight Compute's time of every kernel of ~2 decode steps of minfer and of llama-bench
 #                       on one file (NCU_FILE or qwen2-7b PROFILE_TYPE; after llamacpp-build), no cache flushes
 #   ncu-pair-batched    the same for batched decode: bench -npl NCU_NPL beside llama-batched-bench
@@ -132,6 +133,7 @@ step() {
   echo "== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
   tail -n ${TAIL_LINES:-8} "$OUT/$name.log"
   [ $rc -ne 0 ] && status=1
+  STEP_RC=$rc # (the step's own status, for a stage that acts on it; step itself returns 0)
   return 0
 }
 # The path of a synthetic model, written first if it is not there yet (waiting for a presynth
@@ -452,8 +454,10 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     while [ ! -f /tmp/llamacpp/build.done ]; do sleep 5; done
     for t in ${LLAMA_TYPES:-q4_0 q4_k_m q8_0}; do
       [ -f "$M/lq-qwen2-7b-$t.gguf" ] && continue
-      step "quantize-$t" /tmp/llamacpp/build/bin/llama-quantize "$f16" "$M/lq-qwen2-7b-$t.gguf.tmp" "${t^^}" 16 &&
-        mv "$M/lq-qwen2-7b-$t.gguf.tmp" "$M/lq-qwen2-7b-$t.gguf"
+      # (a quantize cut short by STEP_TIMEOUT or DEADLINE leaves its .tmp, never the file: 2026-12-07's
+      # timed-out IQ4_XS quantize was moved into place while step returned 0)
+      step "quantize-$t" /tmp/llamacpp/build/bin/llama-quantize "$f16" "$M/lq-qwen2-7b-$t.gguf.tmp" "${t^^}" 16
+      [ "$STEP_RC" = 0 ] && mv "$M/lq-qwen2-7b-$t.gguf.tmp" "$M/lq-qwen2-7b-$t.gguf"
     done ;;
   types) # issue 22: the built-in model quantized by llama-quantize to every weight type (--pure, token
     # embeddings Q8_0; the i-quants with TYPES_IMATRIX, llama-imatrix's file of that model, carried; MXFP4
@@ -546,8 +550,18 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     echo "The quick brown fox jumps over the lazy dog. The quick brown fox" >/tmp/spec-prompt.txt
     step spec-inv-cuda node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all
     step spec-inv-cuda-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --variant
+    # (--accept: the drafts are the greedy continuation, and every row of the verification is compared)
+    step spec-inv-cuda-accept node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --accept
+    step spec-inv-cuda-accept-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2 16 -ngl all --accept --variant
     step spec-inv-cpu node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8
     step spec-inv-cpu-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8 --variant ;;
+  spec-bench) # issue 26: minfer bench's speculative test (plain and speculative t/s, acceptance, identity) of
+    # SPEC_BENCH_TARGET (default run-on-device.sh's /tmp/spec-pair/target-40m-q8_0.gguf) with n-grams and, where
+    # SPEC_BENCH_DRAFT exists (default its draft), a draft model, on SPEC_BENCH_PROMPT (its copy prompt), -ngl all
+    tgt=${SPEC_BENCH_TARGET:-/tmp/spec-pair/target-40m-q8_0.gguf} dr=${SPEC_BENCH_DRAFT:-/tmp/spec-pair/draft-7m-f16.gguf}
+    sp=${SPEC_BENCH_PROMPT:-/tmp/spec-pair/copy-prompt.txt}
+    TAIL_LINES=20 step spec-bench-ngram minfer bench -m "$tgt" --spec-type ngram --spec-prompt-file "$sp" -n 128 -r 3 -ngl all
+    [ -f "$dr" ] && TAIL_LINES=20 step spec-bench-md minfer bench -m "$tgt" -md "$dr" --spec-prompt-file "$sp" -n 128 -r 3 -ngl all ;;
   spec-serve) # issue 26: `minfer serve -ngl all -np 8 --batch-invariant`, 8 concurrent greedy streams
     # the same without speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default
     # the built-in model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md;

@@ -134,26 +134,48 @@ const char* check_attention(const program::NodeView& args) {
   return nullptr;
 }
 
-// Query iq of an ATTENTION node as a node of one query (q, the mask's or spans' row and the output
-// viewed at it): what a one-token decode of that token runs. The tensors live in `keep`.
-struct OneQuery {
+// Queries [q0, q0 + nq) of an ATTENTION node as a node of its own (q, the mask's or spans' rows and
+// the output viewed at them); one query is what a one-token decode of that token runs. The tensors
+// live in `keep`.
+struct QueryView {
   Tensor q, m, o;
   NodeArgs args;
 };
-void one_query(const NodeArgs& args, int64_t iq, OneQuery* keep) {
+void query_view(const NodeArgs& args, int64_t q0, int64_t nq, QueryView* keep) {
   keep->q = *args.in[0];
   keep->m = *args.in[3];
   keep->o = *args.out[0];
-  keep->q.data += iq * keep->q.nb[2];
-  keep->q.ne[2] = 1;
-  keep->m.data += iq * keep->m.nb[1];
-  keep->m.ne[1] = 1;
-  keep->o.data += iq * keep->o.nb[2];
-  keep->o.ne[2] = 1;
+  keep->q.data += q0 * keep->q.nb[2];
+  keep->q.ne[2] = nq;
+  keep->m.data += q0 * keep->m.nb[1];
+  keep->m.ne[1] = nq;
+  keep->o.data += q0 * keep->o.nb[2];
+  keep->o.ne[2] = nq;
   keep->args = args;
   keep->args.in[0] = &keep->q;
   keep->args.in[3] = &keep->m;
   keep->args.out[0] = &keep->o;
+}
+
+// Bytes of one query's partials in a batch-invariant launch of the decode kernel (launch_invariant)
+// at the most splits a one-query decode of the node's cells takes (one tile a split, at most
+// kDecMaxSplits); 0 when the decode kernel does not take the node's dtypes and head sizes.
+size_t inv_partials_per_query(const NodeArgs& args) {
+  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2];
+  const int64_t hd = q->ne[0], hdv = v->ne[0], n_head = q->ne[1], n_kv_head = k->ne[1];
+  if (n_kv_head <= 0 || !decode_takes(k->dtype, v->dtype, hd, hdv, true, true, n_head / n_kv_head)) return 0;
+  const int64_t tile = (hd / 32) * kDecCellsPerWarp;
+  const int64_t splits = std::min<int64_t>(kDecMaxSplits, std::max<int64_t>(1, (k->ne[2] + tile - 1) / tile));
+  return static_cast<size_t>(splits) * static_cast<size_t>(n_head) * static_cast<size_t>(hdv + 2) * 4;
+}
+
+// Queries such a launch takes at once: as many as kDecInvScratch bytes of partials hold (at least
+// one; 0 as above). A function of the shapes: scratch_attention reserves for it.
+constexpr size_t kDecInvScratch = size_t{8} << 20;
+int64_t inv_queries_per_launch(const NodeArgs& args) {
+  const size_t per_q = inv_partials_per_query(args);
+  if (per_q == 0) return 0;
+  return std::max<int64_t>(1, std::min<int64_t>(args.in[0]->ne[2], static_cast<int64_t>(kDecInvScratch / per_q)));
 }
 
 size_t scratch_attention_node(const NodeArgs& args) {
@@ -174,13 +196,15 @@ size_t scratch_attention_node(const NodeArgs& args) {
   return bytes;
 }
 
-// (a batch-invariant program runs several queries one at a time: the most either way)
+// (a batch-invariant program runs several queries inv_queries_per_launch at a time on the decode
+// kernel, or one at a time: the most of every way)
 size_t scratch_attention(const NodeArgs& args) {
   size_t bytes = scratch_attention_node(args);
   if (args.in[0]->ne[2] > 1) {
-    OneQuery one;
-    one_query(args, 0, &one);
+    QueryView one;
+    query_view(args, 0, 1, &one);
     bytes = std::max(bytes, scratch_attention_node(one.args));
+    bytes = std::max(bytes, static_cast<size_t>(inv_queries_per_launch(args)) * inv_partials_per_query(args));
   }
   return bytes;
 }
@@ -210,36 +234,11 @@ cudaError_t launch_tiles_v(DType vt, const AttnParams& p, dim3 grid, size_t smem
 
 bool is_aligned(const void* ptr, int64_t a) { return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(a) == 0; }
 
-// act: the attention's last writer also writes its output as Q8A there (fused.h, quantize_into);
-// *quantized says whether it did.
-// Blocks an SM the per-query splits aim for: Tuning::per_query_blocks, else 1 on the tensor-core
-// kernel and 4 on the decode kernel. (The splits are counted over the whole cache, so with 1 an SM
-// a step of 64 queries of 128-256 cells each runs one block a query, no merge, while 4 queries over
-// the same cache take about 9 splits each, most of them past their query's cells: docs/PERFORMANCE.md
-// session 36 measured taking only the splits that hold cells, no faster.)
-int per_query_per_sm(const Tuning& t, bool flash) { return t.per_query_blocks > 0 ? t.per_query_blocks : flash ? 1 : 4; }
-// The per-query splits after Tuning::per_query_splits' cap (0: none).
-int per_query_capped(const Tuning& t, int splits) { return t.per_query_splits > 0 ? std::min(splits, t.per_query_splits) : splits; }
-
-cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
-  if (quantized) *quantized = false;
-  // Batch-invariant (Tuning::batch_invariant): each query as a one-token decode runs it — its own
-  // launch, kernel and splits for the node's cells, so that its output is that decode's bits. (The
-  // o product then quantizes its columns itself: the same codes, act_quant.cuh.)
-  if (ctx.tuning.batch_invariant && args.in[0]->ne[2] > 1) {
-    for (int64_t iq = 0; iq < args.in[0]->ne[2]; iq++) {
-      OneQuery one;
-      one_query(args, iq, &one);
-      if (cudaError_t e = launch_attention_into(one.args, ctx, nullptr, nullptr); e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
-  }
+// The kernels' parameters of an ATTENTION node: its tensors, shapes, scale and alignment (the
+// launch sets the rest: splits, rows a block, partials).
+AttnParams base_params(const NodeArgs& args, const LaunchContext& ctx, const Plan& plan) {
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2], *m = args.in[3], *o = args.out[0];
-  const Plan plan = plan_attention(args);
-  if (!plan.ok) return cudaErrorInvalidValue;
   const int64_t n_head = q->ne[1], n_q = q->ne[2], hdv = v->ne[0], n_kv = k->ne[2], n_kv_head = k->ne[1];
-  if (n_head == 0 || n_q == 0 || hdv == 0) return cudaGetLastError();  // nothing to write
-
   AttnParams p{};
   p.q = q->data;
   p.k = k->data;
@@ -287,6 +286,78 @@ cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx
   p.v_vec = vec_rows(v);
   p.hd4 = q->ne[0] % 4 == 0;
   p.v_sep = plan.v_sep;
+  return p;
+}
+
+cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized);
+
+// Queries [q0, q0 + nq) of a batch-invariant ATTENTION on the decode kernel, each query's blocks as a
+// one-token decode of it runs them: the rows a block and the splits of one query (Tuning::decode_rows,
+// decode_splits of the node's cells over one query's row groups), so each query's cells, tiles and
+// partials are that decode's (split_cells_dec), and its splits are merged by combine_row in the same
+// order (by the last block or by the combine kernel: the same sums).
+cudaError_t launch_decode_invariant(const NodeArgs& view, const LaunchContext& ctx) {
+  const Plan plan = plan_attention(view);
+  if (!plan.ok) return cudaErrorInvalidValue;
+  AttnParams p = base_params(view, ctx, plan);
+  p.dec_rows = decode_rows_per_block(p.group, ctx.tuning.decode_rows);
+  const int64_t groups = static_cast<int64_t>(p.n_kv_head) * (p.group / p.dec_rows);
+  p.n_splits = ctx.scratch ? decode_splits(p.n_kv, groups, p.hd, ctx.sm_count) : 1;
+  p.part = p.n_splits > 1 ? static_cast<float*>(ctx.scratch) : nullptr;
+  const bool fused = ctx.tuning.fused_combine && p.n_splits > 1 && p.dec_rows <= 2 && ctx.counters &&
+                     static_cast<int64_t>(p.n_kv_head) * (p.rows / p.dec_rows) <= ctx.n_counters;
+  p.counters = fused ? ctx.counters : nullptr;
+  return launch_decode(p, ctx.stream);
+}
+
+// Batch-invariant (Tuning::batch_invariant): every query's output the bits of a one-token decode of
+// it. Where that decode runs the decode kernel (caches of up to kDecAutoMaxCells cells), the queries
+// go inv_queries_per_launch at a time (launch_decode_invariant); otherwise one at a time, each as its
+// own node. (The o product then quantizes its columns itself: the same codes, act_quant.cuh.)
+cudaError_t launch_invariant(const NodeArgs& args, const LaunchContext& ctx) {
+  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2];
+  const int64_t n_q = q->ne[2], n_kv = k->ne[2], group = q->ne[1] / std::max<int64_t>(k->ne[1], 1);
+  const Plan plan = plan_attention(args);
+  if (!plan.ok) return cudaErrorInvalidValue;
+  const AttnParams all = base_params(args, ctx, plan);  // (each view of it is aligned when it is)
+  const bool decode = ctx.scratch && inv_queries_per_launch(args) > 0 &&
+                      (ctx.tuning.attn_decode == DecodeAttn::Vec ||
+                       (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells)) &&
+                      decode_takes(k->dtype, v->dtype, q->ne[0], v->ne[0], all.k_vec && all.v_vec, all.aligned, group);
+  const int64_t per = decode ? inv_queries_per_launch(args) : 1;
+  for (int64_t q0 = 0; q0 < n_q; q0 += per) {
+    QueryView view;
+    query_view(args, q0, std::min(per, n_q - q0), &view);
+    const cudaError_t e = decode ? launch_decode_invariant(view.args, ctx) : launch_attention_into(view.args, ctx, nullptr, nullptr);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+// act: the attention's last writer also writes its output as Q8A there (fused.h, quantize_into);
+// *quantized says whether it did.
+// Blocks an SM the per-query splits aim for: Tuning::per_query_blocks, else 1 on the tensor-core
+// kernel and 4 on the decode kernel. (The splits are counted over the whole cache, so with 1 an SM
+// a step of 64 queries of 128-256 cells each runs one block a query, no merge, while 4 queries over
+// the same cache take about 9 splits each, most of them past their query's cells: docs/PERFORMANCE.md
+// session 36 measured taking only the splits that hold cells, no faster.)
+int per_query_per_sm(const Tuning& t, bool flash) { return t.per_query_blocks > 0 ? t.per_query_blocks : flash ? 1 : 4; }
+// The per-query splits after Tuning::per_query_splits' cap (0: none).
+int per_query_capped(const Tuning& t, int splits) { return t.per_query_splits > 0 ? std::min(splits, t.per_query_splits) : splits; }
+
+cudaError_t launch_attention_into(const NodeArgs& args, const LaunchContext& ctx, uint8_t* act, bool* quantized) {
+  if (quantized) *quantized = false;
+  // Batch-invariant (Tuning::batch_invariant): each query as a one-token decode runs it — its own
+  // launch, kernel and splits for the node's cells, so that its output is that decode's bits. (The
+  // o product then quantizes its columns itself: the same codes, act_quant.cuh.)
+  if (ctx.tuning.batch_invariant && args.in[0]->ne[2] > 1) return launch_invariant(args, ctx);
+  const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2];
+  const Plan plan = plan_attention(args);
+  if (!plan.ok) return cudaErrorInvalidValue;
+  const int64_t n_head = q->ne[1], n_q = q->ne[2], hdv = v->ne[0], n_kv = k->ne[2], n_kv_head = k->ne[1];
+  if (n_head == 0 || n_q == 0 || hdv == 0) return cudaGetLastError();  // nothing to write
+
+  AttnParams p = base_params(args, ctx, plan);
   const bool per_query = ctx.tuning.attn_per_query && ctx.tuning.attn_decode != DecodeAttn::Tile &&
                          per_query_takes(n_q, p.group, plan.rows);
   const bool flash_ok = flash_takes(k->dtype, v->dtype, q->ne[0], hdv, p.softcap, p.k_vec && p.v_vec, p.aligned);

@@ -41,6 +41,10 @@ struct Planes {
   int64_t K, M;
   int64_t n_planes;
   int64_t ncols;  // activation columns per plane (MUL_MAT: b's ne1; MUL_MAT_ID: 1)
+  // Column chunks as planes (batch-invariant products, mv_col_planes; taken by the dp4a and float
+  // mat-vecs only): plane z holds columns [z·ncols, min((z + 1)·ncols, cols_total)); 0: every plane
+  // has ncols columns.
+  int64_t cols_total;
   uint8_t* out;
   int64_t o_nb1, o_nb2, o_nb3;
   // MUL_MAT (ids == nullptr): broadcast ratios and b's ne2.
@@ -93,6 +97,11 @@ __device__ inline void bad_plane(const Planes& p, int64_t z, const Plane& pl, in
 
 // The value stored at (row, column col) of plane z: s, plus c there for MUL_MAT_ADD (one f32 add
 // of the f32 product, never contracted: MUL_MAT followed by ADD).
+// Columns of plane pl: ncols, or the last column chunk's fewer (Planes::cols_total).
+__device__ inline int plane_cols(const Planes& p, const Plane& pl) {
+  return static_cast<int>(p.cols_total > 0 && p.cols_total - pl.col0 < p.ncols ? p.cols_total - pl.col0 : p.ncols);
+}
+
 __device__ inline float plus_c(const Planes& p, int64_t z, int64_t col, int64_t row, float s) {
   if (!p.c) return s;
   const int64_t i2 = z % p.ne2, i3 = z / p.ne2;

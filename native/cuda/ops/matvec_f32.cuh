@@ -51,9 +51,9 @@ __global__ void __launch_bounds__(kMvWarps * 32) mv_f32_kernel(Planes p, const f
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kMvWarps + threadIdx.x / kWarp;
   if (row >= p.M) return;
   const int64_t K = p.K, nv = K / V;
-  const int nc = static_cast<int>(p.ncols);
   for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
     const Plane pl = plane_of(p, z);
+    const int nc = plane_cols(p, pl);
     const uint8_t* wrow = pl.w + row * p.w_nb1;
     float acc[NC];
 #pragma unroll

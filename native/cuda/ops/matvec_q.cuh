@@ -742,7 +742,6 @@ __device__ __forceinline__ void mv_q_body(const MvBatch& bt, const int8_t* __res
   if (W == 1 && row0 >= p.M) return;
   const int nr = row0 >= p.M ? 0 : kEpi ? R : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
-  const int nc = static_cast<int>(p.ncols);
   __shared__ float red[W > 1 ? kMvWarps : 1][R][NC];
   for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
     const Plane pl = plane_of(p, z);
@@ -751,6 +750,7 @@ __device__ __forceinline__ void mv_q_body(const MvBatch& bt, const int8_t* __res
         for (int r = 0; r < nr; r++) bad_plane(p, z, pl, row0 + r, lane);
       continue;
     }
+    const int nc = plane_cols(p, pl);
     const uint8_t* wrow = pl.w + (nr > 0 ? row0 : 0) * p.w_nb1;
     float acc[R][NC];
 #pragma unroll
@@ -1002,6 +1002,14 @@ cudaError_t launch_mv_q_few(int w, int rows, const Planes* ps, int n, const int8
   return cudaErrorInvalidValue;
 }
 
+// Rows of a launch in all (the weights' rows times their planes; column chunks as planes,
+// Planes::cols_total, count once: the launch's shape is the one-column launch's).
+inline int64_t mv_rows(const Planes* ps, int n) {
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) rows += ps[i].M * (ps[i].cols_total > 0 ? 1 : ps[i].n_planes);
+  return rows;
+}
+
 // Warps a group of the one-column launch of `rows` rows in all (launch_mv_q_warp): what a
 // batch-invariant launch of any column count takes.
 inline int mv_q_invariant_warps(const MvShape& sh, int64_t rows) {
@@ -1014,8 +1022,7 @@ inline int mv_q_invariant_warps(const MvShape& sh, int64_t rows) {
 template <class Q>
 cudaError_t launch_mv_q_warp(const Planes* ps, int n, const int8_t* aq, const void* asc, const MvShape& sh,
                              cudaStream_t s) {
-  int64_t rows = 0;
-  for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
+  const int64_t rows = mv_rows(ps, n);
   const bool fill = rows >= 4096;
   const int64_t nc = ps[0].ncols;
   // Q4_0 at 3-4 columns, at most 4096 rows over a K of at most 4096 (the o product): MvShape's
@@ -1077,20 +1084,29 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const int8_t* aq, const vo
   return launch_mv_q_w<Q, 8>(sh.warps, rows_g, ps, n, aq, asc, s);
 }
 
-// Bytes of one activation column's scales in the region quant_q8a / quant_q8k fill (after the
-// codes, qs_bytes): Q8K a float a 256-block, Q8A a {d, d·Σq} pair a 32-block.
-inline int64_t act_scale_bytes(DType w, int64_t K) { return mv_act_format(w) == ActFmt::Q8K ? K / 256 * 4 : K / 32 * 8; }
-
-// Planes p (one plane) restricted to its activation columns [c0, c0 + nc): the output and the
-// addend's columns moved on (an addend of one column is broadcast).
-inline Planes mv_col_chunk(Planes p, int64_t c0, int64_t nc) {
-  p.out += c0 * p.o_nb1;
-  if (p.c && p.c_ne[1] > 1) p.c += c0 * p.c_nb[1];
-  p.ncols = nc;
+// Planes p (one plane) as planes of `chunk` of its activation columns each, the last holding the rest
+// (Planes::cols_total): every plane the one weight matrix, plane z's columns from z·chunk, its
+// output and addend columns moved on as far (an addend of one column is broadcast). The mat-vec
+// runs every chunk in one launch, each column's sums as a launch of that chunk alone gives them.
+inline Planes mv_col_planes(Planes p, int64_t chunk) {
+  const int64_t n = (p.ncols + chunk - 1) / chunk;
+  p.cols_total = p.ncols;
+  p.ncols = chunk;
+  p.n_planes = n;
+  p.ne2 = n;
+  p.r2 = n;  // (plane z's weights: z / r2 = 0)
+  p.r3 = 1;
+  p.o_nb2 = chunk * p.o_nb1;
+  p.o_nb3 = 0;
+  if (p.c && p.c_ne[1] > 1) {
+    p.c_ne[1] = chunk;
+    p.c_ne[2] = n;
+    p.c_nb[2] = chunk * p.c_nb[1];
+  }
   return p;
 }
 
-// Whether p's columns can run a chunk at a time (mv_col_chunk): one plane, no expert ids, an
+// Whether p's columns can run as column chunks (mv_col_planes): one plane, no expert ids, an
 // addend of one column (broadcast) or of all.
 inline bool mv_col_chunkable(const Planes& p) {
   return p.n_planes == 1 && !p.ids && (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols);
@@ -1109,22 +1125,13 @@ cudaError_t launch_mv_q_cols(const Planes* ps, int n, const uint8_t* act, int64_
   const int64_t K = ps[0].K, nc = ps[0].ncols;
   const auto* aq = reinterpret_cast<const int8_t*>(act);
   const uint8_t* asc = act + qs_bytes(K, cols);
-  int64_t chunk = kMaxMvCols;
-  if (sh.invariant) {  // (4 warps a group: built for up to 4 columns)
-    int64_t rows = 0;
-    for (int i = 0; i < n; i++) rows += ps[i].M * ps[i].n_planes;
-    if (mv_q_invariant_warps(sh, rows) == 4) chunk = 4;
-  }
+  // (4 warps a group: built for up to 4 columns)
+  const int64_t chunk = sh.invariant && mv_q_invariant_warps(sh, mv_rows(ps, n)) == 4 ? 4 : kMaxMvCols;
   if (nc <= chunk) return launch_mv_q_warp<Q>(ps, n, aq, asc, sh, s);
   if (!sh.invariant || ps[0].n_planes != 1) return cudaErrorInvalidValue;
-  const int64_t sb = act_scale_bytes(ps[0].wtype, K);
-  for (int64_t c0 = 0; c0 < nc; c0 += chunk) {
-    const int64_t m = nc - c0 < chunk ? nc - c0 : chunk;
-    Planes part[kMaxMvBatch];
-    for (int i = 0; i < n; i++) part[i] = mv_col_chunk(ps[i], c0, m);
-    if (cudaError_t e = launch_mv_q_warp<Q>(part, n, aq + c0 * K, asc + c0 * sb, sh, s); e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+  Planes part[kMaxMvBatch];
+  for (int i = 0; i < n; i++) part[i] = mv_col_planes(ps[i], chunk);
+  return launch_mv_q_warp<Q>(part, n, aq, asc, sh, s);
 }
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each

@@ -41,7 +41,6 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
   if (W == 1 && row0 >= p.M) return;
   const int nr = row0 >= p.M ? 0 : kEpi ? R : p.M - row0 < R ? static_cast<int>(p.M - row0) : R;
   const int64_t K = p.K, nparts = K / 32;
-  const int nc = static_cast<int>(p.ncols);
   __shared__ float red[kMvWarps][R][NC];
   for (int64_t z = blockIdx.y; z < p.n_planes; z += gridDim.y) {
     const Plane pl = plane_of(p, z);
@@ -50,6 +49,7 @@ __device__ __forceinline__ void mv_q_body_split(const MvBatch& bt, const int8_t*
         for (int r = 0; r < nr; r++) bad_plane(p, z, pl, row0 + r, lane);
       continue;
     }
+    const int nc = plane_cols(p, pl);
     const uint8_t* wrow = pl.w + (nr > 0 ? row0 : 0) * p.w_nb1;
     float acc[R][2];
 #pragma unroll

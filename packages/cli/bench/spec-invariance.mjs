@@ -8,7 +8,11 @@
 // difference (rounding of another summation order, carried through the cache) can flip a greedy
 // token where two logits are close.
 //
-//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant]
+// With --accept the K drafts are the greedy continuation instead, and it prints the largest
+// difference of the verification's K + 1 rows from plain decoding's rows of those steps (0: every
+// query of a verification gets a one-token decode's bits).
+//
+//   node packages/cli/bench/spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant] [--accept]
 //   (default AT 68, S 2,20,40,60, K 1,4; CPU, 2 threads; -ngl: that many layers on the first CUDA
 //   device; the verification decodes with batchInvariant as the speculator's do, or without it with
 //   --variant)
@@ -31,10 +35,13 @@ const threads = Number(take("-t", "2"));
 const ngl = take("-ngl", "0");
 const variant = args.indexOf("--variant");
 if (variant >= 0) args.splice(variant, 1);
+const acceptAt = args.indexOf("--accept");
+if (acceptAt >= 0) args.splice(acceptAt, 1);
+const accept = acceptAt >= 0;
 const [file, promptFile, atArg = "68", stepsArg = "2,20,40,60", draftsArg = "1,4"] = args;
 if (!file || !promptFile) {
   console.error(
-    "usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant]",
+    "usage: spec-invariance.mjs MODEL.gguf PROMPT.txt [AT [S,… [K,…]]] [-t N] [-ngl N|all] [--variant] [--accept]",
   );
   process.exit(2);
 }
@@ -74,41 +81,68 @@ const top2 = (l) => {
   return `${a} over ${b} by ${(l[a] - l[b]).toFixed(5)}`;
 };
 
-/** The logits after `at` greedy tokens; at step `s` a verification with `k` rejected drafts. */
+/**
+ * The logits after `at` greedy tokens, and each step's (`rows[i]`: after token i); at step `s` a
+ * verification with `k` drafts: rejected ones, or (--accept) the greedy continuation, whose rows
+ * are `verified`.
+ */
 async function logitsAt(s, k, greedy) {
   const ctx = new Context(model, { nCtx: Math.max(1024, prompt.length + at + 64) });
   let row = (await ctx.decode({ tokens: prompt, seq: 0, logits: "last" })).last();
   const tokens = [];
+  const rows = [];
+  let verified = [];
   for (let i = 0; i < at; i++) {
     const id = greedy ? greedy[i] : argmax(row);
     tokens.push(id);
     if (i === s) {
       const pos = ctx.used();
+      const drafts = accept ? greedy.slice(i + 1, i + 1 + k) : Array(k).fill(greedy[i + 1] === 7 ? 8 : 7);
       const lg = await ctx.decode({
-        tokens: [id, ...Array(k).fill(greedy[i + 1] === 7 ? 8 : 7)],
+        tokens: [id, ...drafts],
         seq: 0,
         logits: "all",
         batchInvariant: variant < 0,
       });
-      row = lg.get(0).slice();
+      verified = drafts.map((_, j) => lg.get(j + 1).slice());
+      verified.unshift(lg.get(0).slice());
+      row = verified[0];
       ctx.seqRm(0, pos + 1, -1);
     } else {
       row = (await ctx.decode({ tokens: [id], seq: 0, logits: "last" })).last().slice();
     }
+    rows.push(row);
   }
   ctx.dispose();
-  return { row, tokens };
+  return { row, rows, tokens, verified };
 }
+
+/** The largest elementwise difference of two logit rows. */
+const largest = (a, b) => {
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+  return d;
+};
 
 const plain = await logitsAt(-1, 0, undefined);
 console.log(`${file}: after ${at} greedy tokens, plain decoding: ${top2(plain.row)}`);
 for (const s of stepsArg.split(",").map(Number))
   for (const k of draftsArg.split(",").map(Number)) {
-    const { row } = await logitsAt(s, k, plain.tokens);
-    let d = 0;
-    for (let i = 0; i < row.length; i++) d = Math.max(d, Math.abs(row[i] - plain.row[i]));
+    if (accept && s + k >= at) {
+      console.log(`  ${k} accepted draft(s) at step ${s}: past step ${at}, skipped`);
+      continue;
+    }
+    const { row, verified } = await logitsAt(s, k, plain.tokens);
+    if (accept) {
+      let d = 0;
+      for (let j = 0; j < verified.length; j++) d = Math.max(d, largest(verified[j], plain.rows[s + j]));
+      console.log(
+        `  ${k} accepted draft(s) at step ${s}: largest difference of its ${k + 1} rows ${d.toExponential(2)}, after ${at} steps ${largest(row, plain.row).toExponential(2)}`,
+      );
+      continue;
+    }
     console.log(
-      `  ${k} rejected draft(s) at step ${s}: ${top2(row)}, largest difference ${d.toExponential(2)}`,
+      `  ${k} rejected draft(s) at step ${s}: ${top2(row)}, largest difference ${largest(row, plain.row).toExponential(2)}`,
     );
   }
 model.dispose();
