@@ -268,7 +268,7 @@ ExecutorHandle* executor_arg(const Napi::CallbackInfo& info, size_t i) {
   return h;
 }
 
-// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?,
+// createExecutor(device, useGraphs, tuning?: { attnMma?, topkChunks?, fuse?, pdl?, attnPerQuery?, mvWideLoads?, stepTimes?, ropeBlock?, qkvRope?, fusedCombine?, invariantBatched?,
 //                 perQueryFlash?: boolean, attnDecode?: "auto" | "tile" | "vec" | "flash", mmqCols?: [min, max], decodeRows?: number,
 //                 mmqStreamk?: number, topkRadixRows?: number, attnQuantRows?: number, perQueryBlocks?: number, perQuerySplits?: number, normSliceRows?: number,
 //                 mmqTargetBlocks?: number,
@@ -327,6 +327,7 @@ Tuning tuning_arg(const Napi::CallbackInfo& info, size_t i) {
     flag("ropeBlock", &tuning.rope_block);
     flag("qkvRope", &tuning.qkv_rope);
     flag("fusedCombine", &tuning.fused_combine);
+    flag("invariantBatched", &tuning.invariant_batched);
     flag("perQueryFlash", &tuning.per_query_flash);
     // An integer tuning in [lo, hi].
     auto int_in = [&](const char* name, int lo, int hi, int* out) {

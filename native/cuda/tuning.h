@@ -71,6 +71,9 @@ struct MvShape {
   // the one-column launch's in the same order (a lane's parts, then the warp's reduction, then the
   // group's warps in slice order); more columns than one launch takes run in chunks.
   bool invariant = false;
+  // Batch-invariant launches of more columns than one launch takes: every chunk in one launch, the
+  // chunks as planes (mv_col_planes), instead of a launch a chunk (Tuning::invariant_batched).
+  bool invariant_planes = false;
 };
 
 struct Tuning {
@@ -213,6 +216,11 @@ struct Tuning {
   // from the environment: each token's results must be the bits of a one-token decode of it
   // (batch_invariant_tuning below).
   bool batch_invariant = false;
+  // A batch-invariant program's attention queries together on the decode kernel and each product's
+  // column chunks in one launch (ops/attention.cu launch_decode_invariant, MvShape::invariant_planes),
+  // instead of a launch a query and a launch a chunk of 8 columns (MINFER_CUDA_INV_BATCHED=1; off
+  // until measured on a GPU: written in session 49 when no GPU was left to check its bits).
+  bool invariant_batched = false;
 };
 
 // The tuning of a batch-invariant program under t: every quantized product on the dp4a mat-vec
@@ -222,6 +230,7 @@ struct Tuning {
 inline Tuning batch_invariant_tuning(Tuning t) {
   t.batch_invariant = true;
   t.mv.invariant = true;
+  t.mv.invariant_planes = t.invariant_batched;
   t.mmq_min_cols = 2;
   t.mmq_max_cols = 1;  // (min above max: off)
   t.norm_slice_rows = 263;

@@ -553,6 +553,9 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # (--accept: the drafts are the greedy continuation, and every row of the verification is compared)
     step spec-inv-cuda-accept node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --accept
     step spec-inv-cuda-accept-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2 16 -ngl all --accept --variant
+    # (the verification's queries and column chunks in one launch each: tuning.h invariant_batched)
+    step spec-inv-cuda-batched env MINFER_CUDA_INV_BATCHED=1 node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all
+    step spec-inv-cuda-accept-batched env MINFER_CUDA_INV_BATCHED=1 node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -ngl all --accept
     step spec-inv-cpu node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8
     step spec-inv-cpu-variant node "$D/dist/spec-invariance.js" "$f" /tmp/spec-prompt.txt 40 2,20 1,8,16 -t 8 --variant ;;
   spec-bench) # issue 26: minfer bench's speculative test (plain and speculative t/s, acceptance, identity) of
@@ -560,8 +563,13 @@ torch.cuda.synchronize()" "${BUSY_SECONDS:-60}" >"$OUT/busy/load.log" 2>&1 &
     # SPEC_BENCH_DRAFT exists (default its draft), a draft model, on SPEC_BENCH_PROMPT (its copy prompt), -ngl all
     tgt=${SPEC_BENCH_TARGET:-/tmp/spec-pair/target-40m-q8_0.gguf} dr=${SPEC_BENCH_DRAFT:-/tmp/spec-pair/draft-7m-f16.gguf}
     sp=${SPEC_BENCH_PROMPT:-/tmp/spec-pair/copy-prompt.txt}
-    TAIL_LINES=20 step spec-bench-ngram minfer bench -m "$tgt" --spec-type ngram --spec-prompt-file "$sp" -n 128 -r 3 -ngl all
-    [ -f "$dr" ] && TAIL_LINES=20 step spec-bench-md minfer bench -m "$tgt" -md "$dr" --spec-prompt-file "$sp" -n 128 -r 3 -ngl all ;;
+    # (each also with MINFER_CUDA_INV_BATCHED=1: a verification's queries and column chunks in one launch each)
+    for e in MINFER_CUDA_INV_BATCHED=0 MINFER_CUDA_INV_BATCHED=1; do
+      TAIL_LINES=20 step "spec-bench-ngram-${e#*=}" env "$e" node "$D/dist/bin.js" bench -m "$tgt" --spec-type ngram \
+        --spec-prompt-file "$sp" -n 128 -r 3 -ngl all
+      [ -f "$dr" ] && TAIL_LINES=20 step "spec-bench-md-${e#*=}" env "$e" node "$D/dist/bin.js" bench -m "$tgt" -md "$dr" \
+        --spec-prompt-file "$sp" -n 128 -r 3 -ngl all
+    done ;;
   spec-serve) # issue 26: `minfer serve -ngl all -np 8 --batch-invariant`, 8 concurrent greedy streams
     # the same without speculation, with a draft model and with n-grams (SPEC_TARGET, SPEC_DRAFT: default
     # the built-in model drafting for itself; SPEC_PROMPT: a text file, default docs/SPECULATIVE.md;

@@ -311,16 +311,16 @@ cudaError_t launch_decode_invariant(const NodeArgs& view, const LaunchContext& c
 }
 
 // Batch-invariant (Tuning::batch_invariant): every query's output the bits of a one-token decode of
-// it. Where that decode runs the decode kernel (caches of up to kDecAutoMaxCells cells), the queries
-// go inv_queries_per_launch at a time (launch_decode_invariant); otherwise one at a time, each as its
-// own node. (The o product then quantizes its columns itself: the same codes, act_quant.cuh.)
+// it. With Tuning::invariant_batched, where that decode runs the decode kernel (caches of up to
+// kDecAutoMaxCells cells), the queries go inv_queries_per_launch at a time (launch_decode_invariant);
+// otherwise one at a time, each as its own node. (The o product then quantizes its columns itself: the same codes, act_quant.cuh.)
 cudaError_t launch_invariant(const NodeArgs& args, const LaunchContext& ctx) {
   const Tensor *q = args.in[0], *k = args.in[1], *v = args.in[2];
   const int64_t n_q = q->ne[2], n_kv = k->ne[2], group = q->ne[1] / std::max<int64_t>(k->ne[1], 1);
   const Plan plan = plan_attention(args);
   if (!plan.ok) return cudaErrorInvalidValue;
   const AttnParams all = base_params(args, ctx, plan);  // (each view of it is aligned when it is)
-  const bool decode = ctx.scratch && inv_queries_per_launch(args) > 0 &&
+  const bool decode = ctx.tuning.invariant_batched && ctx.scratch && inv_queries_per_launch(args) > 0 &&
                       (ctx.tuning.attn_decode == DecodeAttn::Vec ||
                        (ctx.tuning.attn_decode == DecodeAttn::Auto && n_kv <= kDecAutoMaxCells)) &&
                       decode_takes(k->dtype, v->dtype, q->ne[0], v->ne[0], all.k_vec && all.v_vec, all.aligned, group);

@@ -170,9 +170,18 @@ cudaError_t launch_to_f32(const BView& b, int64_t K, int64_t ncols, float* dst, 
 }
 
 // Batch-invariant products of F16/BF16/F32 weights over more than kMaxMvCols columns of one plane:
-// the float mat-vec over chunks of kMaxMvCols columns as planes, one launch (each column's sum is
-// its one-column launch's).
+// the float mat-vec kMaxMvCols columns a launch, or (MvShape::invariant_planes) every chunk in one
+// launch as planes (each column's sum is its one-column launch's).
 bool mv_f32_chunks(const Planes& p) { return mv_col_chunkable(p) && mv_f32_aligned(mv_col_planes(p, kMaxMvCols)); }
+
+cudaError_t launch_mv_f32_chunks(const Planes& p, const float* act, const MvShape& sh, cudaStream_t s) {
+  if (sh.invariant_planes) return launch_mv_f32(mv_col_planes(p, kMaxMvCols), act, s);
+  for (int64_t c0 = 0; c0 < p.ncols; c0 += kMaxMvCols) {
+    const int64_t m = std::min<int64_t>(kMaxMvCols, p.ncols - c0);
+    if (cudaError_t e = launch_mv_f32(mv_col_chunk(p, c0, m), act + c0 * p.K, s); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
 
 // ---- the path of one weight against shared activations -------------------------------------------
 
@@ -331,7 +340,7 @@ cudaError_t run_planes(const Planes& p, const Tensor* w, const Tensor* b, bool i
     case Path::MvF32:
       if (mv_f32_aligned(p)) return launch_mv_f32(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
       if (ctx.tuning.batch_invariant && mv_f32_chunks(p))
-        return launch_mv_f32(mv_col_planes(p, kMaxMvCols), reinterpret_cast<const float*>(scratch + r.f32), ctx.stream);
+        return launch_mv_f32_chunks(p, reinterpret_cast<const float*>(scratch + r.f32), ctx.tuning.mv, ctx.stream);
       return launch_mv_generic(p, bv, ctx.stream);
     case Path::Gemm: {
       // (a weight the tensor-core loader cannot read aligned, e.g. a view at an odd byte offset,

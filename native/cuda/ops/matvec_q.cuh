@@ -1084,6 +1084,19 @@ cudaError_t launch_mv_q_warp(const Planes* ps, int n, const int8_t* aq, const vo
   return launch_mv_q_w<Q, 8>(sh.warps, rows_g, ps, n, aq, asc, s);
 }
 
+// Bytes of one activation column's scales in the region quant_q8a / quant_q8k fill (after the
+// codes, qs_bytes): Q8K a float a 256-block, Q8A a {d, d·Σq} pair a 32-block.
+inline int64_t act_scale_bytes(DType w, int64_t K) { return mv_act_format(w) == ActFmt::Q8K ? K / 256 * 4 : K / 32 * 8; }
+
+// Planes p (one plane) restricted to its activation columns [c0, c0 + nc): the output and the
+// addend's columns moved on (an addend of one column is broadcast); a launch a chunk.
+inline Planes mv_col_chunk(Planes p, int64_t c0, int64_t nc) {
+  p.out += c0 * p.o_nb1;
+  if (p.c && p.c_ne[1] > 1) p.c += c0 * p.c_nb[1];
+  p.ncols = nc;
+  return p;
+}
+
 // Planes p (one plane) as planes of `chunk` of its activation columns each, the last holding the rest
 // (Planes::cols_total): every plane the one weight matrix, plane z's columns from z·chunk, its
 // output and addend columns moved on as far (an addend of one column is broadcast). The mat-vec
@@ -1106,7 +1119,7 @@ inline Planes mv_col_planes(Planes p, int64_t chunk) {
   return p;
 }
 
-// Whether p's columns can run as column chunks (mv_col_planes): one plane, no expert ids, an
+// Whether p's columns can run as column chunks (mv_col_chunk, mv_col_planes): one plane, no expert ids, an
 // addend of one column (broadcast) or of all.
 inline bool mv_col_chunkable(const Planes& p) {
   return p.n_planes == 1 && !p.ids && (!p.c || p.c_ne[1] == 1 || p.c_ne[1] == p.ncols);
@@ -1130,8 +1143,17 @@ cudaError_t launch_mv_q_cols(const Planes* ps, int n, const uint8_t* act, int64_
   if (nc <= chunk) return launch_mv_q_warp<Q>(ps, n, aq, asc, sh, s);
   if (!sh.invariant || ps[0].n_planes != 1) return cudaErrorInvalidValue;
   Planes part[kMaxMvBatch];
-  for (int i = 0; i < n; i++) part[i] = mv_col_planes(ps[i], chunk);
-  return launch_mv_q_warp<Q>(part, n, aq, asc, sh, s);
+  if (sh.invariant_planes) {
+    for (int i = 0; i < n; i++) part[i] = mv_col_planes(ps[i], chunk);
+    return launch_mv_q_warp<Q>(part, n, aq, asc, sh, s);
+  }
+  const int64_t sb = act_scale_bytes(ps[0].wtype, K);
+  for (int64_t c0 = 0; c0 < nc; c0 += chunk) {
+    const int64_t m = nc - c0 < chunk ? nc - c0 : chunk;
+    for (int i = 0; i < n; i++) part[i] = mv_col_chunk(ps[i], c0, m);
+    if (cudaError_t e = launch_mv_q_warp<Q>(part, n, aq + c0 * K, asc + c0 * sb, sh, s); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 // Weights ps[0..n) (1 <= n <= kMaxMvBatch; one dtype, K, column count and plane count, each

@@ -126,6 +126,13 @@ export interface CudaEnv {
    */
   readonly fusedCombine: boolean;
   /**
+   * MINFER_CUDA_INV_BATCHED=1: a batch-invariant program (a speculative verification) runs its
+   * attention's queries together on the decode kernel and each product's column chunks in one
+   * launch, each query and column with a one-token decode's bits as before, instead of a launch a
+   * query and a launch a chunk of 8 columns (the default until it is measured on a GPU).
+   */
+  readonly invariantBatched: boolean;
+  /**
    * MINFER_CUDA_PER_QUERY_ATTN: the kernel of several sequences' decode attention one query a
    * block: `flash` (the default) the tensor-core kernel (ops/attention_flash.cuh, a warp a block
    * holding the query's q heads), `vec` the decode kernel (ops/attention_decode.cuh, which
@@ -338,6 +345,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): CudaEnv {
     fuseRows: intIn(env, "MINFER_CUDA_FUSE_ROWS", 1, 64, 64),
     attnQuantRows: intIn(env, "MINFER_CUDA_ATTN_QUANT_ROWS", 1, 64, 64),
     fusedCombine: choice(env, "MINFER_CUDA_FUSED_COMBINE", ["0", "1"]) !== "0",
+    invariantBatched: choice(env, "MINFER_CUDA_INV_BATCHED", ["0", "1"]) === "1",
     perQueryFlash: choice(env, "MINFER_CUDA_PER_QUERY_ATTN", ["flash", "vec"]) !== "vec",
     perQueryBlocks: intIn(env, "MINFER_CUDA_PER_QUERY_BLOCKS", 1, 64, 0),
     perQuerySplits: intIn(env, "MINFER_CUDA_PER_QUERY_SPLITS", 1, 16, 0),

@@ -111,6 +111,7 @@ export class CudaDevice implements Device {
         fuseRows: env.fuseRows,
         attnQuantRows: env.attnQuantRows,
         fusedCombine: env.fusedCombine,
+        invariantBatched: env.invariantBatched,
         perQueryFlash: env.perQueryFlash,
         perQueryBlocks: env.perQueryBlocks,
         perQuerySplits: env.perQuerySplits,

@@ -93,6 +93,7 @@ export interface NativeTuning {
   readonly attnQuantRows?: number;
   /** Decode attention's splits merged by the last block to finish (no combine kernel). */
   readonly fusedCombine?: boolean;
+  readonly invariantBatched?: boolean;
   /** Several queries' decode attention one query a block on the tensor-core kernel. */
   readonly perQueryFlash?: boolean;
   /** Blocks an SM the per-query decode attention's splits aim for (1-64; 0: the kernel's default). */
