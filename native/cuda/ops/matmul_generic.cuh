@@ -95,13 +95,13 @@ __device__ inline void bad_plane(const Planes& p, int64_t z, const Plane& pl, in
   reinterpret_cast<float*>(pl.out)[row] = __int_as_float(0x7fc00000);
 }
 
-// The value stored at (row, column col) of plane z: s, plus c there for MUL_MAT_ADD (one f32 add
-// of the f32 product, never contracted: MUL_MAT followed by ADD).
 // Columns of plane pl: ncols, or the last column chunk's fewer (Planes::cols_total).
 __device__ inline int plane_cols(const Planes& p, const Plane& pl) {
   return static_cast<int>(p.cols_total > 0 && p.cols_total - pl.col0 < p.ncols ? p.cols_total - pl.col0 : p.ncols);
 }
 
+// The value stored at (row, column col) of plane z: s, plus c there for MUL_MAT_ADD (one f32 add
+// of the f32 product, never contracted: MUL_MAT followed by ADD).
 __device__ inline float plus_c(const Planes& p, int64_t z, int64_t col, int64_t row, float s) {
   if (!p.c) return s;
   const int64_t i2 = z % p.ne2, i3 = z / p.ne2;
